@@ -1,0 +1,1 @@
+"""Figures and tables from result files. Reads only what a run wrote; never imports the engine."""

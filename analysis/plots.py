@@ -1,0 +1,72 @@
+"""Figures of one run, drawn from its rounds.csv and events.csv."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
+             ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
+             ("idle_time_s", "waiting"))
+
+
+def time_axis(seconds):
+    """(values, label) with simulated time in seconds, minutes or hours, whichever reads best."""
+    span = float(seconds.max()) if len(seconds) else 0.0
+    if span >= 3 * 3600:
+        return seconds / 3600.0, "simulated time (h)"
+    if span >= 180:
+        return seconds / 60.0, "simulated time (min)"
+    return seconds, "simulated time (s)"
+
+
+def _accuracy_figure(x, y, xlabel, title, path):
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.plot(x, 100 * y, marker=".", lw=1.2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_run(run_dir, title=None) -> list:
+    """accuracy_vs_time.png, accuracy_vs_rounds.png and latency_breakdown.png in `run_dir`."""
+    run_dir = Path(run_dir)
+    rounds = pd.read_csv(run_dir / "rounds.csv")
+    title = title or f"{run_dir.parent.name} ({run_dir.name})"
+    evaluated = rounds.dropna(subset=["test_acc"])
+    t, t_label = time_axis(evaluated["sim_time_s"])
+    written = [run_dir / "accuracy_vs_time.png", run_dir / "accuracy_vs_rounds.png",
+               run_dir / "latency_breakdown.png"]
+    _accuracy_figure(t, evaluated["test_acc"], t_label, title, written[0])
+    _accuracy_figure(evaluated["round"], evaluated["test_acc"], "global round", title, written[1])
+
+    fig, (ax_rounds, ax_total) = plt.subplots(1, 2, figsize=(10, 4.2),
+                                              gridspec_kw={"width_ratios": [3, 1]})
+    bottom = 0.0
+    for column, label in BREAKDOWN:
+        ax_rounds.fill_between(rounds["round"], bottom, bottom + rounds[column], step="mid",
+                               label=label, alpha=0.8)
+        bottom = bottom + rounds[column]
+    ax_rounds.set_xlabel("global round")
+    ax_rounds.set_ylabel("round latency (s)")
+    ax_rounds.set_title("critical path of each round")
+    ax_rounds.legend(fontsize=8, loc="upper right")
+    ax_rounds.grid(alpha=0.3)
+    totals = [rounds[c].sum() for c, _ in BREAKDOWN]
+    share = [100 * v / max(sum(totals), 1e-300) for v in totals]
+    ax_total.bar([label for _, label in BREAKDOWN], share,
+                 color=[f"C{i}" for i in range(len(BREAKDOWN))])
+    ax_total.set_ylabel("share of total simulated time (%)")
+    ax_total.tick_params(axis="x", rotation=60)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(written[2], dpi=120)
+    plt.close(fig)
+    return written

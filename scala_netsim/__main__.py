@@ -1,0 +1,5 @@
+import sys
+
+from scala_netsim.cli import main
+
+sys.exit(main())

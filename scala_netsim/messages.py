@@ -1,0 +1,52 @@
+"""Typed messages exchanged between clients and the server.
+
+Their sizes come from the real tensors they carry (numel * element_size), never from constants.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+
+def tensor_bytes(*tensors: torch.Tensor) -> int:
+    """Bytes on the wire of the given tensors."""
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@dataclass(frozen=True)
+class ModelMessage:
+    """Model weights: the client-side model down at round start, a client's update up at the end."""
+
+    client_id: int
+    tensors: tuple
+
+    @property
+    def payload_bytes(self) -> int:
+        return tensor_bytes(*self.tensors)
+
+
+@dataclass(frozen=True)
+class ActivationMessage:
+    """A client's cut-layer activations and the labels of its minibatch (uplink)."""
+
+    client_id: int
+    local_iter: int
+    activations: torch.Tensor
+    labels: torch.Tensor
+
+    @property
+    def payload_bytes(self) -> int:
+        return tensor_bytes(self.activations, self.labels)
+
+
+@dataclass(frozen=True)
+class GradientMessage:
+    """The gradient of a client's loss with respect to its activations (downlink)."""
+
+    client_id: int
+    local_iter: int
+    gradients: torch.Tensor
+
+    @property
+    def payload_bytes(self) -> int:
+        return tensor_bytes(self.gradients)

@@ -1,0 +1,58 @@
+"""Models with named split points: a client part and a server part (SCALA-NOTES section 6)."""
+
+import torch
+from torch import nn
+
+# AlexNet-14's split points: how many of its 14 layers run on the client.
+ALEXNET14_SPLITS = {"S1": 3, "S2": 6, "S3": 8, "S4": 10, "S5": 13}
+ARCHS = ("alexnet14",)
+
+
+def alexnet14_layers(in_channels: int, num_classes: int):
+    """The 14 layers of AlexNet for 32x32 inputs (13 conv-block layers and the classifier)."""
+    return [
+        nn.Conv2d(in_channels, 64, kernel_size=11, stride=4, padding=5),  # 1
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(kernel_size=2),                                      # 3  <- S1
+        nn.Conv2d(64, 192, kernel_size=5, padding=2),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(kernel_size=2),                                      # 6  <- S2
+        nn.Conv2d(192, 384, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),                                            # 8  <- S3
+        nn.Conv2d(384, 256, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),                                            # 10 <- S4
+        nn.Conv2d(256, 256, kernel_size=3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(kernel_size=2),                                      # 13 <- S5
+        nn.Sequential(nn.Flatten(), nn.Linear(256, num_classes)),         # 14
+    ]
+
+
+def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
+                      generator: torch.Generator):
+    """(client_part, server_part) of `arch` cut at `split`, initialised from `generator`."""
+    if arch != "alexnet14":
+        raise ValueError(f"model.arch: unknown {arch!r}; allowed: {list(ARCHS)}")
+    if split not in ALEXNET14_SPLITS:
+        raise ValueError(f"model.split: unknown {split!r}; allowed: {list(ALEXNET14_SPLITS)}")
+    layers = alexnet14_layers(in_channels, num_classes)
+    _init_from(layers, generator)
+    cut = ALEXNET14_SPLITS[split]
+    return nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])
+
+
+def _init_from(layers, generator: torch.Generator):
+    """PyTorch's default (Kaiming-uniform) initialisation, drawn from an explicit generator."""
+    for module in nn.Sequential(*layers).modules():
+        if isinstance(module, (nn.Conv2d, nn.Linear)):
+            fan_in = module.weight[0].numel()
+            bound = 1.0 / fan_in**0.5
+            with torch.no_grad():
+                # kaiming_uniform_(a=sqrt(5)) as in nn.Conv2d.reset_parameters
+                module.weight.uniform_(-bound, bound, generator=generator)
+                module.bias.uniform_(-bound, bound, generator=generator)
+
+
+def state_bytes(module: nn.Module) -> int:
+    """Bytes of a module's parameters and buffers as sent over the air."""
+    return sum(t.numel() * t.element_size() for t in module.state_dict().values())

@@ -1,0 +1,101 @@
+"""Label-skew partitions of a labelled dataset over K clients (SCALA-NOTES section 5).
+
+Each partitioner is a pure function of the labels and a NumPy generator and returns one
+array of sample indices per client.
+"""
+
+import numpy as np
+
+
+def partition_iid(labels: np.ndarray, num_clients: int, rng: np.random.Generator):
+    """Shuffle and split into `num_clients` near-equal shards."""
+    return [np.sort(part) for part in np.array_split(rng.permutation(len(labels)), num_clients)]
+
+
+def quantity_label_sets(num_clients: int, num_classes: int, alpha: int,
+                        rng: np.random.Generator):
+    """Assign each client `alpha` distinct labels so that every label has exactly
+    K*alpha/N holders.
+
+    Clients are filled one at a time. With m clients left and c_l open slots of label l, a
+    completion exists iff every c_l <= m (each client holds a label at most once), so labels
+    with c_l == m are forced; the rest are drawn with probability proportional to c_l. This
+    keeps the draw random without the rejection loop of a shuffle-and-redraw.
+    """
+    holders = num_clients * alpha // num_classes
+    open_slots = np.full(num_classes, holders)
+    label_sets = []
+    for client in range(num_clients):
+        clients_left = num_clients - client
+        forced = np.flatnonzero(open_slots == clients_left)
+        free = np.flatnonzero((open_slots > 0) & (open_slots < clients_left))
+        extra = alpha - len(forced)
+        chosen = rng.choice(free, size=extra, replace=False,
+                            p=open_slots[free] / open_slots[free].sum()) if extra else []
+        labels = np.sort(np.concatenate([forced, chosen]).astype(int))
+        open_slots[labels] -= 1
+        label_sets.append(labels)
+    return label_sets
+
+
+def partition_quantity(labels: np.ndarray, num_clients: int, alpha: int,
+                       rng: np.random.Generator, num_classes: int):
+    """Quantity-based label skew: each label's samples are split into K*alpha/N equal portions
+    and every client receives `alpha` portions of distinct labels.
+    """
+    if alpha < 1 or alpha > num_classes or (num_clients * alpha) % num_classes:
+        raise ValueError(
+            f"quantity partition needs 1 <= alpha <= {num_classes} and num_clients*alpha "
+            f"divisible by {num_classes}, got alpha={alpha}, num_clients={num_clients}"
+        )
+    label_sets = quantity_label_sets(num_clients, num_classes, alpha, rng)
+    holders_of = {y: [k for k, s in enumerate(label_sets) if y in s] for y in range(num_classes)}
+    parts = [[] for _ in range(num_clients)]
+    for y in range(num_classes):
+        idx = rng.permutation(np.flatnonzero(labels == y))
+        holders = rng.permutation(holders_of[y])
+        for k, portion in zip(holders, np.array_split(idx, len(holders))):
+            parts[k].append(portion)
+    return [np.sort(np.concatenate(p)) for p in parts]
+
+
+def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
+                        rng: np.random.Generator, num_classes: int, max_draws: int = 100):
+    """Distribution-based label skew: p_k ~ Dir_N(beta) per client; client k receives the
+    share p_{k,y} / sum_j p_{j,y} of class y's samples. Drawn again until no client is empty.
+    """
+    if beta <= 0:
+        raise ValueError(f"dirichlet partition needs beta > 0, got {beta}")
+    for _ in range(max_draws):
+        proportions = rng.dirichlet(np.full(num_classes, beta), size=num_clients)
+        parts = [[] for _ in range(num_clients)]
+        for y in range(num_classes):
+            idx = rng.permutation(np.flatnonzero(labels == y))
+            share = proportions[:, y] / proportions[:, y].sum()
+            cuts = np.round(np.cumsum(share)[:-1] * len(idx)).astype(int)
+            for k, portion in enumerate(np.split(idx, cuts)):
+                parts[k].append(portion)
+        parts = [np.sort(np.concatenate(p)) for p in parts]
+        if min(len(p) for p in parts) > 0:
+            return parts
+    raise ValueError(
+        f"dirichlet partition with beta={beta} left a client empty in {max_draws} draws; "
+        f"use fewer clients or a larger beta"
+    )
+
+
+def make_partition(kind: str, labels: np.ndarray, num_clients: int, num_classes: int,
+                   rng: np.random.Generator, alpha=None, beta=None):
+    """Dispatch on the scenario's `data.partition.kind`."""
+    if kind == "iid":
+        return partition_iid(labels, num_clients, rng)
+    if kind == "quantity":
+        return partition_quantity(labels, num_clients, alpha, rng, num_classes)
+    if kind == "dirichlet":
+        return partition_dirichlet(labels, num_clients, beta, rng, num_classes)
+    raise ValueError(f"data.partition.kind: unknown {kind!r}; allowed: iid, quantity, dirichlet")
+
+
+def label_counts(labels: np.ndarray, parts, num_classes: int) -> np.ndarray:
+    """K x N matrix of per-client label counts."""
+    return np.stack([np.bincount(labels[p], minlength=num_classes) for p in parts])

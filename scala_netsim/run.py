@@ -1,0 +1,176 @@
+"""One scenario, end to end: drop the cell, partition the data, then for each algorithm train
+for real under the simulated clock and write the results layout."""
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import simpy
+import torch
+
+import channel
+from scala_netsim.algorithms.scala import ConcatSplitTrainer
+from scala_netsim.data import Dataset
+from scala_netsim.engine import EVENT_COLUMNS, Cell, ConcatSplitProtocol, EventLog
+from scala_netsim.metrics import round_row
+from scala_netsim.models import build_split_model
+from scala_netsim.partition import label_counts, make_partition
+from scala_netsim.results import run_dir, write_csv, write_json, write_text
+from scala_netsim.scenario import Scenario, scenario_yaml
+
+
+@dataclass
+class World:
+    """What every algorithm of a scenario shares: the same partition and the same cell."""
+
+    dataset: Dataset
+    client_indices: list
+    label_counts: np.ndarray
+    cell: Cell
+    seeds: dict
+
+
+def derive_seeds(seed: int) -> dict:
+    """Independent streams, one per use, all from the scenario's single seed."""
+    names = ("partition", "drop", "flops", "selection", "model", "batches")
+    children = np.random.SeedSequence(seed).spawn(len(names))
+    return {n: int(c.generate_state(1, dtype=np.uint64)[0] >> 1) for n, c in zip(names, children)}
+
+
+def build_world(scenario: Scenario, dataset: Dataset) -> World:
+    """Partition the training set and drop the clients, reproducibly from the seed."""
+    seeds = derive_seeds(scenario.seed)
+    labels = dataset.train_y.cpu().numpy()
+    part = scenario.data.partition
+    client_indices = make_partition(
+        part.kind, labels, scenario.data.num_clients, dataset.num_classes,
+        np.random.default_rng(seeds["partition"]), alpha=getattr(part, "alpha", None),
+        beta=getattr(part, "beta", None))
+    net, comp = scenario.network, scenario.compute
+    distance_m, _, _ = channel.drop_clients_uniform_disk(
+        scenario.data.num_clients, net.radius_m, net.min_distance_m,
+        np.random.default_rng(seeds["drop"]))
+    cell = Cell(
+        distance_m=distance_m,
+        pathloss_db=channel.make_pathloss(net.pathloss).pathloss_db(distance_m),
+        flops_per_s=channel.sample_flops_per_s(scenario.data.num_clients, *comp.client_flops_per_s,
+                                               np.random.default_rng(seeds["flops"])),
+        server_flops_per_s=comp.server_flops_per_s,
+        uplink_bandwidth_hz=net.uplink_bandwidth_hz,
+        downlink_bandwidth_hz=net.downlink_bandwidth_hz,
+        client_tx_power_w=net.client_tx_power_w,
+        bs_tx_power_w=net.bs_tx_power_w,
+        noise_psd_dbm_per_hz=net.noise_psd_dbm_per_hz,
+    )
+    return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
+                 cell, seeds)
+
+
+def clients_frame(world: World) -> pd.DataFrame:
+    frame = pd.DataFrame({
+        "client_id": np.arange(len(world.client_indices)),
+        "distance_m": world.cell.distance_m,
+        "pathloss_db": world.cell.pathloss_db,
+        "flops_per_s": world.cell.flops_per_s,
+        "num_samples": [len(ix) for ix in world.client_indices],
+    })
+    for y in range(world.label_counts.shape[1]):
+        frame[f"label_{y}"] = world.label_counts[:, y]
+    return frame
+
+
+def make_trainer(algorithm: str, scenario: Scenario, world: World, device):
+    """The learning math of `algorithm`, with models initialised from the scenario's seed."""
+    ds = world.dataset
+    client_model, server_model = build_split_model(
+        scenario.model.arch, scenario.model.split, ds.in_channels, ds.num_classes,
+        torch.Generator().manual_seed(world.seeds["model"]))
+    tr = scenario.training
+    return ConcatSplitTrainer(
+        client_model.to(device), server_model.to(device), ds.train_x, ds.train_y,
+        world.client_indices, ds.num_classes, batch_size=tr.batch_size, lr=tr.lr,
+        momentum=tr.momentum, weight_decay=tr.weight_decay,
+        logit_adjust=(algorithm == "scala"),
+        generator=torch.Generator().manual_seed(world.seeds["batches"]))
+
+
+def select_clients(num_clients: int, num_selected: int, rng: np.random.Generator):
+    """Uniform random participants of a round, in increasing id order."""
+    return sorted(rng.choice(num_clients, size=num_selected, replace=False).tolist())
+
+
+class RunWriter:
+    """The files of one run folder; rounds.csv and events.csv are rewritten atomically."""
+
+    def __init__(self, folder, scenario: Scenario, world: World):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        write_text(folder / "scenario.yaml", scenario_yaml(scenario))
+        write_csv(folder / "clients.csv", clients_frame(world))
+
+    def flush(self, round_rows, events) -> None:
+        write_csv(self.folder / "rounds.csv", pd.DataFrame(round_rows))
+        write_csv(self.folder / "events.csv", pd.DataFrame(events, columns=EVENT_COLUMNS))
+
+    def summary(self, data: dict) -> None:
+        write_json(self.folder / "summary.json", data)
+
+
+def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, device,
+                  progress=None) -> dict:
+    """Train `algorithm` under the simulated clock and write its run folder. -> summary."""
+    wall_start = time.perf_counter()
+    folder = run_dir(out_dir, scenario.name, algorithm, scenario.seed)
+    writer = RunWriter(folder, scenario, world)
+    trainer = make_trainer(algorithm, scenario, world, device)
+    env = simpy.Environment()
+    log = EventLog()
+    protocol = ConcatSplitProtocol(env, world.cell, trainer, log, channel.EqualShareAllocator(),
+                                   scenario.training.local_iters)
+    selection_rng = np.random.default_rng(world.seeds["selection"])
+    ds, tr = world.dataset, scenario.training
+    rows, best = [], (-1.0, 0)
+    for r in range(1, tr.rounds + 1):
+        selected = select_clients(scenario.data.num_clients, scenario.num_participants,
+                                  selection_rng)
+        start_s, first_event = env.now, len(log.rows)
+        protocol.run_round(r, selected)
+        row = round_row(r, log.rows[first_event:], start_s, env.now)
+        row["num_clients"] = len(selected)
+        row["test_acc"] = math.nan
+        if r % tr.eval_every == 0 or r == tr.rounds:
+            from scala_netsim.training import evaluate
+            acc, per_class, loss = evaluate(trainer.global_model(), ds.test_x, ds.test_y,
+                                            ds.num_classes)
+            row.update(test_acc=acc, test_loss=loss,
+                       **{f"acc_class_{c}": a for c, a in enumerate(per_class)})
+            best = max(best, (acc, r), key=lambda b: b[0])
+        rows.append(row)
+        if progress is not None:
+            progress(r, env.now, row["test_acc"])
+        if r % tr.eval_every == 0 or r == tr.rounds:
+            writer.flush(rows, log.rows)
+    frame = pd.DataFrame(rows)
+    summary = {
+        "scenario": scenario.name,
+        "algorithm": algorithm,
+        "seed": scenario.seed,
+        "status": "completed",
+        "rounds": tr.rounds,
+        "final_acc": float(frame["test_acc"].iloc[-1]),
+        "best_acc": float(best[0]),
+        "best_round": int(best[1]),
+        "total_sim_time_s": float(env.now),
+        "uplink_bytes": int(frame["uplink_bytes"].sum()),
+        "downlink_bytes": int(frame["downlink_bytes"].sum()),
+        "client_flops": int(frame["client_flops"].sum()),
+        "server_flops": int(frame["server_flops"].sum()),
+        "wall_time_s": time.perf_counter() - wall_start,
+        "device": str(device),
+    }
+    writer.summary(summary)
+    from analysis.plots import plot_run
+    plot_run(folder, title=f"{scenario.name}: {algorithm}")
+    return summary

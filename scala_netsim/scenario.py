@@ -1,0 +1,253 @@
+"""Scenario files: YAML validated as a whole by pydantic models.
+
+Every problem of a file is reported together, each as `field.path: what is allowed, got value`,
+in one ScenarioError that names the file.
+"""
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from scala_netsim.models import ALEXNET14_SPLITS
+
+ALGORITHMS = ("scala", "ca_sfl")
+DATASET_CLASSES = {"fashion_mnist": 10}
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; `problems` lists every `field: message` found."""
+
+    def __init__(self, source, problems):
+        self.source, self.problems = source, list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{source}: invalid scenario\n{lines}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IidPartition(_Strict):
+    kind: Literal["iid"]
+
+
+class QuantityPartition(_Strict):
+    """Each client holds `alpha` distinct labels (SCALA-NOTES section 5)."""
+    kind: Literal["quantity"]
+    alpha: int = Field(ge=1)
+
+
+class DirichletPartition(_Strict):
+    """p_k ~ Dir(beta) per client over the classes (SCALA-NOTES section 5)."""
+    kind: Literal["dirichlet"]
+    beta: float = Field(gt=0)
+
+
+Partition = Annotated[Union[IidPartition, QuantityPartition, DirichletPartition],
+                      Field(discriminator="kind")]
+
+
+class DataConfig(_Strict):
+    dataset: Literal["fashion_mnist"] = "fashion_mnist"
+    data_dir: Optional[str] = None
+    num_clients: int = Field(default=100, ge=1)
+    partition: Partition = QuantityPartition(kind="quantity", alpha=2)
+    train_samples: Optional[int] = Field(default=None, ge=1)
+    test_samples: Optional[int] = Field(default=None, ge=1)
+
+
+class ModelConfig(_Strict):
+    arch: Literal["alexnet14"] = "alexnet14"
+    split: Literal[tuple(ALEXNET14_SPLITS)] = "S2"
+
+
+class TrainingConfig(_Strict):
+    rounds: int = Field(default=500, ge=1)
+    local_iters: int = Field(default=5, ge=1)
+    batch_size: int = Field(default=320, ge=1)
+    lr: float = Field(default=0.01, gt=0)
+    momentum: float = Field(default=0.9, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0)
+    participation: float = Field(default=0.1, gt=0, le=1)
+    eval_every: int = Field(default=10, ge=1)
+
+
+class NetworkConfig(_Strict):
+    radius_m: float = Field(default=500.0, gt=0)
+    min_distance_m: float = Field(default=35.0, ge=0)
+    pathloss: Literal["3gpp_36814_macro"] = "3gpp_36814_macro"
+    uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
+    downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
+    client_tx_power_w: float = Field(default=0.2, gt=0)
+    bs_tx_power_w: float = Field(default=1.0, gt=0)
+    noise_psd_dbm_per_hz: float = -174.0
+
+    @model_validator(mode="after")
+    def _radius_above_min_distance(self):
+        if self.radius_m <= self.min_distance_m:
+            raise ValueError(f"radius_m: must be > min_distance_m ({self.min_distance_m}), "
+                             f"got {self.radius_m}")
+        return self
+
+
+class ComputeConfig(_Strict):
+    client_flops_per_s: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] = (1e9, 1e10)
+    server_flops_per_s: float = Field(default=1e13, gt=0)
+
+    @model_validator(mode="after")
+    def _range_ordered(self):
+        low, high = self.client_flops_per_s
+        if low > high:
+            raise ValueError(f"client_flops_per_s: must be [min, max] with min <= max, "
+                             f"got [{low}, {high}]")
+        return self
+
+
+class Scenario(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: int = Field(default=0, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    data: DataConfig = DataConfig()
+    model: ModelConfig = ModelConfig()
+    training: TrainingConfig = TrainingConfig()
+    algorithms: list[Literal[ALGORITHMS]] = Field(default=["scala"], min_length=1)
+    network: NetworkConfig = NetworkConfig()
+    compute: ComputeConfig = ComputeConfig()
+
+    @property
+    def num_participants(self) -> int:
+        """r * K clients take part in every round (at least one)."""
+        return max(1, round(self.training.participation * self.data.num_clients))
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        problems = []
+        num_classes = DATASET_CLASSES[self.data.dataset]
+        part = self.data.partition
+        if isinstance(part, QuantityPartition):
+            if part.alpha > num_classes:
+                problems.append(f"data.partition.alpha: must be <= the {num_classes} classes of "
+                                f"{self.data.dataset}, got {part.alpha}")
+            elif (self.data.num_clients * part.alpha) % num_classes:
+                problems.append(f"data.partition.alpha: num_clients*alpha must be divisible by "
+                                f"the {num_classes} classes, got {self.data.num_clients}*"
+                                f"{part.alpha} = {self.data.num_clients * part.alpha}")
+        if self.training.batch_size < self.num_participants:
+            problems.append(f"training.batch_size: must be >= the number of participating "
+                            f"clients ({self.num_participants}), got {self.training.batch_size}")
+        if len(set(self.algorithms)) != len(self.algorithms):
+            problems.append(f"algorithms: each algorithm at most once, got {self.algorithms}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _allowed_keys(loc):
+    """Field names allowed at `loc` (a pydantic error location), for close-match hints."""
+    model = Scenario
+    for part in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            # discriminated-union tags ("quantity") name the member model
+            members = {"iid": IidPartition, "quantity": QuantityPartition,
+                       "dirichlet": DirichletPartition}
+            if part in members:
+                model = members[part]
+                continue
+            return []
+        annotation = field.annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if model is None:
+            return []
+    return list(getattr(model, "model_fields", {}))
+
+
+def _describe(error) -> str:
+    loc = [p for p in error["loc"] if p not in ("iid", "quantity", "dirichlet")]
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    kind, ctx, got = error["type"], error.get("ctx", {}), error.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(error["loc"])
+        hint = difflib.get_close_matches(str(error["loc"][-1]), allowed, n=1)
+        suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+        return f"{where}: unknown key{suggestion} (allowed: {', '.join(allowed)})"
+    if kind == "missing":
+        return f"{where}: required key is missing"
+    if kind == "value_error":
+        # model validators name the field themselves: "field: what is allowed, got value"
+        messages = str(ctx.get("error", error["msg"])).split("; ")
+        return "; ".join(m if where == "(top level)" else f"{where}.{m}" for m in messages)
+    bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+              "less_than_equal": "<="}
+    if kind in bounds:
+        limit = next(iter(ctx.values()))
+        return f"{where}: must be {bounds[kind]} {limit}, got {got!r}"
+    if kind == "literal_error":
+        return f"{where}: must be one of {ctx.get('expected')}, got {got!r}"
+    if kind == "union_tag_invalid":
+        return f"{where}: kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
+    return f"{where}: {error['msg'].lower()}, got {got!r}"
+
+
+def validate_scenario(document, source="<scenario>") -> Scenario:
+    """A Scenario from a parsed YAML document, or a ScenarioError listing every problem."""
+    if not isinstance(document, dict):
+        raise ScenarioError(source, [f"(top level): must be a mapping of keys, got "
+                                     f"{type(document).__name__}"])
+    try:
+        return Scenario.model_validate(document)
+    except ValidationError as exc:
+        raise ScenarioError(source, [_describe(e) for e in exc.errors()]) from None
+
+
+def apply_overrides(document: dict, overrides, source="--set") -> dict:
+    """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
+    problems = []
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            problems.append(f"--set {item!r}: expected dotted.key=value")
+            continue
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            problems.append(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})")
+            continue
+        node = document
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part, {}), dict):
+                problems.append(f"--set {key}: {part!r} is not a section")
+                break
+            node = node.setdefault(part, {})
+        else:
+            node[parts[-1]] = value
+    if problems:
+        raise ScenarioError(source, problems)
+    return document
+
+
+def load_scenario(path, overrides=()) -> Scenario:
+    """Read, override and validate a scenario file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError(path, [f"scenario file not found: {str(path)!r}"])
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ScenarioError(path, [f"YAML syntax error: {where}{getattr(exc, 'problem', exc)}"]) from None
+    if document is None:
+        document = {}
+    if isinstance(document, dict):
+        document = apply_overrides(document, overrides)
+    return validate_scenario(document, source=path)
+
+
+def scenario_yaml(scenario: Scenario) -> str:
+    """The resolved scenario (every default filled in) as YAML."""
+    return yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,101 @@
+"""Learning pieces shared by the algorithms: minibatch sampling, batch sizes, aggregation and
+evaluation. Nothing here knows about simulated time.
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class ClientSampler:
+    """Draws each client's minibatches without replacement, epoch after epoch.
+
+    Every client walks through its own random permutation of its sample indices and draws a
+    new permutation when it is used up, all from one explicit torch generator.
+    """
+
+    def __init__(self, client_indices, generator: torch.Generator, device):
+        self._indices = [torch.as_tensor(np.asarray(ix), dtype=torch.int64) for ix in client_indices]
+        self._order = [None] * len(self._indices)
+        self._cursor = [0] * len(self._indices)
+        self._generator = generator
+        self._device = device
+
+    def num_samples(self, k: int) -> int:
+        return len(self._indices[k])
+
+    def next_batch(self, k: int, batch_size: int) -> torch.Tensor:
+        """Sample indices (into the training set, on the device) of client k's next minibatch."""
+        taken = []
+        while batch_size > 0:
+            if self._order[k] is None or self._cursor[k] == len(self._indices[k]):
+                perm = torch.randperm(len(self._indices[k]), generator=self._generator)
+                self._order[k], self._cursor[k] = self._indices[k][perm], 0
+            n = min(batch_size, len(self._indices[k]) - self._cursor[k])
+            taken.append(self._order[k][self._cursor[k]:self._cursor[k] + n])
+            self._cursor[k] += n
+            batch_size -= n
+        batch = taken[0] if len(taken) == 1 else torch.cat(taken)
+        return batch.to(self._device, non_blocking=True)
+
+
+def apportion_batch_sizes(num_samples, total_batch_size: int):
+    """B_k proportional to |D_k| with sum B_k = B (largest remainder), every B_k >= 1.
+
+    SCALA-NOTES section 2: B_k = |D_k| B / sum_j |D_j|, rounded so the server batch is exactly B.
+    """
+    num_samples = np.asarray(num_samples, dtype=float)
+    if total_batch_size < len(num_samples):
+        raise ValueError(
+            f"training.batch_size ({total_batch_size}) must be at least the number of "
+            f"participating clients ({len(num_samples)})"
+        )
+    exact = num_samples * total_batch_size / num_samples.sum()
+    sizes = np.maximum(np.floor(exact).astype(int), 1)
+    # Hand out (or take back) the rounding difference by largest (smallest) remainder.
+    remainder = exact - sizes
+    diff = total_batch_size - sizes.sum()
+    order = np.argsort(-remainder, kind="stable") if diff > 0 else np.argsort(remainder, kind="stable")
+    i = 0
+    while diff != 0:
+        k = order[i % len(order)]
+        if diff > 0:
+            sizes[k] += 1
+            diff -= 1
+        elif sizes[k] > 1:
+            sizes[k] -= 1
+            diff += 1
+        i += 1
+    return sizes.tolist()
+
+
+@torch.no_grad()
+def weighted_average_(target: nn.Module, sources, weights) -> None:
+    """target <- sum_k w_k source_k / sum_k w_k over every parameter and buffer (FedAvg)."""
+    weights = torch.as_tensor(weights, dtype=torch.float32)
+    weights = weights / weights.sum()
+    source_states = [list(s) for s in sources]
+    for i, dst in enumerate(target.state_dict().values()):
+        stacked = torch.stack([state[i] for state in source_states])
+        w = weights.to(stacked.device).view(-1, *([1] * (stacked.dim() - 1)))
+        dst.copy_((stacked * w).sum(0))
+
+
+@torch.inference_mode()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int,
+             batch_size: int = 1000):
+    """(accuracy, per-class accuracy array, mean cross-entropy) of `model` on (x, y)."""
+    was_training = model.training
+    model.eval()
+    correct = torch.zeros(num_classes, dtype=torch.int64, device=y.device)
+    loss_sum = 0.0
+    for start in range(0, len(y), batch_size):
+        logits = model(x[start:start + batch_size])
+        yb = y[start:start + batch_size]
+        loss_sum += nn.functional.cross_entropy(logits, yb, reduction="sum").item()
+        hits = logits.argmax(1) == yb
+        correct += torch.bincount(yb[hits], minlength=num_classes)
+    model.train(was_training)
+    totals = torch.bincount(y, minlength=num_classes).clamp_min(1)
+    per_class = (correct.double() / totals.double()).cpu().numpy()
+    return correct.sum().item() / len(y), per_class, loss_sum / len(y)
