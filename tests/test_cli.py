@@ -1,0 +1,96 @@
+"""The command line, run as a user runs it: in a subprocess, on small slices of real data."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--set", "data.train_samples=2000", "--set", "data.test_samples=500",
+         "--set", "training.rounds=2", "--set", "training.eval_every=1", "--no-progress"]
+ROUND_COLUMNS = ["round", "sim_time_s", "test_acc", "uplink_bytes", "downlink_bytes",
+                 "client_flops", "server_flops", "compute_time_s", "uplink_time_s",
+                 "downlink_time_s", "server_time_s"]
+EVENT_COLUMNS = ["t_start_s", "t_end_s", "round", "local_iter", "client_id", "kind",
+                 "payload_bytes", "flops"]
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "scala_netsim", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_end_to_end_run_writes_the_results_layout(tmp_path):
+    proc = run_cli("scenarios/cellular_10pct.yaml", "--out", tmp_path, *SMALL,
+                   "--set", "algorithms=[scala, ca_sfl]", "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    assert "estimated run time on this machine" in proc.stdout
+    assert f"results: {tmp_path / 'cellular_10pct'}" in proc.stdout
+    for algorithm in ("scala", "ca_sfl"):
+        folder = tmp_path / "cellular_10pct" / algorithm / "seed0"
+        for name in ("rounds.csv", "events.csv", "clients.csv", "scenario.yaml", "summary.json",
+                     "accuracy_vs_time.png", "accuracy_vs_rounds.png", "latency_breakdown.png"):
+            assert (folder / name).stat().st_size > 0, name
+        rounds = pd.read_csv(folder / "rounds.csv")
+        events = pd.read_csv(folder / "events.csv")
+        clients = pd.read_csv(folder / "clients.csv")
+        summary = json.loads((folder / "summary.json").read_text())
+        assert set(ROUND_COLUMNS) <= set(rounds.columns)
+        assert list(events.columns) == EVENT_COLUMNS
+        assert set(events["kind"]) == {"model_download", "client_forward", "activation_upload",
+                                       "server_step", "gradient_download", "client_backward",
+                                       "model_upload"}
+        assert rounds["round"].tolist() == [1, 2] and rounds["test_acc"].between(0, 1).all()
+        # per-round totals equal the sums over the events
+        up = events[events.kind.isin(["activation_upload", "model_upload"])].groupby("round").payload_bytes.sum()
+        assert rounds.set_index("round")["uplink_bytes"].equals(up)
+        assert rounds["sim_time_s"].iloc[-1] == pytest.approx(events["t_end_s"].max(), rel=1e-12)
+        # 10 of 100 clients per round, 5 local iterations: 5 server steps per round
+        assert (events.kind == "server_step").sum() == 10
+        assert (events.kind == "client_forward").sum() == 2 * 10 * 5
+        assert len(clients) == 100 and {"client_id", "distance_m", "pathloss_db", "flops_per_s",
+                                        "num_samples", "label_0", "label_9"} <= set(clients.columns)
+        assert ((clients.filter(like="label_") > 0).sum(axis=1) == 2).all()  # alpha = 2
+        assert summary["algorithm"] == algorithm and summary["status"] == "completed"
+        assert summary["best_acc"] >= summary["final_acc"] - 1e-12
+        assert summary["total_sim_time_s"] == pytest.approx(rounds["sim_time_s"].iloc[-1])
+        assert summary["uplink_bytes"] == rounds["uplink_bytes"].sum()
+    # same seed: the same cell and partition for both algorithms
+    a = pd.read_csv(tmp_path / "cellular_10pct" / "scala" / "seed0" / "clients.csv")
+    b = pd.read_csv(tmp_path / "cellular_10pct" / "ca_sfl" / "seed0" / "clients.csv")
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml")))
+def test_every_scenario_file_runs(tmp_path, scenario):
+    proc = run_cli(f"scenarios/{scenario}", "--out", tmp_path, *SMALL, "--set", "training.rounds=1")
+    assert proc.returncode == 0, proc.stderr
+    name = scenario.removesuffix(".yaml")
+    assert list((tmp_path / name).glob("*/seed0/summary.json"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["scenarios/missing.yaml"], "scenario file not found"),
+    (["scenarios/quickstart.yaml", "--set", "network.uplink_bandwidth_hz=-5"],
+     "network.uplink_bandwidth_hz: must be > 0.0, got -5"),
+    (["scenarios/quickstart.yaml", "--set", "training.rounds"], "expected dotted.key=value"),
+    (["scenarios/quickstart.yaml", "--set", "data.data_dir=/no/such/dir"],
+     "apt-get install dataset-fashion-mnist"),
+])
+def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message):
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_unwritable_output_directory_is_refused_before_any_work(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("keep me")
+    proc = run_cli("scenarios/quickstart.yaml", "--out", blocker / "results")
+    assert proc.returncode == 2
+    assert "--out: cannot write results" in proc.stderr and "Traceback" not in proc.stderr
+    assert blocker.read_text() == "keep me"

@@ -1,0 +1,100 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scala_netsim.scenario import ScenarioError, apply_overrides, load_scenario, validate_scenario
+
+SCENARIOS = sorted(Path(__file__).resolve().parents[1].joinpath("scenarios").glob("*.yaml"))
+
+
+def problems_of(document):
+    with pytest.raises(ScenarioError) as info:
+        validate_scenario(document, source="s.yaml")
+    return info.value.problems
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_every_shipped_scenario_is_valid(path):
+    scenario = load_scenario(path)
+    assert scenario.name == path.stem
+
+
+def test_cellular_10pct_is_the_paper_setup():
+    s = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "cellular_10pct.yaml")
+    assert (s.data.num_clients, s.num_participants, s.data.partition.alpha) == (100, 10, 2)
+    assert (s.training.batch_size, s.training.local_iters, s.training.rounds) == (320, 5, 500)
+    assert (s.training.lr, s.training.momentum, s.model.split) == (0.01, 0.9, "S2")
+    assert (s.network.radius_m, s.network.uplink_bandwidth_hz, s.network.client_tx_power_w) == (500, 20e6, 0.2)
+    assert s.compute.client_flops_per_s == (1e9, 1e10) and s.compute.server_flops_per_s == 1e13
+
+
+def test_every_problem_is_reported_together_with_field_and_value():
+    problems = problems_of({
+        "name": "x",
+        "network": {"uplink_bandwidth_hz": -5, "client_tx_power_w": 0},
+        "training": {"participation": 1.5, "rounds": "many"},
+        "algorithms": ["scala", "fedsgd"],
+    })
+    text = "\n".join(problems)
+    assert "network.uplink_bandwidth_hz: must be > 0.0, got -5" in text
+    assert "network.client_tx_power_w: must be > 0.0, got 0" in text
+    assert "training.participation: must be <= 1.0, got 1.5" in text
+    assert "training.rounds:" in text and "'many'" in text
+    assert "algorithms.1: must be one of 'scala' or 'ca_sfl', got 'fedsgd'" in text
+    assert len(problems) == 5
+
+
+def test_unknown_key_suggests_the_close_match():
+    (problem,) = problems_of({"name": "x", "trainig": {}})
+    assert problem.startswith("trainig: unknown key; did you mean 'training'?")
+    (problem,) = problems_of({"name": "x", "network": {"radius": 300}})
+    assert "network.radius: unknown key; did you mean 'radius_m'?" in problem
+
+
+@pytest.mark.parametrize("document, message", [
+    ({"data": {"num_clients": 15, "partition": {"kind": "quantity", "alpha": 3}}},
+     "data.partition.alpha: num_clients*alpha must be divisible by the 10 classes, got 15*3 = 45"),
+    ({"data": {"partition": {"kind": "quantity", "alpha": 11}}},
+     "data.partition.alpha: must be <= the 10 classes of fashion_mnist, got 11"),
+    ({"data": {"partition": {"kind": "dirichlet", "beta": 0}}},
+     "data.partition.beta: must be > 0.0, got 0"),
+    ({"data": {"partition": {"kind": "zipf"}}},
+     "data.partition: kind must be one of 'iid', 'quantity', 'dirichlet', got 'zipf'"),
+    ({"network": {"radius_m": 30}}, "network.radius_m: must be > min_distance_m (35.0), got 30.0"),
+    ({"compute": {"client_flops_per_s": [5e9, 1e9]}},
+     "compute.client_flops_per_s: must be [min, max] with min <= max"),
+    ({"compute": {"server_flops_per_s": -1}}, "compute.server_flops_per_s: must be > 0.0, got -1"),
+    ({"training": {"batch_size": 5}},
+     "training.batch_size: must be >= the number of participating clients (10), got 5"),
+    ({"model": {"split": "S7"}}, "model.split: must be one of 'S1', 'S2', 'S3', 'S4' or 'S5', got 'S7'"),
+    ({"data": {"dataset": "mnist"}}, "data.dataset: must be one of 'fashion_mnist', got 'mnist'"),
+    ({"device": "tpu"}, "device: must be one of 'auto', 'cpu' or 'cuda', got 'tpu'"),
+])
+def test_specific_validation_messages(document, message):
+    problems = problems_of({"name": "x", **document})
+    assert any(message in p for p in problems), problems
+
+
+def test_missing_file_and_yaml_syntax_error_name_the_file(tmp_path):
+    with pytest.raises(ScenarioError, match="scenario file not found"):
+        load_scenario(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntraining:\n  rounds: [1, 2\n")
+    with pytest.raises(ScenarioError, match=r"(?s)bad.yaml.*YAML syntax error: line \d+, column \d+"):
+        load_scenario(bad)
+
+
+def test_overrides_apply_dotted_keys_parsed_as_yaml(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "training": {"rounds": 7}}))
+    s = load_scenario(path, ["training.rounds=3", "network.uplink_bandwidth_hz=5e6",
+                             "algorithms=[ca_sfl, scala]"])
+    assert s.training.rounds == 3 and s.network.uplink_bandwidth_hz == 5e6
+    assert s.algorithms == ["ca_sfl", "scala"]
+    with pytest.raises(ScenarioError, match="expected dotted.key=value"):
+        apply_overrides({}, ["training.rounds"])
+    with pytest.raises(ScenarioError, match="'rounds' is not a section"):
+        apply_overrides({"rounds": 3}, ["rounds.x=1"])
+    with pytest.raises(ScenarioError, match="training.roundz: unknown key; did you mean 'rounds'"):
+        load_scenario(path, ["training.roundz=3"])
