@@ -1,0 +1,142 @@
+"""Training throughput of SCALA against plain PyTorch, measured side by side in one run.
+
+(a) plain centralized training of AlexNet-14 on batches of B Fashion-MNIST images;
+(b) the bare SCALA math: the same client and server steps in a plain loop, no engine;
+(c) the full SCALA co-simulation: SimPy engine, FLOP accounting, event log, round rows.
+
+FLOPs are counted with torch's FlopCounterMode. SCALA does more arithmetic per sample than
+centralized training (a second, input-only backward pass through the server part), so the
+fair comparison is the arithmetic rate (GFLOP/s), not samples per second. The three are
+timed in interleaved blocks so that load on the machine hits them alike; medians are printed.
+
+    python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import simpy
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+import channel
+from scala_netsim.data import load_dataset
+from scala_netsim.engine import ConcatSplitProtocol, EventLog
+from scala_netsim.metrics import round_row
+from scala_netsim.models import build_split_model
+from scala_netsim.run import build_world, make_trainer, select_clients
+from scala_netsim.scenario import validate_scenario
+
+
+def centralized_block(model, optimizer, x, y, batch_size, steps, generator):
+    """`steps` plain training steps; -> (seconds, samples)."""
+    start = time.perf_counter()
+    for _ in range(steps):
+        idx = torch.randint(len(y), (batch_size,), generator=generator)
+        optimizer.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
+        optimizer.step()
+    return time.perf_counter() - start, steps * batch_size
+
+
+def bare_scala_round(trainer, selected, local_iters):
+    trainer.begin_round(selected)
+    for k in selected:
+        trainer.client_receive_model(trainer.client_model_download(k))
+    flops = 0
+    for t in range(local_iters):
+        messages = []
+        for k in selected:
+            message, f = trainer.client_forward(k, t)
+            messages.append(message)
+            flops += f
+        grads, f = trainer.server_step(messages)
+        flops += f
+        for g in grads:
+            flops += trainer.client_backward(g)
+    for k in selected:
+        trainer.server_receive_model(trainer.client_model_upload(k))
+    trainer.end_round()
+    return flops
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved blocks per variant")
+    parser.add_argument("--rounds-per-block", type=int, default=4)
+    args = parser.parse_args()
+
+    scenario = validate_scenario({"name": "bench", "device": "cpu"})  # cellular_10pct defaults
+    tr = scenario.training
+    dataset = load_dataset("fashion_mnist")
+    world = build_world(scenario, dataset)
+    selection = np.random.default_rng(0)
+    rounds = [select_clients(scenario.data.num_clients, scenario.num_participants, selection)
+              for _ in range(args.repeats * args.rounds_per_block * 2 + 2)]
+
+    # (a) centralized
+    client, server = build_split_model("alexnet14", "S2", 1, 10, torch.Generator().manual_seed(0))
+    model = nn.Sequential(client, server)
+    optimizer = torch.optim.SGD(model.parameters(), lr=tr.lr, momentum=tr.momentum)
+    g = torch.Generator().manual_seed(0)
+    with FlopCounterMode(display=False) as counter:
+        centralized_block(model, optimizer, dataset.train_x, dataset.train_y, tr.batch_size, 1, g)
+    flops_per_step = counter.get_total_flops()
+
+    # (b) bare math and (c) co-simulation, each with its own trainer
+    bare = make_trainer("scala", scenario, world, torch.device("cpu"))
+    cosim = make_trainer("scala", scenario, world, torch.device("cpu"))
+    env, log = simpy.Environment(), EventLog()
+    protocol = ConcatSplitProtocol(env, world.cell, cosim, log, channel.EqualShareAllocator(),
+                                   tr.local_iters)
+
+    def cosim_round(r):
+        start_s, first = env.now, len(log.rows)
+        protocol.run_round(r, rounds[r])
+        round_row(r, log.rows[first:], start_s, env.now)
+        return sum(row[7] for row in log.rows[first:])
+
+    # warm-up (also fills the FLOP caches)
+    centralized_block(model, optimizer, dataset.train_x, dataset.train_y, tr.batch_size, 2, g)
+    bare_scala_round(bare, rounds[0], tr.local_iters)
+    cosim_round(0)
+
+    results = {"a": [], "b": [], "c": []}  # (seconds, samples, flops) per block
+    steps = args.rounds_per_block * tr.local_iters
+    r = 1
+    for _ in range(args.repeats):
+        seconds, samples = centralized_block(model, optimizer, dataset.train_x, dataset.train_y,
+                                             tr.batch_size, steps, g)
+        results["a"].append((seconds, samples, steps * flops_per_step))
+        for variant in ("b", "c"):
+            start, flops = time.perf_counter(), 0
+            for _ in range(args.rounds_per_block):
+                flops += (bare_scala_round(bare, rounds[r], tr.local_iters) if variant == "b"
+                          else cosim_round(r))
+                r += 1
+            results[variant].append((time.perf_counter() - start, steps * tr.batch_size, flops))
+
+    def rates(variant):
+        samples_per_s = statistics.median(n / s for s, n, _ in results[variant])
+        gflops_per_s = statistics.median(f / s / 1e9 for s, _, f in results[variant])
+        return samples_per_s, gflops_per_s
+
+    names = {"a": "(a) centralized PyTorch", "b": "(b) bare SCALA math", "c": "(c) SCALA co-simulation"}
+    print(f"AlexNet-14 split S2, B = {tr.batch_size}, {scenario.num_participants} clients x "
+          f"{tr.local_iters} iterations, {torch.get_num_threads()} threads, "
+          f"{args.repeats} interleaved blocks of {steps} iterations each")
+    print(f"{'variant':28s} {'samples/s':>10s} {'GFLOP/s':>9s}")
+    for v in "abc":
+        sps, gfs = rates(v)
+        print(f"{names[v]:28s} {sps:10.1f} {gfs:9.2f}")
+    (sa, ga), (sb, gb), (sc, gc) = rates("a"), rates("b"), rates("c")
+    print(f"ratio (c)/(b) samples/s: {sc / sb:.3f}   (target >= 0.97: engine overhead under 3 %)")
+    print(f"ratio (c)/(a) GFLOP/s:   {gc / ga:.3f}   (target >= 0.90)")
+    print(f"ratio (b)/(a) GFLOP/s:   {gb / ga:.3f}")
+
+
+if __name__ == "__main__":
+    main()
