@@ -57,7 +57,8 @@ def plot_run(run_dir, title=None) -> list:
     ax_rounds.set_xlabel("global round")
     ax_rounds.set_ylabel("round latency (s)")
     ax_rounds.set_title("critical path of each round")
-    ax_rounds.legend(fontsize=8, loc="upper right")
+    ax_rounds.set_ylim(0, 1.3 * float(bottom.max()) if len(rounds) else 1.0)
+    ax_rounds.legend(fontsize=8, loc="upper center", ncol=3)
     ax_rounds.grid(alpha=0.3)
     totals = [rounds[c].sum() for c, _ in BREAKDOWN]
     share = [100 * v / max(sum(totals), 1e-300) for v in totals]

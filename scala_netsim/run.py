@@ -11,6 +11,7 @@ import simpy
 import torch
 
 import channel
+from analysis.plots import plot_run
 from scala_netsim.algorithms.scala import ConcatSplitTrainer
 from scala_netsim.data import Dataset
 from scala_netsim.engine import EVENT_COLUMNS, Cell, ConcatSplitProtocol, EventLog
@@ -19,6 +20,7 @@ from scala_netsim.models import build_split_model
 from scala_netsim.partition import label_counts, make_partition
 from scala_netsim.results import run_dir, write_csv, write_json, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml
+from scala_netsim.training import evaluate
 
 
 @dataclass
@@ -141,7 +143,6 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         row["num_clients"] = len(selected)
         row["test_acc"] = math.nan
         if r % tr.eval_every == 0 or r == tr.rounds:
-            from scala_netsim.training import evaluate
             acc, per_class, loss = evaluate(trainer.global_model(), ds.test_x, ds.test_y,
                                             ds.num_classes)
             row.update(test_acc=acc, test_loss=loss,
@@ -171,6 +172,5 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         "device": str(device),
     }
     writer.summary(summary)
-    from analysis.plots import plot_run
     plot_run(folder, title=f"{scenario.name}: {algorithm}")
     return summary

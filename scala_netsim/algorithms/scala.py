@@ -48,6 +48,7 @@ class ConcatSplitTrainer:
         self._pending = {}               # client id -> activations whose graph awaits gradients
         self._uploads = []               # client models received at the end of the round
         self.client_batch_sizes = {}
+        self.last_server_loss = None     # loss of the latest server step (a 0-d tensor)
 
     # --- round structure -------------------------------------------------------------
     def begin_round(self, selected) -> dict:
@@ -96,21 +97,21 @@ class ConcatSplitTrainer:
         labels = torch.cat([m.labels for m in messages])
         sizes = [len(m.labels) for m in messages]
         logits = self.server_model(activations)
-        ids = torch.as_tensor([m.client_id for m in messages], device=labels.device)
-        owner = torch.repeat_interleave(ids, torch.as_tensor(sizes, device=labels.device))
+        # Client k's loss is the mean over its own slice, so sum_k l_k weights each sample by
+        # 1/B_k; the server forward is per sample, so d(sum_k l_k)/dA_k = dl_k/dA_k.
+        counts = torch.as_tensor(sizes, device=labels.device)
+        sample_weight = torch.repeat_interleave(1.0 / counts.to(logits.dtype), counts)
         if self.logit_adjust:
             server_loss = logit_adjusted_cross_entropy(
                 logits, labels, log_prior(label_prior(labels, self.num_classes)))
+            owner = torch.repeat_interleave(
+                torch.as_tensor([m.client_id for m in messages], device=labels.device), counts)
             per_sample = logit_adjusted_cross_entropy(
                 logits, labels, self.client_log_priors[owner], reduction="none")
         else:
             per_sample = nn.functional.cross_entropy(logits, labels, reduction="none")
             server_loss = per_sample.mean()
-        # Client k's loss is the mean over its own slice, so sum_k l_k weights samples by 1/B_k;
-        # the server forward is per sample, so d(sum_k l_k)/dA_k = dl_k/dA_k.
-        inv_size = 1.0 / torch.as_tensor(sizes, dtype=logits.dtype, device=logits.device)
-        clients_loss = (per_sample * torch.repeat_interleave(inv_size, torch.as_tensor(
-            sizes, device=logits.device))).sum()
+        clients_loss = (per_sample * sample_weight).sum()
         # Two backward passes over the one graph: weights from the server's loss, then the
         # activations' gradient (input-only, no weight gradients) from the clients' losses.
         self.server_optimizer.zero_grad(set_to_none=True)
