@@ -1,5 +1,7 @@
 """Per-round figures derived from the event rows of one round."""
 
+import bisect
+
 # Which critical-path bucket each event kind falls in.
 CRITICAL_PATH_BUCKET = {
     "client_forward": "compute_time_s",
@@ -25,18 +27,20 @@ def critical_path_s(events, round_start_s: float, round_end_s: float) -> dict:
     to the latest earlier end counts as idle.
     """
     times = {b: 0.0 for b in BUCKETS}
-    by_end = sorted(events, key=lambda e: e[1])
+    ending_at = {}
+    for e in events:
+        if e[1] > e[0]:
+            ending_at.setdefault(e[1], e)    # the first logged event that ends at that instant
+    ends = sorted(ending_at)
     t = round_end_s
     while t > round_start_s:
-        ending = [e for e in by_end if e[1] == t and e[0] < t]
-        if ending:
-            e = ending[0]
+        e = ending_at.get(t)
+        if e is not None:
             times[CRITICAL_PATH_BUCKET[e[5]]] += e[1] - e[0]
             t = e[0]
             continue
-        earlier = [e[1] for e in by_end if e[1] < t]
-        previous = max(earlier) if earlier else round_start_s
-        previous = max(previous, round_start_s)
+        i = bisect.bisect_left(ends, t)
+        previous = max(ends[i - 1], round_start_s) if i > 0 else round_start_s
         times["idle_time_s"] += t - previous
         t = previous
     return times

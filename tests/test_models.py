@@ -37,3 +37,21 @@ def test_unknown_arch_or_split_lists_the_valid_ones():
         build_split_model("alexnet14", "S9", 1, 10, gen())
     with pytest.raises(ValueError, match="model.arch: unknown 'vgg'.*alexnet14"):
         build_split_model("vgg", "S2", 1, 10, gen())
+
+
+def test_fast_layout_changes_memory_layout_not_values():
+    x = torch.randn(8, 1, 32, 32, generator=torch.Generator().manual_seed(3))
+    outputs, grads = [], []
+    for fast in (False, True):
+        client, server = build_split_model("alexnet14", "S2", 1, 10, gen(), fast_layout=fast)
+        activations = client(x)
+        assert activations.is_contiguous()  # standard NCHW on the wire
+        out = server(activations)
+        out.square().sum().backward()
+        outputs.append(out)
+        grads.append([p.grad for p in client.parameters()])
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("no oneDNN: both layouts take the same path")
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=1e-4, atol=1e-5)
+    for g0, g1 in zip(*grads):
+        torch.testing.assert_close(g0, g1, rtol=1e-3, atol=1e-4)
