@@ -30,7 +30,9 @@ from scala_netsim.data import load_dataset
 from scala_netsim.engine import ConcatSplitProtocol, EventLog
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model
-from scala_netsim.run import build_world, make_trainer, select_clients
+from scala_netsim.algorithms.registry import make_trainer
+from scala_netsim.run import build_world
+from scala_netsim.selection import RandomSelector
 from scala_netsim.scenario import validate_scenario
 
 
@@ -76,9 +78,8 @@ def main():
     tr = scenario.training
     dataset = load_dataset("fashion_mnist")
     world = build_world(scenario, dataset)
-    selection = np.random.default_rng(0)
-    rounds = [select_clients(scenario.data.num_clients, scenario.num_participants, selection)
-              for _ in range(args.repeats * args.rounds_per_block * 2 + 2)]
+    selection, selector = np.random.default_rng(0), RandomSelector(scenario.data.num_clients)
+    rounds = [selector.select(scenario.num_participants, selection) for _ in range(args.repeats * args.rounds_per_block * 2 + 2)]
 
     # (a) and (a') centralized
     centralized = {}

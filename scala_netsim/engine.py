@@ -7,6 +7,7 @@ SimPy resource that server steps queue on. The real torch computation of a step 
 the process at the simulated moment the step starts. Time passes nowhere else.
 """
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,11 +96,9 @@ class WirelessLink:
                      message.payload_bytes)
 
 
-class ConcatSplitProtocol:
-    """The communication pattern of SCALA and CA-SFL, one round at a time:
-    model download; T x (client forward, activation upload, barrier on all activations, ONE
-    server step, gradient downloads, client backward); model upload; aggregation.
-    """
+class Protocol(ABC):
+    """One algorithm's communication pattern, simulated a round at a time. Subclasses write
+    the SimPy processes of a round; the real computation is the trainer's."""
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer, log: EventLog,
                  allocator: channel.BandwidthAllocator, local_iters: int):
@@ -112,26 +111,59 @@ class ConcatSplitProtocol:
         """Simulate (and really train) one round; the clock advances to the round's end."""
         self.trainer.begin_round(selected)
         self.link.allocate(selected)
-        activations = simpy.Store(self.env)
-        models = simpy.Store(self.env)
-        gradients = {k: simpy.Store(self.env) for k in selected}
-        procs = [self.env.process(self._client(round_, k, activations, gradients[k], models))
-                 for k in selected]
-        procs.append(self.env.process(self._server(round_, len(selected), activations,
-                                                   gradients, models)))
-        done = self.env.all_of(procs)
-        self.env.run(until=done)
+        self.env.run(until=self.env.all_of(self.round_processes(round_, selected)))
+        self.trainer.end_round()
+
+    @abstractmethod
+    def round_processes(self, round_, selected) -> list:
+        """The SimPy processes of one round (the round ends when all have finished)."""
 
     def _compute(self, round_, local_iter, k, kind, flops):
+        """Client k computes `flops` at its FLOP/s."""
         start = self.env.now
         yield self.env.timeout(float(channel.compute_time_s(flops, self.cell.flops_per_s[k])))
         self.log.add(start, self.env.now, round_, local_iter, k, kind, 0, flops)
 
-    def _client(self, round_, k, activations, gradients, models):
+    def _server_compute(self, round_, local_iter, client_id, step):
+        """Wait for the server processor (FIFO), then run `step()` -> (result, FLOPs) at the
+        moment the server starts it and hold the processor for FLOPs / server FLOP/s."""
+        with self.server_cpu.request() as turn:
+            yield turn
+            start = self.env.now
+            result, flops = step()
+            yield self.env.timeout(float(channel.compute_time_s(
+                flops, self.cell.server_flops_per_s)))
+            self.log.add(start, self.env.now, round_, local_iter, client_id, "server_step", 0,
+                         flops)
+        return result
+
+    def _download_model(self, round_, k):
+        message = self.trainer.client_model_download(k)
+        yield from self.link.download(message, "model_download", round_, -1)
+        self.trainer.client_receive_model(message)
+
+    def _upload_model(self, round_, k):
+        message = self.trainer.client_model_upload(k)
+        yield from self.link.upload(message, "model_upload", round_, -1)
+        self.trainer.server_receive_model(message)
+
+
+class ConcatSplitProtocol(Protocol):
+    """SCALA and CA-SFL: model download; T x (client forward, activation upload, barrier on
+    all activations, ONE server step, gradient downloads, client backward); model upload."""
+
+    def round_processes(self, round_, selected):
+        activations = simpy.Store(self.env)
+        gradients = {k: simpy.Store(self.env) for k in selected}
+        procs = [self.env.process(self._client(round_, k, activations, gradients[k]))
+                 for k in selected]
+        procs.append(self.env.process(self._server(round_, len(selected), activations,
+                                                   gradients)))
+        return procs
+
+    def _client(self, round_, k, activations, gradients):
         trainer = self.trainer
-        download = trainer.client_model_download(k)
-        yield from self.link.download(download, "model_download", round_, -1)
-        trainer.client_receive_model(download)
+        yield from self._download_model(round_, k)
         for t in range(self.local_iters):
             message, flops = trainer.client_forward(k, t)
             yield from self._compute(round_, t, k, "client_forward", flops)
@@ -140,25 +172,93 @@ class ConcatSplitProtocol:
             grad = yield gradients.get()
             yield from self.link.download(grad, "gradient_download", round_, t)
             yield from self._compute(round_, t, k, "client_backward", trainer.client_backward(grad))
-        upload = trainer.client_model_upload(k)
-        yield from self.link.upload(upload, "model_upload", round_, -1)
-        models.put(upload)
+        yield from self._upload_model(round_, k)
 
-    def _server(self, round_, num_clients, activations, gradients, models):
+    def _server(self, round_, num_clients, activations, gradients):
         for t in range(self.local_iters):
             arrived = []
             for _ in range(num_clients):            # barrier: wait for every client
                 arrived.append((yield activations.get()))
             arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
-            with self.server_cpu.request() as turn:
-                yield turn
-                start = self.env.now
-                grads, flops = self.trainer.server_step(arrived)
-                yield self.env.timeout(float(channel.compute_time_s(
-                    flops, self.cell.server_flops_per_s)))
-                self.log.add(start, self.env.now, round_, t, SERVER_ID, "server_step", 0, flops)
+            grads = yield from self._server_compute(
+                round_, t, SERVER_ID, lambda: self.trainer.server_step(arrived))
             for g in grads:
                 gradients[g.client_id].put(g)
-        for _ in range(num_clients):
-            self.trainer.server_receive_model((yield models.get()))
-        self.trainer.end_round()
+
+
+class PerClientSplitProtocol(Protocol):
+    """SplitFed V1/V2/V3, LLA-SFL, CS-SFL: every client's activations get their own server
+    step as soon as the server processor is free, in arrival order (a FIFO SimPy resource);
+    no barrier. SplitFedV2's shared model is thus updated in the order the clock decides.
+    SplitFedV3 sends no client model either way (clients keep their own)."""
+
+    def round_processes(self, round_, selected):
+        return [self.env.process(self._client(round_, k)) for k in selected]
+
+    def _client(self, round_, k):
+        trainer = self.trainer
+        if trainer.sends_client_model:
+            yield from self._download_model(round_, k)
+        else:
+            trainer.client_resume(k)
+        for t in range(self.local_iters):
+            message, flops = trainer.client_forward(k, t)
+            yield from self._compute(round_, t, k, "client_forward", flops)
+            yield from self.link.upload(message, "activation_upload", round_, t)
+            grad = yield from self._server_compute(
+                round_, t, k, lambda: trainer.server_step_one(message))
+            yield from self.link.download(grad, "gradient_download", round_, t)
+            yield from self._compute(round_, t, k, "client_backward", trainer.client_backward(grad))
+        if trainer.sends_client_model:
+            yield from self._upload_model(round_, k)
+        else:
+            trainer.client_keep(k)
+
+
+class LocalLossProtocol(Protocol):
+    """SFL with local loss: a client never waits for the server. Each local step is computed,
+    its activations queue on the client's uplink (one transfer at a time) while the client
+    goes on with the next step, the server consumes them in arrival order, and no gradient
+    comes back. The model upload follows the client's last activations on its uplink."""
+
+    def round_processes(self, round_, selected):
+        return [self.env.process(self._client(round_, k)) for k in selected]
+
+    def _client(self, round_, k):
+        trainer = self.trainer
+        uplink = simpy.Resource(self.env, capacity=1)  # the client's own uplink: FIFO
+        yield from self._download_model(round_, k)
+        shipments = []
+        for t in range(self.local_iters):
+            message, forward_flops, backward_flops = trainer.client_local_step(k, t)
+            yield from self._compute(round_, t, k, "client_forward", forward_flops)
+            yield from self._compute(round_, t, k, "client_backward", backward_flops)
+            shipments.append(self.env.process(self._ship(round_, t, message, uplink)))
+        with uplink.request() as turn:
+            yield turn
+            yield from self._upload_model(round_, k)
+        yield self.env.all_of(shipments)  # the round waits for the server's last steps too
+
+    def _ship(self, round_, t, message, uplink):
+        with uplink.request() as turn:
+            yield turn
+            yield from self.link.upload(message, "activation_upload", round_, t)
+        yield from self._server_compute(
+            round_, t, message.client_id, lambda: (None, self.trainer.server_consume(message)))
+
+
+class FederatedProtocol(Protocol):
+    """FL family: model download, T local steps of client compute on the model it trains,
+    model upload. What the model messages hold is the trainer's business (FedConcat sends the
+    frozen encoders once, then only its classifier)."""
+
+    def round_processes(self, round_, selected):
+        return [self.env.process(self._client(round_, k)) for k in selected]
+
+    def _client(self, round_, k):
+        yield from self._download_model(round_, k)
+        for t in range(self.local_iters):
+            forward_flops, backward_flops = self.trainer.client_local_step(k, t)
+            yield from self._compute(round_, t, k, "client_forward", forward_flops)
+            yield from self._compute(round_, t, k, "client_backward", backward_flops)
+        yield from self._upload_model(round_, k)

@@ -81,3 +81,11 @@ def _init_from(layers, generator: torch.Generator):
 def state_bytes(module: nn.Module) -> int:
     """Bytes of a module's parameters and buffers as sent over the air."""
     return sum(t.numel() * t.element_size() for t in module.state_dict().values())
+
+
+def features_and_head(client_part: nn.Sequential, server_part: nn.Sequential):
+    """(feature extractor, final linear classifier) sharing the split model's parameters:
+    the extractor maps an image to the penultimate features (AlexNet-14: 256 per sample)."""
+    *server_layers, classifier = server_part
+    flatten, linear = classifier
+    return nn.Sequential(*client_part, *server_layers, flatten), linear

@@ -12,15 +12,13 @@ import torch
 
 import channel
 from analysis.plots import plot_run
-from scala_netsim.algorithms.scala import ConcatSplitTrainer
+from scala_netsim.algorithms.registry import ALGORITHMS, make_selector, make_trainer
 from scala_netsim.data import Dataset
-from scala_netsim.engine import EVENT_COLUMNS, Cell, ConcatSplitProtocol, EventLog
+from scala_netsim.engine import EVENT_COLUMNS, Cell, EventLog
 from scala_netsim.metrics import round_row
-from scala_netsim.models import build_split_model
 from scala_netsim.partition import label_counts, make_partition
 from scala_netsim.results import run_dir, write_csv, write_json, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml
-from scala_netsim.training import evaluate
 
 
 @dataclass
@@ -83,26 +81,6 @@ def clients_frame(world: World) -> pd.DataFrame:
     return frame
 
 
-def make_trainer(algorithm: str, scenario: Scenario, world: World, device):
-    """The learning math of `algorithm`, with models initialised from the scenario's seed."""
-    ds = world.dataset
-    client_model, server_model = build_split_model(
-        scenario.model.arch, scenario.model.split, ds.in_channels, ds.num_classes,
-        torch.Generator().manual_seed(world.seeds["model"]))
-    tr = scenario.training
-    return ConcatSplitTrainer(
-        client_model.to(device), server_model.to(device), ds.train_x, ds.train_y,
-        world.client_indices, ds.num_classes, batch_size=tr.batch_size, lr=tr.lr,
-        momentum=tr.momentum, weight_decay=tr.weight_decay,
-        logit_adjust=(algorithm == "scala"),
-        generator=torch.Generator().manual_seed(world.seeds["batches"]))
-
-
-def select_clients(num_clients: int, num_selected: int, rng: np.random.Generator):
-    """Uniform random participants of a round, in increasing id order."""
-    return sorted(rng.choice(num_clients, size=num_selected, replace=False).tolist())
-
-
 class RunWriter:
     """The files of one run folder; rounds.csv and events.csv are rewritten atomically."""
 
@@ -122,45 +100,57 @@ class RunWriter:
 
 def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, device,
                   progress=None) -> dict:
-    """Train `algorithm` under the simulated clock and write its run folder. -> summary."""
+    """Train `algorithm` under the simulated clock and write its run folder. -> summary.
+
+    A non-finite training loss stops the run with status "diverged at round r" (the paper's
+    "fails to converge"); what was written until then stays valid.
+    """
     wall_start = time.perf_counter()
     folder = run_dir(out_dir, scenario.name, algorithm, scenario.seed)
     writer = RunWriter(folder, scenario, world)
     trainer = make_trainer(algorithm, scenario, world, device)
+    selector = make_selector(algorithm, scenario, world)
     env = simpy.Environment()
     log = EventLog()
-    protocol = ConcatSplitProtocol(env, world.cell, trainer, log, channel.EqualShareAllocator(),
-                                   scenario.training.local_iters)
+    protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
+                                              channel.EqualShareAllocator(),
+                                              scenario.training.local_iters)
     selection_rng = np.random.default_rng(world.seeds["selection"])
     ds, tr = world.dataset, scenario.training
-    rows, best = [], (-1.0, 0)
+    rows, best, status = [], (math.nan, 0), "completed"
     for r in range(1, tr.rounds + 1):
-        selected = select_clients(scenario.data.num_clients, scenario.num_participants,
-                                  selection_rng)
+        selected = selector.select(scenario.num_participants, selection_rng)
         start_s, first_event = env.now, len(log.rows)
         protocol.run_round(r, selected)
         row = round_row(r, log.rows[first_event:], start_s, env.now)
         row["num_clients"] = len(selected)
         row["test_acc"] = math.nan
-        if r % tr.eval_every == 0 or r == tr.rounds:
-            acc, per_class, loss = evaluate(trainer.global_model(), ds.test_x, ds.test_y,
-                                            ds.num_classes)
+        diverged = trainer.last_loss is not None and not torch.isfinite(trainer.last_loss).item()
+        evaluate_now = (r % tr.eval_every == 0 or r == tr.rounds) and not diverged
+        if evaluate_now:
+            acc, per_class, loss = trainer.evaluate(ds.test_x, ds.test_y)
             row.update(test_acc=acc, test_loss=loss,
                        **{f"acc_class_{c}": a for c, a in enumerate(per_class)})
-            best = max(best, (acc, r), key=lambda b: b[0])
+            if not acc <= best[0]:  # also replaces the initial NaN
+                best = (acc, r)
         rows.append(row)
         if progress is not None:
             progress(r, env.now, row["test_acc"])
-        if r % tr.eval_every == 0 or r == tr.rounds:
+        if diverged:
+            status = f"diverged at round {r}"
+        if evaluate_now or diverged:
             writer.flush(rows, log.rows)
+        if diverged:
+            break
     frame = pd.DataFrame(rows)
+    evaluated = frame["test_acc"].dropna()
     summary = {
         "scenario": scenario.name,
         "algorithm": algorithm,
         "seed": scenario.seed,
-        "status": "completed",
-        "rounds": tr.rounds,
-        "final_acc": float(frame["test_acc"].iloc[-1]),
+        "status": status,
+        "rounds": int(frame["round"].iloc[-1]),
+        "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,
         "best_acc": float(best[0]),
         "best_round": int(best[1]),
         "total_sim_time_s": float(env.now),

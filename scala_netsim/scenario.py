@@ -13,7 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from scala_netsim.models import ALEXNET14_SPLITS
 
-ALGORITHMS = ("scala", "ca_sfl")
+# The algorithms by scenario name (scala_netsim.algorithms.registry builds them).
+ALGORITHMS = ("scala", "ca_sfl", "splitfed_v1", "splitfed_v2", "splitfed_v3", "lla_sfl",
+              "cs_sfl", "sfl_local_loss", "fedavg", "fedprox", "fedlc", "fedla", "feddyn",
+              "feddecorr", "fedconcat", "fedcbs")
 DATASET_CLASSES = {"fashion_mnist": 10}
 
 
@@ -106,6 +109,41 @@ class ComputeConfig(_Strict):
         return self
 
 
+class FedProxConfig(_Strict):
+    mu: float = Field(default=0.01, ge=0)          # [choice] literature uses 0.001..1
+
+
+class FedLCConfig(_Strict):
+    tau: float = Field(default=1.0, gt=0)          # [choice] the FedLC paper does not state it
+
+
+class FedDynConfig(_Strict):
+    alpha: float = Field(default=0.01, gt=0)       # [code]
+
+
+class FedDecorrConfig(_Strict):
+    coef: float = Field(default=0.1, ge=0)         # [code]
+
+
+class FedConcatConfig(_Strict):
+    clusters: int = Field(default=5, ge=1)         # K = 5 [FedConcat paper]
+    encoder_round_fraction: float = Field(default=0.8, gt=0, lt=1)  # [choice]
+
+
+class FedCBSConfig(_Strict):
+    trials: int = Field(default=3, ge=1)           # [choice] sets drawn, the most balanced kept
+    beta_start: float = Field(default=1.0, gt=0)   # [code] exponent rising 1 -> 10
+    beta_end: float = Field(default=10.0, gt=0)
+
+
+class SplitFedV3Config(_Strict):
+    eval_clients: int = Field(default=10, ge=1)    # [choice] clients averaged in evaluation
+
+
+class ReportConfig(_Strict):
+    accuracy_targets: list[Annotated[float, Field(gt=0, le=1)]] = [0.6, 0.7, 0.8]
+
+
 class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     seed: int = Field(default=0, ge=0)
@@ -116,6 +154,15 @@ class Scenario(_Strict):
     algorithms: list[Literal[ALGORITHMS]] = Field(default=["scala"], min_length=1)
     network: NetworkConfig = NetworkConfig()
     compute: ComputeConfig = ComputeConfig()
+    fedprox: FedProxConfig = FedProxConfig()
+    fedlc: FedLCConfig = FedLCConfig()
+    feddyn: FedDynConfig = FedDynConfig()
+    feddecorr: FedDecorrConfig = FedDecorrConfig()
+    fedconcat: FedConcatConfig = FedConcatConfig()
+    fedcbs: FedCBSConfig = FedCBSConfig()
+    cs_sfl: FedCBSConfig = FedCBSConfig()
+    splitfed_v3: SplitFedV3Config = SplitFedV3Config()
+    report: ReportConfig = ReportConfig()
 
     @property
     def num_participants(self) -> int:
@@ -138,6 +185,9 @@ class Scenario(_Strict):
         if self.training.batch_size < self.num_participants:
             problems.append(f"training.batch_size: must be >= the number of participating "
                             f"clients ({self.num_participants}), got {self.training.batch_size}")
+        if "fedconcat" in self.algorithms and self.fedconcat.clusters > self.data.num_clients:
+            problems.append(f"fedconcat.clusters: must be <= data.num_clients "
+                            f"({self.data.num_clients}), got {self.fedconcat.clusters}")
         if len(set(self.algorithms)) != len(self.algorithms):
             problems.append(f"algorithms: each algorithm at most once, got {self.algorithms}")
         if problems:

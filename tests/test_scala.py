@@ -111,7 +111,7 @@ def test_client_backward_is_an_sgd_step_on_the_returned_gradient():
     trainer = make_trainer(momentum=0.0)
     start(trainer)
     msg, _ = trainer.client_forward(1, 0)
-    model, _ = trainer._clients[1]
+    model, _ = trainer.slots[1]
     before = copy.deepcopy(model)
     grads, _ = trainer.server_step([msg, trainer.client_forward(0, 0)[0],
                                     trainer.client_forward(2, 0)[0]])

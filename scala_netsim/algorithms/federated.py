@@ -1,0 +1,268 @@
+"""Federated baselines (SCALA-NOTES section 4): the whole model trains on the client.
+
+FedAvg, FedProx, FedLC, FedLA, FedDyn, FedDecorr (one trainer, the local loss differs) and
+FedConcat. Fed-CBS is FedAvg with another client selection (scala_netsim.selection). The
+math only; the SimPy engine decides when each step happens."""
+
+import numpy as np
+import torch
+from scipy.cluster.vq import kmeans2
+from torch import nn
+
+from scala_netsim.algorithms.common import ClientSlots, TrainerBase, state_tensors
+from scala_netsim.messages import ModelMessage
+from scala_netsim.training import evaluate, weighted_average_
+
+LOCAL_LOSSES = ("fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr")
+
+
+def fedlc_calibration(label_counts: torch.Tensor, tau: float) -> torch.Tensor:
+    """FedLC's logit shift tau * n_{k,y}^(-1/4), +inf for classes absent locally (so the
+    calibrated logit f_y - shift is -inf: excluded from the softmax) [FedLC code]."""
+    counts = label_counts.to(torch.float32)
+    return torch.where(counts > 0, tau * counts.clamp_min(1).pow(-0.25),
+                       torch.full_like(counts, float("inf")))
+
+
+def decorrelation_penalty(features: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """FedDecorr: mean squared off-diagonal entry of the batch correlation matrix of the
+    features (standardised per dimension over the batch)."""
+    n, d = features.shape
+    z = features - features.mean(0)
+    z = z / (z.pow(2).mean(0) + eps).sqrt()
+    corr = z.T @ z / n
+    off_diagonal = corr.pow(2).sum() - corr.diagonal().pow(2).sum()
+    return off_diagonal / (d * (d - 1))
+
+
+class FederatedTrainer(TrainerBase):
+    """Full-model local training, T SGD steps per round, weighted averaging.
+
+    `loss` picks the local objective: fedavg (cross-entropy), fedprox (+ mu/2 ||w - w_g||^2),
+    fedlc (logits f_y - tau n_{k,y}^(-1/4)), fedla (logits + log P_k), feddyn (dynamic
+    regulariser, Acar et al. 2021), feddecorr (+ coef * decorrelation penalty).
+    """
+
+    sends_client_model = True
+
+    def __init__(self, features: nn.Module, head: nn.Module, *args, loss: str = "fedavg",
+                 mu: float = 0.01, tau: float = 1.0, dyn_alpha: float = 0.01,
+                 decorr_coef: float = 0.1, **kwargs):
+        if loss not in LOCAL_LOSSES:
+            raise ValueError(f"loss must be one of {LOCAL_LOSSES}, got {loss!r}")
+        self.features, self.head = features, head
+        self.model = nn.Sequential(features, head)
+        self.client_template = self.model
+        super().__init__(*args, **kwargs)
+        self.loss_kind, self.mu, self.tau = loss, mu, tau
+        self.dyn_alpha, self.decorr_coef = dyn_alpha, decorr_coef
+        self._global_params = []
+        if loss == "feddyn":
+            self._dyn_client_grads = {}  # client id -> its linear term (list of tensors)
+            self._dyn_server_h = [torch.zeros_like(p) for p in self.model.parameters()]
+            self._num_clients = len(self.client_label_counts)
+
+    def begin_round(self, selected) -> dict:
+        self._global_params = [p.detach().clone() for p in self.model.parameters()]
+        return super().begin_round(selected)
+
+    def client_local_step(self, k: int, local_iter: int):
+        """One local SGD step of client k. -> (forward FLOPs, backward FLOPs)."""
+        x, y = self.next_batch(k)
+        model, optimizer = self.slots[k]
+        body, head = model
+        (features, logits), forward_flops = self.meter.run(
+            ("client_forward", len(y)), lambda inp: (lambda f: (f, head(f)))(body(inp)), x)
+        loss = self._local_loss(k, model, features, logits, y)
+        _, backward_flops = self.meter.run(("client_backward", len(y)), loss.backward)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.last_loss = loss.detach()
+        return forward_flops, backward_flops
+
+    def _local_loss(self, k, model, features, logits, labels):
+        ce = nn.functional.cross_entropy
+        kind = self.loss_kind
+        if kind == "fedlc":
+            calibration = fedlc_calibration(self.client_label_counts[k], self.tau)
+            return ce(logits - calibration, labels)
+        if kind == "fedla":
+            return ce(logits + self.client_log_priors[k], labels)
+        loss = ce(logits, labels)
+        if kind == "feddecorr":
+            loss = loss + self.decorr_coef * decorrelation_penalty(features)
+        if kind in ("fedprox", "feddyn"):
+            coef = self.mu if kind == "fedprox" else self.dyn_alpha
+            loss = loss + coef / 2 * sum((p - g).pow(2).sum()
+                                         for p, g in zip(model.parameters(), self._global_params))
+        if kind == "feddyn" and k in self._dyn_client_grads:
+            loss = loss - sum((p * h).sum()
+                              for p, h in zip(model.parameters(), self._dyn_client_grads[k]))
+        return loss
+
+    def client_model_upload(self, k: int) -> ModelMessage:
+        if self.loss_kind == "feddyn":
+            # grad L_k(w_k^t) = grad L_k(w_k^{t-1}) - alpha (w_k^t - w^{t-1}), kept on the client
+            params = [p.detach() for p in self.slots[k][0].parameters()]
+            previous = self._dyn_client_grads.get(k, [torch.zeros_like(p) for p in params])
+            self._dyn_client_grads[k] = [h - self.dyn_alpha * (p - g) for h, p, g
+                                         in zip(previous, params, self._global_params)]
+        return super().client_model_upload(k)
+
+    def end_round(self) -> None:
+        if self.loss_kind != "feddyn":
+            self.aggregate_uploads(self.model)
+            return
+        # FedDyn server: h <- h - alpha/K sum_k (w_k - w); w <- mean_k w_k - h/alpha
+        uploads = [m.tensors for m in self._uploads]
+        with torch.no_grad():
+            for i, (p, g, h) in enumerate(zip(self.model.parameters(), self._global_params,
+                                              self._dyn_server_h)):
+                client_params = torch.stack([u[i] for u in uploads])
+                h.sub_(self.dyn_alpha / self._num_clients * (client_params - g).sum(0))
+                p.copy_(client_params.mean(0) - h / self.dyn_alpha)
+
+    def global_model(self) -> nn.Module:
+        return self.model
+
+
+class FedConcatTrainer(TrainerBase):
+    """FedConcat (Diao, Li and He, AAAI 2024).
+
+    Clients are clustered by K-means on their normalised label distributions. For the first
+    `encoder_rounds` rounds each participant trains its cluster's model (FedAvg inside each
+    cluster). Then the K feature extractors are frozen and concatenated, every client gets them
+    once, computes the features of its data once, and a linear classifier on the concatenated
+    features is trained with FedAvg, only the classifier going up and down each round.
+
+    Before the classifier stage there is no single global model: the reported test accuracy
+    is then the mean of the cluster models' accuracies weighted by the clusters' data.
+    """
+
+    sends_client_model = True
+
+    def __init__(self, cluster_models, *args, encoder_rounds: int,
+                 cluster_rng: np.random.Generator, **kwargs):
+        self.cluster_models = [nn.Sequential(f, h) for f, h in cluster_models]
+        self.client_template = self.cluster_models[0]
+        super().__init__(*args, **kwargs)
+        counts = self.client_label_counts.cpu().numpy().astype(float)
+        distributions = counts / counts.sum(axis=1, keepdims=True)
+        num_clusters = len(self.cluster_models)
+        _, self.cluster_of = kmeans2(distributions, num_clusters, minit="++", seed=cluster_rng)
+        self.encoder_rounds = encoder_rounds
+        feature_dim = self.cluster_models[0][1].in_features
+        device = self.train_x.device
+        self.classifier = nn.Linear(num_clusters * feature_dim, self.num_classes).to(device)
+        self.classifier_slots = ClientSlots(self.classifier, self.optim_args)
+        self.round = 0
+        self._has_encoders = set()
+        self._features = torch.zeros(len(self.train_y), num_clusters * feature_dim, device=device)
+        self._has_features = set()
+
+    @property
+    def classifier_stage(self) -> bool:
+        return self.round > self.encoder_rounds
+
+    def concatenated_features(self, x):
+        return self.global_model()[0](x)
+
+    def begin_round(self, selected) -> dict:
+        self.round += 1
+        sizes = super().begin_round(selected)
+        self.classifier_slots.clear(len(selected))
+        return sizes
+
+    def client_model_download(self, k: int) -> ModelMessage:
+        if not self.classifier_stage:
+            return ModelMessage(k, state_tensors(self.cluster_models[self.cluster_of[k]]))
+        tensors = state_tensors(self.classifier)
+        if k not in self._has_encoders:  # the frozen encoders travel once per client
+            tensors = sum((state_tensors(m[0]) for m in self.cluster_models), ()) + tensors
+        return ModelMessage(k, tensors)
+
+    def client_receive_model(self, message: ModelMessage) -> None:
+        k = message.client_id
+        if not self.classifier_stage:
+            self.slots.load(k, message.tensors)
+            return
+        self._has_encoders.add(k)
+        n = len(state_tensors(self.classifier))
+        self.classifier_slots.load(k, message.tensors[-n:])
+
+    @torch.no_grad()
+    def _extract_features(self, k):
+        idx = torch.as_tensor(self.sampler._indices[k], device=self.train_x.device)
+        for start in range(0, len(idx), 1000):
+            part = idx[start:start + 1000]
+            self._features[part] = self.concatenated_features(self.train_x[part])
+        self._has_features.add(k)
+
+    def client_local_step(self, k: int, local_iter: int):
+        """-> (forward FLOPs, backward FLOPs); the one-time feature pass counts as forward."""
+        if not self.classifier_stage:
+            x, y = self.next_batch(k)
+            model, optimizer = self.slots[k]
+            logits, forward_flops = self.meter.run(("client_forward", len(y)), model, x)
+            loss = nn.functional.cross_entropy(logits, y)
+        else:
+            extra = 0
+            if k not in self._has_features:
+                _, extra = self.meter.run(("feature_pass", self.sampler.num_samples(k)),
+                                          self._extract_features, k)
+            idx = self.sampler.next_batch(k, self.client_batch_sizes[k])
+            y = self.train_y[idx]
+            model, optimizer = self.classifier_slots[k]
+            logits, forward_flops = self.meter.run(("classifier_forward", len(y)), model,
+                                                   self._features[idx])
+            forward_flops += extra
+            loss = nn.functional.cross_entropy(logits, y)
+        _, backward_flops = self.meter.run(("client_backward", len(y), self.classifier_stage),
+                                           loss.backward)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.last_loss = loss.detach()
+        return forward_flops, backward_flops
+
+    def client_model_upload(self, k: int) -> ModelMessage:
+        if not self.classifier_stage:
+            return ModelMessage(k, state_tensors(self.slots[k][0]))
+        return ModelMessage(k, state_tensors(self.classifier_slots[k][0]))
+
+    def end_round(self) -> None:
+        if self.classifier_stage:
+            self.aggregate_uploads(self.classifier)
+            return
+        for c, model in enumerate(self.cluster_models):
+            members = [m for m in self._uploads if self.cluster_of[m.client_id] == c]
+            if members:
+                weighted_average_(model, [m.tensors for m in members],
+                                  [self.sampler.num_samples(m.client_id) for m in members])
+
+    def global_model(self) -> nn.Module:
+        """The concatenated (frozen) feature extractors, then the classifier."""
+        return nn.Sequential(ConcatenatedFeatures([m[0] for m in self.cluster_models]),
+                             self.classifier)
+
+    def evaluate(self, test_x, test_y):
+        if self.classifier_stage:
+            return super().evaluate(test_x, test_y)
+        sizes = np.bincount(self.cluster_of, weights=[self.sampler.num_samples(k) for k in
+                                                      range(len(self.cluster_of))],
+                            minlength=len(self.cluster_models))
+        results = [evaluate(m, test_x, test_y, self.num_classes) for m in self.cluster_models]
+        w = sizes / sizes.sum()
+        return (float(np.dot(w, [r[0] for r in results])),
+                np.average([r[1] for r in results], axis=0, weights=w),
+                float(np.dot(w, [r[2] for r in results])))
+
+
+class ConcatenatedFeatures(nn.Module):
+    """The features of several extractors side by side."""
+
+    def __init__(self, extractors):
+        super().__init__()
+        self.extractors = nn.ModuleList(extractors)
+
+    def forward(self, x):
+        return torch.cat([e(x) for e in self.extractors], dim=1)
