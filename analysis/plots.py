@@ -13,14 +13,13 @@ BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("idle_time_s", "waiting"))
 
 
-def time_axis(seconds):
-    """(values, label) with simulated time in seconds, minutes or hours, whichever reads best."""
-    span = float(seconds.max()) if len(seconds) else 0.0
-    if span >= 3 * 3600:
-        return seconds / 3600.0, "simulated time (h)"
-    if span >= 180:
-        return seconds / 60.0, "simulated time (min)"
-    return seconds, "simulated time (s)"
+def time_unit(span_s: float):
+    """(seconds per unit, axis label): simulated time in s, min or h, whichever reads best."""
+    if span_s >= 3 * 3600:
+        return 3600.0, "simulated time (h)"
+    if span_s >= 180:
+        return 60.0, "simulated time (min)"
+    return 1.0, "simulated time (s)"
 
 
 def _accuracy_figure(x, y, xlabel, title, path):
@@ -41,7 +40,8 @@ def plot_run(run_dir, title=None) -> list:
     rounds = pd.read_csv(run_dir / "rounds.csv")
     title = title or f"{run_dir.parent.name} ({run_dir.name})"
     evaluated = rounds.dropna(subset=["test_acc"])
-    t, t_label = time_axis(evaluated["sim_time_s"])
+    unit_s, t_label = time_unit(float(rounds["sim_time_s"].max()))
+    t = evaluated["sim_time_s"] / unit_s
     written = [run_dir / "accuracy_vs_time.png", run_dir / "accuracy_vs_rounds.png",
                run_dir / "latency_breakdown.png"]
     _accuracy_figure(t, evaluated["test_acc"], t_label, title, written[0])

@@ -85,11 +85,14 @@ def main(argv=None) -> int:
           f"for {len(scenario.algorithms)} algorithm(s)")
     for algorithm in scenario.algorithms:
         summary = run_one(scenario, algorithm, world, out, device, not args.no_progress)
-        print(f"{algorithm}: best accuracy {summary['best_acc']:.2%} (round "
+        print(f"{algorithm}: {summary['status']}, best accuracy {summary['best_acc']:.2%} (round "
               f"{summary['best_round']}), final {summary['final_acc']:.2%}, simulated time "
               f"{format_duration(summary['total_sim_time_s'])}, wall time "
               f"{format_duration(summary['wall_time_s'])}")
-    print(f"results: {out / scenario.name}")
+    from analysis.compare import write_comparison
+
+    write_comparison(out / scenario.name, scenario.report.accuracy_targets, scenario.algorithms)
+    print(f"results: {out / scenario.name} (comparison.csv, accuracy_vs_time.png)")
     return 0
 
 
