@@ -12,7 +12,11 @@ centralized training (a second, input-only backward pass through the server part
 fair comparison is the arithmetic rate (GFLOP/s), not samples per second. The three are
 timed in interleaved blocks so that load on the machine hits them alike; medians are printed.
 
-    python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4]
+Then one line per algorithm (--algorithms, default all): its co-simulation's achieved GFLOP/s
+(FLOPs of every client and server step, as counted for its events) as a ratio to (a), each
+algorithm's blocks interleaved with blocks of (a).
+
+    python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4] [--algorithms scala fedavg]
 """
 
 import argparse
@@ -30,7 +34,7 @@ from scala_netsim.data import load_dataset
 from scala_netsim.engine import ConcatSplitProtocol, EventLog
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model
-from scala_netsim.algorithms.registry import make_trainer
+from scala_netsim.algorithms.registry import ALGORITHMS, make_selector, make_trainer
 from scala_netsim.run import build_world
 from scala_netsim.selection import RandomSelector
 from scala_netsim.scenario import validate_scenario
@@ -72,6 +76,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="interleaved blocks per variant")
     parser.add_argument("--rounds-per-block", type=int, default=4)
+    parser.add_argument("--algorithms", nargs="*", default=list(ALGORITHMS),
+                        choices=list(ALGORITHMS), help="algorithms for the per-algorithm lines")
     args = parser.parse_args()
 
     scenario = validate_scenario({"name": "bench", "device": "cpu"})  # cellular_10pct defaults
@@ -147,6 +153,31 @@ def main():
     print(f"ratio (c)/(a) GFLOP/s:    {gc / ga:.3f}   (target >= 0.90)")
     print(f"ratio (b)/(a) GFLOP/s:    {gb / ga:.3f}")
     print(f"ratio (c)/(a') GFLOP/s:   {gc / ga2:.3f}   (against centralized with the same layout)")
+
+    print("\nper algorithm: co-simulation GFLOP/s as a ratio to (a) measured alongside")
+    model_a, optimizer_a = centralized["a"]
+    for algorithm in args.algorithms:
+        trainer = make_trainer(algorithm, scenario, world, torch.device("cpu"))
+        selector = make_selector(algorithm, scenario, world)
+        env, log = simpy.Environment(), EventLog()
+        protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
+                                                  channel.EqualShareAllocator(), tr.local_iters)
+        rng = np.random.default_rng(1)
+
+        def block(count, first_round):
+            start, first = time.perf_counter(), len(log.rows)
+            for i in range(count):
+                protocol.run_round(first_round + i, selector.select(scenario.num_participants, rng))
+            return time.perf_counter() - start, sum(row[7] for row in log.rows[first:])
+
+        block(1, 0)  # warm-up, FLOP caches
+        ratios = []
+        for rep in range(args.repeats):
+            seconds_a, _ = centralized_block(model_a, optimizer_a, dataset.train_x,
+                                             dataset.train_y, tr.batch_size, steps, g)
+            seconds, flops = block(args.rounds_per_block, 1 + rep * args.rounds_per_block)
+            ratios.append((flops / seconds) / (steps * flops_per_step / seconds_a))
+        print(f"  {algorithm:16s} GFLOP/s ratio to (a): {statistics.median(ratios):.3f}")
 
 
 if __name__ == "__main__":
