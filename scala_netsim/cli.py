@@ -83,8 +83,14 @@ def main(argv=None) -> int:
     estimate_s = estimate_run_time_s(scenario, dataset, device)
     print(f"estimated run time on this machine: {format_duration(estimate_s)} "
           f"for {len(scenario.algorithms)} algorithm(s)")
+    from scala_netsim.invariants import InvariantError
+
     for algorithm in scenario.algorithms:
-        summary = run_one(scenario, algorithm, world, out, device, not args.no_progress)
+        try:
+            summary = run_one(scenario, algorithm, world, out, device, not args.no_progress)
+        except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1
+            print(f"error: {algorithm}: {exc}", file=sys.stderr)
+            return 1
         print(f"{algorithm}: {summary['status']}, best accuracy {summary['best_acc']:.2%} (round "
               f"{summary['best_round']}), final {summary['final_acc']:.2%}, simulated time "
               f"{format_duration(summary['total_sim_time_s'])}, wall time "

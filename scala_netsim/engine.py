@@ -100,6 +100,8 @@ class Protocol(ABC):
     """One algorithm's communication pattern, simulated a round at a time. Subclasses write
     the SimPy processes of a round; the real computation is the trainer's."""
 
+    pipelined_clients = False  # may a client compute while its uplink is busy?
+
     def __init__(self, env: simpy.Environment, cell: Cell, trainer, log: EventLog,
                  allocator: channel.BandwidthAllocator, local_iters: int):
         self.env, self.cell, self.trainer, self.log = env, cell, trainer, log
@@ -220,6 +222,8 @@ class LocalLossProtocol(Protocol):
     its activations queue on the client's uplink (one transfer at a time) while the client
     goes on with the next step, the server consumes them in arrival order, and no gradient
     comes back. The model upload follows the client's last activations on its uplink."""
+
+    pipelined_clients = True
 
     def round_processes(self, round_, selected):
         return [self.env.process(self._client(round_, k)) for k in selected]

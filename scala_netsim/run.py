@@ -15,6 +15,7 @@ from analysis.plots import plot_run
 from scala_netsim.algorithms.registry import ALGORITHMS, make_selector, make_trainer
 from scala_netsim.data import Dataset
 from scala_netsim.engine import EVENT_COLUMNS, Cell, EventLog
+from scala_netsim.invariants import InvariantError, check_run
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
 from scala_netsim.results import run_dir, write_csv, write_json, write_text
@@ -143,6 +144,10 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         if diverged:
             break
     frame = pd.DataFrame(rows)
+    problems = check_run(pd.DataFrame(log.rows, columns=EVENT_COLUMNS), frame,
+                         clients_frame(world), scenario.network, protocol.pipelined_clients)
+    if problems:
+        status = "invariant violation"
     evaluated = frame["test_acc"].dropna()
     summary = {
         "scenario": scenario.name,
@@ -162,5 +167,7 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         "device": str(device),
     }
     writer.summary(summary)
+    if problems:
+        raise InvariantError([f"{folder}: {p}" for p in problems])
     plot_run(folder, title=f"{scenario.name}: {algorithm}")
     return summary
