@@ -1,7 +1,9 @@
 """Command line: python -m scala_netsim SCENARIO.yaml [--out DIR] [--set key=value ...]."""
 
 import argparse
+import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -23,6 +25,9 @@ def parse_args(argv):
                              "(repeatable; values are parsed as YAML)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"),
                         help="override the scenario's device")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue interrupted runs from their last checkpoint and skip "
+                             "finished ones (the results equal those of an uninterrupted run)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
 
@@ -84,13 +89,38 @@ def main(argv=None) -> int:
     print(f"estimated run time on this machine: {format_duration(estimate_s)} "
           f"for {len(scenario.algorithms)} algorithm(s)")
     from scala_netsim.invariants import InvariantError
+    from scala_netsim.results import run_dir
+    from scala_netsim.run import CheckpointError
+    from scala_netsim.scenario import scenario_yaml
 
+    deterministic(device)
     for algorithm in scenario.algorithms:
+        folder = run_dir(out, scenario.name, algorithm, scenario.seed)
+        if args.resume and (folder / "scenario.yaml").is_file():
+            if (folder / "scenario.yaml").read_text() != scenario_yaml(scenario):
+                return fail(f"--resume: {folder} holds a run of another scenario (its "
+                            f"scenario.yaml differs); run without --resume to start afresh, "
+                            f"or use another --out")
+            summary = json.loads((folder / "summary.json").read_text()) if (
+                folder / "summary.json").is_file() else {}
+            if summary.get("status") == "completed":
+                print(f"{algorithm}: already completed, skipped ({folder})")
+                continue
         try:
-            summary = run_one(scenario, algorithm, world, out, device, not args.no_progress)
+            summary = run_one(scenario, algorithm, world, out, device, not args.no_progress,
+                              args.resume)
+        except CheckpointError as exc:
+            return fail(str(exc))
         except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1
             print(f"error: {algorithm}: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
+            if "--resume" not in command:
+                command += " --resume"
+            print(f"\ninterrupted during {algorithm}; every file written is complete. Continue "
+                  f"from the last checkpoint with:\n  {command}", file=sys.stderr)
+            return 130
         print(f"{algorithm}: {summary['status']}, best accuracy {summary['best_acc']:.2%} (round "
               f"{summary['best_round']}), final {summary['final_acc']:.2%}, simulated time "
               f"{format_duration(summary['total_sim_time_s'])}, wall time "
@@ -102,7 +132,17 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_one(scenario, algorithm, world, out, device, show_progress):
+def deterministic(device) -> None:
+    """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
+    cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
+    import torch
+
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
+
+
+def run_one(scenario, algorithm, world, out, device, show_progress, resume=False):
     from tqdm import tqdm
 
     from scala_netsim.run import run_algorithm
@@ -118,7 +158,7 @@ def run_one(scenario, algorithm, world, out, device, show_progress):
         bar.update(1)
 
     try:
-        return run_algorithm(scenario, algorithm, world, out, device, progress)
+        return run_algorithm(scenario, algorithm, world, out, device, progress, resume)
     finally:
         bar.close()
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 
 
-def write_atomic(path, write) -> None:
+def write_atomic(path, write, binary: bool = False) -> None:
     """Call write(file_object) on a temporary file next to `path`, then rename it to `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="") as f:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="")) as f:
             write(f)
         os.replace(tmp, path)
     except BaseException:

@@ -1,6 +1,7 @@
 """One scenario, end to end: drop the cell, partition the data, then for each algorithm train
 for real under the simulated clock and write the results layout."""
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from scala_netsim.engine import EVENT_COLUMNS, Cell, EventLog
 from scala_netsim.invariants import InvariantError, check_run
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
-from scala_netsim.results import run_dir, write_csv, write_json, write_text
+from scala_netsim import __version__
+from scala_netsim.results import run_dir, write_atomic, write_csv, write_json, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml
 
 
@@ -99,27 +101,79 @@ class RunWriter:
         write_json(self.folder / "summary.json", data)
 
 
+CHECKPOINT_FORMAT = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed (another scenario, algorithm or version)."""
+
+
+def checkpoint_identity(scenario: Scenario, algorithm: str) -> str:
+    """What a checkpoint must match to be resumed: format, package version, the resolved
+    scenario and the algorithm."""
+    text = f"{CHECKPOINT_FORMAT}|{__version__}|{algorithm}|{scenario_yaml(scenario)}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_checkpoint(path, scenario: Scenario, algorithm: str) -> dict:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a damaged or foreign file: say which, never unpickle it
+        raise CheckpointError(f"{path}: not a readable scala_netsim checkpoint ({exc})") from None
+    if not isinstance(state, dict) or state.get("identity") != checkpoint_identity(scenario, algorithm):
+        raise CheckpointError(
+            f"{path}: written by another scenario, algorithm or scala_netsim version; "
+            f"refusing to resume it (run without --resume to start afresh)")
+    return state
+
+
+def _plain(value):
+    """numpy scalars -> Python numbers (checkpoints hold only plain types and tensors)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, device,
-                  progress=None) -> dict:
+                  progress=None, resume: bool = False) -> dict:
     """Train `algorithm` under the simulated clock and write its run folder. -> summary.
 
-    A non-finite training loss stops the run with status "diverged at round r" (the paper's
-    "fails to converge"); what was written until then stays valid.
+    Every `training.checkpoint_every` rounds the run's whole state goes atomically into
+    checkpoint.pt; with `resume` a run continues from there and writes the same files an
+    uninterrupted run writes. A non-finite training loss stops the run with status "diverged
+    at round r" (the paper's "fails to converge"); what was written until then stays valid.
     """
     wall_start = time.perf_counter()
     folder = run_dir(out_dir, scenario.name, algorithm, scenario.seed)
+    checkpoint_path = folder / "checkpoint.pt"
+    state = load_checkpoint(checkpoint_path, scenario, algorithm) if (
+        resume and checkpoint_path.is_file()) else None
     writer = RunWriter(folder, scenario, world)
     trainer = make_trainer(algorithm, scenario, world, device)
     selector = make_selector(algorithm, scenario, world)
-    env = simpy.Environment()
+    selection_rng = np.random.default_rng(world.seeds["selection"])
     log = EventLog()
+    rows, best, first_round, wall_before_s = [], (math.nan, 0), 1, 0.0
+    if state is not None:
+        trainer.load_state_dict(state["trainer"])
+        selection_rng.bit_generator.state = state["selection_rng"]
+        log.rows = [tuple(e) for e in state["events"]]
+        rows, best = list(state["rounds"]), tuple(state["best"])
+        first_round, wall_before_s = state["round"] + 1, state["wall_time_s"]
+    env = simpy.Environment(initial_time=rows[-1]["sim_time_s"] if rows else 0.0)
     protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
                                               channel.EqualShareAllocator(),
                                               scenario.training.local_iters)
-    selection_rng = np.random.default_rng(world.seeds["selection"])
     ds, tr = world.dataset, scenario.training
-    rows, best, status = [], (math.nan, 0), "completed"
-    for r in range(1, tr.rounds + 1):
+
+    def save_checkpoint(r):
+        writer.flush(rows, log.rows)
+        data = {"identity": checkpoint_identity(scenario, algorithm), "round": r,
+                "trainer": trainer.state_dict(), "selection_rng": selection_rng.bit_generator.state,
+                "events": log.rows, "rounds": rows, "best": list(best),
+                "wall_time_s": wall_before_s + time.perf_counter() - wall_start}
+        write_atomic(checkpoint_path, lambda f: torch.save(data, f), binary=True)
+
+    status = "completed"
+    for r in range(first_round, tr.rounds + 1):
         selected = selector.select(scenario.num_participants, selection_rng)
         start_s, first_event = env.now, len(log.rows)
         protocol.run_round(r, selected)
@@ -131,18 +185,20 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         if evaluate_now:
             acc, per_class, loss = trainer.evaluate(ds.test_x, ds.test_y)
             row.update(test_acc=acc, test_loss=loss,
-                       **{f"acc_class_{c}": a for c, a in enumerate(per_class)})
+                       **{f"acc_class_{c}": float(a) for c, a in enumerate(per_class)})
             if not acc <= best[0]:  # also replaces the initial NaN
                 best = (acc, r)
-        rows.append(row)
+        rows.append({k: _plain(v) for k, v in row.items()})
         if progress is not None:
             progress(r, env.now, row["test_acc"])
         if diverged:
             status = f"diverged at round {r}"
-        if evaluate_now or diverged:
             writer.flush(rows, log.rows)
-        if diverged:
             break
+        if r % tr.checkpoint_every == 0 and r < tr.rounds:
+            save_checkpoint(r)
+        elif evaluate_now:
+            writer.flush(rows, log.rows)
     frame = pd.DataFrame(rows)
     problems = check_run(pd.DataFrame(log.rows, columns=EVENT_COLUMNS), frame,
                          clients_frame(world), scenario.network, protocol.pipelined_clients)
@@ -163,7 +219,8 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         "downlink_bytes": int(frame["downlink_bytes"].sum()),
         "client_flops": int(frame["client_flops"].sum()),
         "server_flops": int(frame["server_flops"].sum()),
-        "wall_time_s": time.perf_counter() - wall_start,
+        "wall_time_s": wall_before_s + time.perf_counter() - wall_start,
+        "resumed_from_round": first_round - 1 if state is not None else None,
         "device": str(device),
     }
     writer.summary(summary)

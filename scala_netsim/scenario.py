@@ -76,6 +76,7 @@ class TrainingConfig(_Strict):
     weight_decay: float = Field(default=0.0, ge=0)
     participation: float = Field(default=0.1, gt=0, le=1)
     eval_every: int = Field(default=10, ge=1)
+    checkpoint_every: int = Field(default=10, ge=1)
 
 
 class NetworkConfig(_Strict):

@@ -38,6 +38,15 @@ class ClientSampler:
         batch = taken[0] if len(taken) == 1 else torch.cat(taken)
         return batch.to(self._device, non_blocking=True)
 
+    def state_dict(self) -> dict:
+        """Everything needed to continue drawing the same batches (for checkpoints)."""
+        return {"order": list(self._order), "cursor": list(self._cursor),
+                "generator": self._generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._order, self._cursor = list(state["order"]), list(state["cursor"])
+        self._generator.set_state(state["generator"])
+
 
 def apportion_batch_sizes(num_samples, total_batch_size: int):
     """B_k proportional to |D_k| with sum B_k = B (largest remainder), every B_k >= 1.

@@ -119,6 +119,36 @@ class TrainerBase(ABC):
     def global_model(self) -> nn.Module:
         """The model evaluated on the test set."""
 
+    # --- checkpoints: taken between rounds, when no step is pending ---------------------
+    def persistent_modules(self) -> dict:
+        """Modules whose weights outlive a round, by name."""
+        return {"client": self.client_template}
+
+    def persistent_optimizers(self) -> dict:
+        """Optimisers whose state outlives a round, by name."""
+        return {}
+
+    def extra_state(self) -> dict:
+        """Other state that outlives a round (tensors, numbers, lists and dicts of them)."""
+        return {}
+
+    def load_extra_state(self, state: dict) -> None:
+        """Restore what `extra_state` returned."""
+
+    def state_dict(self) -> dict:
+        return {"modules": {n: m.state_dict() for n, m in self.persistent_modules().items()},
+                "optimizers": {n: o.state_dict()
+                               for n, o in self.persistent_optimizers().items()},
+                "sampler": self.sampler.state_dict(), "extra": self.extra_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, module in self.persistent_modules().items():
+            module.load_state_dict(state["modules"][name])
+        for name, optimizer in self.persistent_optimizers().items():
+            optimizer.load_state_dict(state["optimizers"][name])
+        self.sampler.load_state_dict(state["sampler"])
+        self.load_extra_state(state["extra"])
+
     def evaluate(self, test_x, test_y):
         """(accuracy, per-class accuracy, mean loss) of the global model."""
         return evaluate(self.global_model(), test_x, test_y, self.num_classes)

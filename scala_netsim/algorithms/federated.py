@@ -62,6 +62,16 @@ class FederatedTrainer(TrainerBase):
             self._dyn_server_h = [torch.zeros_like(p) for p in self.model.parameters()]
             self._num_clients = len(self.client_label_counts)
 
+    def extra_state(self) -> dict:
+        if self.loss_kind != "feddyn":
+            return {}
+        return {"client_grads": dict(self._dyn_client_grads), "server_h": list(self._dyn_server_h)}
+
+    def load_extra_state(self, state: dict) -> None:
+        if self.loss_kind == "feddyn":
+            self._dyn_client_grads = dict(state["client_grads"])
+            self._dyn_server_h = list(state["server_h"])
+
     def begin_round(self, selected) -> dict:
         self._global_params = [p.detach().clone() for p in self.model.parameters()]
         return super().begin_round(selected)
@@ -159,6 +169,21 @@ class FedConcatTrainer(TrainerBase):
         self._has_encoders = set()
         self._features = torch.zeros(len(self.train_y), num_clusters * feature_dim, device=device)
         self._has_features = set()
+
+    def persistent_modules(self) -> dict:
+        modules = {f"cluster{c}": m for c, m in enumerate(self.cluster_models)}
+        modules["classifier"] = self.classifier
+        return modules
+
+    def extra_state(self) -> dict:
+        return {"round": self.round, "has_encoders": sorted(self._has_encoders),
+                "has_features": sorted(self._has_features)}
+
+    def load_extra_state(self, state: dict) -> None:
+        self.round = state["round"]
+        self._has_encoders = set(state["has_encoders"])
+        for k in state["has_features"]:  # recomputed (same values), not stored: 4 B x 1280 a sample
+            self._extract_features(k)
 
     @property
     def classifier_stage(self) -> bool:

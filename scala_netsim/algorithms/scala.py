@@ -44,6 +44,9 @@ class SplitTrainerBase(TrainerBase):
         """The full model (global client part, then server part) for evaluation."""
         return nn.Sequential(self.client_model, self.server_model)
 
+    def persistent_modules(self) -> dict:
+        return {"client": self.client_template, "server": self.server_model}
+
 
 class ConcatSplitTrainer(SplitTrainerBase):
     """One server-side model trained on the concatenation of all participating clients'
@@ -60,6 +63,9 @@ class ConcatSplitTrainer(SplitTrainerBase):
         self.logit_adjust = logit_adjust
         # The server-side optimiser keeps its momentum across rounds (SCALA-NOTES section 1).
         self.server_optimizer = torch.optim.SGD(server_model.parameters(), **self.optim_args)
+
+    def persistent_optimizers(self) -> dict:
+        return {"server": self.server_optimizer}
 
     def server_step(self, messages):
         """One SGD step of the server-side model on the concatenated activations.

@@ -49,6 +49,15 @@ class PerClientSplitTrainer(SplitTrainerBase):
                 self.server_slots.load(k, state_tensors(self.server_model))
         return sizes
 
+    def persistent_optimizers(self) -> dict:
+        return {"server": self.server_optimizer} if self.variant == "v2" else {}
+
+    def extra_state(self) -> dict:
+        return {"own_models": dict(self.own_models)}
+
+    def load_extra_state(self, state: dict) -> None:
+        self.own_models = dict(state["own_models"])
+
     # --- v3: clients keep their own models -------------------------------------------
     def client_resume(self, k: int) -> None:
         """v3: client k continues from its own model (the initial one before its first round)."""
@@ -145,6 +154,12 @@ class LocalLossSplitTrainer(TrainerBase):
         self.server_model = server_model
         super().__init__(train_x, train_y, client_indices, num_classes, **kwargs)
         self.server_optimizer = torch.optim.SGD(server_model.parameters(), **self.optim_args)
+
+    def persistent_modules(self) -> dict:
+        return {"client": self.client_template, "server": self.server_model}
+
+    def persistent_optimizers(self) -> dict:
+        return {"server": self.server_optimizer}
 
     def client_local_step(self, k: int, local_iter: int):
         """Client k's step on its local loss. -> (activation message, forward FLOPs, backward FLOPs)."""
