@@ -83,14 +83,23 @@ def test_every_scenario_file_runs(tmp_path, scenario):
     (["scenarios/quickstart.yaml", "--set", "network.uplink_bandwidth_hz=-5"],
      "network.uplink_bandwidth_hz: must be > 0.0, got -5"),
     (["scenarios/quickstart.yaml", "--set", "training.rounds"], "expected dotted.key=value"),
+    (["scenarios/quickstart.yaml", "--set", "training.rounds=[1"], "--set training.rounds: value '[1' is not valid YAML"),
+    (["scenarios/quickstart.yaml", "--set", "algorithms=[scala, fedsgd]"], "algorithms.1: must be one of"),
+    (["scenarios/quickstart.yaml", "--set", "model.split=S9"], "model.split: must be one of 'S1'"),
+    (["scenarios/quickstart.yaml", "--set", "data.dataset=cifar10"], "data.dataset: must be one of 'fashion_mnist'"),
     (["scenarios/quickstart.yaml", "--set", "data.data_dir=/no/such/dir"],
      "apt-get install dataset-fashion-mnist"),
 ])
-def test_bad_input_exits_2_with_a_message_and_no_traceback(args, message):
-    proc = run_cli(*args)
+def test_bad_input_exits_2_with_a_message_and_no_traceback(tmp_path, args, message):
+    earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("round,test_acc\n1,0.5\n")
+    proc = run_cli(*args, "--out", tmp_path)
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+    assert earlier.read_text() == "round,test_acc\n1,0.5\n"         # nothing written is lost
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["rounds.csv"]
 
 
 def test_unwritable_output_directory_is_refused_before_any_work(tmp_path):
@@ -100,3 +109,10 @@ def test_unwritable_output_directory_is_refused_before_any_work(tmp_path):
     assert proc.returncode == 2
     assert "--out: cannot write results" in proc.stderr and "Traceback" not in proc.stderr
     assert blocker.read_text() == "keep me"
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_a_gpu_is_refused():
+    proc = run_cli("scenarios/quickstart.yaml", "--device", "cuda")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "device: 'cuda' was asked for but no CUDA GPU is available" in proc.stderr
