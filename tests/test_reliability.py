@@ -2,6 +2,7 @@
 
 import filecmp
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,3 +121,17 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert "Traceback" not in stderr
     rounds = pd.read_csv(files(out, "scala") / "rounds.csv")   # still a valid table
     assert rounds["round"].iloc[0] == 1
+
+
+def test_a_diverging_algorithm_stops_and_the_others_still_run(tmp_path):
+    proc = cli("--out", tmp_path, *TINY, "--set", "training.rounds=4",
+               "--set", "algorithms=[fedprox, fedavg]", "--set", "fedprox.mu=1e30")
+    assert proc.returncode == 0, proc.stderr
+    match = re.search(r"fedprox: diverged at round (\d+)", proc.stdout)
+    assert match and int(match.group(1)) < 4
+    assert "fedavg: completed" in proc.stdout
+    comparison = pd.read_csv(tmp_path / "quickstart" / "comparison.csv").set_index("algorithm")
+    assert comparison.loc["fedprox", "status"] == f"diverged at round {match.group(1)}"
+    assert comparison.loc["fedavg", "status"] == "completed"
+    rounds = pd.read_csv(files(tmp_path, "fedprox") / "rounds.csv")
+    assert rounds["round"].iloc[-1] == int(match.group(1))
