@@ -70,6 +70,9 @@ def test_unknown_key_suggests_the_close_match():
     ({"model": {"split": "S7"}}, "model.split: must be one of 'S1', 'S2', 'S3', 'S4' or 'S5', got 'S7'"),
     ({"data": {"dataset": "mnist"}}, "data.dataset: must be one of 'fashion_mnist', got 'mnist'"),
     ({"device": "tpu"}, "device: must be one of 'auto', 'cpu' or 'cuda', got 'tpu'"),
+    ({"algorithms": ["fedconcat"], "data": {"num_clients": 4}, "training": {"participation": 0.5}},
+     "fedconcat.clusters: must be <= data.num_clients (4), got 5"),
+    ({"algorithms": ["scala", "scala"]}, "algorithms: each algorithm at most once"),
 ])
 def test_specific_validation_messages(document, message):
     problems = problems_of({"name": "x", **document})
