@@ -24,6 +24,10 @@ class ClientSampler:
     def num_samples(self, k: int) -> int:
         return len(self._indices[k])
 
+    def indices(self, k: int) -> torch.Tensor:
+        """All of client k's sample indices (into the training set)."""
+        return self._indices[k]
+
     def next_batch(self, k: int, batch_size: int) -> torch.Tensor:
         """Sample indices (into the training set, on the device) of client k's next minibatch."""
         taken = []

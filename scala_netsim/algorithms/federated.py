@@ -217,7 +217,7 @@ class FedConcatTrainer(TrainerBase):
 
     @torch.no_grad()
     def _extract_features(self, k):
-        idx = torch.as_tensor(self.sampler._indices[k], device=self.train_x.device)
+        idx = self.sampler.indices(k).to(self.train_x.device)
         for start in range(0, len(idx), 1000):
             part = idx[start:start + 1000]
             self._features[part] = self.concatenated_features(self.train_x[part])
