@@ -5,7 +5,6 @@ import json
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
