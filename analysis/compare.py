@@ -21,20 +21,24 @@ def time_to_accuracy_s(rounds: pd.DataFrame, target: float) -> float:
 
 
 def find_runs(scenario_dir, algorithms=None):
-    """(algorithm, seed folder) of every finished run under OUT/<scenario>/ (only those of
-    `algorithms` when given)."""
-    for summary in sorted(Path(scenario_dir).glob("*/seed*/summary.json")):
-        if algorithms is None or summary.parent.parent.name in algorithms:
-            yield summary.parent.parent.name, summary.parent
+    """(algorithm, run folder) of every finished run under OUT/<scenario>/, sweep cells
+    included (only those of `algorithms` when given)."""
+    for summary in sorted(Path(scenario_dir).rglob("summary.json")):
+        algorithm = json.loads(summary.read_text())["algorithm"]
+        if algorithms is None or algorithm in algorithms:
+            yield algorithm, summary.parent
 
 
 def comparison_table(scenario_dir, targets, algorithms=None) -> pd.DataFrame:
-    """One row per run: accuracy, simulated time to each target accuracy, totals."""
+    """One row per run: its swept values, accuracy, simulated time to each target accuracy,
+    totals."""
     rows = []
     for algorithm, folder in find_runs(scenario_dir, algorithms):
         summary = json.loads((folder / "summary.json").read_text())
         rounds = pd.read_csv(folder / "rounds.csv")
-        row = {"algorithm": algorithm, "seed": summary["seed"], "status": summary["status"],
+        row = {"algorithm": algorithm, "seed": summary["seed"],
+               **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
+               "status": summary["status"],
                "final_acc": summary["final_acc"], "best_acc": summary["best_acc"],
                "best_round": summary["best_round"], "rounds": summary["rounds"]}
         for target in targets:
@@ -42,6 +46,7 @@ def comparison_table(scenario_dir, targets, algorithms=None) -> pd.DataFrame:
         row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes",
                                             "downlink_bytes", "client_flops", "server_flops",
                                             "wall_time_s")})
+        row["folder"] = str(folder.relative_to(scenario_dir))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -1,7 +1,6 @@
 """Command line: python -m scala_netsim SCENARIO.yaml [--out DIR] [--set key=value ...]."""
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -16,7 +15,8 @@ def parse_args(argv):
         description="Split federated learning trained for real under a simulated cellular clock.")
     parser.add_argument("scenario", help="scenario YAML file (see scenarios/)")
     parser.add_argument("--out", default="results",
-                        help="results root; runs land in OUT/<scenario>/<algorithm>/seed<k>/ "
+                        help="results root; runs land in OUT/<scenario>/<algorithm>/seed<k>/, "
+                             "sweep cells in OUT/<scenario>/<algorithm>/<key=value,...>/seed<k>/ "
                              "(default: results)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="dotted.key=value",
@@ -24,10 +24,26 @@ def parse_args(argv):
                              "(repeatable; values are parsed as YAML)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"),
                         help="override the scenario's device")
+    parser.add_argument("--force", action="store_true",
+                        help="rerun every run from scratch (by default finished runs are "
+                             "skipped and interrupted ones continue from their checkpoint)")
     parser.add_argument("--resume", action="store_true",
-                        help="continue interrupted runs from their last checkpoint and skip "
-                             "finished ones (the results equal those of an uninterrupted run)")
+                        help="the default (finished runs skipped, interrupted ones continued "
+                             "with the files of an uninterrupted run); kept for old scripts")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="run N cells at once in worker processes, the machine's cores "
+                             "split between them (default 1: one after another, here)")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="local (this machine, see --jobs) or ray (each cell a Ray task; "
+                             "needs pip install -e '.[ray]')")
+    parser.add_argument("--ray-address", default=None,
+                        help="Ray cluster to submit to (e.g. 10.0.0.5:6379 or auto); default: "
+                             "start a local Ray instance")
+    parser.add_argument("--ray-cpus-per-cell", type=int, default=1, metavar="C",
+                        help="CPUs Ray reserves for each cell, = its torch threads (default 1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-report", action="store_true",
+                        help="do not write report.md and the study figures at the end")
     return parser.parse_args(argv)
 
 
@@ -50,103 +66,129 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # Imports after argument parsing so `--help` and input errors answer at once.
     from scala_netsim.scenario import ScenarioError, load_scenario
+    from scala_netsim.sweep import expand_sweep
 
+    for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
+        if value < 1:
+            return fail(f"{flag}: must be a whole number >= 1, got {value}")
     overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else [])
+    out = Path(args.out)
     try:
         scenario = load_scenario(args.scenario, overrides)
+        cells = expand_sweep(scenario, out)
     except ScenarioError as exc:
         return fail(str(exc))
-    out = Path(args.out)
     problem = check_writable(out)
     if problem:
         return fail(problem)
 
     import torch
 
-    from scala_netsim.data import DataNotFoundError, load_dataset
-    from scala_netsim.estimate import estimate_run_time_s, format_duration
-    from scala_netsim.run import build_world
+    from scala_netsim.data import DataNotFoundError
+    from scala_netsim.estimate import format_duration, run_time_s, train_step_s
+    from scala_netsim.sweep import cell_state
 
     if scenario.device == "cuda" and not torch.cuda.is_available():
         return fail("device: 'cuda' was asked for but no CUDA GPU is available; "
                     "use 'cpu' or 'auto'")
     device = torch.device("cuda" if scenario.device == "auto" and torch.cuda.is_available()
                           else ("cpu" if scenario.device == "auto" else scenario.device))
-    data = scenario.data
-    try:
-        dataset = load_dataset(data.dataset, data.data_dir, data.train_samples,
-                               data.test_samples).to(device)
+    from scala_netsim.sweep import cell_dataset
+
+    try:  # every dataset the cells use must be there before anything runs
+        dataset = [cell_dataset(c.scenario, device) for c in cells][0]
     except DataNotFoundError as exc:
         return fail(str(exc))
-    try:
-        world = build_world(scenario, dataset)
-    except ValueError as exc:
-        return fail(str(exc))
+
+    states = {cell: ("new" if args.force else cell_state(cell)) for cell in cells}
+    foreign = [c for c in cells if states[c] == "other"]
+    if foreign:
+        listed = "\n".join(f"  {c.folder}" for c in foreign[:5]) + (
+            f"\n  ... and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        return fail(f"these folders hold runs of another scenario (their scenario.yaml "
+                    f"differs):\n{listed}\nuse --force to replace them, or another --out")
+    todo = [c for c in cells if states[c] != "finished"]
 
     print(summary_text(scenario, dataset, device))
-    estimate_s = estimate_run_time_s(scenario, dataset, device)
-    print(f"estimated run time on this machine: {format_duration(estimate_s)} "
-          f"for {len(scenario.algorithms)} algorithm(s)")
-    from scala_netsim.invariants import InvariantError
-    from scala_netsim.results import run_dir
-    from scala_netsim.run import CheckpointError
-    from scala_netsim.scenario import scenario_yaml
+    if scenario.sweep:
+        print(f"  sweep: {' x '.join(f'{k} {list(v)}' for k, v in scenario.sweep.items())} x "
+              f"{len(scenario.algorithms)} algorithm(s) = {len(cells)} cells")
+    for cell in cells:
+        if states[cell] == "finished":
+            print(f"{cell.label}: already completed, skipped ({cell.folder})")
+    step_s = train_step_s(scenario, dataset, device)
+    batch = min(scenario.training.batch_size, len(dataset.train_y))
+    estimate_s = sum(run_time_s(c.scenario, len(dataset.test_y), step_s, batch) for c in todo)
+    print(f"estimated run time on this machine: {format_duration(estimate_s)} for {len(todo)} "
+          f"run(s) one after another" + (f", spread over {args.jobs} jobs" if args.jobs > 1
+                                          else ""))
 
-    deterministic(device)
-    for algorithm in scenario.algorithms:
-        folder = run_dir(out, scenario.name, algorithm, scenario.seed)
-        if args.resume and (folder / "scenario.yaml").is_file():
-            if (folder / "scenario.yaml").read_text() != scenario_yaml(scenario):
-                return fail(f"--resume: {folder} holds a run of another scenario (its "
-                            f"scenario.yaml differs); run without --resume to start afresh, "
-                            f"or use another --out")
-            summary = json.loads((folder / "summary.json").read_text()) if (
-                folder / "summary.json").is_file() else {}
-            if summary.get("status") == "completed":
-                print(f"{algorithm}: already completed, skipped ({folder})")
-                continue
-        try:
-            summary = run_one(scenario, algorithm, world, out, device, not args.no_progress,
-                              args.resume)
-        except CheckpointError as exc:
-            return fail(str(exc))
-        except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1
-            print(f"error: {algorithm}: {exc}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
-            if "--resume" not in command:
-                command += " --resume"
-            print(f"\ninterrupted during {algorithm}; every file written is complete. Continue "
-                  f"from the last checkpoint with:\n  {command}", file=sys.stderr)
-            return 130
-        print(f"{algorithm}: {summary['status']}, best accuracy {summary['best_acc']:.2%} (round "
-              f"{summary['best_round']}), final {summary['final_acc']:.2%}, simulated time "
-              f"{format_duration(summary['total_sim_time_s'])}, wall time "
-              f"{format_duration(summary['wall_time_s'])}")
+    from scala_netsim.sweep import write_sweep_index
+
+    write_sweep_index(scenario, cells, out)
+    try:
+        code = run_cells(todo, states, device, args)
+    except KeyboardInterrupt:
+        command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
+        print(f"\ninterrupted; every file written is complete. Run the same command again "
+              f"to continue from the last checkpoints (finished runs are skipped; --resume "
+              f"is the default):\n  {command}", file=sys.stderr)
+        return 130
+    if code:
+        return code
+    root = out / scenario.name
     from analysis.compare import write_comparison
 
-    write_comparison(out / scenario.name, scenario.report.accuracy_targets, scenario.algorithms)
-    print(f"results: {out / scenario.name} (comparison.csv, accuracy_vs_time.png)")
+    write_comparison(root, scenario.report.accuracy_targets)
+    written = "comparison.csv, accuracy_vs_time.png"
+    if not args.no_report:
+        from analysis.report import write_report
+
+        write_report(root)
+        written += ", report.md"
+    print(f"results: {root} ({written})")
     return 0
 
 
-def deterministic(device) -> None:
-    """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
-    cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
-    import torch
+def run_cells(todo, states, device, args) -> int:
+    """Run the cells still to do with the chosen executor. -> exit code (0, 1 or 2)."""
+    from scala_netsim.estimate import format_duration
+    from scala_netsim.invariants import InvariantError
+    from scala_netsim.run import CheckpointError
+    from scala_netsim.scenario import ScenarioError
+    from scala_netsim.sweep import run_in_processes, run_on_ray
 
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
+    def resume_of(cell):
+        return states[cell] == "partial"
+
+    def report(cell, summary):
+        print(f"{cell.label}: {summary['status']}, best accuracy {summary['best_acc']:.2%} "
+              f"(round {summary['best_round']}), final {summary['final_acc']:.2%}, simulated "
+              f"time {format_duration(summary['total_sim_time_s'])}, wall time "
+              f"{format_duration(summary['wall_time_s'])}", flush=True)
+
+    try:
+        if args.executor == "ray":
+            run_on_ray(todo, device, args.ray_address, args.ray_cpus_per_cell, resume_of, report)
+        elif args.jobs > 1 and len(todo) > 1:
+            run_in_processes(todo, device, args.jobs, resume_of, report)
+        else:
+            for cell in todo:
+                report(cell, run_one(cell, device, not args.no_progress, resume_of(cell)))
+    except (CheckpointError, ScenarioError) as exc:
+        return fail(str(exc))
+    except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
-def run_one(scenario, algorithm, world, out, device, show_progress, resume=False):
+def run_one(cell, device, show_progress, resume=False):
     from tqdm import tqdm
 
-    from scala_netsim.run import run_algorithm
+    from scala_netsim.sweep import cell_arguments, run_cell
 
-    bar = tqdm(total=scenario.training.rounds, desc=algorithm, unit="round",
+    bar = tqdm(total=cell.scenario.training.rounds, desc=cell.label, unit="round",
                disable=not show_progress, file=sys.stderr)
     last = {"acc": "-"}
 
@@ -157,7 +199,7 @@ def run_one(scenario, algorithm, world, out, device, show_progress, resume=False
         bar.update(1)
 
     try:
-        return run_algorithm(scenario, algorithm, world, out, device, progress, resume)
+        return run_cell(*cell_arguments(cell, device, resume), progress=progress)
     finally:
         bar.close()
 

@@ -123,7 +123,7 @@ def load_checkpoint(path, scenario: Scenario, algorithm: str) -> dict:
     if not isinstance(state, dict) or state.get("identity") != checkpoint_identity(scenario, algorithm):
         raise CheckpointError(
             f"{path}: written by another scenario, algorithm or scala_netsim version; "
-            f"refusing to resume it (run without --resume to start afresh)")
+            f"refusing to resume it (--force starts the run afresh)")
     return state
 
 
@@ -133,19 +133,25 @@ def _plain(value):
 
 
 def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, device,
-                  progress=None, resume: bool = False) -> dict:
+                  progress=None, resume: bool = False, folder=None, setting=None) -> dict:
     """Train `algorithm` under the simulated clock and write its run folder. -> summary.
 
     Every `training.checkpoint_every` rounds the run's whole state goes atomically into
     checkpoint.pt; with `resume` a run continues from there and writes the same files an
     uninterrupted run writes. A non-finite training loss stops the run with status "diverged
     at round r" (the paper's "fails to converge"); what was written until then stays valid.
+    The folder is OUT/<scenario>/<algorithm>/seed<k>/ unless `folder` is given (sweep cells);
+    `setting` (swept key -> value) is recorded in summary.json.
     """
     wall_start = time.perf_counter()
-    folder = run_dir(out_dir, scenario.name, algorithm, scenario.seed)
+    if folder is None:
+        folder = run_dir(out_dir, scenario.name, algorithm, scenario.seed)
     checkpoint_path = folder / "checkpoint.pt"
     state = load_checkpoint(checkpoint_path, scenario, algorithm) if (
         resume and checkpoint_path.is_file()) else None
+    if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
+        for stale in ("summary.json", "checkpoint.pt"):
+            (folder / stale).unlink(missing_ok=True)
     writer = RunWriter(folder, scenario, world)
     trainer = make_trainer(algorithm, scenario, world, device)
     selector = make_selector(algorithm, scenario, world)
@@ -209,6 +215,7 @@ def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, dev
         "scenario": scenario.name,
         "algorithm": algorithm,
         "seed": scenario.seed,
+        "setting": dict(setting or {}),
         "status": status,
         "rounds": int(frame["round"].iloc[-1]),
         "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,

@@ -6,7 +6,7 @@ in one ScenarioError that names the file.
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -164,6 +164,9 @@ class Scenario(_Strict):
     cs_sfl: FedCBSConfig = FedCBSConfig()
     splitfed_v3: SplitFedV3Config = SplitFedV3Config()
     report: ReportConfig = ReportConfig()
+    # dotted key -> list of values; every combination is run with every algorithm
+    # (scala_netsim.sweep). Values are checked cell by cell when the sweep is expanded.
+    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
 
     @property
     def num_participants(self) -> int:
@@ -189,6 +192,11 @@ class Scenario(_Strict):
         if "fedconcat" in self.algorithms and self.fedconcat.clusters > self.data.num_clients:
             problems.append(f"fedconcat.clusters: must be <= data.num_clients "
                             f"({self.data.num_clients}), got {self.fedconcat.clusters}")
+        for key in self.sweep:
+            if key.split(".")[0] in ("name", "algorithms", "sweep"):
+                problems.append(f"sweep: {key!r} cannot be swept (sweepable: any other dotted "
+                                f"key, e.g. training.local_iters or seed; algorithms are "
+                                f"always crossed with the sweep)")
         if len(set(self.algorithms)) != len(self.algorithms):
             problems.append(f"algorithms: each algorithm at most once, got {self.algorithms}")
         if problems:
@@ -254,6 +262,18 @@ def validate_scenario(document, source="<scenario>") -> Scenario:
         raise ScenarioError(source, [_describe(e) for e in exc.errors()]) from None
 
 
+def set_dotted(document: dict, key: str, value):
+    """document[a][b][c] = value for key "a.b.c" (sections created as needed). -> None, or a
+    problem text when a part of the key is not a section."""
+    node, parts = document, key.split(".")
+    for part in parts[:-1]:
+        if not isinstance(node.get(part, {}), dict):
+            return f"{part!r} is not a section"
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return None
+
+
 def apply_overrides(document: dict, overrides, source="--set") -> dict:
     """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
     problems = []
@@ -267,15 +287,9 @@ def apply_overrides(document: dict, overrides, source="--set") -> dict:
         except yaml.YAMLError as exc:
             problems.append(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})")
             continue
-        node = document
-        parts = key.split(".")
-        for part in parts[:-1]:
-            if not isinstance(node.get(part, {}), dict):
-                problems.append(f"--set {key}: {part!r} is not a section")
-                break
-            node = node.setdefault(part, {})
-        else:
-            node[parts[-1]] = value
+        problem = set_dotted(document, key, value)
+        if problem:
+            problems.append(f"--set {key}: {problem}")
     if problems:
         raise ScenarioError(source, problems)
     return document

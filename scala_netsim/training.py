@@ -85,13 +85,17 @@ def apportion_batch_sizes(num_samples, total_batch_size: int):
 @torch.no_grad()
 def weighted_average_(target: nn.Module, sources, weights) -> None:
     """target <- sum_k w_k source_k / sum_k w_k over every parameter and buffer (FedAvg)."""
-    weights = torch.as_tensor(weights, dtype=torch.float32)
-    weights = weights / weights.sum()
+    total = float(sum(weights))
+    fractions = [w / total for w in weights]
     source_states = [list(s) for s in sources]
     for i, dst in enumerate(target.state_dict().values()):
-        stacked = torch.stack([state[i] for state in source_states])
-        w = weights.to(stacked.device).view(-1, *([1] * (stacked.dim() - 1)))
-        dst.copy_((stacked * w).sum(0))
+        if not dst.is_floating_point():  # counters (e.g. BatchNorm's): take the first source
+            dst.copy_(source_states[0][i])
+            continue
+        average = source_states[0][i] * fractions[0]
+        for state, fraction in zip(source_states[1:], fractions[1:]):
+            average.add_(state[i], alpha=fraction)
+        dst.copy_(average)
 
 
 @torch.inference_mode()

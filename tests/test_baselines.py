@@ -159,6 +159,34 @@ def test_fedprox_with_mu_zero_equals_fedavg():
     assert not torch.equal(a.model[1].weight, c.model[1].weight)
 
 
+@pytest.mark.parametrize("loss", ["fedprox", "feddyn"])
+def test_regulariser_gradient_in_closed_form_equals_autograd(loss):
+    """FedProx/FedDyn add mu (w - w_g) [- h_k] to the gradient instead of building an autograd
+    graph over all weights: the step must equal one on the whole objective by autograd."""
+    trainer = fl_round(loss, selected=(0,), mu=0.5, dyn_alpha=0.5)   # FedDyn has an h_0 now
+    trainer.begin_round([0])
+    trainer.client_receive_model(trainer.client_model_download(0))
+    model, optimizer = trainer.slots[0]
+    for p in model.parameters():                  # move away from w_g so the term is non-zero
+        p.data.add_(0.01)
+    reference = copy.deepcopy(model)
+    state = copy.deepcopy(trainer.sampler.state_dict())
+    trainer.client_local_step(0, 0)
+    trainer.sampler.load_state_dict(state)
+    x, y = trainer.next_batch(0)
+    params, coef = list(reference.parameters()), 0.5
+    objective = F.cross_entropy(reference(x), y) + coef / 2 * sum(
+        (p - g).pow(2).sum() for p, g in zip(params, trainer._global_params))
+    if loss == "feddyn":
+        objective = objective - sum((p * h).sum() for p, h in zip(params, trainer._dyn_client_grads[0]))
+    objective.backward()
+    with torch.no_grad():
+        for p in params:                          # the first step of fresh momentum SGD
+            p.sub_(p.grad, alpha=COMMON["lr"])
+    for p, q in zip(model.parameters(), params):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
 def test_fedlc_calibration_formula_and_absent_classes():
     counts = torch.tensor([16, 0, 81, 1])
     shift = fedlc_calibration(counts, tau=2.0)

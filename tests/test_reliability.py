@@ -1,6 +1,7 @@
 """Same numbers twice, resume after a SIGKILL, Ctrl-C, and checkpoints that are refused."""
 
 import filecmp
+import json
 import os
 import re
 import signal
@@ -85,10 +86,11 @@ def test_resume_after_sigkill_gives_the_uninterrupted_files(tmp_path):
 
 def test_checkpoint_of_another_scenario_is_refused(tmp_path):
     assert cli("--out", tmp_path, *TINY, "--set", "training.rounds=3").returncode == 0
-    other = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3", "--set", "training.lr=0.02",
-                "--resume")
+    before = (files(tmp_path, "scala") / "rounds.csv").read_bytes()
+    other = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3", "--set", "training.lr=0.02")
     assert other.returncode == 2 and "Traceback" not in other.stderr
-    assert "holds a run of another scenario" in other.stderr
+    assert "hold runs of another scenario" in other.stderr and "--force" in other.stderr
+    assert (files(tmp_path, "scala") / "rounds.csv").read_bytes() == before   # nothing lost
     # a checkpoint that is not ours, or was written for other settings, is refused as well
     folder = files(tmp_path, "scala")
     (folder / "summary.json").unlink()
@@ -96,12 +98,15 @@ def test_checkpoint_of_another_scenario_is_refused(tmp_path):
     data = torch.load(checkpoint, weights_only=True)
     data["identity"] = "0" * 64
     torch.save(data, checkpoint)
-    foreign = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3", "--resume")
+    foreign = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3")
     assert foreign.returncode == 2 and "Traceback" not in foreign.stderr
     assert "written by another scenario, algorithm or scala_netsim version" in foreign.stderr
     checkpoint.write_bytes(b"not a checkpoint")
-    damaged = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3", "--resume")
+    damaged = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3")
     assert damaged.returncode == 2 and "not a readable scala_netsim checkpoint" in damaged.stderr
+    forced = cli("--out", tmp_path, *TINY, "--set", "training.rounds=3", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((folder / "summary.json").read_text())["status"] == "completed"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
@@ -117,7 +122,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130
-    assert "every file written is complete" in stderr and "--resume" in stderr
+    assert "every file written is complete" in stderr and "same command again" in stderr
     assert "Traceback" not in stderr
     rounds = pd.read_csv(files(out, "scala") / "rounds.csv")   # still a valid table
     assert rounds["round"].iloc[0] == 1

@@ -1,0 +1,458 @@
+"""report.md for one scenario's results folder: tables (mean and standard deviation over
+seeds) and the study figures (bands over seeds, effect of each swept key with crossovers
+marked, the latency-accuracy trade-off with its Pareto front).
+
+Reads only result files: OUT/<scenario>/sweep.json and, per run, summary.json, scenario.yaml
+and rounds.csv.
+
+    python -m analysis OUT/<scenario>
+"""
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
+
+from analysis.compare import time_to_accuracy_s  # noqa: E402
+from analysis.plots import time_unit  # noqa: E402
+from scala_netsim.results import write_text  # noqa: E402
+
+MB, GFLOP = 1e6, 1e9
+
+
+class ReportError(ValueError):
+    """A folder the report cannot be built from."""
+
+
+# --- reading ---------------------------------------------------------------------------
+def load_runs(scenario_dir):
+    """(runs, curves, index): one row per finished run folder with its setting and totals;
+    curves[folder] = its evaluated rounds (round, sim_time_s, test_acc); the sweep index."""
+    scenario_dir = Path(scenario_dir)
+    if not scenario_dir.is_dir():
+        raise ReportError(f"{scenario_dir}: no such results folder")
+    index_path = scenario_dir / "sweep.json"
+    index = json.loads(index_path.read_text()) if index_path.is_file() else {}
+    folders = ([scenario_dir / c["folder"] for c in index.get("cells", [])] or
+               sorted(p.parent for p in scenario_dir.rglob("summary.json")))
+    rows, curves = [], {}
+    targets = index.get("accuracy_targets", [0.6, 0.7, 0.8])
+    for folder in folders:
+        if not (folder / "summary.json").is_file():
+            continue  # a cell not run (yet)
+        summary = json.loads((folder / "summary.json").read_text())
+        scenario = yaml.safe_load((folder / "scenario.yaml").read_text())
+        rounds = pd.read_csv(folder / "rounds.csv")
+        done = max(int(summary["rounds"]), 1)
+        row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
+               **{k: _hashable(v) for k, v in summary.get("setting", {}).items() if k != "seed"},
+               "status": summary["status"], "rounds": summary["rounds"],
+               "local_iters": scenario["training"]["local_iters"],
+               "final_acc": summary["final_acc"], "best_acc": summary["best_acc"],
+               "total_sim_time_s": summary["total_sim_time_s"],
+               "time_per_round_s": summary["total_sim_time_s"] / done,
+               "uplink_time_per_round_s": float(rounds["uplink_time_s"].mean()),
+               "uplink_MB": summary["uplink_bytes"] / MB,
+               "downlink_MB": summary["downlink_bytes"] / MB,
+               "uplink_MB_per_round": summary["uplink_bytes"] / MB / done,
+               "downlink_MB_per_round": summary["downlink_bytes"] / MB / done,
+               "client_GFLOP": summary["client_flops"] / GFLOP,
+               "client_GFLOP_per_round": summary["client_flops"] / GFLOP / done,
+               "server_GFLOP": summary["server_flops"] / GFLOP,
+               "folder": str(folder.relative_to(scenario_dir))}
+        for target in targets:
+            row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
+        rows.append(row)
+        curves[row["folder"]] = rounds.dropna(subset=["test_acc"])[
+            ["round", "sim_time_s", "test_acc"]].to_numpy()
+    if not rows:
+        raise ReportError(f"{scenario_dir}: no finished runs (no summary.json) to report on")
+    index.setdefault("accuracy_targets", targets)
+    index.setdefault("sweep", {})
+    return pd.DataFrame(rows), curves, index
+
+
+def _hashable(value):
+    """Swept lists and mappings as text, so they can label groups."""
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
+def setting_keys(index) -> list:
+    """The swept keys other than the seed (the seed is what the statistics run over)."""
+    return [k for k in index["sweep"] if k != "seed"]
+
+
+def short(key: str) -> str:
+    return key.split(".")[-1]
+
+
+def group_label(algorithm, setting: dict) -> str:
+    return " ".join([algorithm, *(f"{short(k)}={_fmt_value(v)}" for k, v in setting.items())])
+
+
+def _fmt_value(v) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def groups(runs, keys):
+    """[(algorithm, setting dict, rows)] in the order the runs were listed."""
+    by = ["algorithm", *keys]
+    out = []
+    for values, rows in runs.groupby(by, sort=False, dropna=False):
+        values = values if isinstance(values, tuple) else (values,)
+        out.append((values[0], dict(zip(keys, values[1:])), rows))
+    return out
+
+
+# --- tables ----------------------------------------------------------------------------
+def mean_std(values, scale=1.0, digits=2) -> str:
+    values = np.asarray(values, dtype=float) * scale
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{values.mean():.{digits}f} ± {values.std(ddof=1):.{digits}f}"
+
+
+def reach_text(times) -> str:
+    """Mean ± std of the seeds that reached a target, and how many did."""
+    times = np.asarray(times, dtype=float)
+    reached = np.isfinite(times)
+    if not reached.any():
+        return f"not reached (0/{len(times)})"
+    text = mean_std(times[reached], digits=0)
+    return text if reached.all() else f"{text} ({reached.sum()}/{len(times)})"
+
+
+def markdown_table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def accuracy_table(runs, keys, targets) -> str:
+    header = ["algorithm", *map(short, keys), "seeds", "final acc (%)", "best acc (%)",
+              "time / round (s)", "total sim. time (s)",
+              *(f"time to {100 * t:g} % (s)" for t in targets)]
+    rows = []
+    for algorithm, setting, g in groups(runs, keys):
+        rows.append([algorithm, *map(_fmt_value, setting.values()), len(g),
+                     mean_std(g["final_acc"], 100), mean_std(g["best_acc"], 100),
+                     mean_std(g["time_per_round_s"]), mean_std(g["total_sim_time_s"], digits=0),
+                     *(reach_text(g[f"time_to_{t:g}_s"]) for t in targets)])
+    return markdown_table(header, rows)
+
+
+def cost_table(runs, keys) -> str:
+    header = ["algorithm", *map(short, keys), "T", "uplink MB / round", "downlink MB / round",
+              "uplink MB total", "downlink MB total", "client GFLOP / round",
+              "client GFLOP total", "server GFLOP total"]
+    rows = []
+    for algorithm, setting, g in groups(runs, keys):
+        rows.append([algorithm, *map(_fmt_value, setting.values()),
+                     "/".join(map(str, sorted(set(g["local_iters"])))),
+                     mean_std(g["uplink_MB_per_round"], digits=3),
+                     mean_std(g["downlink_MB_per_round"], digits=3),
+                     mean_std(g["uplink_MB"], digits=1), mean_std(g["downlink_MB"], digits=1),
+                     mean_std(g["client_GFLOP_per_round"], digits=1),
+                     mean_std(g["client_GFLOP"], digits=0), mean_std(g["server_GFLOP"], digits=0)])
+    return markdown_table(header, rows)
+
+
+# --- figures ---------------------------------------------------------------------------
+def _band(ax, x, values, color, label, marker="o"):
+    """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
+    values = np.asarray(values, dtype=float)
+    mean = np.nanmean(values, axis=0)
+    std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
+    ax.plot(x, mean, color=color, marker=marker, ms=3, lw=1.4, label=label)
+    ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
+    return mean
+
+
+def _stack_curves(curves, folders, column):
+    """Curves of several seeds on their common evaluated rounds: (rounds, x rows, acc rows)."""
+    arrays = [curves[f] for f in folders]
+    common = sorted(set.intersection(*(set(a[:, 0].tolist()) for a in arrays)))
+    pick = [np.array([a[a[:, 0] == r][0] for r in common]).reshape(len(common), 3)
+            for a in arrays]
+    xs = np.array([p[:, column] for p in pick])
+    accs = np.array([p[:, 2] for p in pick])
+    return np.array(common), xs, accs
+
+
+def accuracy_figure(runs, curves, keys, path, over_time: bool) -> None:
+    """One panel per algorithm, one curve (mean ± std over seeds) per setting."""
+    algorithms = list(dict.fromkeys(runs["algorithm"]))
+    cols = min(3, len(algorithms))
+    nrows = math.ceil(len(algorithms) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.8 * nrows), squeeze=False,
+                             sharey=True)
+    span = float(runs["total_sim_time_s"].max()) if over_time else 0.0
+    divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
+    for ax, algorithm in zip(axes.flat, algorithms):
+        for i, (_, setting, g) in enumerate(groups(runs[runs["algorithm"] == algorithm], keys)):
+            _, xs, accs = _stack_curves(curves, g["folder"], 1 if over_time else 0)
+            if xs.shape[1] == 0:
+                continue
+            label = group_label("", setting).strip() or algorithm
+            _band(ax, xs.mean(0) / divisor, 100 * accs, f"C{i % 10}",
+                  f"{label} ({len(g)} seed{'s' if len(g) > 1 else ''})")
+        ax.set_title(algorithm)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(algorithms):]:
+        ax.set_visible(False)
+    what = "simulated time (mean time of the seeds at each evaluation)" if over_time else "rounds"
+    fig.suptitle(f"test accuracy against {what}; bands: ± 1 std over seeds", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+EFFECT_PANELS = (
+    ("final_acc", 100, "final test accuracy (%)"),
+    ("uplink_MB_per_round", 1, "communication per round (MB)"),
+    ("time_per_round_s", 1, "simulated time per round (s)"),
+    ("client_GFLOP_per_round", 1, "client computation per round (GFLOP)"),
+)
+
+
+def _axis_values(values):
+    """x positions for swept values (numbers as they are, anything else by position) and
+    whether a log axis reads better."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        x = np.array(values, dtype=float)
+        return x, None, bool((x > 0).all() and x.max() / x.min() >= 20)
+    return np.arange(len(values), dtype=float), [str(v) for v in values], False
+
+
+def crossings(x, a, b, log_x: bool):
+    """x values where the curves a(x) and b(x) cross (linear interpolation; in log x when the
+    axis is logarithmic)."""
+    found = []
+    d = np.asarray(a, float) - np.asarray(b, float)
+    for i in range(len(d) - 1):
+        if not (np.isfinite(d[i]) and np.isfinite(d[i + 1])):
+            continue
+        if d[i] == 0:
+            found.append(float(x[i]))
+        elif d[i] * d[i + 1] < 0:
+            u0, u1 = (np.log(x[i]), np.log(x[i + 1])) if log_x else (x[i], x[i + 1])
+            u = u0 + (u1 - u0) * d[i] / (d[i] - d[i + 1])
+            found.append(float(np.exp(u) if log_x else u))
+    return found
+
+
+def effect_figure(runs, key, keys, path):
+    """The effect of one swept key: accuracy, communication (uplink solid, downlink dashed),
+    time and client computation per round, one line per algorithm (and per value of the other
+    swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
+    returned as text."""
+    values = list(dict.fromkeys(runs[key]))
+    try:
+        values = sorted(values)
+    except TypeError:
+        pass
+    x, ticks, log_x = _axis_values(values)
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    lines = {}
+    for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
+        label = group_label(algorithm, setting)
+        color = f"C{i % 10}"
+        for ax, (column, scale, ylabel) in zip(axes.flat, EFFECT_PANELS):
+            per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first")
+            per_seed = per_seed.reindex(columns=values)
+            mean = _band(ax, x, scale * per_seed.to_numpy(), color, label)
+            if column == "time_per_round_s":
+                lines[label] = mean
+            if column == "uplink_MB_per_round":
+                down = g.pivot_table(index="seed", columns=key, values="downlink_MB_per_round",
+                                     aggfunc="first").reindex(columns=values)
+                ax.plot(x, np.nanmean(down.to_numpy(), axis=0), color=color, ls="--", lw=1.1)
+            ax.set_ylabel(ylabel)
+    texts = []
+    labels = list(lines)
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            for cx in crossings(x, lines[a], lines[b], log_x):
+                y = np.interp(np.log(cx) if log_x else cx, np.log(x) if log_x else x, lines[a])
+                ax_t = axes.flat[2]
+                ax_t.axvline(cx, color="k", ls=":", lw=1)
+                ax_t.plot([cx], [y], marker="X", color="k", ms=9, zorder=5)
+                where = _fmt_value(cx) if ticks is None else f"between {ticks[int(cx)]} and {ticks[min(int(cx) + 1, len(ticks) - 1)]}"
+                ax_t.annotate(f"crossover\n{short(key)} ≈ {where}", (cx, y), fontsize=7,
+                              xytext=(6, 6), textcoords="offset points")
+                texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where}")
+    for ax in axes.flat:
+        ax.set_xlabel(short(key) + ("" if ticks is not None else _unit_hint(key)))
+        if log_x:
+            ax.set_xscale("log")
+        if ticks is not None:
+            ax.set_xticks(x, ticks)
+        ax.grid(alpha=0.3, which="both")
+    axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
+    axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
+    axes.flat[0].legend(fontsize=7)
+    axes.flat[1].legend(fontsize=7)
+    fig.suptitle(f"effect of {key} (mean ± 1 std over seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return texts
+
+
+def _unit_hint(key: str) -> str:
+    for suffix, unit in (("_hz", " (Hz)"), ("_m", " (m)"), ("_w", " (W)"), ("_s", " (s)"),
+                         ("participation", " (fraction of clients)")):
+        if key.endswith(suffix):
+            return unit
+    return ""
+
+
+def pareto_front(points):
+    """Indices of the points (time, accuracy) not dominated by another (shorter or equal
+    time and higher or equal accuracy, one of them strictly)."""
+    front = []
+    for i, (t, a) in enumerate(points):
+        dominated = any((t2 <= t and a2 >= a) and (t2 < t or a2 > a)
+                        for j, (t2, a2) in enumerate(points) if j != i)
+        if not dominated:
+            front.append(i)
+    return sorted(front, key=lambda i: points[i][0])
+
+
+def choose_target(runs, keys, targets):
+    """The highest accuracy target every seed of at least half of the (algorithm, setting)
+    groups reaches; None when no group reaches any target."""
+    gs = groups(runs, keys)
+    for target in sorted(targets, reverse=True):
+        reached = sum(bool(np.isfinite(g[f"time_to_{target:g}_s"]).all()) for _, _, g in gs)
+        if reached and reached >= len(gs) / 2:
+            return target
+    for target in sorted(targets):
+        if any(np.isfinite(g[f"time_to_{target:g}_s"]).all() for _, _, g in gs):
+            return target
+    return None
+
+
+def latency_accuracy_figure(runs, keys, targets, path):
+    """Each (algorithm, setting) a point: simulated time to the target accuracy against final
+    accuracy, error bars over seeds, the Pareto front marked. -> (caption, front labels)."""
+    target = choose_target(runs, keys, targets)
+    column = f"time_to_{target:g}_s" if target is not None else "total_sim_time_s"
+    points, labels, missed = [], [], []
+    for algorithm, setting, g in groups(runs, keys):
+        label = group_label(algorithm, setting)
+        times = g[column].to_numpy(float)
+        acc = 100 * g["final_acc"].to_numpy(float)
+        if not np.isfinite(times).all():
+            missed.append((label, float(np.nanmean(acc))))
+            continue
+        points.append((times.mean(), acc.mean(), times.std(ddof=1) if len(times) > 1 else 0.0,
+                       acc.std(ddof=1) if len(acc) > 1 else 0.0))
+        labels.append(label)
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    span = max([p[0] for p in points], default=float(runs["total_sim_time_s"].max()))
+    divisor, t_label = time_unit(span)
+    front = pareto_front([(p[0], p[1]) for p in points])
+    for i, (p, label) in enumerate(zip(points, labels)):
+        ax.errorbar(p[0] / divisor, p[1], xerr=p[2] / divisor, yerr=p[3], fmt="o",
+                    color=f"C{i % 10}", ms=6, capsize=2, label=label)
+    if front:
+        fx = [points[i][0] / divisor for i in front]
+        fy = [points[i][1] for i in front]
+        ax.step(fx, fy, where="post", color="k", lw=1.2, ls="--")
+        ax.scatter(fx, fy, s=160, facecolors="none", edgecolors="k", lw=1.5, zorder=5,
+                   label="Pareto front")
+    if missed:
+        right = 1.08 * max([p[0] / divisor for p in points], default=1.0)
+        for label, acc in missed:
+            ax.scatter([right], [acc], marker=">", color="gray")
+            ax.annotate(label, (right, acc), fontsize=6, xytext=(-4, 4),
+                        textcoords="offset points", ha="right", color="gray")
+        ax.text(right, ax.get_ylim()[0], "target not\nreached", fontsize=7, ha="center",
+                va="bottom", color="gray")
+    what = (f"simulated time to {100 * target:g} % test accuracy" if target is not None
+            else "simulated time of the whole run (no group reached any accuracy target)")
+    ax.set_xlabel(f"{what} ({t_label.split('(')[-1]}")
+    ax.set_ylabel("final test accuracy (%)")
+    ax.set_title("latency-accuracy trade-off (mean ± std over seeds); up and left is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return what, [labels[i] for i in front]
+
+
+# --- the report ------------------------------------------------------------------------
+def write_report(scenario_dir) -> Path:
+    """OUT/<scenario>/report.md and its figures in OUT/<scenario>/figures/."""
+    scenario_dir = Path(scenario_dir)
+    runs, curves, index = load_runs(scenario_dir)
+    keys = [k for k in setting_keys(index) if k in runs.columns]
+    targets = index["accuracy_targets"]
+    figures = scenario_dir / "figures"
+    figures.mkdir(exist_ok=True)
+    name = index.get("scenario", scenario_dir.name)
+    seeds = sorted(set(runs["seed"]))
+    status = runs["status"].value_counts().to_dict()
+    lines = [
+        f"# {name}: report",
+        "",
+        f"Built by `python -m analysis {scenario_dir}` from the result files in this folder.",
+        f"{len(runs)} finished run(s): algorithms {', '.join(dict.fromkeys(runs['algorithm']))}; "
+        f"seeds {seeds}; rounds {sorted(set(runs['rounds']))}; "
+        + "; ".join(f"{k} in {list(v)}" for k, v in index['sweep'].items() if k != 'seed')
+        + f". Status: {', '.join(f'{v} {k}' for k, v in status.items())}.",
+        "",
+        "Tables give mean ± standard deviation over seeds (a single number when one seed). "
+        "MB = 10^6 bytes; times are simulated seconds; a target reached by only some seeds "
+        "shows how many in brackets.",
+        "",
+        "## Accuracy and simulated time",
+        "",
+        accuracy_table(runs, keys, targets),
+        "",
+        "## Communication and computation",
+        "",
+        cost_table(runs, keys),
+        "",
+        "## Figures",
+        "",
+    ]
+    accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)
+    accuracy_figure(runs, curves, keys, figures / "accuracy_vs_rounds.png", over_time=False)
+    lines += ["### Accuracy against simulated time", "", "![](figures/accuracy_vs_time.png)", "",
+              "### Accuracy against rounds", "", "![](figures/accuracy_vs_rounds.png)", ""]
+    for key in keys:
+        if runs[key].nunique() < 2:
+            continue
+        file = f"effect_{short(key)}.png"
+        texts = effect_figure(runs, key, keys, figures / file)
+        lines += [f"### Effect of {key}", "",
+                  "Accuracy, communication per round (uplink solid, downlink dashed), simulated "
+                  "time per round and client computation per round.", "", f"![](figures/{file})",
+                  ""]
+        lines += ([f"- crossover: {t}" for t in texts] or
+                  ["- no crossover of the time-per-round curves in the swept range"]) + [""]
+    what, front = latency_accuracy_figure(runs, keys, targets, figures / "latency_accuracy.png")
+    lines += ["### Latency-accuracy trade-off", "",
+              f"x: {what}; y: final test accuracy. Circled and joined: the Pareto front.", "",
+              "![](figures/latency_accuracy.png)", "",
+              "Pareto front (fastest first): " + (", ".join(front) or "empty"), ""]
+    path = scenario_dir / "report.md"
+    write_text(path, "\n".join(lines))
+    return path

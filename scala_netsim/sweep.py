@@ -1,0 +1,230 @@
+"""Sweeps: a scenario's `sweep:` matrix crossed with its algorithms, one run folder per cell.
+
+A cell is one algorithm under one combination of swept values. Its results land in
+
+    OUT/<scenario>/<algorithm>/<key=value,...>/seed<k>/      (seed not repeated in the name)
+    OUT/<scenario>/<algorithm>/seed<k>/                      (when only the seed is swept)
+
+Cells run in this process, in N worker processes (`--jobs N`, the machine's cores split
+between them) or as Ray tasks (`--executor ray`). Every runner calls the same `run_cell`.
+"""
+
+import copy
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scala_netsim.results import write_json
+from scala_netsim.scenario import Scenario, ScenarioError, scenario_yaml, set_dotted, validate_scenario
+
+FINISHED = ("completed", "diverged")   # statuses of runs that are not run again
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    algorithm: str
+    setting: tuple          # ((dotted key, value), ...), in the order of the sweep section
+    scenario: Scenario = field(compare=False)   # resolved: one algorithm, no sweep section
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        return " ".join([self.algorithm, *(f"{key}={format_value(v)}" for key, v in self.setting)])
+
+
+def format_value(value) -> str:
+    """A swept value as it appears in folder names and tables."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    if isinstance(value, (list, tuple)):
+        return "~".join(format_value(v) for v in value)
+    if isinstance(value, dict):
+        return "~".join(f"{k}-{format_value(v)}" for k, v in value.items())
+    return str(value).replace("/", "_")
+
+
+def short_names(keys) -> dict:
+    """Dotted key -> the name used in folder names: its last part, unless two swept keys
+    share it (then the whole dotted key)."""
+    last = [k.split(".")[-1] for k in keys]
+    return {k: (k.split(".")[-1] if last.count(k.split(".")[-1]) == 1 else k) for k in keys}
+
+
+def setting_folder_name(setting) -> str:
+    """'local_iters=5,uplink_bandwidth_hz=20000000' for the swept values other than the seed
+    ('' when only the seed is swept)."""
+    names = short_names([key for key, _ in setting])
+    return ",".join(f"{names[key]}={format_value(v)}" for key, v in setting if key != "seed")
+
+
+def expand_sweep(scenario: Scenario, out_dir) -> list:
+    """Every cell of the scenario (its algorithms crossed with its sweep), each validated.
+
+    Raises ScenarioError listing every cell whose values make an invalid scenario, and any
+    two cells that would share a folder.
+    """
+    base = scenario.model_dump(mode="json")
+    base["sweep"] = {}
+    keys = list(scenario.sweep)
+    cells, problems, folders = [], [], {}
+    for values in itertools.product(*scenario.sweep.values()):
+        setting = tuple(zip(keys, values))
+        where = ", ".join(f"{k}={format_value(v)}" for k, v in setting) or "(no sweep)"
+        for algorithm in scenario.algorithms:
+            document = copy.deepcopy(base)
+            document["algorithms"] = [algorithm]
+            found = [f"sweep {key}: {p}" for key, value in setting
+                     if (p := set_dotted(document, key, value))]
+            try:
+                cell_scenario = None if found else validate_scenario(document)
+            except ScenarioError as exc:
+                found = [f"sweep cell {where}: {p}" for p in exc.problems]
+            if found:
+                problems.extend(p for p in found if p not in problems)
+                continue
+            folder = Path(out_dir) / scenario.name / algorithm
+            name = setting_folder_name(setting)
+            folder = (folder / name if name else folder) / f"seed{cell_scenario.seed}"
+            if folder in folders:
+                problems.append(f"sweep: cells {folders[folder]!r} and {where!r} of {algorithm} "
+                                f"would share the folder {str(folder)!r}; make the values differ")
+                continue
+            folders[folder] = where
+            cells.append(SweepCell(algorithm, setting, cell_scenario, folder))
+    if problems:
+        raise ScenarioError("sweep", problems)
+    return cells
+
+
+def cell_state(cell: SweepCell) -> str:
+    """'finished' (completed or diverged, same scenario), 'partial' (same scenario, not
+    finished), 'other' (the folder holds a run of another scenario) or 'new'."""
+    written = cell.folder / "scenario.yaml"
+    if not written.is_file():
+        return "new"
+    if written.read_text() != scenario_yaml(cell.scenario):
+        return "other"
+    summary_path = cell.folder / "summary.json"
+    if summary_path.is_file():
+        status = json.loads(summary_path.read_text()).get("status", "")
+        if status.startswith(FINISHED):
+            return "finished"
+    return "partial"
+
+
+def write_sweep_index(scenario: Scenario, cells, out_dir) -> Path:
+    """OUT/<scenario>/sweep.json: what the analysis needs to group the runs (swept keys,
+    accuracy targets, every cell and its folder), written before any cell runs."""
+    root = Path(out_dir) / scenario.name
+    index = {
+        "scenario": scenario.name,
+        "algorithms": list(scenario.algorithms),
+        "sweep": {k: list(v) for k, v in scenario.sweep.items()},
+        "accuracy_targets": list(scenario.report.accuracy_targets),
+        "rounds": scenario.training.rounds,
+        "cells": [{"algorithm": c.algorithm, "setting": dict(c.setting),
+                   "folder": str(c.folder.relative_to(root))} for c in cells],
+    }
+    write_json(root / "sweep.json", index)
+    return root / "sweep.json"
+
+
+# --- running one cell: the same function in-process, in worker processes and on Ray ---------
+_DATASETS = {}
+
+
+def cell_dataset(scenario: Scenario, device):
+    """The scenario's dataset on `device`, loaded once per process."""
+    from scala_netsim.data import load_dataset
+
+    d = scenario.data
+    key = (d.dataset, d.data_dir, d.train_samples, d.test_samples, str(device))
+    if key not in _DATASETS:
+        _DATASETS[key] = load_dataset(d.dataset, d.data_dir, d.train_samples,
+                                      d.test_samples).to(device)
+    return _DATASETS[key]
+
+
+def deterministic(device) -> None:
+    """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
+    cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
+    import torch
+
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
+    # Deterministic mode also fills every fresh tensor with NaN, a debugging aid for reading
+    # uninitialised memory that costs ~5 % of a small training step here; results do not
+    # depend on it.
+    torch.utils.deterministic.fill_uninitialized_memory = False
+
+
+def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
+             device: str, resume: bool, threads=None, progress=None) -> dict:
+    """Run one cell and write its folder. -> its summary. Arguments are plain data so that
+    worker processes and Ray tasks receive them unchanged; `threads` sets torch's thread
+    count (worker processes share the machine's cores)."""
+    import torch
+
+    from scala_netsim.run import build_world, run_algorithm
+
+    if threads:
+        torch.set_num_threads(threads)
+    device = torch.device(device)
+    deterministic(device)
+    scenario = validate_scenario(scenario_document)
+    world = build_world(scenario, cell_dataset(scenario, device))
+    return run_algorithm(scenario, algorithm, world, None, device, progress, resume,
+                         folder=Path(folder), setting=setting)
+
+
+def cell_arguments(cell: SweepCell, device, resume: bool) -> tuple:
+    return (cell.scenario.model_dump(mode="json"), cell.algorithm, str(cell.folder.resolve()),
+            dict(cell.setting), str(device), resume)
+
+
+def run_in_processes(cells, device, jobs: int, resume_of, on_done) -> None:
+    """Run `cells` in `jobs` worker processes, torch threads per worker = cores // jobs.
+    `resume_of(cell)` says whether to continue from a checkpoint; `on_done(cell, summary)`
+    is called as each finishes. A worker's exception is raised here."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        pending = {pool.submit(run_cell, *cell_arguments(c, device, resume_of(c)), threads): c
+                   for c in cells}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                on_done(pending.pop(future), future.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_on_ray(cells, device, address, cpus_per_cell: int, resume_of, on_done) -> None:
+    """Submit every cell as a Ray task (each asking for `cpus_per_cell` CPUs and using that
+    many torch threads). Ray schedules them; results go to the (shared) results folder."""
+    try:
+        import ray
+    except ImportError:
+        raise ScenarioError("--executor ray", ["Ray is not installed; install the optional "
+                                               "extra: pip install -e \".[ray]\""]) from None
+    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+             include_dashboard=False)
+    task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(run_cell)
+    pending = {task.remote(*cell_arguments(c, device, resume_of(c)), cpus_per_cell): c
+               for c in cells}
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                on_done(pending.pop(ref), ray.get(ref))
+    finally:
+        for ref in pending:
+            ray.cancel(ref)
