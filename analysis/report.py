@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -265,6 +266,8 @@ def effect_figure(runs, key, keys, path):
     except TypeError:
         pass
     x, ticks, log_x = _axis_values(values)
+    # frequencies read better in MHz; the data stay in Hz, only labels are scaled
+    divisor, unit = (1e6, " MHz") if key.endswith("_hz") and ticks is None and x.max() >= 1e6 else (1.0, "")
     others = [k for k in keys if k != key]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     lines = {}
@@ -276,7 +279,7 @@ def effect_figure(runs, key, keys, path):
             per_seed = per_seed.reindex(columns=values)
             mean = _band(ax, x, scale * per_seed.to_numpy(), color, label)
             if column == "time_per_round_s":
-                lines[label] = mean
+                lines[label] = (algorithm, tuple(setting.items()), mean)
             if column == "uplink_MB_per_round":
                 down = g.pivot_table(index="seed", columns=key, values="downlink_MB_per_round",
                                      aggfunc="first").reindex(columns=values)
@@ -286,21 +289,31 @@ def effect_figure(runs, key, keys, path):
     labels = list(lines)
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
-            for cx in crossings(x, lines[a], lines[b], log_x):
-                y = np.interp(np.log(cx) if log_x else cx, np.log(x) if log_x else x, lines[a])
+            (alg_a, set_a, mean_a), (alg_b, set_b, mean_b) = lines[a], lines[b]
+            if alg_a == alg_b or set_a != set_b:
+                continue  # only algorithms under the same other settings are compared
+            for cx in crossings(x, mean_a, mean_b, log_x):
+                y = np.interp(np.log(cx) if log_x else cx, np.log(x) if log_x else x, mean_a)
                 ax_t = axes.flat[2]
                 ax_t.axvline(cx, color="k", ls=":", lw=1)
                 ax_t.plot([cx], [y], marker="X", color="k", ms=9, zorder=5)
-                where = _fmt_value(cx) if ticks is None else f"between {ticks[int(cx)]} and {ticks[min(int(cx) + 1, len(ticks) - 1)]}"
+                if ticks is None:
+                    where = f"{cx / divisor:.4g}{unit}"
+                else:
+                    where = f"between {ticks[int(cx)]} and {ticks[min(int(cx) + 1, len(ticks) - 1)]}"
                 ax_t.annotate(f"crossover\n{short(key)} ≈ {where}", (cx, y), fontsize=7,
                               xytext=(6, 6), textcoords="offset points")
-                texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where}")
+                texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where} "
+                             f"({alg_a} faster {'above' if mean_a[-1] < mean_b[-1] else 'below'})")
     for ax in axes.flat:
-        ax.set_xlabel(short(key) + ("" if ticks is not None else _unit_hint(key)))
+        ax.set_xlabel(short(key) + (f" ({unit.strip()})" if unit else _unit_hint(key)))
         if log_x:
             ax.set_xscale("log")
         if ticks is not None:
             ax.set_xticks(x, ticks)
+        elif divisor != 1.0:
+            ax.xaxis.set_major_formatter(
+                matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / divisor:g}"))
         ax.grid(alpha=0.3, which="both")
     axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
     axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
@@ -352,7 +365,7 @@ def latency_accuracy_figure(runs, keys, targets, path):
     accuracy, error bars over seeds, the Pareto front marked. -> (caption, front labels)."""
     target = choose_target(runs, keys, targets)
     column = f"time_to_{target:g}_s" if target is not None else "total_sim_time_s"
-    points, labels, missed = [], [], []
+    points, labels, algs, notes, missed = [], [], [], [], []
     for algorithm, setting, g in groups(runs, keys):
         label = group_label(algorithm, setting)
         times = g[column].to_numpy(float)
@@ -363,13 +376,24 @@ def latency_accuracy_figure(runs, keys, targets, path):
         points.append((times.mean(), acc.mean(), times.std(ddof=1) if len(times) > 1 else 0.0,
                        acc.std(ddof=1) if len(acc) > 1 else 0.0))
         labels.append(label)
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+        algs.append(algorithm)
+        notes.append(" ".join(f"{short(k)}={_fmt_value(v)}" for k, v in setting.items()))
+    fig, ax = plt.subplots(figsize=(8.5, 5.8))
     span = max([p[0] for p in points], default=float(runs["total_sim_time_s"].max()))
     divisor, t_label = time_unit(span)
     front = pareto_front([(p[0], p[1]) for p in points])
-    for i, (p, label) in enumerate(zip(points, labels)):
+    colors = {a: f"C{i % 10}" for i, a in enumerate(dict.fromkeys(runs["algorithm"]))}
+    for p, algorithm, note in zip(points, algs, notes):
         ax.errorbar(p[0] / divisor, p[1], xerr=p[2] / divisor, yerr=p[3], fmt="o",
-                    color=f"C{i % 10}", ms=6, capsize=2, label=label)
+                    color=colors[algorithm], ms=5, capsize=2, alpha=0.85)
+        if note:
+            ax.annotate(note, (p[0] / divisor, p[1]), fontsize=5.5, xytext=(3, 3),
+                        textcoords="offset points", color=colors[algorithm])
+    for algorithm, color in colors.items():
+        ax.plot([], [], "o", color=color, label=algorithm)
+    positive = [p[0] for p in points if p[0] > 0]
+    if positive and max(positive) / min(positive) > 20:
+        ax.set_xscale("log")
     if front:
         fx = [points[i][0] / divisor for i in front]
         fy = [points[i][1] for i in front]
@@ -390,9 +414,9 @@ def latency_accuracy_figure(runs, keys, targets, path):
     ax.set_ylabel("final test accuracy (%)")
     ax.set_title("latency-accuracy trade-off (mean ± std over seeds); up and left is better")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=2, loc="lower right")
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
     return what, [labels[i] for i in front]
 

@@ -13,8 +13,10 @@ fair comparison is the arithmetic rate (GFLOP/s), not samples per second. The th
 timed in interleaved blocks so that load on the machine hits them alike; medians are printed.
 
 Then one line per algorithm (--algorithms, default all): its co-simulation's achieved GFLOP/s
-(FLOPs of every client and server step, as counted for its events) as a ratio to (a), each
-algorithm's blocks interleaved with blocks of (a).
+(FLOPs of every client and server step, as counted for its events) as a ratio to (a), and to
+(d) plain PyTorch training steps on the per-client batch B/K (32 here), the same loop a
+per-client algorithm runs, written plainly: the ceiling for SplitFed and the FL family, whose
+steps are per client. Each algorithm's blocks are interleaved with blocks of (a) and (d).
 
     python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4] [--algorithms scala fedavg]
 """
@@ -154,8 +156,14 @@ def main():
     print(f"ratio (b)/(a) GFLOP/s:    {gb / ga:.3f}")
     print(f"ratio (c)/(a') GFLOP/s:   {gc / ga2:.3f}   (against centralized with the same layout)")
 
-    print("\nper algorithm: co-simulation GFLOP/s as a ratio to (a) measured alongside")
     model_a, optimizer_a = centralized["a"]
+    small_batch = tr.batch_size // scenario.num_participants
+    small_steps = steps * scenario.num_participants
+    with FlopCounterMode(display=False) as counter:
+        centralized_block(model_a, optimizer_a, dataset.train_x, dataset.train_y, small_batch, 1, g)
+    small_flops = counter.get_total_flops()
+    print(f"\nper algorithm: co-simulation GFLOP/s as a ratio to (a), and to (d) plain PyTorch "
+          f"steps at batch {small_batch}, measured alongside")
     for algorithm in args.algorithms:
         trainer = make_trainer(algorithm, scenario, world, torch.device("cpu"))
         selector = make_selector(algorithm, scenario, world)
@@ -171,13 +179,21 @@ def main():
             return time.perf_counter() - start, sum(row[7] for row in log.rows[first:])
 
         block(1, 0)  # warm-up, FLOP caches
-        ratios = []
+        ratios, ratios_d, ceiling = [], [], []
         for rep in range(args.repeats):
             seconds_a, _ = centralized_block(model_a, optimizer_a, dataset.train_x,
                                              dataset.train_y, tr.batch_size, steps, g)
+            seconds_d, _ = centralized_block(model_a, optimizer_a, dataset.train_x,
+                                             dataset.train_y, small_batch, small_steps, g)
             seconds, flops = block(args.rounds_per_block, 1 + rep * args.rounds_per_block)
-            ratios.append((flops / seconds) / (steps * flops_per_step / seconds_a))
-        print(f"  {algorithm:16s} GFLOP/s ratio to (a): {statistics.median(ratios):.3f}")
+            rate_a = steps * flops_per_step / seconds_a
+            rate_d = small_steps * small_flops / seconds_d
+            ratios.append((flops / seconds) / rate_a)
+            ratios_d.append((flops / seconds) / rate_d)
+            ceiling.append(rate_d / rate_a)
+        print(f"  {algorithm:16s} GFLOP/s ratio to (a): {statistics.median(ratios):.3f}   "
+              f"to (d): {statistics.median(ratios_d):.3f}   ((d)/(a): "
+              f"{statistics.median(ceiling):.3f})")
 
 
 if __name__ == "__main__":

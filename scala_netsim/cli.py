@@ -86,7 +86,7 @@ def main(argv=None) -> int:
 
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import format_duration, run_time_s, train_step_s
-    from scala_netsim.sweep import cell_state
+    from scala_netsim.sweep import cell_state, swept_values
 
     if scenario.device == "cuda" and not torch.cuda.is_available():
         return fail("device: 'cuda' was asked for but no CUDA GPU is available; "
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
 
     print(summary_text(scenario, dataset, device))
     if scenario.sweep:
-        print(f"  sweep: {' x '.join(f'{k} {list(v)}' for k, v in scenario.sweep.items())} x "
+        print(f"  sweep: {' x '.join(f'{k} {v}' for k, v in swept_values(cells).items())} x "
               f"{len(scenario.algorithms)} algorithm(s) = {len(cells)} cells")
     for cell in cells:
         if states[cell] == "finished":

@@ -86,18 +86,27 @@ def expand_sweep(scenario: Scenario, out_dir) -> list:
             if found:
                 problems.extend(p for p in found if p not in problems)
                 continue
+            # the values as validated (YAML reads 1e6 as text; the scenario says it is a float)
+            resolved = cell_scenario.model_dump(mode="json")
+            cell_setting = tuple((key, _get_dotted(resolved, key)) for key, _ in setting)
             folder = Path(out_dir) / scenario.name / algorithm
-            name = setting_folder_name(setting)
+            name = setting_folder_name(cell_setting)
             folder = (folder / name if name else folder) / f"seed{cell_scenario.seed}"
             if folder in folders:
                 problems.append(f"sweep: cells {folders[folder]!r} and {where!r} of {algorithm} "
                                 f"would share the folder {str(folder)!r}; make the values differ")
                 continue
             folders[folder] = where
-            cells.append(SweepCell(algorithm, setting, cell_scenario, folder))
+            cells.append(SweepCell(algorithm, cell_setting, cell_scenario, folder))
     if problems:
         raise ScenarioError("sweep", problems)
     return cells
+
+
+def _get_dotted(document: dict, key: str):
+    for part in key.split("."):
+        document = document[part]
+    return document
 
 
 def cell_state(cell: SweepCell) -> str:
@@ -116,6 +125,16 @@ def cell_state(cell: SweepCell) -> str:
     return "partial"
 
 
+def swept_values(cells) -> dict:
+    """Swept key -> its values as validated, in sweep order."""
+    values = {}
+    for cell in cells:
+        for key, value in cell.setting:
+            if value not in values.setdefault(key, []):
+                values[key].append(value)
+    return values
+
+
 def write_sweep_index(scenario: Scenario, cells, out_dir) -> Path:
     """OUT/<scenario>/sweep.json: what the analysis needs to group the runs (swept keys,
     accuracy targets, every cell and its folder), written before any cell runs."""
@@ -123,7 +142,7 @@ def write_sweep_index(scenario: Scenario, cells, out_dir) -> Path:
     index = {
         "scenario": scenario.name,
         "algorithms": list(scenario.algorithms),
-        "sweep": {k: list(v) for k, v in scenario.sweep.items()},
+        "sweep": swept_values(cells),
         "accuracy_targets": list(scenario.report.accuracy_targets),
         "rounds": scenario.training.rounds,
         "cells": [{"algorithm": c.algorithm, "setting": dict(c.setting),

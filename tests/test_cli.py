@@ -72,7 +72,10 @@ def test_end_to_end_run_writes_the_results_layout(tmp_path):
 
 @pytest.mark.parametrize("scenario", sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml")))
 def test_every_scenario_file_runs(tmp_path, scenario):
-    proc = run_cli(f"scenarios/{scenario}", "--out", tmp_path, *SMALL, "--set", "training.rounds=1")
+    """One round of each file, its sweep left out (every sweep cell is validated by
+    test_every_study_sweep_expands_to_valid_cells)."""
+    proc = run_cli(f"scenarios/{scenario}", "--out", tmp_path, *SMALL, "--set", "training.rounds=1",
+                   "--set", "sweep={}", "--no-report")
     assert proc.returncode == 0, proc.stderr
     name = scenario.removesuffix(".yaml")
     assert list((tmp_path / name).glob("*/seed0/summary.json"))
@@ -116,3 +119,14 @@ def test_cuda_without_a_gpu_is_refused():
     proc = run_cli("scenarios/quickstart.yaml", "--device", "cuda")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "device: 'cuda' was asked for but no CUDA GPU is available" in proc.stderr
+
+
+@pytest.mark.parametrize("scenario, cells", [("local_iters", 36), ("participation", 36),
+                                             ("split_points", 15), ("bandwidth", 36)])
+def test_every_study_sweep_expands_to_valid_cells(tmp_path, scenario, cells):
+    from scala_netsim.scenario import load_scenario
+    from scala_netsim.sweep import expand_sweep
+
+    expanded = expand_sweep(load_scenario(ROOT / "scenarios" / f"{scenario}.yaml"), tmp_path)
+    assert len(expanded) == cells
+    assert len({c.folder for c in expanded}) == cells

@@ -74,7 +74,19 @@ class FederatedTrainer(TrainerBase):
 
     def begin_round(self, selected) -> dict:
         self._global_params = [p.detach().clone() for p in self.model.parameters()]
+        self._anchors = {}
         return super().begin_round(selected)
+
+    def _anchor(self, k):
+        """coef * w_g (+ h_k for FedDyn), fixed for client k's round, so that a step adds the
+        regulariser's gradient coef * w - anchor with two in-place operations per tensor."""
+        if k not in self._anchors:
+            coef = self.mu if self.loss_kind == "fedprox" else self.dyn_alpha
+            anchor = [coef * g for g in self._global_params]
+            if self.loss_kind == "feddyn" and k in self._dyn_client_grads:
+                anchor = [a.add_(h) for a, h in zip(anchor, self._dyn_client_grads[k])]
+            self._anchors[k] = anchor
+        return self._anchors[k]
 
     def client_local_step(self, k: int, local_iter: int):
         """One local SGD step of client k. -> (forward FLOPs, backward FLOPs)."""
@@ -109,17 +121,13 @@ class FederatedTrainer(TrainerBase):
     @torch.no_grad()
     def _add_regulariser_grad_(self, k, model) -> None:
         """Add the gradient of the weight regulariser in closed form (no autograd graph over
-        the 2.5 M weights): FedProx and FedDyn's mu/2 ||w - w_g||^2 gives mu (w - w_g); FedDyn's
-        linear term -<w, h_k> gives -h_k."""
+        the 2.5 M weights): FedProx's and FedDyn's mu/2 ||w - w_g||^2 gives mu (w - w_g);
+        FedDyn's linear term -<w, h_k> gives -h_k. Together: mu w - anchor_k."""
         if self.loss_kind not in ("fedprox", "feddyn"):
             return
         coef = self.mu if self.loss_kind == "fedprox" else self.dyn_alpha
-        params = [p for p in model.parameters()]
-        for p, g in zip(params, self._global_params):
-            p.grad.add_(p - g, alpha=coef)
-        if self.loss_kind == "feddyn" and k in self._dyn_client_grads:
-            for p, h in zip(params, self._dyn_client_grads[k]):
-                p.grad.sub_(h)
+        for p, anchor in zip(model.parameters(), self._anchor(k)):
+            p.grad.add_(p, alpha=coef).sub_(anchor)
 
     def client_model_upload(self, k: int) -> ModelMessage:
         if self.loss_kind == "feddyn":

@@ -1,0 +1,230 @@
+"""Sweeps: expansion into cells, folder names, skipping finished cells, --jobs, Ray, the
+closed-form communication of a round, and the report built from a sweep."""
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import simpy
+import torch
+
+from analysis.report import crossings, pareto_front
+from channel import EqualShareAllocator
+from scala_netsim.algorithms.registry import ALGORITHMS, make_trainer
+from scala_netsim.data import Dataset
+from scala_netsim.engine import EventLog
+from scala_netsim.metrics import round_row
+from scala_netsim.models import build_split_model, state_bytes
+from scala_netsim.run import build_world
+from scala_netsim.scenario import ScenarioError, validate_scenario
+from scala_netsim.sweep import expand_sweep, setting_folder_name
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--set", "data.train_samples=1000", "--set", "data.test_samples=200",
+        "--set", "data.num_clients=10", "--set", "training.participation=0.3",
+        "--set", "training.batch_size=30", "--set", "training.rounds=2",
+        "--set", "training.eval_every=1", "--no-progress"]
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "scala_netsim", "scenarios/quickstart.yaml",
+                           *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def scenario(**extra):
+    return validate_scenario({"name": "s", "algorithms": ["scala", "fedavg"], **extra})
+
+
+# --- expansion -------------------------------------------------------------------------
+def test_sweep_expands_to_every_combination_times_every_algorithm(tmp_path):
+    cells = expand_sweep(scenario(sweep={"training.local_iters": [1, 5],
+                                         "network.uplink_bandwidth_hz": ["5.0e6", 2e7],
+                                         "seed": [0, 1]}), tmp_path)
+    assert len(cells) == 2 * 2 * 2 * 2
+    folders = {c.folder.relative_to(tmp_path).as_posix() for c in cells}
+    assert "s/scala/local_iters=5,uplink_bandwidth_hz=5000000/seed1" in folders
+    assert "s/fedavg/local_iters=1,uplink_bandwidth_hz=20000000/seed0" in folders
+    assert len(folders) == len(cells)
+    cell = next(c for c in cells if c.folder.as_posix().endswith("scala/local_iters=5,uplink_bandwidth_hz=5000000/seed1"))
+    # each cell is a complete scenario: one algorithm, the swept values in place, no sweep
+    assert cell.scenario.algorithms == ["scala"] and cell.scenario.sweep == {}
+    assert cell.scenario.training.local_iters == 5 and cell.scenario.seed == 1
+    assert cell.scenario.network.uplink_bandwidth_hz == 5e6           # YAML text -> float
+    assert dict(cell.setting) == {"training.local_iters": 5, "network.uplink_bandwidth_hz": 5e6,
+                                  "seed": 1}
+
+
+def test_without_a_sweep_each_algorithm_is_one_cell_in_the_usual_folder(tmp_path):
+    cells = expand_sweep(scenario(), tmp_path)
+    assert [c.folder for c in cells] == [tmp_path / "s" / "scala" / "seed0",
+                                        tmp_path / "s" / "fedavg" / "seed0"]
+    seeds_only = expand_sweep(scenario(sweep={"seed": [3, 4]}), tmp_path)
+    assert {c.folder.relative_to(tmp_path).as_posix() for c in seeds_only} == {
+        "s/scala/seed3", "s/scala/seed4", "s/fedavg/seed3", "s/fedavg/seed4"}
+
+
+def test_folder_names_use_whole_keys_when_short_names_clash():
+    setting = (("network.uplink_bandwidth_hz", 1e6), ("x.uplink_bandwidth_hz", 2.0),
+               ("model.split", "S3"), ("seed", 2))
+    assert setting_folder_name(setting) == ("network.uplink_bandwidth_hz=1000000,"
+                                            "x.uplink_bandwidth_hz=2,split=S3")
+
+
+@pytest.mark.parametrize("sweep, message", [
+    ({"training.local_iters": [1, 0]}, "sweep cell training.local_iters=0: training.local_iters: must be >= 1, got 0"),
+    ({"training.local_iter": [1]}, "training.local_iter"),
+    ({"algorithms": [["scala"]]}, "'algorithms' cannot be swept"),
+    ({"training.rounds": []}, "sweep.training.rounds"),
+    ({"training.lr": [0.1, "0.1"]}, "would share the folder"),
+    ({"training.lr.x": [1]}, "sweep training.lr.x: 'lr' is not a section"),
+])
+def test_bad_sweeps_are_refused_with_the_cell_named(tmp_path, sweep, message):
+    with pytest.raises(ScenarioError) as err:
+        expand_sweep(scenario(sweep=sweep), tmp_path)
+    assert message in str(err.value)
+
+
+# --- running sweeps --------------------------------------------------------------------
+def test_tiny_sweep_with_two_jobs_then_rerun_skips_then_force(tmp_path):
+    sweep = ["--set", "sweep={training.local_iters: [1, 2], seed: [0, 1]}",
+             "--set", "algorithms=[scala, fedavg]"]
+    first = cli("--out", tmp_path, *TINY, *sweep, "--jobs", "2")
+    assert first.returncode == 0, first.stderr
+    root = tmp_path / "quickstart"
+    summaries = sorted(root.rglob("summary.json"))
+    assert len(summaries) == 8
+    for path in summaries:
+        summary = json.loads(path.read_text())
+        assert summary["status"] == "completed"
+        rel = path.parent.relative_to(root).as_posix()
+        assert rel == (f"{summary['algorithm']}/local_iters={summary['setting']['training.local_iters']}"
+                       f"/seed{summary['seed']}")
+        assert len(pd.read_csv(path.parent / "rounds.csv")) == 2
+    index = json.loads((root / "sweep.json").read_text())
+    assert index["sweep"] == {"training.local_iters": [1, 2], "seed": [0, 1]}
+    assert len(index["cells"]) == 8
+    # the report of the sweep: every figure, every table row filled
+    report = (root / "report.md").read_text()
+    for figure in ("accuracy_vs_time.png", "accuracy_vs_rounds.png", "effect_local_iters.png",
+                   "latency_accuracy.png"):
+        assert (root / "figures" / figure).stat().st_size > 10_000, figure
+        assert f"(figures/{figure})" in report
+    tables = [line for line in report.splitlines() if line.startswith("| scala") or
+              line.startswith("| fedavg")]
+    assert len(tables) == 2 * 4                       # 4 groups (algorithm x T) per table
+    for row in tables:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(cells) and "nan" not in row, row
+        assert cells[2] in ("2", "1", "2.0", "1.0") or "±" in row
+    # run again: every cell is skipped, nothing rewritten
+    stamps = {p: p.stat().st_mtime_ns for p in root.rglob("rounds.csv")}
+    again = cli("--out", tmp_path, *TINY, *sweep)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("already completed, skipped") == 8
+    assert stamps == {p: p.stat().st_mtime_ns for p in root.rglob("rounds.csv")}
+    # a cell deleted half way is the only one run; --force reruns everything
+    (root / "fedavg/local_iters=2/seed1/summary.json").unlink()
+    partial = cli("--out", tmp_path, *TINY, *sweep)
+    assert partial.stdout.count("already completed, skipped") == 7
+    assert "fedavg training.local_iters=2 seed=1: completed" in partial.stdout
+    forced = cli("--out", tmp_path, *TINY, *sweep, "--force", "--no-report")
+    assert forced.returncode == 0 and "skipped" not in forced.stdout
+    assert forced.stdout.count(": completed") == 8
+
+
+def test_analysis_command_rebuilds_the_report_and_refuses_an_empty_folder(tmp_path):
+    assert cli("--out", tmp_path, *TINY, "--no-report").returncode == 0
+    root = tmp_path / "quickstart"
+    assert not (root / "report.md").exists()
+    proc = subprocess.run([sys.executable, "-m", "analysis", str(root)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "report.md").is_file() and (root / "figures" / "latency_accuracy.png").is_file()
+    empty = subprocess.run([sys.executable, "-m", "analysis", str(tmp_path / "nothing")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert empty.returncode == 2 and "no such results folder" in empty.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ray_executor_runs_two_cells_on_a_local_ray_instance(tmp_path):
+    pytest.importorskip("ray", reason="the optional extra: pip install -e '.[ray]'")
+    ray_bin = Path(sys.executable).with_name("ray")
+    port = _free_port()
+    env_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")   # Ray's socket paths must be short
+    start = subprocess.run([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=2",
+                            "--include-dashboard=false", f"--temp-dir={env_dir}",
+                            "--disable-usage-stats"], capture_output=True, text=True, timeout=300)
+    assert start.returncode == 0, start.stderr
+    try:
+        proc = cli("--out", tmp_path / "out", *TINY, "--set", "sweep={seed: [0, 1]}",
+                   "--executor", "ray", "--ray-address", f"127.0.0.1:{port}")
+        assert proc.returncode == 0, proc.stderr
+        for seed in (0, 1):
+            summary = json.loads((tmp_path / "out/quickstart/scala" / f"seed{seed}" /
+                                  "summary.json").read_text())
+            assert summary["status"] == "completed" and summary["seed"] == seed
+        assert (tmp_path / "out/quickstart/report.md").is_file()
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, timeout=300)
+        shutil.rmtree(env_dir, ignore_errors=True)
+
+
+# --- closed-form communication ---------------------------------------------------------
+def tiny_world(algorithm, local_iters):
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(400, 1, 32, 32, generator=g), torch.arange(400) % 10
+    dataset = Dataset("tiny", x, y, x[:50], y[:50], tuple("abcdefghij"))
+    sc = validate_scenario({"name": "c", "device": "cpu", "algorithms": [algorithm],
+                            "data": {"num_clients": 10, "partition": {"kind": "quantity", "alpha": 2}},
+                            "training": {"local_iters": local_iters, "batch_size": 40,
+                                         "participation": 0.3}})
+    return sc, build_world(sc, dataset)
+
+
+@pytest.mark.parametrize("local_iters", [1, 3])
+def test_bytes_per_round_equal_the_closed_form(local_iters):
+    """SCALA: per client, T activations (float32) and T label vectors (int64) up, T gradients
+    (activation-sized) down, and the client model once each way. FL: the whole model each way."""
+    for algorithm in ("scala", "fedavg"):
+        sc, world = tiny_world(algorithm, local_iters)
+        trainer = make_trainer(algorithm, sc, world, torch.device("cpu"))
+        env, log = simpy.Environment(), EventLog()
+        protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
+                                                  EqualShareAllocator(), local_iters)
+        client, server = build_split_model("alexnet14", "S2", 1, 10, torch.Generator())
+        activation_bytes = 4 * 192 * 2 * 2       # per sample: the S2 output, 192 x 2 x 2 float32
+        for r, selected in enumerate(([0, 3, 7], [1, 2, 9]), start=1):
+            start, first = env.now, len(log.rows)
+            protocol.run_round(r, selected)
+            row = round_row(r, log.rows[first:], start, env.now)
+            sizes = trainer.client_batch_sizes
+            assert sorted(sizes) == sorted(selected) and sum(sizes.values()) == 40
+            if algorithm == "scala":
+                expected = sum(local_iters * (2 * activation_bytes * b + 8 * b) for b in sizes.values())
+                expected += 2 * state_bytes(client) * len(selected)
+            else:
+                expected = 2 * (state_bytes(client) + state_bytes(server)) * len(selected)
+            assert row["uplink_bytes"] + row["downlink_bytes"] == expected, (algorithm, r)
+
+
+def test_pareto_front_and_crossings_on_constructed_points():
+    points = [(10, 80), (20, 85), (15, 70), (30, 84), (5, 60), (10, 79)]
+    assert pareto_front(points) == [4, 0, 1]                  # (5,60), (10,80), (20,85)
+    x = np.array([1e5, 1e6, 1e7])
+    a, b = np.array([10.0, 4.0, 3.0]), np.array([5.0, 5.0, 5.0])
+    (cx,) = crossings(x, a, b, log_x=True)
+    assert 1e5 < cx < 1e6 and np.isclose(np.log10(cx), 5 + 5 / 6)
+    assert crossings(x, a, a + 1, log_x=False) == []
