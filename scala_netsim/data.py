@@ -1,20 +1,26 @@
 """Datasets kept in memory as normalised float tensors (no per-client DataLoader).
 
 Fashion-MNIST is read by torchvision from the Debian package `dataset-fashion-mnist`
-(/usr/share/datasets/fashion-mnist, gzipped IDX files) or from a user `data_dir`.
+(/usr/share/datasets/fashion-mnist, gzipped IDX files) or from a user `data_dir`. CIFAR-10,
+CIFAR-100 and CINIC-10 cannot be downloaded here; they are read from `data_dir` in their
+standard formats (the "python version" pickles of CIFAR, CINIC-10's class folders of PNGs).
 """
 
 import gzip
 import hashlib
+import io
 import os
+import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
+from PIL import Image
 
 DEBIAN_FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_FILES = (
@@ -26,7 +32,16 @@ FASHION_MNIST_FILES = (
 # Per-channel mean and standard deviation of the Fashion-MNIST training images in [0, 1].
 FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530
 
-DATASETS = ("fashion_mnist",)
+DATASETS = ("fashion_mnist", "cifar10", "cifar100", "cinic10")
+# Per-channel mean and standard deviation of the training images in [0, 1] (the values
+# commonly used with these datasets; CINIC-10's from its authors).
+RGB_STATS = {
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+    "cinic10": ((0.4789, 0.4723, 0.4305), (0.2421, 0.2383, 0.2587)),
+}
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                   "ship", "truck")
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -128,8 +143,131 @@ def load_fashion_mnist(data_dir=None, train_samples=None, test_samples=None) -> 
     )
 
 
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickles CIFAR's files (dicts of lists, bytes and numpy arrays) and nothing else: a
+    pickle naming any other class is refused instead of run."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _read_cifar_pickle(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            raw = _ArrayUnpickler(io.BytesIO(f.read()), encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError) as exc:
+        raise DataNotFoundError(f"data.data_dir: {path} is not a CIFAR python-version batch "
+                                f"file ({exc})") from None
+    return {k.decode() if isinstance(k, bytes) else k: v for k, v in raw.items()}
+
+
+def _rgb_tensor(images_uint8: np.ndarray, name: str) -> torch.Tensor:
+    """N x 3 x 32 x 32 uint8 -> float32 in [0, 1], normalised per channel."""
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in RGB_STATS[name])
+    return torch.from_numpy(np.ascontiguousarray(images_uint8)).to(torch.float32).div_(255.0).sub_(mean).div_(std)
+
+
+def _require_dir(data_dir, name: str, expected: str) -> Path:
+    if data_dir is None:
+        raise DataNotFoundError(
+            f"data.data_dir: required for {name} (it cannot be downloaded here); set it to the "
+            f"directory holding {expected}")
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataNotFoundError(f"data.data_dir: directory {str(data_dir)!r} does not exist; it "
+                                f"must hold {expected}")
+    return data_dir
+
+
+def load_cifar(name: str, data_dir, train_samples=None, test_samples=None) -> Dataset:
+    """CIFAR-10 (`cifar-10-batches-py/`: data_batch_1..5, test_batch, batches.meta) or
+    CIFAR-100 (`cifar-100-python/`: train, test, meta; the 100 fine labels), as distributed by
+    their authors ("python version"). `data_dir` may be that folder or its parent."""
+    folder_name = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}[name]
+    data_dir = _require_dir(data_dir, name, f"{folder_name}/ (the python version)")
+    folder = data_dir / folder_name if (data_dir / folder_name).is_dir() else data_dir
+    if name == "cifar10":
+        train_files = [folder / f"data_batch_{i}" for i in range(1, 6)]
+        test_files, meta_file, label_key, names_key = [folder / "test_batch"], folder / "batches.meta", "labels", "label_names"
+    else:
+        train_files, test_files = [folder / "train"], [folder / "test"]
+        meta_file, label_key, names_key = folder / "meta", "fine_labels", "fine_label_names"
+    missing = [f.name for f in [*train_files, *test_files, meta_file] if not f.is_file()]
+    if missing:
+        raise DataNotFoundError(f"data.data_dir: {name} files {missing} not found in {folder} "
+                                f"(expected the python version of {name}: {folder_name}/)")
+
+    def read(files, limit):
+        batches = [_read_cifar_pickle(f) for f in files]
+        x = np.concatenate([np.asarray(b["data"], dtype=np.uint8) for b in batches])
+        y = np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in batches])
+        return x.reshape(-1, 3, 32, 32)[:limit], torch.from_numpy(y[:limit])
+
+    train_x, train_y = read(train_files, train_samples)
+    test_x, test_y = read(test_files, test_samples)
+    classes = tuple(c.decode() if isinstance(c, bytes) else c
+                    for c in _read_cifar_pickle(meta_file)[names_key])
+    return Dataset(name, _rgb_tensor(train_x, name), train_y, _rgb_tensor(test_x, name), test_y,
+                   classes)
+
+
+def _image_folder_arrays(folder: Path, classes) -> tuple:
+    """(N x 3 x 32 x 32 uint8, labels) of `folder/<class>/*.png`, classes in the given order."""
+    images, labels = [], []
+    for label, cls in enumerate(classes):
+        for path in sorted((folder / cls).glob("*.png")):
+            with Image.open(path) as img:
+                image = np.asarray(img.convert("RGB")).transpose(2, 0, 1)
+            if image.shape != (3, 32, 32):
+                raise DataNotFoundError(f"data.data_dir: {path} is {tuple(image.shape)}, "
+                                        f"CINIC-10 images are 3 x 32 x 32")
+            images.append(image)
+            labels.append(label)
+    if not images:
+        raise DataNotFoundError(f"data.data_dir: no PNG images in {folder}/<class>/")
+    return np.stack(images), np.asarray(labels, dtype=np.int64)
+
+
+def load_cinic10(data_dir, train_samples=None, test_samples=None) -> Dataset:
+    """CINIC-10 as distributed: `train/`, `valid/`, `test/`, each with one folder of 32x32 PNGs
+    per class. Training uses `train/`, testing `test/`. The decoded images are kept in the
+    cache (one .npz per split), so the PNGs are read once."""
+    data_dir = _require_dir(data_dir, "cinic10", "train/ and test/ with one folder per class")
+    missing = [f"{split}/{cls}" for split in ("train", "test") for cls in CIFAR10_CLASSES
+               if not (data_dir / split / cls).is_dir()]
+    if missing:
+        raise DataNotFoundError(f"data.data_dir: CINIC-10 folders {missing[:4]}"
+                                f"{' ...' if len(missing) > 4 else ''} not found in {data_dir}")
+    cache = cache_dir() / "cinic10" / hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+    arrays = {}
+    for split in ("train", "test"):
+        path = cache / f"{split}.npz"
+        if not path.is_file():
+            x, y = _image_folder_arrays(data_dir / split, CIFAR10_CLASSES)
+            cache.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=cache, delete=False, suffix=".npz") as tmp:
+                np.savez(tmp, x=x, y=y)
+            os.replace(tmp.name, path)
+        with np.load(path) as f:
+            arrays[split] = (f["x"], f["y"])
+    (train_x, train_y), (test_x, test_y) = arrays["train"], arrays["test"]
+    return Dataset("cinic10", _rgb_tensor(train_x[:train_samples], "cinic10"),
+                   torch.from_numpy(train_y[:train_samples]),
+                   _rgb_tensor(test_x[:test_samples], "cinic10"),
+                   torch.from_numpy(test_y[:test_samples]), CIFAR10_CLASSES)
+
+
 def load_dataset(name: str, data_dir=None, train_samples=None, test_samples=None) -> Dataset:
     """The dataset registered under `name` (see DATASETS)."""
     if name == "fashion_mnist":
         return load_fashion_mnist(data_dir, train_samples, test_samples)
+    if name in ("cifar10", "cifar100"):
+        return load_cifar(name, data_dir, train_samples, test_samples)
+    if name == "cinic10":
+        return load_cinic10(data_dir, train_samples, test_samples)
     raise ValueError(f"data.dataset: unknown dataset {name!r}; allowed: {list(DATASETS)}")

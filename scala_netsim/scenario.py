@@ -17,7 +17,7 @@ from scala_netsim.models import ALEXNET14_SPLITS
 ALGORITHMS = ("scala", "ca_sfl", "splitfed_v1", "splitfed_v2", "splitfed_v3", "lla_sfl",
               "cs_sfl", "sfl_local_loss", "fedavg", "fedprox", "fedlc", "fedla", "feddyn",
               "feddecorr", "fedconcat", "fedcbs")
-DATASET_CLASSES = {"fashion_mnist": 10}
+DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
 
 
 class ScenarioError(ValueError):
@@ -54,7 +54,7 @@ Partition = Annotated[Union[IidPartition, QuantityPartition, DirichletPartition]
 
 
 class DataConfig(_Strict):
-    dataset: Literal["fashion_mnist"] = "fashion_mnist"
+    dataset: Literal[tuple(DATASET_CLASSES)] = "fashion_mnist"
     data_dir: Optional[str] = None
     num_clients: int = Field(default=100, ge=1)
     partition: Partition = QuantityPartition(kind="quantity", alpha=2)

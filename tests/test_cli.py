@@ -89,7 +89,8 @@ def test_every_scenario_file_runs(tmp_path, scenario):
     (["scenarios/quickstart.yaml", "--set", "training.rounds=[1"], "--set training.rounds: value '[1' is not valid YAML"),
     (["scenarios/quickstart.yaml", "--set", "algorithms=[scala, fedsgd]"], "algorithms.1: must be one of"),
     (["scenarios/quickstart.yaml", "--set", "model.split=S9"], "model.split: must be one of 'S1'"),
-    (["scenarios/quickstart.yaml", "--set", "data.dataset=cifar10"], "data.dataset: must be one of 'fashion_mnist'"),
+    (["scenarios/quickstart.yaml", "--set", "data.dataset=mnist"], "data.dataset: must be one of 'fashion_mnist', 'cifar10'"),
+    (["scenarios/quickstart.yaml", "--set", "data.dataset=cifar10"], "data.data_dir: required for cifar10"),
     (["scenarios/quickstart.yaml", "--set", "data.data_dir=/no/such/dir"],
      "apt-get install dataset-fashion-mnist"),
 ])
