@@ -213,7 +213,10 @@ def run_in_processes(cells, device, jobs: int, resume_of, on_done) -> None:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    import torch
+
+    # torch's own count honours the CPU affinity and OMP_NUM_THREADS, unlike os.cpu_count()
+    threads = max(1, torch.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
         pending = {pool.submit(run_cell, *cell_arguments(c, device, resume_of(c)), threads): c
