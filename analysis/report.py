@@ -68,6 +68,11 @@ def load_runs(scenario_dir):
                "client_GFLOP_per_round": summary["client_flops"] / GFLOP / done,
                "server_GFLOP": summary["server_flops"] / GFLOP,
                "folder": str(folder.relative_to(scenario_dir))}
+        events = pd.read_csv(folder / "events.csv", usecols=["kind", "payload_bytes"])
+        by_kind = events.groupby("kind")["payload_bytes"].sum()
+        row["activation_MB_per_round"] = float(by_kind.get("activation_upload", 0)) / MB / done
+        row["model_MB_per_round"] = float(by_kind.get("model_upload", 0)
+                                          + by_kind.get("model_download", 0)) / MB / done
         for target in targets:
             row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
         rows.append(row)
@@ -154,6 +159,7 @@ def accuracy_table(runs, keys, targets) -> str:
 
 def cost_table(runs, keys) -> str:
     header = ["algorithm", *map(short, keys), "T", "uplink MB / round", "downlink MB / round",
+              "activations+labels up MB / round", "models up+down MB / round",
               "uplink MB total", "downlink MB total", "client GFLOP / round",
               "client GFLOP total", "server GFLOP total"]
     rows = []
@@ -162,6 +168,8 @@ def cost_table(runs, keys) -> str:
                      "/".join(map(str, sorted(set(g["local_iters"])))),
                      mean_std(g["uplink_MB_per_round"], digits=3),
                      mean_std(g["downlink_MB_per_round"], digits=3),
+                     mean_std(g["activation_MB_per_round"], digits=3),
+                     mean_std(g["model_MB_per_round"], digits=3),
                      mean_std(g["uplink_MB"], digits=1), mean_std(g["downlink_MB"], digits=1),
                      mean_std(g["client_GFLOP_per_round"], digits=1),
                      mean_std(g["client_GFLOP"], digits=0), mean_std(g["server_GFLOP"], digits=0)])
