@@ -247,19 +247,21 @@ def _axis_values(values):
 
 
 def crossings(x, a, b, log_x: bool):
-    """x values where the curves a(x) and b(x) cross (linear interpolation; in log x when the
-    axis is logarithmic)."""
-    found = []
+    """x values where the curves a(x) and b(x) cross: where a - b changes sign (linear
+    interpolation, in log x when the axis is logarithmic). Curves that only touch, or are
+    equal everywhere, do not cross."""
     d = np.asarray(a, float) - np.asarray(b, float)
-    for i in range(len(d) - 1):
-        if not (np.isfinite(d[i]) and np.isfinite(d[i + 1])):
+    signed = [i for i in range(len(d)) if np.isfinite(d[i]) and d[i] != 0]
+    found = []
+    for i, j in zip(signed, signed[1:]):
+        if d[i] * d[j] > 0:
             continue
-        if d[i] == 0:
-            found.append(float(x[i]))
-        elif d[i] * d[i + 1] < 0:
-            u0, u1 = (np.log(x[i]), np.log(x[i + 1])) if log_x else (x[i], x[i + 1])
-            u = u0 + (u1 - u0) * d[i] / (d[i] - d[i + 1])
-            found.append(float(np.exp(u) if log_x else u))
+        if j > i + 1:            # equal on the points between: they cross where they meet
+            found.append(float(x[i + 1]))
+            continue
+        u0, u1 = (np.log(x[i]), np.log(x[j])) if log_x else (x[i], x[j])
+        u = u0 + (u1 - u0) * d[i] / (d[i] - d[j])
+        found.append(float(np.exp(u) if log_x else u))
     return found
 
 

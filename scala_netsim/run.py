@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import simpy
 import torch
+import yaml
 
 import channel
 from analysis.plots import plot_run
@@ -21,7 +22,7 @@ from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
 from scala_netsim import __version__
 from scala_netsim.results import run_dir, write_atomic, write_csv, write_json, write_text
-from scala_netsim.scenario import Scenario, scenario_yaml
+from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
 
 
 @dataclass
@@ -111,7 +112,8 @@ class CheckpointError(ValueError):
 def checkpoint_identity(scenario: Scenario, algorithm: str) -> str:
     """What a checkpoint must match to be resumed: format, package version, the resolved
     scenario and the algorithm."""
-    text = f"{CHECKPOINT_FORMAT}|{__version__}|{algorithm}|{scenario_yaml(scenario)}"
+    identity = yaml.safe_dump(training_identity(scenario), sort_keys=True)
+    text = f"{CHECKPOINT_FORMAT}|{__version__}|{algorithm}|{identity}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -316,3 +316,12 @@ def load_scenario(path, overrides=()) -> Scenario:
 def scenario_yaml(scenario: Scenario) -> str:
     """The resolved scenario (every default filled in) as YAML."""
     return yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False)
+
+
+def training_identity(scenario: Scenario) -> dict:
+    """What decides a run's numbers: the resolved scenario without `report` (accuracy targets
+    only change what is computed from the result files afterwards)."""
+    document = scenario.model_dump(mode="json")
+    document.pop("report", None)
+    return document
+

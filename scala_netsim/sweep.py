@@ -16,8 +16,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from scala_netsim.results import write_json
-from scala_netsim.scenario import Scenario, ScenarioError, scenario_yaml, set_dotted, validate_scenario
+from scala_netsim.scenario import (Scenario, ScenarioError, set_dotted, training_identity,
+                                   validate_scenario)
 
 FINISHED = ("completed", "diverged")   # statuses of runs that are not run again
 
@@ -115,8 +118,12 @@ def cell_state(cell: SweepCell) -> str:
     written = cell.folder / "scenario.yaml"
     if not written.is_file():
         return "new"
-    if written.read_text() != scenario_yaml(cell.scenario):
+    try:
+        earlier = validate_scenario(yaml.safe_load(written.read_text()))
+    except (yaml.YAMLError, ScenarioError):
         return "other"
+    if training_identity(earlier) != training_identity(cell.scenario):
+        return "other"   # (a changed report section alone does not make another run)
     summary_path = cell.folder / "summary.json"
     if summary_path.is_file():
         status = json.loads(summary_path.read_text()).get("status", "")

@@ -228,3 +228,7 @@ def test_pareto_front_and_crossings_on_constructed_points():
     (cx,) = crossings(x, a, b, log_x=True)
     assert 1e5 < cx < 1e6 and np.isclose(np.log10(cx), 5 + 5 / 6)
     assert crossings(x, a, a + 1, log_x=False) == []
+    assert crossings(x, a, a, log_x=False) == []                  # equal everywhere
+    assert crossings(x, a, np.array([10.0, 3.0, 3.0]), log_x=False) == []   # touch, no cross
+    assert crossings(np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 9.0]),
+                     np.array([2.0, 5.0, 4.0]), log_x=False) == [2.0]

@@ -61,6 +61,12 @@ class FederatedTrainer(TrainerBase):
             self._dyn_client_grads = {}  # client id -> its linear term (list of tensors)
             self._dyn_server_h = [torch.zeros_like(p) for p in self.model.parameters()]
             self._num_clients = len(self.client_label_counts)
+        if loss in ("fedprox", "feddyn"):
+            # the coef * w part of the regulariser's gradient rides on the optimiser's fused
+            # weight decay (grad + wd * w); `_add_regulariser_grad_` subtracts the anchor
+            coef = mu if loss == "fedprox" else dyn_alpha
+            args = {**self.optim_args, "weight_decay": self.optim_args["weight_decay"] + coef}
+            self.slots = ClientSlots(self.client_template, args)
 
     def extra_state(self) -> dict:
         if self.loss_kind != "feddyn":
@@ -122,20 +128,22 @@ class FederatedTrainer(TrainerBase):
     def _add_regulariser_grad_(self, k, model) -> None:
         """Add the gradient of the weight regulariser in closed form (no autograd graph over
         the 2.5 M weights): FedProx's and FedDyn's mu/2 ||w - w_g||^2 gives mu (w - w_g);
-        FedDyn's linear term -<w, h_k> gives -h_k. Together: mu w - anchor_k."""
+        FedDyn's linear term -<w, h_k> gives -h_k. Together: mu w - anchor_k, of which the
+        optimiser adds mu w as weight decay (see __init__) and this subtracts the anchor."""
         if self.loss_kind not in ("fedprox", "feddyn"):
             return
-        coef = self.mu if self.loss_kind == "fedprox" else self.dyn_alpha
         for p, anchor in zip(model.parameters(), self._anchor(k)):
-            p.grad.add_(p, alpha=coef).sub_(anchor)
+            p.grad.sub_(anchor)
 
     def client_model_upload(self, k: int) -> ModelMessage:
         if self.loss_kind == "feddyn":
             # grad L_k(w_k^t) = grad L_k(w_k^{t-1}) - alpha (w_k^t - w^{t-1}), kept on the client
             params = [p.detach() for p in self.slots[k][0].parameters()]
-            previous = self._dyn_client_grads.get(k, [torch.zeros_like(p) for p in params])
-            self._dyn_client_grads[k] = [h - self.dyn_alpha * (p - g) for h, p, g
-                                         in zip(previous, params, self._global_params)]
+            if k not in self._dyn_client_grads:
+                self._dyn_client_grads[k] = [torch.zeros_like(p) for p in params]
+            with torch.no_grad():   # in place: this client's terms are ~10 MB a round each
+                for h, p, g in zip(self._dyn_client_grads[k], params, self._global_params):
+                    h.sub_(p, alpha=self.dyn_alpha).add_(g, alpha=self.dyn_alpha)
         return super().client_model_upload(k)
 
     def end_round(self) -> None:
@@ -147,9 +155,12 @@ class FederatedTrainer(TrainerBase):
         with torch.no_grad():
             for i, (p, g, h) in enumerate(zip(self.model.parameters(), self._global_params,
                                               self._dyn_server_h)):
-                client_params = torch.stack([u[i] for u in uploads])
-                h.sub_(self.dyn_alpha / self._num_clients * (client_params - g).sum(0))
-                p.copy_(client_params.mean(0) - h / self.dyn_alpha)
+                total = uploads[0][i].clone()
+                for u in uploads[1:]:
+                    total.add_(u[i])
+                # sum_k (w_k - w) = total - n w
+                h.sub_(total - len(uploads) * g, alpha=self.dyn_alpha / self._num_clients)
+                p.copy_(total.div_(len(uploads))).sub_(h, alpha=1 / self.dyn_alpha)
 
     def global_model(self) -> nn.Module:
         return self.model
