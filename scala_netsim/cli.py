@@ -116,12 +116,15 @@ def main(argv=None) -> int:
     for cell in cells:
         if states[cell] == "finished":
             print(f"{cell.label}: already completed, skipped ({cell.folder})")
-    step_s = train_step_s(scenario, dataset, device)
-    batch = min(scenario.training.batch_size, len(dataset.train_y))
-    estimate_s = sum(run_time_s(c.scenario, len(dataset.test_y), step_s, batch) for c in todo)
-    print(f"estimated run time on this machine: {format_duration(estimate_s)} for {len(todo)} "
-          f"run(s) one after another" + (f", spread over {args.jobs} jobs" if args.jobs > 1
-                                          else ""))
+    if todo:
+        step_s = train_step_s(scenario, dataset, device)
+        batch = min(scenario.training.batch_size, len(dataset.train_y))
+        estimate_s = sum(run_time_s(c.scenario, len(dataset.test_y), step_s, batch) for c in todo)
+        print(f"estimated run time on this machine: {format_duration(estimate_s)} for "
+              f"{len(todo)} run(s) one after another"
+              + (f", spread over {args.jobs} jobs" if args.jobs > 1 else ""))
+    else:
+        print("every run is finished already (--force reruns them); rebuilding the report")
 
     from scala_netsim.sweep import write_sweep_index
 

@@ -68,7 +68,7 @@ def test_unknown_key_suggests_the_close_match():
     ({"training": {"batch_size": 5}},
      "training.batch_size: must be >= the number of participating clients (10), got 5"),
     ({"model": {"split": "S7"}}, "model.split: must be one of 'S1', 'S2', 'S3', 'S4' or 'S5', got 'S7'"),
-    ({"data": {"dataset": "mnist"}}, "data.dataset: must be one of 'fashion_mnist', got 'mnist'"),
+    ({"data": {"dataset": "mnist"}}, "data.dataset: must be one of 'fashion_mnist', 'cifar10', 'cifar100' or 'cinic10', got 'mnist'"),
     ({"device": "tpu"}, "device: must be one of 'auto', 'cpu' or 'cuda', got 'tpu'"),
     ({"algorithms": ["fedconcat"], "data": {"num_clients": 4}, "training": {"participation": 0.5}},
      "fedconcat.clusters: must be <= data.num_clients (4), got 5"),
