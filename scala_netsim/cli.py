@@ -86,35 +86,34 @@ def main(argv=None) -> int:
 
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import format_duration, run_time_s, train_step_s
-    from scala_netsim.sweep import cell_state, swept_values
+    from scala_netsim.sweep import cell_dataset, cell_state, swept_values, write_sweep_index
 
     if scenario.device == "cuda" and not torch.cuda.is_available():
         return fail("device: 'cuda' was asked for but no CUDA GPU is available; "
                     "use 'cpu' or 'auto'")
     device = torch.device("cuda" if scenario.device == "auto" and torch.cuda.is_available()
                           else ("cpu" if scenario.device == "auto" else scenario.device))
-    from scala_netsim.sweep import cell_dataset
-
     try:  # every dataset the cells use must be there before anything runs
         dataset = [cell_dataset(c.scenario, device) for c in cells][0]
     except DataNotFoundError as exc:
         return fail(str(exc))
 
-    states = {cell: ("new" if args.force else cell_state(cell)) for cell in cells}
-    foreign = [c for c in cells if states[c] == "other"]
+    # by folder: swept values may be lists, which cannot be dictionary keys
+    states = {c.folder: ("new" if args.force else cell_state(c)) for c in cells}
+    foreign = [c for c in cells if states[c.folder] == "other"]
     if foreign:
         listed = "\n".join(f"  {c.folder}" for c in foreign[:5]) + (
             f"\n  ... and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         return fail(f"these folders hold runs of another scenario (their scenario.yaml "
                     f"differs):\n{listed}\nuse --force to replace them, or another --out")
-    todo = [c for c in cells if states[c] != "finished"]
+    todo = [c for c in cells if states[c.folder] != "finished"]
 
     print(summary_text(scenario, dataset, device))
     if scenario.sweep:
         print(f"  sweep: {' x '.join(f'{k} {v}' for k, v in swept_values(cells).items())} x "
               f"{len(scenario.algorithms)} algorithm(s) = {len(cells)} cells")
     for cell in cells:
-        if states[cell] == "finished":
+        if states[cell.folder] == "finished":
             print(f"{cell.label}: already completed, skipped ({cell.folder})")
     if todo:
         step_s = train_step_s(scenario, dataset, device)
@@ -125,8 +124,6 @@ def main(argv=None) -> int:
               + (f", spread over {args.jobs} jobs" if args.jobs > 1 else ""))
     else:
         print("every run is finished already (--force reruns them); rebuilding the report")
-
-    from scala_netsim.sweep import write_sweep_index
 
     write_sweep_index(scenario, cells, out)
     try:
@@ -162,7 +159,7 @@ def run_cells(todo, states, device, args) -> int:
     from scala_netsim.sweep import run_in_processes, run_on_ray
 
     def resume_of(cell):
-        return states[cell] == "partial"
+        return states[cell.folder] == "partial"
 
     def report(cell, summary):
         print(f"{cell.label}: {summary['status']}, best accuracy {summary['best_acc']:.2%} "

@@ -71,6 +71,14 @@ def test_without_a_sweep_each_algorithm_is_one_cell_in_the_usual_folder(tmp_path
         "s/scala/seed3", "s/scala/seed4", "s/fedavg/seed3", "s/fedavg/seed4"}
 
 
+def test_list_values_can_be_swept(tmp_path):
+    cells = expand_sweep(scenario(sweep={"compute.client_flops_per_s": [[1e9, 1e10], [2e9, 2e10]]}),
+                         tmp_path)
+    assert {c.folder.parent.name for c in cells} == {"client_flops_per_s=1000000000~10000000000",
+                                                     "client_flops_per_s=2000000000~20000000000"}
+    assert {c.scenario.compute.client_flops_per_s for c in cells} == {(1e9, 1e10), (2e9, 2e10)}
+
+
 def test_folder_names_use_whole_keys_when_short_names_clash():
     setting = (("network.uplink_bandwidth_hz", 1e6), ("x.uplink_bandwidth_hz", 2.0),
                ("model.split", "S3"), ("seed", 2))
