@@ -21,41 +21,42 @@ def time_to_accuracy_s(rounds: pd.DataFrame, target: float) -> float:
 
 
 def find_runs(scenario_dir, algorithms=None):
-    """(algorithm, run folder) of every finished run under OUT/<scenario>/, sweep cells
+    """(summary, run folder) of every finished run under OUT/<scenario>/, sweep cells
     included (only those of `algorithms` when given)."""
-    for summary in sorted(Path(scenario_dir).rglob("summary.json")):
-        algorithm = json.loads(summary.read_text())["algorithm"]
-        if algorithms is None or algorithm in algorithms:
-            yield algorithm, summary.parent
+    for path in sorted(Path(scenario_dir).rglob("summary.json")):
+        summary = json.loads(path.read_text())
+        if algorithms is None or summary["algorithm"] in algorithms:
+            yield summary, path.parent
+
+
+def run_row(scenario_dir, folder, summary, rounds, targets) -> dict:
+    """A run's comparison row: its swept values, accuracy, simulated time to each target
+    accuracy, totals."""
+    row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
+           **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
+           "status": summary["status"],
+           "final_acc": summary["final_acc"], "best_acc": summary["best_acc"],
+           "best_round": summary["best_round"], "rounds": summary["rounds"]}
+    for target in targets:
+        row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
+    row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes", "downlink_bytes",
+                                        "client_flops", "server_flops", "wall_time_s")})
+    row["folder"] = str(Path(folder).relative_to(scenario_dir))
+    return row
 
 
 def comparison_table(scenario_dir, targets, algorithms=None) -> pd.DataFrame:
-    """One row per run: its swept values, accuracy, simulated time to each target accuracy,
-    totals."""
-    rows = []
-    for algorithm, folder in find_runs(scenario_dir, algorithms):
-        summary = json.loads((folder / "summary.json").read_text())
-        rounds = pd.read_csv(folder / "rounds.csv")
-        row = {"algorithm": algorithm, "seed": summary["seed"],
-               **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
-               "status": summary["status"],
-               "final_acc": summary["final_acc"], "best_acc": summary["best_acc"],
-               "best_round": summary["best_round"], "rounds": summary["rounds"]}
-        for target in targets:
-            row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
-        row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes",
-                                            "downlink_bytes", "client_flops", "server_flops",
-                                            "wall_time_s")})
-        row["folder"] = str(folder.relative_to(scenario_dir))
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """One row per run (see run_row)."""
+    return pd.DataFrame([run_row(scenario_dir, folder, summary,
+                                 pd.read_csv(folder / "rounds.csv"), targets)
+                         for summary, folder in find_runs(scenario_dir, algorithms)])
 
 
 def _curves(scenario_dir, x_column, algorithms):
     curves = {}
-    for algorithm, folder in find_runs(scenario_dir, algorithms):
+    for summary, folder in find_runs(scenario_dir, algorithms):
         rounds = pd.read_csv(folder / "rounds.csv").dropna(subset=["test_acc"])
-        curves.setdefault(algorithm, []).append(rounds[[x_column, "test_acc"]].to_numpy())
+        curves.setdefault(summary["algorithm"], []).append(rounds[[x_column, "test_acc"]].to_numpy())
     return curves
 
 

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
-from analysis.compare import time_to_accuracy_s  # noqa: E402
+from analysis.compare import run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
 from scala_netsim.results import write_text  # noqa: E402
 
@@ -51,30 +51,27 @@ def load_runs(scenario_dir):
         summary = json.loads((folder / "summary.json").read_text())
         scenario = yaml.safe_load((folder / "scenario.yaml").read_text())
         rounds = pd.read_csv(folder / "rounds.csv")
+        row = run_row(scenario_dir, folder, summary, rounds, targets)
+        for key in summary.get("setting", {}):
+            if key in row:
+                row[key] = _hashable(row[key])
         done = max(int(summary["rounds"]), 1)
-        row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
-               **{k: _hashable(v) for k, v in summary.get("setting", {}).items() if k != "seed"},
-               "status": summary["status"], "rounds": summary["rounds"],
-               "local_iters": scenario["training"]["local_iters"],
-               "final_acc": summary["final_acc"], "best_acc": summary["best_acc"],
-               "total_sim_time_s": summary["total_sim_time_s"],
-               "time_per_round_s": summary["total_sim_time_s"] / done,
-               "uplink_time_per_round_s": float(rounds["uplink_time_s"].mean()),
-               "uplink_MB": summary["uplink_bytes"] / MB,
-               "downlink_MB": summary["downlink_bytes"] / MB,
-               "uplink_MB_per_round": summary["uplink_bytes"] / MB / done,
-               "downlink_MB_per_round": summary["downlink_bytes"] / MB / done,
-               "client_GFLOP": summary["client_flops"] / GFLOP,
-               "client_GFLOP_per_round": summary["client_flops"] / GFLOP / done,
-               "server_GFLOP": summary["server_flops"] / GFLOP,
-               "folder": str(folder.relative_to(scenario_dir))}
         events = pd.read_csv(folder / "events.csv", usecols=["kind", "payload_bytes"])
         by_kind = events.groupby("kind")["payload_bytes"].sum()
-        row["activation_MB_per_round"] = float(by_kind.get("activation_upload", 0)) / MB / done
-        row["model_MB_per_round"] = float(by_kind.get("model_upload", 0)
-                                          + by_kind.get("model_download", 0)) / MB / done
-        for target in targets:
-            row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
+        row.update({
+            "local_iters": scenario["training"]["local_iters"],
+            "time_per_round_s": summary["total_sim_time_s"] / done,
+            "uplink_MB": summary["uplink_bytes"] / MB,
+            "downlink_MB": summary["downlink_bytes"] / MB,
+            "uplink_MB_per_round": summary["uplink_bytes"] / MB / done,
+            "downlink_MB_per_round": summary["downlink_bytes"] / MB / done,
+            "activation_MB_per_round": float(by_kind.get("activation_upload", 0)) / MB / done,
+            "model_MB_per_round": float(by_kind.get("model_upload", 0)
+                                        + by_kind.get("model_download", 0)) / MB / done,
+            "client_GFLOP": summary["client_flops"] / GFLOP,
+            "client_GFLOP_per_round": summary["client_flops"] / GFLOP / done,
+            "server_GFLOP": summary["server_flops"] / GFLOP,
+        })
         rows.append(row)
         curves[row["folder"]] = rounds.dropna(subset=["test_acc"])[
             ["round", "sim_time_s", "test_acc"]].to_numpy()

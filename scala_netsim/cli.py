@@ -93,8 +93,10 @@ def main(argv=None) -> int:
                     "use 'cpu' or 'auto'")
     device = torch.device("cuda" if scenario.device == "auto" and torch.cuda.is_available()
                           else ("cpu" if scenario.device == "auto" else scenario.device))
-    try:  # every dataset the cells use must be there before anything runs
-        dataset = [cell_dataset(c.scenario, device) for c in cells][0]
+    try:  # every dataset the cells use must be there before anything runs (loaded once each)
+        for cell in cells:
+            cell_dataset(cell.scenario, device)
+        dataset = cell_dataset(cells[0].scenario, device)
     except DataNotFoundError as exc:
         return fail(str(exc))
 

@@ -86,13 +86,14 @@ class FederatedTrainer(TrainerBase):
     def _anchor(self, k):
         """coef * w_g (+ h_k for FedDyn), fixed for client k's round, so that a step adds the
         regulariser's gradient coef * w - anchor with two in-place operations per tensor."""
-        if k not in self._anchors:
+        key = k if self.loss_kind == "feddyn" else None   # FedProx: one anchor for all
+        if key not in self._anchors:
             coef = self.mu if self.loss_kind == "fedprox" else self.dyn_alpha
             anchor = [coef * g for g in self._global_params]
             if self.loss_kind == "feddyn" and k in self._dyn_client_grads:
                 anchor = [a.add_(h) for a, h in zip(anchor, self._dyn_client_grads[k])]
-            self._anchors[k] = anchor
-        return self._anchors[k]
+            self._anchors[key] = anchor
+        return self._anchors[key]
 
     def client_local_step(self, k: int, local_iter: int):
         """One local SGD step of client k. -> (forward FLOPs, backward FLOPs)."""
