@@ -78,6 +78,17 @@ def _init_from(layers, generator: torch.Generator):
                 module.bias.uniform_(-bound, bound, generator=generator)
 
 
+@torch.no_grad()
+def init_linear_(linear: nn.Linear, generator: torch.Generator) -> nn.Linear:
+    """nn.Linear's default initialisation (uniform in +-1/sqrt(fan_in)), drawn from an
+    explicit generator instead of torch's global one (whose seed differs from process to
+    process)."""
+    bound = 1.0 / linear.in_features**0.5
+    linear.weight.uniform_(-bound, bound, generator=generator)
+    linear.bias.uniform_(-bound, bound, generator=generator)
+    return linear
+
+
 def state_bytes(module: nn.Module) -> int:
     """Bytes of a module's parameters and buffers as sent over the air."""
     return sum(t.numel() * t.element_size() for t in module.state_dict().values())

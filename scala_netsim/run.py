@@ -23,6 +23,7 @@ from scala_netsim.partition import label_counts, make_partition
 from scala_netsim import __version__
 from scala_netsim.results import run_dir, write_atomic, write_csv, write_json, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
+from scala_netsim.seeds import Seeds
 
 
 @dataclass
@@ -33,19 +34,12 @@ class World:
     client_indices: list
     label_counts: np.ndarray
     cell: Cell
-    seeds: dict
-
-
-def derive_seeds(seed: int) -> dict:
-    """Independent streams, one per use, all from the scenario's single seed."""
-    names = ("partition", "drop", "flops", "selection", "model", "batches")
-    children = np.random.SeedSequence(seed).spawn(len(names))
-    return {n: int(c.generate_state(1, dtype=np.uint64)[0] >> 1) for n, c in zip(names, children)}
+    seeds: Seeds
 
 
 def build_world(scenario: Scenario, dataset: Dataset) -> World:
     """Partition the training set and drop the clients, reproducibly from the seed."""
-    seeds = derive_seeds(scenario.seed)
+    seeds = Seeds(scenario.seed)
     labels = dataset.train_y.cpu().numpy()
     part = scenario.data.partition
     client_indices = make_partition(

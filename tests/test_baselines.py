@@ -239,7 +239,7 @@ def test_fedconcat_clusters_group_clients_with_identical_label_sets():
     x, y, indices = tiny_data(sets, per_client=20)
     models = [features_and_head(*parts(seed=i)) for i in range(5)]
     trainer = FedConcatTrainer(models, x, y, indices, 10, encoder_rounds=1, batch_size=10,
-                               cluster_rng=np.random.default_rng(0),
+                               cluster_rng=np.random.default_rng(0), classifier_generator=torch.Generator().manual_seed(0),
                                generator=torch.Generator().manual_seed(0), **COMMON)
     clusters = trainer.cluster_of
     assert len(set(clusters[:5])) == 5

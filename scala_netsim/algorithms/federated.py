@@ -11,6 +11,7 @@ from torch import nn
 
 from scala_netsim.algorithms.common import ClientSlots, TrainerBase, state_tensors
 from scala_netsim.messages import ModelMessage
+from scala_netsim.models import init_linear_
 from scala_netsim.training import evaluate, weighted_average_
 
 LOCAL_LOSSES = ("fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr")
@@ -183,7 +184,8 @@ class FedConcatTrainer(TrainerBase):
     sends_client_model = True
 
     def __init__(self, cluster_models, *args, encoder_rounds: int,
-                 cluster_rng: np.random.Generator, **kwargs):
+                 cluster_rng: np.random.Generator, classifier_generator: torch.Generator,
+                 **kwargs):
         self.cluster_models = [nn.Sequential(f, h) for f, h in cluster_models]
         self.client_template = self.cluster_models[0]
         super().__init__(*args, **kwargs)
@@ -194,7 +196,8 @@ class FedConcatTrainer(TrainerBase):
         self.encoder_rounds = encoder_rounds
         feature_dim = self.cluster_models[0][1].in_features
         device = self.train_x.device
-        self.classifier = nn.Linear(num_clusters * feature_dim, self.num_classes).to(device)
+        self.classifier = init_linear_(nn.Linear(num_clusters * feature_dim, self.num_classes),
+                                       classifier_generator).to(device)
         self.classifier_slots = ClientSlots(self.classifier, self.optim_args)
         self.round = 0
         self._has_encoders = set()

@@ -70,10 +70,10 @@ def make_trainer(name: str, scenario, world, device):
     same initial weights for every algorithm)."""
     ds, tr, seeds = world.dataset, scenario.training, world.seeds
 
-    def split_model(offset=0):
+    def split_model(seed):
         client, server = build_split_model(
             scenario.model.arch, scenario.model.split, ds.in_channels, ds.num_classes,
-            torch.Generator().manual_seed(seeds["model"] + offset))
+            torch.Generator().manual_seed(seed))
         return client.to(device), server.to(device)
 
     common = dict(batch_size=tr.batch_size, lr=tr.lr, momentum=tr.momentum,
@@ -81,32 +81,38 @@ def make_trainer(name: str, scenario, world, device):
                   generator=torch.Generator().manual_seed(seeds["batches"]))
     data = (ds.train_x, ds.train_y, world.client_indices, ds.num_classes)
     if name in ("scala", "ca_sfl"):
-        return ConcatSplitTrainer(*split_model(), *data, logit_adjust=(name == "scala"), **common)
+        return ConcatSplitTrainer(*split_model(seeds["model"]), *data, logit_adjust=(name == "scala"), **common)
     if name in ("splitfed_v1", "splitfed_v2", "splitfed_v3", "lla_sfl", "cs_sfl"):
         variant = {"splitfed_v2": "v2", "splitfed_v3": "v3"}.get(name, "v1")
         eval_clients = ()
         if variant == "v3":
-            rng = np.random.default_rng(seeds["selection"] + 1)
+            rng = seeds.numpy("selection", "splitfed_v3_eval_clients")
             count = min(scenario.splitfed_v3.eval_clients, scenario.data.num_clients)
             eval_clients = sorted(rng.choice(scenario.data.num_clients, count, replace=False))
-        return PerClientSplitTrainer(*split_model(), *data, variant=variant,
+        return PerClientSplitTrainer(*split_model(seeds["model"]), *data, variant=variant,
                                      local_logit_adjust=(name == "lla_sfl"),
                                      eval_clients=eval_clients, **common)
     if name == "sfl_local_loss":
-        return LocalLossSplitTrainer(*split_model(), *data,
-                                     aux_generator=torch.Generator().manual_seed(seeds["model"] + 1),
+        return LocalLossSplitTrainer(*split_model(seeds["model"]), *data,
+                                     aux_generator=torch.Generator().manual_seed(
+                                         seeds.seed("model", "sfl_aux_head")),
                                      **common)
     if name == "fedconcat":
         cfg = scenario.fedconcat
-        models = [features_and_head(*split_model(offset=i)) for i in range(cfg.clusters)]
+        # cluster 0 starts from the initial weights every algorithm starts from
+        models = [features_and_head(*split_model(
+            seeds["model"] if c == 0 else seeds.seed("model", f"fedconcat_cluster{c}")))
+            for c in range(cfg.clusters)]
         encoder_rounds = max(1, round(cfg.encoder_round_fraction * tr.rounds))
         return FedConcatTrainer(models, *data, encoder_rounds=encoder_rounds,
-                                cluster_rng=np.random.default_rng(seeds["partition"] + 1),
+                                cluster_rng=seeds.numpy("partition", "fedconcat_clusters"),
+                                classifier_generator=torch.Generator().manual_seed(
+                                    seeds.seed("model", "fedconcat_classifier")),
                                 **common)
     loss = "fedavg" if name == "fedcbs" else name
     hyper = {"fedprox": lambda: dict(mu=scenario.fedprox.mu),
              "fedlc": lambda: dict(tau=scenario.fedlc.tau),
              "feddyn": lambda: dict(dyn_alpha=scenario.feddyn.alpha),
              "feddecorr": lambda: dict(decorr_coef=scenario.feddecorr.coef)}
-    return FederatedTrainer(*features_and_head(*split_model()), *data, loss=loss,
+    return FederatedTrainer(*features_and_head(*split_model(seeds["model"])), *data, loss=loss,
                             **hyper.get(name, dict)(), **common)

@@ -9,6 +9,7 @@ from scala_netsim.algorithms.common import ClientSlots, TrainerBase, load_state_
 from scala_netsim.algorithms.scala import SplitTrainerBase
 from scala_netsim.losses import logit_adjusted_cross_entropy
 from scala_netsim.messages import ActivationMessage, GradientMessage
+from scala_netsim.models import init_linear_
 from scala_netsim.training import evaluate, weighted_average_
 
 
@@ -144,11 +145,7 @@ class LocalLossSplitTrainer(TrainerBase):
                  client_indices, num_classes: int, *, aux_generator: torch.Generator, **kwargs):
         with torch.no_grad():
             numel = client_model(train_x[:1]).numel()
-        linear = nn.Linear(numel, num_classes)
-        with torch.no_grad():  # nn.Linear's default initialisation, from an explicit generator
-            bound = 1.0 / numel**0.5
-            linear.weight.uniform_(-bound, bound, generator=aux_generator)
-            linear.bias.uniform_(-bound, bound, generator=aux_generator)
+        linear = init_linear_(nn.Linear(numel, num_classes), aux_generator)
         self.client_template = ClientWithAuxHead(client_model, linear.to(train_x.device))
         self.client_model = client_model
         self.server_model = server_model

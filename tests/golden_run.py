@@ -1,0 +1,64 @@
+"""The golden run: every registered algorithm on tests/golden/scenario.yaml, through the CLI.
+
+`run_golden(out)` runs it in a subprocess whose CPU kernels are pinned (AVX2 instruction set,
+two threads), so that the same code gives the same bits on any x86-64 machine with AVX2.
+`python tests/golden_run.py` rewrites the golden files from the code as it is now: do that
+only in a commit that changes results on purpose, and say why.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden"
+SCENARIO = GOLDEN / "scenario.yaml"
+PINNED_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+              "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+COMPARED = ("rounds.csv", "events.csv", "summary.json")
+VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
+
+
+def run_golden(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    """The CLI on the golden scenario, results under out/golden/<algorithm>/seed3/."""
+    env = {**os.environ, **PINNED_ENV}
+    return subprocess.run([sys.executable, "-m", "scala_netsim", str(SCENARIO), "--out", str(out),
+                           "--no-progress", "--no-report", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+
+
+def stable_summary(path: Path) -> str:
+    """summary.json without the keys that change from run to run, as text."""
+    summary = json.loads(path.read_text())
+    for key in VOLATILE:
+        summary.pop(key, None)
+    return json.dumps(summary, indent=2) + "\n"
+
+
+def comparable(run_dir: Path, name: str) -> bytes:
+    if name == "summary.json":
+        return stable_summary(run_dir / name).encode()
+    return (run_dir / name).read_bytes()
+
+
+def main() -> int:
+    out = ROOT / "results" / "golden-regenerate"
+    shutil.rmtree(out, ignore_errors=True)
+    proc = run_golden(out)
+    if proc.returncode:
+        print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
+        return proc.returncode
+    for run_dir in sorted((out / "golden").glob("*/seed*")):
+        target = GOLDEN / run_dir.parent.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in COMPARED:
+            (target / name).write_bytes(comparable(run_dir, name))
+        print(f"wrote {target.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
