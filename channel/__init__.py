@@ -1,32 +1,39 @@
 """Radio and compute models of one cell: pure math over numbers (NumPy/SciPy only).
 
-Nothing here knows about SimPy or torch; the engine asks these functions for rates and
-durations and turns them into simulated time.
+Nothing here knows about SimPy or torch; the engine asks these models for rates, shares and
+durations and turns them into simulated time. Swappable models are registered by the name a
+scenario uses: `PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
 """
 
-from channel.units import db_to_linear, linear_to_db, dbm_to_w, w_to_dbm
-from channel.pathloss import PathLossModel, Macro3gpp36814, PATHLOSS_MODELS, make_pathloss
-from channel.geometry import drop_clients_uniform_disk
-from channel.radio import noise_power_w, snr_linear, shannon_rate_bps, airtime_s
-from channel.bandwidth import BandwidthAllocator, EqualShareAllocator
+from channel.bandwidth import ALLOCATORS, BandwidthAllocator, EqualShareAllocator, LinkDemand
 from channel.compute import compute_time_s, sample_flops_per_s
+from channel.geometry import drop_clients_uniform_disk
+from channel.link import LINK_MODELS, AdaptiveShannonLink, Direction, LinkModel
+from channel.pathloss import PATHLOSS_MODELS, Macro3gpp36814, PathLossModel
+from channel.radio import airtime_s, noise_power_w, shannon_rate_bps, snr_linear
+from channel.units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
 
 __all__ = [
-    "db_to_linear",
-    "linear_to_db",
-    "dbm_to_w",
-    "w_to_dbm",
-    "PathLossModel",
-    "Macro3gpp36814",
+    "ALLOCATORS",
+    "LINK_MODELS",
     "PATHLOSS_MODELS",
-    "make_pathloss",
-    "drop_clients_uniform_disk",
-    "noise_power_w",
-    "snr_linear",
-    "shannon_rate_bps",
-    "airtime_s",
+    "AdaptiveShannonLink",
     "BandwidthAllocator",
+    "Direction",
     "EqualShareAllocator",
+    "LinkDemand",
+    "LinkModel",
+    "Macro3gpp36814",
+    "PathLossModel",
+    "airtime_s",
     "compute_time_s",
+    "db_to_linear",
+    "dbm_to_w",
+    "drop_clients_uniform_disk",
+    "linear_to_db",
+    "noise_power_w",
     "sample_flops_per_s",
+    "shannon_rate_bps",
+    "snr_linear",
+    "w_to_dbm",
 ]

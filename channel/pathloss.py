@@ -1,6 +1,7 @@
 """Path-loss models. Each maps a distance in metres to a loss in dB."""
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
@@ -8,13 +9,13 @@ import numpy as np
 class PathLossModel(ABC):
     """Distance (m) -> path loss (dB); larger means weaker signal."""
 
-    name: str
+    name: ClassVar[str]
 
     @abstractmethod
-    def pathloss_db(self, distance_m):
+    def pathloss_db(self, distance_m: np.ndarray | float) -> np.ndarray:
         """Path loss in dB at `distance_m` (scalar or array)."""
 
-    def gain_linear(self, distance_m):
+    def gain_linear(self, distance_m: np.ndarray | float) -> np.ndarray:
         """Channel power gain g = 10^(-PL/10)."""
         return np.power(10.0, -np.asarray(self.pathloss_db(distance_m)) / 10.0)
 
@@ -26,19 +27,9 @@ class Macro3gpp36814(PathLossModel):
 
     name = "3gpp_36814_macro"
 
-    def pathloss_db(self, distance_m):
+    def pathloss_db(self, distance_m: np.ndarray | float) -> np.ndarray:
         distance_km = np.asarray(distance_m, dtype=float) / 1000.0
         return 128.1 + 37.6 * np.log10(distance_km)
 
 
-PATHLOSS_MODELS = {model.name: model for model in (Macro3gpp36814,)}
-
-
-def make_pathloss(name: str) -> PathLossModel:
-    """The path-loss model registered under `name`."""
-    try:
-        return PATHLOSS_MODELS[name]()
-    except KeyError:
-        raise ValueError(
-            f"unknown path-loss model {name!r}; allowed: {sorted(PATHLOSS_MODELS)}"
-        ) from None
+PATHLOSS_MODELS: dict[str, type[PathLossModel]] = {m.name: m for m in (Macro3gpp36814,)}

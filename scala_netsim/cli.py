@@ -27,9 +27,6 @@ def parse_args(argv):
     parser.add_argument("--force", action="store_true",
                         help="rerun every run from scratch (by default finished runs are "
                              "skipped and interrupted ones continue from their checkpoint)")
-    parser.add_argument("--resume", action="store_true",
-                        help="the default (finished runs skipped, interrupted ones continued "
-                             "with the files of an uninterrupted run); kept for old scripts")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="run N cells at once in worker processes, the machine's cores "
                              "split between them (default 1: one after another, here)")
@@ -133,11 +130,15 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
         print(f"\ninterrupted; every file written is complete. Run the same command again "
-              f"to continue from the last checkpoints (finished runs are skipped; --resume "
-              f"is the default):\n  {command}", file=sys.stderr)
+              f"to continue from the last checkpoints (finished runs are skipped):\n"
+              f"  {command}", file=sys.stderr)
         return 130
     if code:
         return code
+    from analysis.plots import plot_run
+
+    for cell in todo:   # runs draw nothing themselves (worker processes, Ray tasks)
+        plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")
     root = out / scenario.name
     from analysis.compare import write_comparison
 

@@ -1,30 +1,41 @@
 """The SimPy co-simulation of one cell.
 
 Clients and the server are SimPy processes that exchange typed messages over a wireless link;
-the link asks `channel` for each client's rate and turns payload bits into timeouts, compute
-steps turn measured FLOPs into timeouts at the node's FLOP/s, and the server's processor is a
-SimPy resource that server steps queue on. The real torch computation of a step is invoked by
-the process at the simulated moment the step starts. Time passes nowhere else.
+the link asks `channel`'s link model for each transfer's rate and turns payload bits into
+timeouts (as SimPy's `Cable` example turns latency into them), compute steps turn measured
+FLOPs into timeouts at the node's FLOP/s, and the server's processor is a SimPy resource that
+server steps queue on. The real torch computation of a step is invoked by the process at the
+simulated moment the step starts. Time passes nowhere else.
+
+A protocol is one communication pattern; it calls the trainer contract of its pattern
+(scala_netsim.algorithms.contract) and knows nothing of gradients beyond that.
 """
 
+from __future__ import annotations
+
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import simpy
 
 import channel
+from channel import Direction
+from scala_netsim.algorithms.contract import (ConcatSplitTrainer, FederatedTrainer,
+                                              KeptModelSplitTrainer, LocalLossTrainer,
+                                              PerClientSplitTrainer, ServerStep, Trainer)
+from scala_netsim.events import MODEL_TRANSFER, SERVER_ID, Event, EventKind, EventLog
+from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
 
-EVENT_KINDS = ("model_download", "client_forward", "activation_upload", "server_step",
-               "gradient_download", "client_backward", "model_upload")
-EVENT_COLUMNS = ("t_start_s", "t_end_s", "round", "local_iter", "client_id", "kind",
-                 "payload_bytes", "flops")
-SERVER_ID = -1  # client_id of events that happen on the server
+Message = ActivationMessage | GradientMessage | ModelMessage
 
 
 @dataclass
 class Cell:
-    """The dropped clients of one cell and the radio and compute settings (SI units)."""
+    """The dropped clients of one cell (one entry per client), the server and the bands, in
+    SI units. `gain_linear` is each client's large-scale power gain 10^(-PL/10)."""
 
     distance_m: np.ndarray
     pathloss_db: np.ndarray
@@ -32,121 +43,163 @@ class Cell:
     server_flops_per_s: float
     uplink_bandwidth_hz: float
     downlink_bandwidth_hz: float
-    client_tx_power_w: float
-    bs_tx_power_w: float
-    noise_psd_dbm_per_hz: float
+    gain_linear: np.ndarray = field(init=False, repr=False)
 
-    @property
-    def gain_linear(self) -> np.ndarray:
-        return channel.db_to_linear(-self.pathloss_db)
+    def __post_init__(self) -> None:
+        self.gain_linear = channel.db_to_linear(-np.asarray(self.pathloss_db))
 
-    def uplink_rate_bps(self, k: int, bandwidth_hz: float) -> float:
-        """Client k's uplink Shannon rate on a sub-band of `bandwidth_hz`."""
-        return float(channel.shannon_rate_bps(bandwidth_hz, self.client_tx_power_w,
-                                              self.gain_linear[k], self.noise_psd_dbm_per_hz))
-
-    def downlink_rate_bps(self, k: int, bandwidth_hz: float) -> float:
-        """Downlink rate to client k. The base station spreads its power evenly over its band
-        (constant PSD), so a sub-band of b Hz gets P_bs * b / W_dl."""
-        tx_power_w = self.bs_tx_power_w * bandwidth_hz / self.downlink_bandwidth_hz
-        return float(channel.shannon_rate_bps(bandwidth_hz, tx_power_w, self.gain_linear[k],
-                                              self.noise_psd_dbm_per_hz))
+    def bandwidth_hz(self, direction: Direction) -> float:
+        """The whole band in `direction`."""
+        return (self.uplink_bandwidth_hz if direction is Direction.UPLINK
+                else self.downlink_bandwidth_hz)
 
 
-class EventLog:
-    """Tidy rows, one per timed event (columns EVENT_COLUMNS)."""
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The sub-band a client holds in one direction for one round."""
 
-    def __init__(self):
-        self.rows = []
+    round: int
+    client_id: int
+    direction: Direction
+    bandwidth_hz: float
 
-    def add(self, t_start_s, t_end_s, round_, local_iter, client_id, kind, payload_bytes=0,
-            flops=0):
-        self.rows.append((t_start_s, t_end_s, round_, local_iter, client_id, kind,
-                          payload_bytes, flops))
+
+@dataclass(frozen=True, slots=True)
+class TransferRate:
+    """The sub-band and rate a transfer used; `event_index` is its position in the log."""
+
+    event_index: int
+    bandwidth_hz: float
+    rate_bps: float
 
 
 class WirelessLink:
-    """The cell's orthogonal up- and downlink. Each round the allocator splits both bands
-    among the participating clients; a transfer lasts payload bits / the client's rate."""
+    """The cell's orthogonal up- and downlink. At the start of each round the allocator splits
+    both bands among the participants, given what each needs; a transfer lasts payload bits /
+    the rate the link model gives for the client's gain and sub-band at the transfer's start.
 
-    def __init__(self, env: simpy.Environment, cell: Cell, log: EventLog,
-                 allocator: channel.BandwidthAllocator):
-        self.env, self.cell, self.log, self.allocator = env, cell, log, allocator
-        self.uplink_rate_bps, self.downlink_rate_bps = {}, {}
+    Every grant and every transfer's rate is recorded (`grants`, `transfers`) so that the
+    run's books can be checked against them.
+    """
 
-    def allocate(self, client_ids) -> None:
-        """Split the bands among `client_ids` for the coming round."""
-        up = self.allocator.allocate_hz(self.cell.uplink_bandwidth_hz, client_ids)
-        down = self.allocator.allocate_hz(self.cell.downlink_bandwidth_hz, client_ids)
-        self.uplink_rate_bps = {k: self.cell.uplink_rate_bps(k, b) for k, b in up.items()}
-        self.downlink_rate_bps = {k: self.cell.downlink_rate_bps(k, b) for k, b in down.items()}
+    def __init__(self, env: simpy.Environment, cell: Cell, model: channel.LinkModel,
+                 allocator: channel.BandwidthAllocator, log: EventLog,
+                 seed: np.random.SeedSequence) -> None:
+        self.env, self.cell, self.model, self.allocator, self.log = env, cell, model, allocator, log
+        self.grants: list[Grant] = []
+        self.transfers: list[TransferRate] = []
+        self.round = 0
+        self._bandwidth_hz: dict[Direction, dict[int, float]] = {d: {} for d in Direction}
+        self._seed = seed
+        self._rngs: dict[int, np.random.Generator] = {}
 
-    def upload(self, message, kind, round_, local_iter):
-        yield from self._transfer(message, kind, round_, local_iter,
-                                  self.uplink_rate_bps[message.client_id])
+    def rng(self, k: int) -> np.random.Generator:
+        """Client k's own random stream for the link model (the same whatever the algorithm)."""
+        if k not in self._rngs:
+            self._rngs[k] = np.random.default_rng(
+                np.random.SeedSequence(self._seed.entropy, spawn_key=(*self._seed.spawn_key, k)))
+        return self._rngs[k]
 
-    def download(self, message, kind, round_, local_iter):
-        yield from self._transfer(message, kind, round_, local_iter,
-                                  self.downlink_rate_bps[message.client_id])
+    def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
+        """Split each band among the round's clients according to their demand."""
+        self.round = round_
+        for direction, demand in demands.items():
+            shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
+            self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist()))
+            self.grants.extend(Grant(round_, k, direction, b)
+                               for k, b in self._bandwidth_hz[direction].items())
 
-    def _transfer(self, message, kind, round_, local_iter, rate_bps):
-        start = self.env.now
+    def upload(self, message: Message, kind: EventKind,
+               local_iter: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._transfer(message, kind, local_iter, Direction.UPLINK)
+
+    def download(self, message: Message, kind: EventKind,
+                 local_iter: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._transfer(message, kind, local_iter, Direction.DOWNLINK)
+
+    def _transfer(self, message: Message, kind: EventKind, local_iter: int,
+                  direction: Direction) -> Generator[simpy.Event, Any, None]:
+        k, start = message.client_id, self.env.now
+        bandwidth_hz = self._bandwidth_hz[direction][k]
+        rate_bps = self.model.rate_bps(direction, self.cell.gain_linear[k], bandwidth_hz, start,
+                                       self.rng(k))
         yield self.env.timeout(float(channel.airtime_s(message.payload_bytes, rate_bps)))
-        self.log.add(start, self.env.now, round_, local_iter, message.client_id, kind,
-                     message.payload_bytes)
+        self.transfers.append(TransferRate(len(self.log), bandwidth_hz, rate_bps))
+        self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind,
+                              message.payload_bytes))
 
 
 class Protocol(ABC):
     """One algorithm's communication pattern, simulated a round at a time. Subclasses write
-    the SimPy processes of a round; the real computation is the trainer's."""
+    the SimPy processes of a round and call the trainer contract `trainer_contract`; the real
+    computation is the trainer's."""
 
-    pipelined_clients = False  # may a client compute while its uplink is busy?
+    trainer_contract: ClassVar[type[Trainer]] = Trainer
+    pipelined_clients: ClassVar[bool] = False  # may a client compute while its uplink is busy?
 
-    def __init__(self, env: simpy.Environment, cell: Cell, trainer, log: EventLog,
-                 allocator: channel.BandwidthAllocator, local_iters: int):
-        self.env, self.cell, self.trainer, self.log = env, cell, trainer, log
+    def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
+                 log: EventLog, local_iters: int) -> None:
+        if not isinstance(trainer, self.trainer_contract):
+            raise TypeError(f"{type(self).__name__} needs a {self.trainer_contract.__name__}, "
+                            f"got {type(trainer).__name__}")
+        self.env, self.cell, self.trainer, self.link, self.log = env, cell, trainer, link, log
         self.local_iters = local_iters
-        self.link = WirelessLink(env, cell, log, allocator)
         self.server_cpu = simpy.Resource(env, capacity=1)
+        self.round = 0
 
-    def run_round(self, round_: int, selected) -> None:
+    def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
+        self.round = round_
         self.trainer.begin_round(selected)
-        self.link.allocate(selected)
-        self.env.run(until=self.env.all_of(self.round_processes(round_, selected)))
+        self.link.begin_round(round_, self.demands(selected))
+        self.env.run(until=self.env.all_of(self.round_processes(selected)))
         self.trainer.end_round()
 
+    def demands(self, selected: Sequence[int]) -> dict[Direction, channel.LinkDemand]:
+        """What each participant needs from each band in one local step (for the allocator)."""
+        steps = [self.trainer.step_demand(k) for k in selected]
+        ids = np.asarray(selected, dtype=int)
+        gain = self.cell.gain_linear[ids]
+        compute_s = channel.compute_time_s([s.compute_flops for s in steps],
+                                           self.cell.flops_per_s[ids])
+        up = np.asarray([8 * s.upload_bytes for s in steps], dtype=float)
+        down = np.asarray([8 * s.download_bytes for s in steps], dtype=float)
+        return {Direction.UPLINK: channel.LinkDemand(ids, gain, up, compute_s),
+                Direction.DOWNLINK: channel.LinkDemand(ids, gain, down, compute_s)}
+
     @abstractmethod
-    def round_processes(self, round_, selected) -> list:
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         """The SimPy processes of one round (the round ends when all have finished)."""
 
-    def _compute(self, round_, local_iter, k, kind, flops):
+    def _compute(self, local_iter: int, k: int, kind: EventKind,
+                 flops: int) -> Generator[simpy.Event, Any, None]:
         """Client k computes `flops` at its FLOP/s."""
         start = self.env.now
         yield self.env.timeout(float(channel.compute_time_s(flops, self.cell.flops_per_s[k])))
-        self.log.add(start, self.env.now, round_, local_iter, k, kind, 0, flops)
+        self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind, 0, flops))
 
-    def _server_compute(self, round_, local_iter, client_id, step):
-        """Wait for the server processor (FIFO), then run `step()` -> (result, FLOPs) at the
-        moment the server starts it and hold the processor for FLOPs / server FLOP/s."""
+    def _server_compute(self, local_iter: int, client_id: int,
+                        step: Callable[[], ServerStep]) -> Generator[simpy.Event, Any, ServerStep]:
+        """Wait for the server processor (FIFO), then run `step()` at the moment the server
+        starts it and hold the processor for its FLOPs / server FLOP/s."""
         with self.server_cpu.request() as turn:
             yield turn
             start = self.env.now
-            result, flops = step()
+            result = step()
             yield self.env.timeout(float(channel.compute_time_s(
-                flops, self.cell.server_flops_per_s)))
-            self.log.add(start, self.env.now, round_, local_iter, client_id, "server_step", 0,
-                         flops)
+                result.flops, self.cell.server_flops_per_s)))
+            self.log.record(Event(start, self.env.now, self.round, local_iter, client_id,
+                                  EventKind.SERVER_STEP, 0, result.flops))
         return result
 
-    def _download_model(self, round_, k):
+    def _download_model(self, k: int) -> Generator[simpy.Event, Any, None]:
         message = self.trainer.client_model_download(k)
-        yield from self.link.download(message, "model_download", round_, -1)
+        yield from self.link.download(message, EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER)
         self.trainer.client_receive_model(message)
 
-    def _upload_model(self, round_, k):
+    def _upload_model(self, k: int) -> Generator[simpy.Event, Any, None]:
         message = self.trainer.client_model_upload(k)
-        yield from self.link.upload(message, "model_upload", round_, -1)
+        yield from self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
         self.trainer.server_receive_model(message)
 
 
@@ -154,67 +207,89 @@ class ConcatSplitProtocol(Protocol):
     """SCALA and CA-SFL: model download; T x (client forward, activation upload, barrier on
     all activations, ONE server step, gradient downloads, client backward); model upload."""
 
-    def round_processes(self, round_, selected):
+    trainer_contract = ConcatSplitTrainer
+
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         activations = simpy.Store(self.env)
         gradients = {k: simpy.Store(self.env) for k in selected}
-        procs = [self.env.process(self._client(round_, k, activations, gradients[k]))
-                 for k in selected]
-        procs.append(self.env.process(self._server(round_, len(selected), activations,
-                                                   gradients)))
+        procs = [self.env.process(self._client(k, activations, gradients[k])) for k in selected]
+        procs.append(self.env.process(self._server(len(selected), activations, gradients)))
         return procs
 
-    def _client(self, round_, k, activations, gradients):
+    def _client(self, k: int, activations: simpy.Store,
+                gradients: simpy.Store) -> Generator[simpy.Event, Any, None]:
         trainer = self.trainer
-        yield from self._download_model(round_, k)
+        yield from self._download_model(k)
         for t in range(self.local_iters):
-            message, flops = trainer.client_forward(k, t)
-            yield from self._compute(round_, t, k, "client_forward", flops)
-            yield from self.link.upload(message, "activation_upload", round_, t)
-            activations.put(message)
-            grad = yield gradients.get()
-            yield from self.link.download(grad, "gradient_download", round_, t)
-            yield from self._compute(round_, t, k, "client_backward", trainer.client_backward(grad))
-        yield from self._upload_model(round_, k)
+            forward = trainer.client_forward(k, t)
+            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield from self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            activations.put(forward.upload)
+            reply = yield gradients.get()
+            yield from self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD,
+                                     trainer.client_backward(reply))
+        yield from self._upload_model(k)
 
-    def _server(self, round_, num_clients, activations, gradients):
+    def _server(self, num_clients: int, activations: simpy.Store,
+                gradients: dict[int, simpy.Store]) -> Generator[simpy.Event, Any, None]:
         for t in range(self.local_iters):
             arrived = []
             for _ in range(num_clients):            # barrier: wait for every client
                 arrived.append((yield activations.get()))
             arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
-            grads = yield from self._server_compute(
-                round_, t, SERVER_ID, lambda: self.trainer.server_step(arrived))
-            for g in grads:
-                gradients[g.client_id].put(g)
+            step = yield from self._server_compute(
+                t, SERVER_ID, lambda: self.trainer.server_step(arrived))
+            for reply in step.replies:
+                gradients[reply.client_id].put(reply)
 
 
 class PerClientSplitProtocol(Protocol):
-    """SplitFed V1/V2/V3, LLA-SFL, CS-SFL: every client's activations get their own server
-    step as soon as the server processor is free, in arrival order (a FIFO SimPy resource);
-    no barrier. SplitFedV2's shared model is thus updated in the order the clock decides.
-    SplitFedV3 sends no client model either way (clients keep their own)."""
+    """SplitFed V1/V2, LLA-SFL, CS-SFL: model download; T x (client forward, activation
+    upload, its own server step as soon as the server processor is free, in arrival order (a
+    FIFO SimPy resource), gradient download, client backward); model upload. No barrier:
+    SplitFedV2's shared model is thus updated in the order the clock decides."""
 
-    def round_processes(self, round_, selected):
-        return [self.env.process(self._client(round_, k)) for k in selected]
+    trainer_contract = PerClientSplitTrainer
 
-    def _client(self, round_, k):
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self.env.process(self._client(k)) for k in selected]
+
+    def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._download_model(k)
+
+    def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._upload_model(k)
+
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         trainer = self.trainer
-        if trainer.sends_client_model:
-            yield from self._download_model(round_, k)
-        else:
-            trainer.client_resume(k)
+        yield from self._start_client(k)
         for t in range(self.local_iters):
-            message, flops = trainer.client_forward(k, t)
-            yield from self._compute(round_, t, k, "client_forward", flops)
-            yield from self.link.upload(message, "activation_upload", round_, t)
-            grad = yield from self._server_compute(
-                round_, t, k, lambda: trainer.server_step_one(message))
-            yield from self.link.download(grad, "gradient_download", round_, t)
-            yield from self._compute(round_, t, k, "client_backward", trainer.client_backward(grad))
-        if trainer.sends_client_model:
-            yield from self._upload_model(round_, k)
-        else:
-            trainer.client_keep(k)
+            forward = trainer.client_forward(k, t)
+            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield from self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            step = yield from self._server_compute(
+                t, k, lambda: trainer.server_step([forward.upload]))
+            (reply,) = step.replies
+            yield from self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD,
+                                     trainer.client_backward(reply))
+        yield from self._finish_client(k)
+
+
+class KeptModelSplitProtocol(PerClientSplitProtocol):
+    """SplitFedV3: as the per-client pattern, but every client keeps its own client model, so
+    no model is sent either way."""
+
+    trainer_contract = KeptModelSplitTrainer
+
+    def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        self.trainer.client_resume(k)
+        yield from ()
+
+    def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        self.trainer.client_keep(k)
+        yield from ()
 
 
 class LocalLossProtocol(Protocol):
@@ -223,32 +298,33 @@ class LocalLossProtocol(Protocol):
     goes on with the next step, the server consumes them in arrival order, and no gradient
     comes back. The model upload follows the client's last activations on its uplink."""
 
+    trainer_contract = LocalLossTrainer
     pipelined_clients = True
 
-    def round_processes(self, round_, selected):
-        return [self.env.process(self._client(round_, k)) for k in selected]
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self.env.process(self._client(k)) for k in selected]
 
-    def _client(self, round_, k):
-        trainer = self.trainer
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         uplink = simpy.Resource(self.env, capacity=1)  # the client's own uplink: FIFO
-        yield from self._download_model(round_, k)
+        yield from self._download_model(k)
         shipments = []
         for t in range(self.local_iters):
-            message, forward_flops, backward_flops = trainer.client_local_step(k, t)
-            yield from self._compute(round_, t, k, "client_forward", forward_flops)
-            yield from self._compute(round_, t, k, "client_backward", backward_flops)
-            shipments.append(self.env.process(self._ship(round_, t, message, uplink)))
+            step = self.trainer.client_local_step(k, t)
+            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+            shipments.append(self.env.process(self._ship(t, step.upload, uplink)))
         with uplink.request() as turn:
             yield turn
-            yield from self._upload_model(round_, k)
+            yield from self._upload_model(k)
         yield self.env.all_of(shipments)  # the round waits for the server's last steps too
 
-    def _ship(self, round_, t, message, uplink):
+    def _ship(self, t: int, upload: ActivationMessage,
+              uplink: simpy.Resource) -> Generator[simpy.Event, Any, None]:
         with uplink.request() as turn:
             yield turn
-            yield from self.link.upload(message, "activation_upload", round_, t)
-        yield from self._server_compute(
-            round_, t, message.client_id, lambda: (None, self.trainer.server_consume(message)))
+            yield from self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
+        yield from self._server_compute(t, upload.client_id,
+                                        lambda: self.trainer.server_step([upload]))
 
 
 class FederatedProtocol(Protocol):
@@ -256,13 +332,15 @@ class FederatedProtocol(Protocol):
     model upload. What the model messages hold is the trainer's business (FedConcat sends the
     frozen encoders once, then only its classifier)."""
 
-    def round_processes(self, round_, selected):
-        return [self.env.process(self._client(round_, k)) for k in selected]
+    trainer_contract = FederatedTrainer
 
-    def _client(self, round_, k):
-        yield from self._download_model(round_, k)
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self.env.process(self._client(k)) for k in selected]
+
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._download_model(k)
         for t in range(self.local_iters):
-            forward_flops, backward_flops = self.trainer.client_local_step(k, t)
-            yield from self._compute(round_, t, k, "client_forward", forward_flops)
-            yield from self._compute(round_, t, k, "client_backward", backward_flops)
-        yield from self._upload_model(round_, k)
+            step = self.trainer.client_local_step(k, t)
+            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+        yield from self._upload_model(k)

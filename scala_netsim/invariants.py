@@ -1,23 +1,29 @@
-"""The books of a finished run, checked: every violation is reported, none is fixed.
+"""The books of a run, checked: every violation is reported, none is fixed.
 
-Works on the tidy tables a run writes (events, rounds, clients), so it can check a run folder
-as well as the rows still in memory."""
+Works on tables (pandas) of what the run recorded: its events, its rounds, the sub-bands the
+link granted each round and the rate each transfer was given. It checks the records against
+each other, never against its own copy of the engine's formulas (the formulas themselves are
+tested against hand-worked values in the test suite).
+"""
+
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-import channel
+from scala_netsim.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS, EventKind
 
-UPLINK = ("activation_upload", "model_upload")
-DOWNLINK = ("model_download", "gradient_download")
-COMPUTE = ("client_forward", "client_backward")
+UPLINK = [k.value for k in UPLINK_KINDS]
+DOWNLINK = [k.value for k in DOWNLINK_KINDS]
+COMPUTE = [k.value for k in CLIENT_COMPUTE_KINDS]
+SERVER = EventKind.SERVER_STEP.value
 REL_TOL = 1e-9
 
 
 class InvariantError(AssertionError):
     """A run broke one of its invariants; `problems` lists them."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
         super().__init__("run invariants violated:\n" + "\n".join(f"  {p}" for p in self.problems))
 
@@ -31,29 +37,26 @@ def _overlaps(frame: pd.DataFrame) -> int:
     return int(np.sum(spans[:-1, 1] > spans[1:, 0] + slack))
 
 
-def _max_concurrent(frame: pd.DataFrame) -> int:
-    """Largest number of the intervals in progress at one instant (ends before starts)."""
-    if frame.empty:
-        return 0
-    points = np.concatenate([np.c_[frame["t_start_s"], np.ones(len(frame))],
-                             np.c_[frame["t_end_s"], -np.ones(len(frame))]])
-    order = np.lexsort((points[:, 1], points[:, 0]))  # at equal times, ends (-1) first
-    return int(np.cumsum(points[order, 1]).max())
-
-
-def check_run(events: pd.DataFrame, rounds: pd.DataFrame, clients: pd.DataFrame, network,
-              pipelined_clients: bool = False) -> list:
+def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
+              transfers: pd.DataFrame, band_hz: dict[str, float],
+              pipelined_clients: bool = False) -> list[str]:
     """Problems found (empty when the run's books balance).
+
+    `events` and `rounds` are events.csv and rounds.csv; `grants` has one row per (round,
+    client_id, direction) with the bandwidth_hz granted; `transfers` one row per transfer
+    event (event_index into `events`, bandwidth_hz, rate_bps); `band_hz` the whole band per
+    direction ("uplink", "downlink").
 
     - the clock never goes back: events end after they start, rounds end in order;
     - a client's computations never overlap, nor do its transmissions, nor (unless the
       algorithm pipelines its clients, as SFL with local loss does) any two of its events;
       the server's steps never overlap (one processor);
-    - at any moment the uplink (downlink) bandwidth in use is at most the cell's;
+    - the sub-bands granted in a round sum to at most the band, in each direction, and every
+      transfer used its client's sub-band of that round (so, with a client's transmissions
+      never overlapping, the bandwidth in use never exceeds the band);
+    - every transfer lasts payload bits / the rate it was given (relative error below 1e-9);
     - bytes and FLOPs per round equal the sums over the events; the last round's sim_time_s
-      is the end of its last event;
-    - every transfer lasts payload bits / the rate `channel` gives for that client's distance
-      and bandwidth share (relative error below 1e-9).
+      is the end of its last event.
     """
     problems = []
     if (events["t_end_s"] < events["t_start_s"]).any():
@@ -65,27 +68,47 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, clients: pd.DataFrame,
         groups = {"computations": own[own["kind"].isin(COMPUTE)],
                   "transmissions": own[own["kind"].isin(UPLINK + DOWNLINK)]}
         if not pipelined_clients:
-            groups["events"] = own[own["kind"] != "server_step"]
+            groups["events"] = own[own["kind"] != SERVER]
         for what, frame in groups.items():
             if _overlaps(frame):
                 problems.append(f"client {k}: {what} overlap in time")
-    if _overlaps(events[events["kind"] == "server_step"]):
+    if _overlaps(events[events["kind"] == SERVER]):
         problems.append("server steps overlap on the one server processor")
 
-    participants = rounds.set_index("round")["num_clients"]
-    for direction, kinds, total_hz in (("uplink", UPLINK, network.uplink_bandwidth_hz),
-                                       ("downlink", DOWNLINK, network.downlink_bandwidth_hz)):
-        for r, frame in events[events["kind"].isin(kinds)].groupby("round"):
-            in_use_hz = _max_concurrent(frame) * total_hz / participants[r]
-            if in_use_hz > total_hz * (1 + REL_TOL):
-                problems.append(f"round {r}: {direction} bandwidth in use {in_use_hz:.6g} Hz "
-                                f"exceeds the cell's {total_hz:.6g} Hz")
+    for (r, direction), frame in grants.groupby(["round", "direction"]):
+        total_hz = frame["bandwidth_hz"].sum()
+        if total_hz > band_hz[direction] * (1 + REL_TOL):
+            problems.append(f"round {r}: {direction} sub-bands granted sum to {total_hz:.6g} Hz, "
+                            f"more than the band's {band_hz[direction]:.6g} Hz")
+
+    is_transfer = events["kind"].isin(UPLINK + DOWNLINK)
+    if len(transfers) != is_transfer.sum() or not set(transfers["event_index"]) == set(
+            np.flatnonzero(is_transfer.to_numpy())):
+        problems.append(f"{int(is_transfer.sum())} transfer events but {len(transfers)} "
+                        f"recorded transfer rates")
+    elif len(transfers):
+        moved = events.iloc[transfers["event_index"].to_numpy()]
+        direction = np.where(moved["kind"].isin(UPLINK), "uplink", "downlink")
+        granted = grants.set_index(["round", "client_id", "direction"])["bandwidth_hz"]
+        keys = pd.MultiIndex.from_arrays([moved["round"].to_numpy(),
+                                          moved["client_id"].to_numpy(), direction])
+        expected_hz = granted.reindex(keys).to_numpy()
+        used_hz = transfers["bandwidth_hz"].to_numpy()
+        if not np.array_equal(expected_hz, used_hz):
+            problems.append(f"{int(np.sum(expected_hz != used_hz))} transfers used another "
+                            f"sub-band than their client was granted that round")
+        expected_s = moved["payload_bytes"].to_numpy() * 8.0 / transfers["rate_bps"].to_numpy()
+        duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
+        error = np.abs(duration_s - expected_s) / np.maximum(expected_s, 1e-300)
+        if (error >= REL_TOL).any():
+            problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last payload "
+                            f"bits / their rate (largest relative error {error.max():.3g})")
 
     sums = events.groupby("round").apply(lambda e: pd.Series({
         "uplink_bytes": e.loc[e["kind"].isin(UPLINK), "payload_bytes"].sum(),
         "downlink_bytes": e.loc[e["kind"].isin(DOWNLINK), "payload_bytes"].sum(),
         "client_flops": e.loc[e["kind"].isin(COMPUTE), "flops"].sum(),
-        "server_flops": e.loc[e["kind"] == "server_step", "flops"].sum()}),
+        "server_flops": e.loc[e["kind"] == SERVER, "flops"].sum()}),
         include_groups=False).reindex(rounds["round"], fill_value=0)
     for column in sums.columns:
         bad = rounds.set_index("round")[column] != sums[column]
@@ -98,22 +121,4 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, clients: pd.DataFrame,
         if not np.isclose(rounds["sim_time_s"].iloc[-1], end, rtol=REL_TOL, atol=0):
             problems.append(f"last round's sim_time_s {rounds['sim_time_s'].iloc[-1]!r} is not "
                             f"the end of its last event {end!r}")
-
-    transfers = events[events["kind"].isin(UPLINK + DOWNLINK)]
-    if len(transfers):
-        share = transfers["round"].map(participants).to_numpy(dtype=float)
-        uplink = transfers["kind"].isin(UPLINK).to_numpy()
-        gain = channel.db_to_linear(-clients.set_index("client_id").loc[
-            transfers["client_id"], "pathloss_db"].to_numpy())
-        bandwidth_hz = np.where(uplink, network.uplink_bandwidth_hz,
-                                network.downlink_bandwidth_hz) / share
-        power_w = np.where(uplink, network.client_tx_power_w, network.bs_tx_power_w / share)
-        rate_bps = channel.shannon_rate_bps(bandwidth_hz, power_w, gain,
-                                            network.noise_psd_dbm_per_hz)
-        expected_s = transfers["payload_bytes"].to_numpy() * 8.0 / rate_bps
-        duration_s = (transfers["t_end_s"] - transfers["t_start_s"]).to_numpy()
-        error = np.abs(duration_s - expected_s) / np.maximum(expected_s, 1e-300)
-        if (error >= REL_TOL).any():
-            problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last payload "
-                            f"bits / channel rate (largest relative error {error.max():.3g})")
     return problems

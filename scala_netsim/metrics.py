@@ -1,23 +1,29 @@
-"""Per-round figures derived from the event rows of one round."""
+"""A round's row of rounds.csv, derived from the round's events (the one place it is built)."""
+
+from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
+
+import numpy as np
+
+from scala_netsim.events import Event, EventKind
 
 # Which critical-path bucket each event kind falls in.
 CRITICAL_PATH_BUCKET = {
-    "client_forward": "compute_time_s",
-    "client_backward": "compute_time_s",
-    "activation_upload": "uplink_time_s",
-    "model_upload": "uplink_time_s",
-    "model_download": "downlink_time_s",
-    "gradient_download": "downlink_time_s",
-    "server_step": "server_time_s",
+    EventKind.CLIENT_FORWARD: "compute_time_s",
+    EventKind.CLIENT_BACKWARD: "compute_time_s",
+    EventKind.ACTIVATION_UPLOAD: "uplink_time_s",
+    EventKind.MODEL_UPLOAD: "uplink_time_s",
+    EventKind.MODEL_DOWNLOAD: "downlink_time_s",
+    EventKind.GRADIENT_DOWNLOAD: "downlink_time_s",
+    EventKind.SERVER_STEP: "server_time_s",
 }
 BUCKETS = ("compute_time_s", "uplink_time_s", "downlink_time_s", "server_time_s", "idle_time_s")
-UPLINK_KINDS = ("activation_upload", "model_upload")
-DOWNLINK_KINDS = ("model_download", "gradient_download")
 
 
-def critical_path_s(events, round_start_s: float, round_end_s: float) -> dict:
+def critical_path_s(events: Sequence[Event], round_start_s: float,
+                    round_end_s: float) -> dict[str, float]:
     """Seconds of the round's critical path spent in each bucket; they add up to the round's
     duration.
 
@@ -26,18 +32,18 @@ def critical_path_s(events, round_start_s: float, round_end_s: float) -> dict:
     continue from its start. Where no event ends at that instant (a wait in a queue) the gap
     to the latest earlier end counts as idle.
     """
-    times = {b: 0.0 for b in BUCKETS}
-    ending_at = {}
+    times = dict.fromkeys(BUCKETS, 0.0)
+    ending_at: dict[float, Event] = {}
     for e in events:
-        if e[1] > e[0]:
-            ending_at.setdefault(e[1], e)    # the first logged event that ends at that instant
+        if e.t_end_s > e.t_start_s:
+            ending_at.setdefault(e.t_end_s, e)   # the first logged event that ends then
     ends = sorted(ending_at)
     t = round_end_s
     while t > round_start_s:
         e = ending_at.get(t)
         if e is not None:
-            times[CRITICAL_PATH_BUCKET[e[5]]] += e[1] - e[0]
-            t = e[0]
+            times[CRITICAL_PATH_BUCKET[e.kind]] += e.t_end_s - e.t_start_s
+            t = e.t_start_s
             continue
         i = bisect.bisect_left(ends, t)
         previous = max(ends[i - 1], round_start_s) if i > 0 else round_start_s
@@ -46,16 +52,29 @@ def critical_path_s(events, round_start_s: float, round_end_s: float) -> dict:
     return times
 
 
-def round_row(round_: int, events, round_start_s: float, round_end_s: float) -> dict:
-    """Totals of one round: bytes each way, FLOPs on clients and server, critical path."""
+def round_row(round_: int, events: Sequence[Event], round_start_s: float, round_end_s: float,
+              num_clients: int, evaluation=None) -> dict:
+    """One row of rounds.csv: bytes each way, FLOPs on clients and server, the critical path,
+    the number of participants and, in evaluated rounds, the test metrics (`evaluation`, an
+    `Evaluation`; test_acc is NaN in the other rounds)."""
     row = {
         "round": round_,
         "sim_time_s": round_end_s,
         "round_time_s": round_end_s - round_start_s,
-        "uplink_bytes": sum(e[6] for e in events if e[5] in UPLINK_KINDS),
-        "downlink_bytes": sum(e[6] for e in events if e[5] in DOWNLINK_KINDS),
-        "client_flops": sum(e[7] for e in events if e[5] in ("client_forward", "client_backward")),
-        "server_flops": sum(e[7] for e in events if e[5] == "server_step"),
+        "uplink_bytes": sum(e.payload_bytes for e in events if e.kind.is_uplink),
+        "downlink_bytes": sum(e.payload_bytes for e in events if e.kind.is_downlink),
+        "client_flops": sum(e.flops for e in events if e.kind.is_client_compute),
+        "server_flops": sum(e.flops for e in events if e.kind is EventKind.SERVER_STEP),
     }
     row.update(critical_path_s(events, round_start_s, round_end_s))
-    return row
+    row["num_clients"] = num_clients
+    row["test_acc"] = float("nan")
+    if evaluation is not None:
+        row.update(test_acc=evaluation.accuracy, test_loss=evaluation.loss,
+                   **{f"acc_class_{c}": float(a) for c, a in enumerate(evaluation.per_class)})
+    return {k: _plain(v) for k, v in row.items()}
+
+
+def _plain(value):
+    """numpy scalars -> Python numbers (rows are written to CSV and kept in checkpoints)."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,15 +1,22 @@
-"""Result files, written atomically: a temporary file in the same folder, then a rename, so an
-interrupted run never leaves a half-written file behind."""
+"""Result files, written atomically: each is written to a hidden temporary file in the same
+folder, then renamed over the result's name. A reader, and a run interrupted at any point
+(Ctrl-C, SIGKILL), thus only ever finds a result file complete: its previous version or its
+new one. A process killed mid-write may leave its hidden `.<name>.*.tmp` file behind; nothing
+reads those. (Files are not forced to disk: a crash of the machine itself is not covered.)"""
+
+from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 import pandas as pd
 
 
-def write_atomic(path, write, binary: bool = False) -> None:
+def write_atomic(path: Path | str, write: Callable[[IO], Any], binary: bool = False) -> None:
     """Call write(file_object) on a temporary file next to `path`, then rename it to `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -23,18 +30,13 @@ def write_atomic(path, write, binary: bool = False) -> None:
         raise
 
 
-def write_text(path, text: str) -> None:
+def write_text(path: Path | str, text: str) -> None:
     write_atomic(path, lambda f: f.write(text))
 
 
-def write_csv(path, frame: pd.DataFrame) -> None:
+def write_csv(path: Path | str, frame: pd.DataFrame) -> None:
     write_atomic(path, lambda f: frame.to_csv(f, index=False))
 
 
-def write_json(path, data: dict) -> None:
+def write_json(path: Path | str, data: dict) -> None:
     write_atomic(path, lambda f: json.dump(data, f, indent=2))
-
-
-def run_dir(out_dir, scenario_name: str, algorithm: str, seed: int) -> Path:
-    """OUT/<scenario name>/<algorithm>/seed<k>/ (the results layout contract)."""
-    return Path(out_dir) / scenario_name / algorithm / f"seed{seed}"

@@ -1,10 +1,14 @@
-"""One scenario, end to end: drop the cell, partition the data, then for each algorithm train
-for real under the simulated clock and write the results layout."""
+"""One algorithm's run, end to end: the world it shares with the scenario's other algorithms
+(partition and cell), the run itself (one round at a time), its checkpoints and its files."""
+
+from __future__ import annotations
 
 import hashlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,17 +17,20 @@ import torch
 import yaml
 
 import channel
-from analysis.plots import plot_run
-from scala_netsim.algorithms.registry import ALGORITHMS, make_selector, make_trainer
+from scala_netsim import __version__
+from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
-from scala_netsim.engine import EVENT_COLUMNS, Cell, EventLog
+from scala_netsim.engine import Cell, Grant, TransferRate, WirelessLink
+from scala_netsim.events import Event, EventLog, events_frame
 from scala_netsim.invariants import InvariantError, check_run
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
-from scala_netsim import __version__
-from scala_netsim.results import run_dir, write_atomic, write_csv, write_json, write_text
+from scala_netsim.results import write_atomic, write_csv, write_json, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
 from scala_netsim.seeds import Seeds
+
+Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 
 
 @dataclass
@@ -31,7 +38,7 @@ class World:
     """What every algorithm of a scenario shares: the same partition and the same cell."""
 
     dataset: Dataset
-    client_indices: list
+    client_indices: list[np.ndarray]
     label_counts: np.ndarray
     cell: Cell
     seeds: Seeds
@@ -44,26 +51,32 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
     part = scenario.data.partition
     client_indices = make_partition(
         part.kind, labels, scenario.data.num_clients, dataset.num_classes,
-        np.random.default_rng(seeds["partition"]), alpha=getattr(part, "alpha", None),
+        seeds.numpy("partition"), alpha=getattr(part, "alpha", None),
         beta=getattr(part, "beta", None))
     net, comp = scenario.network, scenario.compute
-    distance_m, _, _ = channel.drop_clients_uniform_disk(
+    distance_m = channel.drop_clients_uniform_disk(
         scenario.data.num_clients, net.radius_m, net.min_distance_m,
-        np.random.default_rng(seeds["drop"]))
+        seeds.numpy("drop"))
     cell = Cell(
         distance_m=distance_m,
-        pathloss_db=channel.make_pathloss(net.pathloss).pathloss_db(distance_m),
+        pathloss_db=channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(distance_m),
         flops_per_s=channel.sample_flops_per_s(scenario.data.num_clients, *comp.client_flops_per_s,
-                                               np.random.default_rng(seeds["flops"])),
+                                               seeds.numpy("flops")),
         server_flops_per_s=comp.server_flops_per_s,
         uplink_bandwidth_hz=net.uplink_bandwidth_hz,
         downlink_bandwidth_hz=net.downlink_bandwidth_hz,
-        client_tx_power_w=net.client_tx_power_w,
-        bs_tx_power_w=net.bs_tx_power_w,
-        noise_psd_dbm_per_hz=net.noise_psd_dbm_per_hz,
     )
     return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
                  cell, seeds)
+
+
+def link_model(scenario: Scenario) -> channel.LinkModel:
+    """The scenario's link model (network.link.mode), with the cell's radio settings."""
+    net = scenario.network
+    return channel.LINK_MODELS[net.link.mode](
+        client_tx_power_w=net.client_tx_power_w, bs_tx_power_w=net.bs_tx_power_w,
+        downlink_bandwidth_hz=net.downlink_bandwidth_hz,
+        noise_psd_dbm_per_hz=net.noise_psd_dbm_per_hz)
 
 
 def clients_frame(world: World) -> pd.DataFrame:
@@ -79,24 +92,134 @@ def clients_frame(world: World) -> pd.DataFrame:
     return frame
 
 
-class RunWriter:
-    """The files of one run folder; rounds.csv and events.csv are rewritten atomically."""
+class Run:
+    """One algorithm trained for real under the simulated clock, one round at a time.
 
-    def __init__(self, folder, scenario: Scenario, world: World):
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        write_text(folder / "scenario.yaml", scenario_yaml(scenario))
-        write_csv(folder / "clients.csv", clients_frame(world))
+    `step()` selects the round's clients, simulates (and trains) the round, evaluates when
+    due and returns the round's row of rounds.csv. A non-finite training loss marks the run
+    diverged (the paper's "fails to converge") and ends it.
+    """
 
-    def flush(self, round_rows, events) -> None:
-        write_csv(self.folder / "rounds.csv", pd.DataFrame(round_rows))
-        write_csv(self.folder / "events.csv", pd.DataFrame(events, columns=EVENT_COLUMNS))
+    def __init__(self, scenario: Scenario, algorithm: str, world: World,
+                 device: torch.device) -> None:
+        spec = ALGORITHMS[algorithm]
+        tr, ds = scenario.training, world.dataset
+        setup = TrainerSetup(
+            data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
+            sgd=SGDSettings(tr.batch_size, tr.lr, tr.momentum, tr.weight_decay),
+            arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
+            rounds=tr.rounds, seeds=world.seeds, device=device)
+        self.scenario, self.algorithm, self.world = scenario, algorithm, world
+        self.trainer = spec.trainer.from_setup(setup, spec.section(scenario))
+        self.selector = spec.selector.from_label_counts(world.label_counts, spec.section(scenario))
+        self.selection_rng = world.seeds.numpy("selection")
+        self.log = EventLog()
+        self.rows: list[dict] = []
+        self.best = (math.nan, 0)            # (accuracy, round)
+        self.diverged = False
+        self._protocol_class = spec.protocol
+        self._simulate_from(0.0, [], [])
 
-    def summary(self, data: dict) -> None:
-        write_json(self.folder / "summary.json", data)
+    def _simulate_from(self, time_s: float, grants: list[Grant],
+                       transfers: list[TransferRate]) -> None:
+        """A fresh SimPy clock at `time_s` with the cell's link and the algorithm's protocol."""
+        self.env = simpy.Environment(initial_time=time_s)
+        allocator = channel.ALLOCATORS[self.scenario.network.allocation]()
+        self.link = WirelessLink(self.env, self.world.cell, link_model(self.scenario), allocator,
+                                 self.log, self.world.seeds.sequence("link"))
+        self.link.grants, self.link.transfers = grants, transfers
+        self.protocol = self._protocol_class(self.env, self.world.cell, self.trainer, self.link,
+                                             self.log, self.scenario.training.local_iters)
+
+    @property
+    def round(self) -> int:
+        """The last round simulated (0 before the first)."""
+        return self.rows[-1]["round"] if self.rows else 0
+
+    @property
+    def finished(self) -> bool:
+        return self.diverged or self.round >= self.scenario.training.rounds
+
+    def step(self) -> dict:
+        """Simulate the next round. -> its row of rounds.csv."""
+        tr = self.scenario.training
+        r = self.round + 1
+        selected = self.selector.select(self.scenario.num_participants, self.selection_rng)
+        start_s, first_event = self.env.now, len(self.log)
+        self.protocol.run_round(r, selected)
+        loss = self.trainer.last_loss
+        self.diverged = loss is not None and not torch.isfinite(loss).item()
+        evaluation = None
+        if (r % tr.eval_every == 0 or r == tr.rounds) and not self.diverged:
+            evaluation = self.trainer.evaluate(self.world.dataset.test_x,
+                                               self.world.dataset.test_y)
+            if not evaluation.accuracy <= self.best[0]:  # also replaces the initial NaN
+                self.best = (evaluation.accuracy, r)
+        row = round_row(r, self.log.since(first_event), start_s, self.env.now, len(selected),
+                        evaluation)
+        self.rows.append(row)
+        return row
+
+    def problems(self) -> list[str]:
+        """Broken invariants of the run so far (see scala_netsim.invariants)."""
+        return check_run(events_frame(self.log.events), pd.DataFrame(self.rows),
+                         pd.DataFrame([(g.round, g.client_id, g.direction.value, g.bandwidth_hz)
+                                       for g in self.link.grants],
+                                      columns=["round", "client_id", "direction", "bandwidth_hz"]),
+                         pd.DataFrame([(t.event_index, t.bandwidth_hz, t.rate_bps)
+                                       for t in self.link.transfers],
+                                      columns=["event_index", "bandwidth_hz", "rate_bps"]),
+                         {"uplink": self.world.cell.uplink_bandwidth_hz,
+                          "downlink": self.world.cell.downlink_bandwidth_hz},
+                         self.protocol.pipelined_clients)
+
+    def summary(self, status: str, setting: dict, wall_time_s: float,
+                resumed_from_round: int | None, device: torch.device) -> dict:
+        frame = pd.DataFrame(self.rows)
+        evaluated = frame["test_acc"].dropna()
+        return {
+            "scenario": self.scenario.name,
+            "algorithm": self.algorithm,
+            "seed": self.scenario.seed,
+            "setting": dict(setting),
+            "status": status,
+            "rounds": int(frame["round"].iloc[-1]),
+            "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,
+            "best_acc": float(self.best[0]),
+            "best_round": int(self.best[1]),
+            "total_sim_time_s": float(self.env.now),
+            "uplink_bytes": int(frame["uplink_bytes"].sum()),
+            "downlink_bytes": int(frame["downlink_bytes"].sum()),
+            "client_flops": int(frame["client_flops"].sum()),
+            "server_flops": int(frame["server_flops"].sum()),
+            "wall_time_s": wall_time_s,
+            "resumed_from_round": resumed_from_round,
+            "device": str(device),
+        }
+
+    # --- checkpoints: between rounds ---------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"trainer": self.trainer.state_dict(),
+                "selection_rng": self.selection_rng.bit_generator.state,
+                "events": [e.as_row() for e in self.log.events], "rounds": list(self.rows),
+                "best": list(self.best), "diverged": self.diverged,
+                "grants": [(g.round, g.client_id, g.direction.value, g.bandwidth_hz)
+                           for g in self.link.grants],
+                "transfers": [(t.event_index, t.bandwidth_hz, t.rate_bps)
+                              for t in self.link.transfers]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.trainer.load_state_dict(state["trainer"])
+        self.selection_rng.bit_generator.state = state["selection_rng"]
+        self.log.events = [Event.from_row(e) for e in state["events"]]
+        self.rows, self.best = list(state["rounds"]), tuple(state["best"])
+        self.diverged = state["diverged"]
+        grants = [Grant(r, k, channel.Direction(d), b) for r, k, d, b in state["grants"]]
+        transfers = [TransferRate(*t) for t in state["transfers"]]
+        self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0, grants, transfers)
 
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 
 
 class CheckpointError(ValueError):
@@ -111,123 +234,95 @@ def checkpoint_identity(scenario: Scenario, algorithm: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_checkpoint(path, scenario: Scenario, algorithm: str) -> dict:
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a damaged or foreign file: say which, never unpickle it
-        raise CheckpointError(f"{path}: not a readable scala_netsim checkpoint ({exc})") from None
-    if not isinstance(state, dict) or state.get("identity") != checkpoint_identity(scenario, algorithm):
-        raise CheckpointError(
-            f"{path}: written by another scenario, algorithm or scala_netsim version; "
-            f"refusing to resume it (--force starts the run afresh)")
-    return state
+class Checkpointer:
+    """checkpoint.pt of a run folder: the whole state of a run between rounds, written
+    atomically, read back only if it was written for the same scenario and algorithm."""
+
+    def __init__(self, path: Path, identity: str) -> None:
+        self.path, self.identity = Path(path), identity
+
+    def load(self) -> dict | None:
+        """The saved state, None when there is none, CheckpointError when it is not ours."""
+        if not self.path.is_file():
+            return None
+        try:
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # a damaged or foreign file: say which, never unpickle it
+            raise CheckpointError(f"{self.path}: not a readable scala_netsim checkpoint "
+                                  f"({exc})") from None
+        if not isinstance(state, dict) or state.get("identity") != self.identity:
+            raise CheckpointError(
+                f"{self.path}: written by another scenario, algorithm or scala_netsim version; "
+                f"refusing to resume it (--force starts the run afresh)")
+        return state
+
+    def save(self, run: Run, wall_time_s: float) -> None:
+        data = {"identity": self.identity, "round": run.round, "run": run.state_dict(),
+                "wall_time_s": wall_time_s}
+        write_atomic(self.path, lambda f: torch.save(data, f), binary=True)
 
 
-def _plain(value):
-    """numpy scalars -> Python numbers (checkpoints hold only plain types and tensors)."""
-    return value.item() if isinstance(value, np.generic) else value
+class RunWriter:
+    """The files of one run folder: scenario.yaml and clients.csv at the start, rounds.csv
+    and events.csv rewritten (atomically) as the run goes, summary.json at the end."""
+
+    def __init__(self, folder: Path, scenario: Scenario, world: World) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_text(self.folder / "scenario.yaml", scenario_yaml(scenario))
+        write_csv(self.folder / "clients.csv", clients_frame(world))
+
+    def flush(self, run: Run) -> None:
+        write_csv(self.folder / "rounds.csv", pd.DataFrame(run.rows))
+        write_csv(self.folder / "events.csv", events_frame(run.log.events))
+
+    def summary(self, data: dict) -> None:
+        write_json(self.folder / "summary.json", data)
 
 
-def run_algorithm(scenario: Scenario, algorithm: str, world: World, out_dir, device,
-                  progress=None, resume: bool = False, folder=None, setting=None) -> dict:
+def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.device,
+                folder: Path, setting: dict | None = None, progress: Progress | None = None,
+                resume: bool = False) -> dict:
     """Train `algorithm` under the simulated clock and write its run folder. -> summary.
 
-    Every `training.checkpoint_every` rounds the run's whole state goes atomically into
-    checkpoint.pt; with `resume` a run continues from there and writes the same files an
-    uninterrupted run writes. A non-finite training loss stops the run with status "diverged
-    at round r" (the paper's "fails to converge"); what was written until then stays valid.
-    The folder is OUT/<scenario>/<algorithm>/seed<k>/ unless `folder` is given (sweep cells);
-    `setting` (swept key -> value) is recorded in summary.json.
+    Every `training.checkpoint_every` rounds the run's whole state goes into checkpoint.pt;
+    with `resume` a run continues from there and writes the same files an uninterrupted run
+    writes. What was written until a divergence stays valid. `setting` (swept key -> value)
+    is recorded in summary.json. Raises InvariantError (after writing summary.json with
+    status "invariant violation") when the run's books do not balance.
     """
     wall_start = time.perf_counter()
-    if folder is None:
-        folder = run_dir(out_dir, scenario.name, algorithm, scenario.seed)
-    checkpoint_path = folder / "checkpoint.pt"
-    state = load_checkpoint(checkpoint_path, scenario, algorithm) if (
-        resume and checkpoint_path.is_file()) else None
+    folder = Path(folder)
+    checkpointer = Checkpointer(folder / "checkpoint.pt", checkpoint_identity(scenario, algorithm))
+    state = checkpointer.load() if resume else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
         for stale in ("summary.json", "checkpoint.pt"):
             (folder / stale).unlink(missing_ok=True)
     writer = RunWriter(folder, scenario, world)
-    trainer = make_trainer(algorithm, scenario, world, device)
-    selector = make_selector(algorithm, scenario, world)
-    selection_rng = np.random.default_rng(world.seeds["selection"])
-    log = EventLog()
-    rows, best, first_round, wall_before_s = [], (math.nan, 0), 1, 0.0
+    run = Run(scenario, algorithm, world, device)
+    wall_before_s = 0.0
     if state is not None:
-        trainer.load_state_dict(state["trainer"])
-        selection_rng.bit_generator.state = state["selection_rng"]
-        log.rows = [tuple(e) for e in state["events"]]
-        rows, best = list(state["rounds"]), tuple(state["best"])
-        first_round, wall_before_s = state["round"] + 1, state["wall_time_s"]
-    env = simpy.Environment(initial_time=rows[-1]["sim_time_s"] if rows else 0.0)
-    protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
-                                              channel.EqualShareAllocator(),
-                                              scenario.training.local_iters)
-    ds, tr = world.dataset, scenario.training
-
-    def save_checkpoint(r):
-        writer.flush(rows, log.rows)
-        data = {"identity": checkpoint_identity(scenario, algorithm), "round": r,
-                "trainer": trainer.state_dict(), "selection_rng": selection_rng.bit_generator.state,
-                "events": log.rows, "rounds": rows, "best": list(best),
-                "wall_time_s": wall_before_s + time.perf_counter() - wall_start}
-        write_atomic(checkpoint_path, lambda f: torch.save(data, f), binary=True)
-
-    status = "completed"
-    for r in range(first_round, tr.rounds + 1):
-        selected = selector.select(scenario.num_participants, selection_rng)
-        start_s, first_event = env.now, len(log.rows)
-        protocol.run_round(r, selected)
-        row = round_row(r, log.rows[first_event:], start_s, env.now)
-        row["num_clients"] = len(selected)
-        row["test_acc"] = math.nan
-        diverged = trainer.last_loss is not None and not torch.isfinite(trainer.last_loss).item()
-        evaluate_now = (r % tr.eval_every == 0 or r == tr.rounds) and not diverged
-        if evaluate_now:
-            acc, per_class, loss = trainer.evaluate(ds.test_x, ds.test_y)
-            row.update(test_acc=acc, test_loss=loss,
-                       **{f"acc_class_{c}": float(a) for c, a in enumerate(per_class)})
-            if not acc <= best[0]:  # also replaces the initial NaN
-                best = (acc, r)
-        rows.append({k: _plain(v) for k, v in row.items()})
+        run.load_state_dict(state["run"])
+        wall_before_s = state["wall_time_s"]
+    resumed_from = run.round if state is not None else None
+    tr = scenario.training
+    while not run.finished:
+        row = run.step()
         if progress is not None:
-            progress(r, env.now, row["test_acc"])
-        if diverged:
-            status = f"diverged at round {r}"
-            writer.flush(rows, log.rows)
-            break
-        if r % tr.checkpoint_every == 0 and r < tr.rounds:
-            save_checkpoint(r)
-        elif evaluate_now:
-            writer.flush(rows, log.rows)
-    frame = pd.DataFrame(rows)
-    problems = check_run(pd.DataFrame(log.rows, columns=EVENT_COLUMNS), frame,
-                         clients_frame(world), scenario.network, protocol.pipelined_clients)
-    if problems:
-        status = "invariant violation"
-    evaluated = frame["test_acc"].dropna()
-    summary = {
-        "scenario": scenario.name,
-        "algorithm": algorithm,
-        "seed": scenario.seed,
-        "setting": dict(setting or {}),
-        "status": status,
-        "rounds": int(frame["round"].iloc[-1]),
-        "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,
-        "best_acc": float(best[0]),
-        "best_round": int(best[1]),
-        "total_sim_time_s": float(env.now),
-        "uplink_bytes": int(frame["uplink_bytes"].sum()),
-        "downlink_bytes": int(frame["downlink_bytes"].sum()),
-        "client_flops": int(frame["client_flops"].sum()),
-        "server_flops": int(frame["server_flops"].sum()),
-        "wall_time_s": wall_before_s + time.perf_counter() - wall_start,
-        "resumed_from_round": first_round - 1 if state is not None else None,
-        "device": str(device),
-    }
+            progress(row["round"], row["sim_time_s"], row["test_acc"])
+        if run.diverged:
+            writer.flush(run)
+        elif row["round"] % tr.checkpoint_every == 0 and row["round"] < tr.rounds:
+            writer.flush(run)
+            checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
+        elif not math.isnan(row["test_acc"]):
+            writer.flush(run)
+    problems = run.problems()
+    status = ("invariant violation" if problems else
+              f"diverged at round {run.round}" if run.diverged else "completed")
+    summary = run.summary(status, setting or {}, wall_before_s + time.perf_counter() - wall_start,
+                          resumed_from, device)
     writer.summary(summary)
     if problems:
         raise InvariantError([f"{folder}: {p}" for p in problems])
-    plot_run(folder, title=f"{scenario.name}: {algorithm}")
     return summary

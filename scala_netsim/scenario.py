@@ -1,29 +1,35 @@
-"""Scenario files: YAML validated as a whole by pydantic models.
+"""Scenario files: YAML validated by pydantic models.
 
-Every problem of a file is reported together, each as `field.path: what is allowed, got value`,
-in one ScenarioError that names the file.
+A file is validated in two passes, and every problem a pass finds is reported together, one
+per line, each as `field.path: what is allowed, got value`, in one ScenarioError that names
+the file: first every field on its own (types, ranges, names, unknown keys); then, when every
+field is valid, the checks that relate several fields (cross_field_problems).
+
+The allowed names come from their registries: algorithms (and each algorithm's section) from
+scala_netsim.algorithms.registry, path-loss models, link models and bandwidth allocators from
+channel.
 """
+
+from __future__ import annotations
 
 import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+import channel
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.models import ALEXNET14_SPLITS
 
-# The algorithms by scenario name (scala_netsim.algorithms.registry builds them).
-ALGORITHMS = ("scala", "ca_sfl", "splitfed_v1", "splitfed_v2", "splitfed_v3", "lla_sfl",
-              "cs_sfl", "sfl_local_loss", "fedavg", "fedprox", "fedlc", "fedla", "feddyn",
-              "feddecorr", "fedconcat", "fedcbs")
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
 
 
 class ScenarioError(ValueError):
     """A scenario that cannot be run; `problems` lists every `field: message` found."""
 
-    def __init__(self, source, problems):
+    def __init__(self, source: str | Path, problems: list[str]) -> None:
         self.source, self.problems = source, list(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{source}: invalid scenario\n{lines}")
@@ -79,15 +85,22 @@ class TrainingConfig(_Strict):
     checkpoint_every: int = Field(default=10, ge=1)
 
 
+class LinkConfig(_Strict):
+    """How a transfer's rate is set (channel.LINK_MODELS)."""
+    mode: Literal[tuple(channel.LINK_MODELS)] = "adaptive"
+
+
 class NetworkConfig(_Strict):
     radius_m: float = Field(default=500.0, gt=0)
     min_distance_m: float = Field(default=35.0, ge=0)
-    pathloss: Literal["3gpp_36814_macro"] = "3gpp_36814_macro"
+    pathloss: Literal[tuple(channel.PATHLOSS_MODELS)] = "3gpp_36814_macro"
     uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
     downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
     client_tx_power_w: float = Field(default=0.2, gt=0)
     bs_tx_power_w: float = Field(default=1.0, gt=0)
     noise_psd_dbm_per_hz: float = -174.0
+    link: LinkConfig = Field(default_factory=LinkConfig)
+    allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
 
     @model_validator(mode="after")
     def _radius_above_min_distance(self):
@@ -110,103 +123,88 @@ class ComputeConfig(_Strict):
         return self
 
 
-class FedProxConfig(_Strict):
-    mu: float = Field(default=0.01, ge=0)          # [choice] literature uses 0.001..1
-
-
-class FedLCConfig(_Strict):
-    tau: float = Field(default=1.0, gt=0)          # [choice] the FedLC paper does not state it
-
-
-class FedDynConfig(_Strict):
-    alpha: float = Field(default=0.01, gt=0)       # [code]
-
-
-class FedDecorrConfig(_Strict):
-    coef: float = Field(default=0.1, ge=0)         # [code]
-
-
-class FedConcatConfig(_Strict):
-    clusters: int = Field(default=5, ge=1)         # K = 5 [FedConcat paper]
-    encoder_round_fraction: float = Field(default=0.8, gt=0, lt=1)  # [choice]
-
-
-class FedCBSConfig(_Strict):
-    trials: int = Field(default=3, ge=1)           # [choice] sets drawn, the most balanced kept
-    beta_start: float = Field(default=1.0, gt=0)   # [code] exponent rising 1 -> 10
-    beta_end: float = Field(default=10.0, gt=0)
-
-
-class SplitFedV3Config(_Strict):
-    eval_clients: int = Field(default=10, ge=1)    # [choice] clients averaged in evaluation
-
-
 class ReportConfig(_Strict):
     accuracy_targets: list[Annotated[float, Field(gt=0, le=1)]] = [0.6, 0.7, 0.8]
 
 
 class Scenario(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    seed: int = Field(default=0, ge=0)
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    data: DataConfig = DataConfig()
-    model: ModelConfig = ModelConfig()
-    training: TrainingConfig = TrainingConfig()
-    algorithms: list[Literal[ALGORITHMS]] = Field(default=["scala"], min_length=1)
-    network: NetworkConfig = NetworkConfig()
-    compute: ComputeConfig = ComputeConfig()
-    fedprox: FedProxConfig = FedProxConfig()
-    fedlc: FedLCConfig = FedLCConfig()
-    feddyn: FedDynConfig = FedDynConfig()
-    feddecorr: FedDecorrConfig = FedDecorrConfig()
-    fedconcat: FedConcatConfig = FedConcatConfig()
-    fedcbs: FedCBSConfig = FedCBSConfig()
-    cs_sfl: FedCBSConfig = FedCBSConfig()
-    splitfed_v3: SplitFedV3Config = SplitFedV3Config()
-    report: ReportConfig = ReportConfig()
-    # dotted key -> list of values; every combination is run with every algorithm
-    # (scala_netsim.sweep). Values are checked cell by cell when the sweep is expanded.
-    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
+    """A validated scenario. The class itself holds the behaviour; the fields are those of
+    `scenario_model()` (the fixed sections, then `algorithms` and one section per registered
+    algorithm with hyper-parameters, derived from the algorithm registry)."""
 
     @property
     def num_participants(self) -> int:
         """r * K clients take part in every round (at least one)."""
         return max(1, round(self.training.participation * self.data.num_clients))
 
-    @model_validator(mode="after")
-    def _consistent(self):
-        problems = []
-        num_classes = DATASET_CLASSES[self.data.dataset]
-        part = self.data.partition
-        if isinstance(part, QuantityPartition):
-            if part.alpha > num_classes:
-                problems.append(f"data.partition.alpha: must be <= the {num_classes} classes of "
-                                f"{self.data.dataset}, got {part.alpha}")
-            elif (self.data.num_clients * part.alpha) % num_classes:
-                problems.append(f"data.partition.alpha: num_clients*alpha must be divisible by "
-                                f"the {num_classes} classes, got {self.data.num_clients}*"
-                                f"{part.alpha} = {self.data.num_clients * part.alpha}")
-        if self.training.batch_size < self.num_participants:
-            problems.append(f"training.batch_size: must be >= the number of participating "
-                            f"clients ({self.num_participants}), got {self.training.batch_size}")
-        if "fedconcat" in self.algorithms and self.fedconcat.clusters > self.data.num_clients:
-            problems.append(f"fedconcat.clusters: must be <= data.num_clients "
-                            f"({self.data.num_clients}), got {self.fedconcat.clusters}")
-        for key in self.sweep:
-            if key.split(".")[0] in ("name", "algorithms", "sweep"):
-                problems.append(f"sweep: {key!r} cannot be swept (sweepable: any other dotted "
-                                f"key, e.g. training.local_iters or seed; algorithms are "
-                                f"always crossed with the sweep)")
-        if len(set(self.algorithms)) != len(self.algorithms):
-            problems.append(f"algorithms: each algorithm at most once, got {self.algorithms}")
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+
+def _fields() -> dict:
+    """The scenario's fields in file order, the algorithm part from the registry."""
+    sections = {name: (spec.config, Field(default_factory=spec.config))
+                for name, spec in ALGORITHMS.items() if spec.config is not None}
+    return {
+        "name": (str, Field(pattern=r"^[A-Za-z0-9_.-]+$")),
+        "seed": (int, Field(default=0, ge=0)),
+        "device": (Literal["auto", "cpu", "cuda"], "auto"),
+        "data": (DataConfig, Field(default_factory=DataConfig)),
+        "model": (ModelConfig, Field(default_factory=ModelConfig)),
+        "training": (TrainingConfig, Field(default_factory=TrainingConfig)),
+        "algorithms": (list[Literal[tuple(ALGORITHMS)]], Field(default=["scala"], min_length=1)),
+        "network": (NetworkConfig, Field(default_factory=NetworkConfig)),
+        "compute": (ComputeConfig, Field(default_factory=ComputeConfig)),
+        **sections,
+        "report": (ReportConfig, Field(default_factory=ReportConfig)),
+        # dotted key -> list of values; every combination is run with every algorithm
+        # (scala_netsim.sweep). Values are checked cell by cell when the sweep is expanded.
+        "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]], Field(default_factory=dict)),
+    }
 
 
-def _allowed_keys(loc):
+_MODEL: dict[int, type[Scenario]] = {}
+
+
+def scenario_model() -> type[Scenario]:
+    """The pydantic model of a scenario file for the algorithms registered now."""
+    if ALGORITHMS.version not in _MODEL:
+        _MODEL.clear()
+        _MODEL[ALGORITHMS.version] = create_model("Scenario", __base__=Scenario, **_fields())
+    return _MODEL[ALGORITHMS.version]
+
+
+def cross_field_problems(scenario: Scenario) -> list[str]:
+    """Problems that involve several fields of an otherwise valid scenario, one per entry."""
+    problems = []
+    num_classes = DATASET_CLASSES[scenario.data.dataset]
+    part = scenario.data.partition
+    if isinstance(part, QuantityPartition):
+        if part.alpha > num_classes:
+            problems.append(f"data.partition.alpha: must be <= the {num_classes} classes of "
+                            f"{scenario.data.dataset}, got {part.alpha}")
+        elif (scenario.data.num_clients * part.alpha) % num_classes:
+            problems.append(f"data.partition.alpha: num_clients*alpha must be divisible by "
+                            f"the {num_classes} classes, got {scenario.data.num_clients}*"
+                            f"{part.alpha} = {scenario.data.num_clients * part.alpha}")
+    if scenario.training.batch_size < scenario.num_participants:
+        problems.append(f"training.batch_size: must be >= the number of participating "
+                        f"clients ({scenario.num_participants}), got "
+                        f"{scenario.training.batch_size}")
+    for key in scenario.sweep:
+        if key.split(".")[0] in ("name", "algorithms", "sweep"):
+            problems.append(f"sweep: {key!r} cannot be swept (sweepable: any other dotted "
+                            f"key, e.g. training.local_iters or seed; algorithms are "
+                            f"always crossed with the sweep)")
+    if len(set(scenario.algorithms)) != len(scenario.algorithms):
+        problems.append(f"algorithms: each algorithm at most once, got {scenario.algorithms}")
+    for name in dict.fromkeys(scenario.algorithms):
+        section = ALGORITHMS[name].section(scenario)
+        if section is not None:
+            problems.extend(section.problems(scenario))
+    return problems
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
     """Field names allowed at `loc` (a pydantic error location), for close-match hints."""
-    model = Scenario
+    model = scenario_model()
     for part in loc[:-1]:
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:
@@ -224,7 +222,7 @@ def _allowed_keys(loc):
     return list(getattr(model, "model_fields", {}))
 
 
-def _describe(error) -> str:
+def _describe(error: dict) -> list[str]:
     loc = [p for p in error["loc"] if p not in ("iid", "quantity", "dirichlet")]
     where = ".".join(str(p) for p in loc) or "(top level)"
     kind, ctx, got = error["type"], error.get("ctx", {}), error.get("input")
@@ -232,37 +230,42 @@ def _describe(error) -> str:
         allowed = _allowed_keys(error["loc"])
         hint = difflib.get_close_matches(str(error["loc"][-1]), allowed, n=1)
         suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-        return f"{where}: unknown key{suggestion} (allowed: {', '.join(allowed)})"
+        return [f"{where}: unknown key{suggestion} (allowed: {', '.join(allowed)})"]
     if kind == "missing":
-        return f"{where}: required key is missing"
+        return [f"{where}: required key is missing"]
     if kind == "value_error":
-        # model validators name the field themselves: "field: what is allowed, got value"
-        messages = str(ctx.get("error", error["msg"])).split("; ")
-        return "; ".join(m if where == "(top level)" else f"{where}.{m}" for m in messages)
+        # section validators name the field themselves: "field: what is allowed, got value"
+        message = str(ctx.get("error", error["msg"]))
+        return [message if where == "(top level)" else f"{where}.{message}"]
     bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
               "less_than_equal": "<="}
     if kind in bounds:
         limit = next(iter(ctx.values()))
-        return f"{where}: must be {bounds[kind]} {limit}, got {got!r}"
+        return [f"{where}: must be {bounds[kind]} {limit}, got {got!r}"]
     if kind == "literal_error":
-        return f"{where}: must be one of {ctx.get('expected')}, got {got!r}"
+        return [f"{where}: must be one of {ctx.get('expected')}, got {got!r}"]
     if kind == "union_tag_invalid":
-        return f"{where}: kind must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
-    return f"{where}: {error['msg'].lower()}, got {got!r}"
+        return [f"{where}: kind must be one of {ctx.get('expected_tags')}, "
+                f"got {ctx.get('tag')!r}"]
+    return [f"{where}: {error['msg'].lower()}, got {got!r}"]
 
 
-def validate_scenario(document, source="<scenario>") -> Scenario:
+def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scenario:
     """A Scenario from a parsed YAML document, or a ScenarioError listing every problem."""
     if not isinstance(document, dict):
         raise ScenarioError(source, [f"(top level): must be a mapping of keys, got "
                                      f"{type(document).__name__}"])
     try:
-        return Scenario.model_validate(document)
+        scenario = scenario_model().model_validate(document)
     except ValidationError as exc:
-        raise ScenarioError(source, [_describe(e) for e in exc.errors()]) from None
+        raise ScenarioError(source, [p for e in exc.errors() for p in _describe(e)]) from None
+    problems = cross_field_problems(scenario)
+    if problems:
+        raise ScenarioError(source, problems)
+    return scenario
 
 
-def set_dotted(document: dict, key: str, value):
+def set_dotted(document: dict, key: str, value: Any) -> str | None:
     """document[a][b][c] = value for key "a.b.c" (sections created as needed). -> None, or a
     problem text when a part of the key is not a section."""
     node, parts = document, key.split(".")
@@ -274,7 +277,7 @@ def set_dotted(document: dict, key: str, value):
     return None
 
 
-def apply_overrides(document: dict, overrides, source="--set") -> dict:
+def apply_overrides(document: dict, overrides: list[str], source: str = "--set") -> dict:
     """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
     problems = []
     for item in overrides:
@@ -295,7 +298,7 @@ def apply_overrides(document: dict, overrides, source="--set") -> dict:
     return document
 
 
-def load_scenario(path, overrides=()) -> Scenario:
+def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
     """Read, override and validate a scenario file."""
     path = Path(path)
     if not path.is_file():

@@ -1,7 +1,10 @@
 """Client selection policies: which clients take part in a round. Any algorithm can use any
 policy; each draws from its own NumPy generator."""
 
+from __future__ import annotations
+
 from abc import ABC, abstractmethod
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -9,18 +12,31 @@ import numpy as np
 class ClientSelector(ABC):
     """Chooses `num_selected` of the clients for a round."""
 
+    #: whether the choice depends on the network (gains, rates, timings); none does yet
+    uses_network: ClassVar[bool] = False
+
+    @classmethod
     @abstractmethod
-    def select(self, num_selected: int, rng: np.random.Generator) -> list:
+    def from_label_counts(cls, label_counts: np.ndarray, config: Any = None) -> ClientSelector:
+        """The policy for clients whose label counts are the rows of `label_counts`, with the
+        algorithm's scenario section `config`."""
+
+    @abstractmethod
+    def select(self, num_selected: int, rng: np.random.Generator) -> list[int]:
         """Client ids of the round's participants, in increasing order."""
 
 
 class RandomSelector(ClientSelector):
     """Uniform sampling without replacement (the SCALA paper's selection)."""
 
-    def __init__(self, num_clients: int):
+    def __init__(self, num_clients: int) -> None:
         self.num_clients = num_clients
 
-    def select(self, num_selected, rng):
+    @classmethod
+    def from_label_counts(cls, label_counts: np.ndarray, config: Any = None) -> RandomSelector:
+        return cls(len(label_counts))
+
+    def select(self, num_selected: int, rng: np.random.Generator) -> list[int]:
         return sorted(rng.choice(self.num_clients, size=num_selected, replace=False).tolist())
 
 
@@ -41,11 +57,17 @@ class FedCBSSelector(ClientSelector):
     """
 
     def __init__(self, label_counts: np.ndarray, trials: int = 3, beta_start: float = 1.0,
-                 beta_end: float = 10.0):
+                 beta_end: float = 10.0) -> None:
         self.label_counts = np.asarray(label_counts, dtype=float)
         self.trials, self.beta_start, self.beta_end = trials, beta_start, beta_end
 
-    def _one_set(self, num_selected, rng):
+    @classmethod
+    def from_label_counts(cls, label_counts: np.ndarray, config: Any = None) -> FedCBSSelector:
+        """`config` holds trials, beta_start and beta_end (a FedCBSConfig)."""
+        return cls(label_counts, trials=config.trials, beta_start=config.beta_start,
+                   beta_end=config.beta_end)
+
+    def _one_set(self, num_selected: int, rng: np.random.Generator) -> list[int]:
         chosen, pooled = [], np.zeros(self.label_counts.shape[1])
         available = np.ones(len(self.label_counts), dtype=bool)
         for pick in range(num_selected):
@@ -64,6 +86,6 @@ class FedCBSSelector(ClientSelector):
             available[c] = False
         return sorted(chosen)
 
-    def select(self, num_selected, rng):
+    def select(self, num_selected: int, rng: np.random.Generator) -> list[int]:
         sets = [self._one_set(num_selected, rng) for _ in range(self.trials)]
         return min(sets, key=lambda s: qcid(self.label_counts[s]))

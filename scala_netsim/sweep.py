@@ -9,10 +9,13 @@ Cells run in this process, in N worker processes (`--jobs N`, the machine's core
 between them) or as Ray tasks (`--executor ray`). Every runner calls the same `run_cell`.
 """
 
+from __future__ import annotations
+
 import copy
 import itertools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,13 +193,14 @@ def deterministic(device) -> None:
 
 
 def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
-             device: str, resume: bool, threads=None, progress=None) -> dict:
+             device: str, resume: bool, threads: int | None = None,
+             progress: Callable[[int, float, float], None] | None = None) -> dict:
     """Run one cell and write its folder. -> its summary. Arguments are plain data so that
     worker processes and Ray tasks receive them unchanged; `threads` sets torch's thread
-    count (worker processes share the machine's cores)."""
+    count (worker processes share the machine's cores). Draws no figure."""
     import torch
 
-    from scala_netsim.run import build_world, run_algorithm
+    from scala_netsim.run import build_world, execute_run
 
     if threads:
         torch.set_num_threads(threads)
@@ -204,8 +208,8 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     deterministic(device)
     scenario = validate_scenario(scenario_document)
     world = build_world(scenario, cell_dataset(scenario, device))
-    return run_algorithm(scenario, algorithm, world, None, device, progress, resume,
-                         folder=Path(folder), setting=setting)
+    return execute_run(scenario, algorithm, world, device, Path(folder), setting, progress,
+                       resume)
 
 
 def cell_arguments(cell: SweepCell, device, resume: bool) -> tuple:

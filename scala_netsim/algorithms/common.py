@@ -1,25 +1,94 @@
-"""Pieces every trainer shares: per-round client model copies, minibatches, FLOP metering,
-weighted aggregation and evaluation. No simulated time here."""
+"""Pieces every trainer shares: its inputs, per-round client model copies, minibatches, FLOP
+metering, weighted aggregation, evaluation and checkpoint state. No simulated time here."""
+
+from __future__ import annotations
 
 import copy
-from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
+from scala_netsim.algorithms.contract import Evaluation, ExchangesModels, Trainer
 from scala_netsim.flops import FlopMeter
 from scala_netsim.losses import label_prior, log_prior
-from scala_netsim.messages import ModelMessage
+from scala_netsim.messages import ModelMessage, tensor_bytes
+from scala_netsim.models import build_split_model
+from scala_netsim.seeds import Seeds
 from scala_netsim.training import ClientSampler, apportion_batch_sizes, evaluate, weighted_average_
 
 
-def state_tensors(module: nn.Module) -> tuple:
+@dataclass(frozen=True)
+class ClientData:
+    """The training set held in memory and which samples each client holds."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    client_indices: Sequence[np.ndarray]
+    num_classes: int
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.client_indices)
+
+
+@dataclass(frozen=True)
+class SGDSettings:
+    """Server minibatch B (split into B_k proportional to |D_k|) and the SGD optimiser."""
+
+    batch_size: int
+    lr: float
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+    def optimizer_args(self, extra_weight_decay: float = 0.0) -> dict:
+        # fused: one kernel per step for all parameters (same update, ~40 % less optimiser
+        # time on CPU, which matters for the many small per-client steps of the baselines)
+        return dict(lr=self.lr, momentum=self.momentum,
+                    weight_decay=self.weight_decay + extra_weight_decay, fused=True)
+
+
+@dataclass(frozen=True)
+class TrainerSetup:
+    """What an algorithm's `from_setup` builds its trainer from: the data, the optimiser, the
+    model to split and the seeds of the scenario."""
+
+    data: ClientData
+    sgd: SGDSettings
+    arch: str
+    split: str
+    in_channels: int
+    rounds: int
+    seeds: Seeds
+    device: torch.device
+
+    def split_model(self, *names: str) -> tuple[nn.Sequential, nn.Sequential]:
+        """(client part, server part) of the scenario's model, initialised from the "model"
+        seed stream (the initial weights every algorithm starts from), or from its child
+        stream named by `names`."""
+        client, server = build_split_model(self.arch, self.split, self.in_channels,
+                                           self.data.num_classes,
+                                           self.torch_generator("model", *names))
+        return client.to(self.device), server.to(self.device)
+
+    def torch_generator(self, stream: str, *names: str) -> torch.Generator:
+        """A torch generator on a named seed stream (scala_netsim.seeds)."""
+        return torch.Generator().manual_seed(self.seeds.seed(stream, *names))
+
+    def batch_generator(self) -> torch.Generator:
+        """The generator every client's minibatches are drawn from."""
+        return self.torch_generator("batches")
+
+
+def state_tensors(module: nn.Module) -> tuple[torch.Tensor, ...]:
     """A module's parameters and buffers as sent over the air (detached, not copied)."""
     return tuple(t.detach() for t in module.state_dict().values())
 
 
 @torch.no_grad()
-def load_state_(module: nn.Module, tensors) -> None:
+def load_state_(module: nn.Module, tensors: Iterable[torch.Tensor]) -> None:
     for dst, src in zip(module.state_dict().values(), tensors):
         dst.copy_(src)
 
@@ -29,72 +98,79 @@ class ClientSlots:
     loaded from a downloaded message and given a fresh SGD optimiser (no momentum carried from
     round to round: clients receive a fresh model, SCALA-NOTES section 1)."""
 
-    def __init__(self, template: nn.Module, optim_args: dict):
-        self.template, self.optim_args = template, optim_args
-        self._copies, self._active = [], {}
+    def __init__(self, template: nn.Module, optimizer_args: dict) -> None:
+        self.template, self.optimizer_args = template, optimizer_args
+        self._copies: list[nn.Module] = []
+        self._active: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
 
     def clear(self, count: int) -> None:
         while len(self._copies) < count:
             self._copies.append(copy.deepcopy(self.template))
         self._active.clear()
 
-    def load(self, k: int, tensors, parameters=None):
+    def load(self, k: int, tensors: Iterable[torch.Tensor],
+             parameters: Callable[[nn.Module], Iterable[nn.Parameter]] | None = None
+             ) -> tuple[nn.Module, torch.optim.Optimizer]:
         """Client k's model, loaded with `tensors`; the optimiser covers `parameters(model)`
         (default: all of them)."""
         model = self._copies[len(self._active)]
         load_state_(model, tensors)
         params = model.parameters() if parameters is None else parameters(model)
-        self._active[k] = (model, torch.optim.SGD(params, **self.optim_args))
+        self._active[k] = (model, torch.optim.SGD(params, **self.optimizer_args))
         return self._active[k]
 
-    def __getitem__(self, k: int):
+    def __getitem__(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         return self._active[k]
 
 
-class TrainerBase(ABC):
-    """Batch sizes, sampling, priors, metering and aggregation shared by all algorithms.
+class TrainerBase(Trainer, ExchangesModels):
+    """Batch sizes, sampling, priors, metering, model exchange, aggregation, evaluation and
+    checkpoint state, shared by all algorithms.
 
-    Subclasses set `self.client_template` (the module a client trains and sends) before
-    calling `super().__init__`.
+    `client_template` is the module a client trains and sends (its global copy); the default
+    round downloads it to every participant and averages the uploads back into it, weighted
+    by |D_k| (FedAvg). Subclasses override the hooks they change.
     """
 
-    def __init__(self, train_x, train_y, client_indices, num_classes: int, *, batch_size: int,
-                 lr: float, momentum: float, weight_decay: float, generator: torch.Generator):
-        self.train_x, self.train_y = train_x, train_y
-        self.num_classes = num_classes
-        self.batch_size = batch_size
-        # fused: one kernel per step for all parameters (same update, ~40 % less optimiser
-        # time on CPU, which matters for the many small per-client steps of the baselines)
-        self.optim_args = dict(lr=lr, momentum=momentum, weight_decay=weight_decay, fused=True)
-        device = train_x.device
-        self.sampler = ClientSampler(client_indices, generator, device)
+    def __init__(self, client_template: nn.Module, data: ClientData, sgd: SGDSettings,
+                 batch_generator: torch.Generator, extra_weight_decay: float = 0.0) -> None:
+        self.client_template = client_template
+        self.data = data
+        self.train_x, self.train_y = data.train_x, data.train_y
+        self.num_classes = data.num_classes
+        self.batch_size = sgd.batch_size
+        self.optim_args = sgd.optimizer_args()
+        device = data.train_x.device
+        self.sampler = ClientSampler(data.client_indices, batch_generator, device)
         self.client_log_priors = torch.stack([
-            log_prior(label_prior(train_y[torch.as_tensor(ix, device=device)], num_classes))
-            for ix in client_indices
+            log_prior(label_prior(data.train_y[torch.as_tensor(ix, device=device)],
+                                  data.num_classes))
+            for ix in data.client_indices
         ])
         self.client_label_counts = torch.stack([
-            torch.bincount(train_y[torch.as_tensor(ix, device=device)], minlength=num_classes)
-            for ix in client_indices
+            torch.bincount(data.train_y[torch.as_tensor(ix, device=device)],
+                           minlength=data.num_classes)
+            for ix in data.client_indices
         ])
         self.meter = FlopMeter()
-        self.slots = ClientSlots(self.client_template, self.optim_args)
-        self.client_batch_sizes = {}
-        self._uploads = []
-        self.last_loss = None            # latest training loss (0-d tensor), for divergence checks
+        self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay))
+        self.client_batch_sizes: dict[int, int] = {}
+        self._uploads: list[ModelMessage] = []
+        self.last_loss = None
 
-    def begin_round(self, selected) -> dict:
+    def begin_round(self, selected: Sequence[int]) -> None:
         """Assign each selected client its batch size B_k proportional to |D_k|."""
         sizes = apportion_batch_sizes([self.sampler.num_samples(k) for k in selected],
                                       self.batch_size)
         self.client_batch_sizes = dict(zip(selected, sizes))
         self.slots.clear(len(selected))
         self._uploads.clear()
-        return dict(self.client_batch_sizes)
 
-    def next_batch(self, k: int):
+    def next_batch(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         idx = self.sampler.next_batch(k, self.client_batch_sizes[k])
         return self.train_x[idx], self.train_y[idx]
 
+    # --- model exchange ------------------------------------------------------------------
     def client_model_download(self, k: int) -> ModelMessage:
         """The global model part a client trains, as sent to client k."""
         return ModelMessage(k, state_tensors(self.client_template))
@@ -117,16 +193,25 @@ class TrainerBase(ABC):
     def end_round(self) -> None:
         self.aggregate_uploads(self.client_template)
 
-    @abstractmethod
+    def model_bytes(self) -> int:
+        """Bytes of the client model as sent either way."""
+        return tensor_bytes(*state_tensors(self.client_template))
+
+    # --- evaluation ----------------------------------------------------------------------
     def global_model(self) -> nn.Module:
         """The model evaluated on the test set."""
+        raise NotImplementedError(f"{type(self).__name__} defines no global model")
+
+    def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> Evaluation:
+        """(accuracy, per-class accuracy, mean loss) of the global model."""
+        return Evaluation(*evaluate(self.global_model(), test_x, test_y, self.num_classes))
 
     # --- checkpoints: taken between rounds, when no step is pending ---------------------
-    def persistent_modules(self) -> dict:
+    def persistent_modules(self) -> dict[str, nn.Module]:
         """Modules whose weights outlive a round, by name."""
         return {"client": self.client_template}
 
-    def persistent_optimizers(self) -> dict:
+    def persistent_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """Optimisers whose state outlives a round, by name."""
         return {}
 
@@ -151,6 +236,3 @@ class TrainerBase(ABC):
         self.sampler.load_state_dict(state["sampler"])
         self.load_extra_state(state["extra"])
 
-    def evaluate(self, test_x, test_y):
-        """(accuracy, per-class accuracy, mean loss) of the global model."""
-        return evaluate(self.global_model(), test_x, test_y, self.num_classes)

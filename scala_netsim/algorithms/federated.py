@@ -1,20 +1,28 @@
 """Federated baselines (SCALA-NOTES section 4): the whole model trains on the client.
 
-FedAvg, FedProx, FedLC, FedLA, FedDyn, FedDecorr (one trainer, the local loss differs) and
-FedConcat. Fed-CBS is FedAvg with another client selection (scala_netsim.selection). The
-math only; the SimPy engine decides when each step happens."""
+FedAvg, and the variants that change one hook of it: FedProx (a proximal term on the
+gradient), FedDyn (FedProx plus a dynamic linear term), FedLC and FedLA (the logits of the
+local loss), FedDecorr (a feature penalty in the local loss). FedConcat has its own round
+structure. Fed-CBS is FedAvg with another client selection (see the registry). The math only;
+the SimPy engine decides when each step happens."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from scipy.cluster.vq import kmeans2
 from torch import nn
 
-from scala_netsim.algorithms.common import ClientSlots, TrainerBase, state_tensors
+from scala_netsim.algorithms.common import (ClientData, ClientSlots, SGDSettings, TrainerBase,
+                                            TrainerSetup, state_tensors)
+from scala_netsim.algorithms.contract import (Evaluation, FederatedTrainer, LocalStep,
+                                              StepDemand)
+from scala_netsim.flops import MetaPlanner
 from scala_netsim.messages import ModelMessage
-from scala_netsim.models import init_linear_
+from scala_netsim.models import features_and_head, init_linear_
 from scala_netsim.training import evaluate, weighted_average_
-
-LOCAL_LOSSES = ("fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr")
 
 
 def fedlc_calibration(label_counts: torch.Tensor, tau: float) -> torch.Tensor:
@@ -36,122 +44,182 @@ def decorrelation_penalty(features: torch.Tensor, eps: float = 1e-8) -> torch.Te
     return off_diagonal / (d * (d - 1))
 
 
-class FederatedTrainer(TrainerBase):
-    """Full-model local training, T SGD steps per round, weighted averaging.
+class FedAvg(TrainerBase, FederatedTrainer):
+    """FedAvg: T local SGD steps of cross-entropy on the whole model, then the uploads
+    averaged weighted by |D_k|. Variants override `local_loss` (the data term) or
+    `adjust_gradients` (a weight regulariser's gradient, added before the SGD step)."""
 
-    `loss` picks the local objective: fedavg (cross-entropy), fedprox (+ mu/2 ||w - w_g||^2),
-    fedlc (logits f_y - tau n_{k,y}^(-1/4)), fedla (logits + log P_k), feddyn (dynamic
-    regulariser, Acar et al. 2021), feddecorr (+ coef * decorrelation penalty).
-    """
-
-    sends_client_model = True
-
-    def __init__(self, features: nn.Module, head: nn.Module, *args, loss: str = "fedavg",
-                 mu: float = 0.01, tau: float = 1.0, dyn_alpha: float = 0.01,
-                 decorr_coef: float = 0.1, **kwargs):
-        if loss not in LOCAL_LOSSES:
-            raise ValueError(f"loss must be one of {LOCAL_LOSSES}, got {loss!r}")
+    def __init__(self, features: nn.Module, head: nn.Module, data: ClientData, sgd: SGDSettings,
+                 batch_generator: torch.Generator, extra_weight_decay: float = 0.0) -> None:
         self.features, self.head = features, head
         self.model = nn.Sequential(features, head)
-        self.client_template = self.model
-        super().__init__(*args, **kwargs)
-        self.loss_kind, self.mu, self.tau = loss, mu, tau
-        self.dyn_alpha, self.decorr_coef = dyn_alpha, decorr_coef
-        self._global_params = []
-        if loss == "feddyn":
-            self._dyn_client_grads = {}  # client id -> its linear term (list of tensors)
-            self._dyn_server_h = [torch.zeros_like(p) for p in self.model.parameters()]
-            self._num_clients = len(self.client_label_counts)
-        if loss in ("fedprox", "feddyn"):
-            # the coef * w part of the regulariser's gradient rides on the optimiser's fused
-            # weight decay (grad + wd * w); `_add_regulariser_grad_` subtracts the anchor
-            coef = mu if loss == "fedprox" else dyn_alpha
-            args = {**self.optim_args, "weight_decay": self.optim_args["weight_decay"] + coef}
-            self.slots = ClientSlots(self.client_template, args)
+        super().__init__(self.model, data, sgd, batch_generator, extra_weight_decay)
+        self._planner = MetaPlanner(self.model, data.train_x.shape[1:], data.train_x.dtype)
 
-    def extra_state(self) -> dict:
-        if self.loss_kind != "feddyn":
-            return {}
-        return {"client_grads": dict(self._dyn_client_grads), "server_h": list(self._dyn_server_h)}
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config: object = None) -> FedAvg:
+        return cls(*features_and_head(*setup.split_model()), setup.data,
+                   setup.sgd, setup.batch_generator())
 
-    def load_extra_state(self, state: dict) -> None:
-        if self.loss_kind == "feddyn":
-            self._dyn_client_grads = dict(state["client_grads"])
-            self._dyn_server_h = list(state["server_h"])
+    def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
+                   labels: torch.Tensor) -> torch.Tensor:
+        """The data term of client k's local objective: cross-entropy."""
+        return nn.functional.cross_entropy(logits, labels)
 
-    def begin_round(self, selected) -> dict:
-        self._global_params = [p.detach().clone() for p in self.model.parameters()]
-        self._anchors = {}
-        return super().begin_round(selected)
+    def adjust_gradients(self, k: int, model: nn.Module) -> None:
+        """Change client k's gradients before its SGD step (nothing in FedAvg)."""
 
-    def _anchor(self, k):
-        """coef * w_g (+ h_k for FedDyn), fixed for client k's round, so that a step adds the
-        regulariser's gradient coef * w - anchor with two in-place operations per tensor."""
-        key = k if self.loss_kind == "feddyn" else None   # FedProx: one anchor for all
-        if key not in self._anchors:
-            coef = self.mu if self.loss_kind == "fedprox" else self.dyn_alpha
-            anchor = [coef * g for g in self._global_params]
-            if self.loss_kind == "feddyn" and k in self._dyn_client_grads:
-                anchor = [a.add_(h) for a, h in zip(anchor, self._dyn_client_grads[k])]
-            self._anchors[key] = anchor
-        return self._anchors[key]
-
-    def client_local_step(self, k: int, local_iter: int):
-        """One local SGD step of client k. -> (forward FLOPs, backward FLOPs)."""
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        """One local SGD step of client k."""
         x, y = self.next_batch(k)
         model, optimizer = self.slots[k]
         body, head = model
         (features, logits), forward_flops = self.meter.run(
             ("client_forward", len(y)), lambda inp: (lambda f: (f, head(f)))(body(inp)), x)
-        loss = self._local_loss(k, features, logits, y)
+        loss = self.local_loss(k, features, logits, y)
         _, backward_flops = self.meter.run(("client_backward", len(y)), loss.backward)
-        self._add_regulariser_grad_(k, model)
+        self.adjust_gradients(k, model)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         self.last_loss = loss.detach()
-        return forward_flops, backward_flops
+        return LocalStep(forward_flops, backward_flops)
 
-    def _local_loss(self, k, features, logits, labels):
-        """The data term of client k's local objective (the weight regularisers of FedProx and
-        FedDyn enter through their gradient, `_add_regulariser_grad_`)."""
-        ce = nn.functional.cross_entropy
-        kind = self.loss_kind
-        if kind == "fedlc":
-            calibration = fedlc_calibration(self.client_label_counts[k], self.tau)
-            return ce(logits - calibration, labels)
-        if kind == "fedla":
-            return ce(logits + self.client_log_priors[k], labels)
-        loss = ce(logits, labels)
-        if kind == "feddecorr":
-            loss = loss + self.decorr_coef * decorrelation_penalty(features)
-        return loss
+    def step_demand(self, k: int) -> StepDemand:
+        """The model up and down; the FLOPs of one cross-entropy step on the whole model."""
+        model_bytes = self.model_bytes()
+        return StepDemand(model_bytes, model_bytes,
+                          self._planner.train_step(self.client_batch_sizes[k]))
+
+    def global_model(self) -> nn.Module:
+        return self.model
+
+
+class FedLC(FedAvg):
+    """FedLC: cross-entropy on logits f_y - tau n_{k,y}^(-1/4) (classes absent locally
+    excluded)."""
+
+    def __init__(self, *args, tau: float = 1.0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.tau = tau
+
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config) -> FedLC:
+        return cls(*features_and_head(*setup.split_model()), setup.data,
+                   setup.sgd, setup.batch_generator(), tau=config.tau)
+
+    def local_loss(self, k, features, logits, labels):
+        calibration = fedlc_calibration(self.client_label_counts[k], self.tau)
+        return nn.functional.cross_entropy(logits - calibration, labels)
+
+
+class FedLA(FedAvg):
+    """FedLA: cross-entropy on logits + log P_k (client k's local label prior)."""
+
+    def local_loss(self, k, features, logits, labels):
+        return nn.functional.cross_entropy(logits + self.client_log_priors[k], labels)
+
+
+class FedDecorr(FedAvg):
+    """FedDecorr: cross-entropy + coef * the decorrelation penalty of the 256 penultimate
+    features."""
+
+    def __init__(self, *args, coef: float = 0.1, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.decorr_coef = coef
+
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config) -> FedDecorr:
+        return cls(*features_and_head(*setup.split_model()), setup.data,
+                   setup.sgd, setup.batch_generator(), coef=config.coef)
+
+    def local_loss(self, k, features, logits, labels):
+        loss = nn.functional.cross_entropy(logits, labels)
+        return loss + self.decorr_coef * decorrelation_penalty(features)
+
+
+class FedProx(FedAvg):
+    """FedProx: cross-entropy + mu/2 ||w - w_g||^2, w_g the global model of the round.
+
+    The regulariser's gradient mu (w - w_g) is added in closed form (no autograd graph over
+    the 2.5 M weights): its mu w part rides on the optimiser's fused weight decay
+    (grad + wd w) and `adjust_gradients` subtracts the anchor mu w_g.
+    """
+
+    def __init__(self, *args, mu: float = 0.01, **kwargs) -> None:
+        super().__init__(*args, extra_weight_decay=mu, **kwargs)
+        self.coef = mu
+        self._global_params: list[torch.Tensor] = []
+        self._anchors: dict = {}
+
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config) -> FedProx:
+        return cls(*features_and_head(*setup.split_model()), setup.data,
+                   setup.sgd, setup.batch_generator(), mu=config.mu)
+
+    def begin_round(self, selected: Sequence[int]) -> None:
+        self._global_params = [p.detach().clone() for p in self.model.parameters()]
+        self._anchors = {}
+        super().begin_round(selected)
+
+    def anchor(self, k: int) -> list[torch.Tensor]:
+        """coef * w_g, fixed for the round (one for every client)."""
+        if None not in self._anchors:
+            self._anchors[None] = [self.coef * g for g in self._global_params]
+        return self._anchors[None]
 
     @torch.no_grad()
-    def _add_regulariser_grad_(self, k, model) -> None:
-        """Add the gradient of the weight regulariser in closed form (no autograd graph over
-        the 2.5 M weights): FedProx's and FedDyn's mu/2 ||w - w_g||^2 gives mu (w - w_g);
-        FedDyn's linear term -<w, h_k> gives -h_k. Together: mu w - anchor_k, of which the
-        optimiser adds mu w as weight decay (see __init__) and this subtracts the anchor."""
-        if self.loss_kind not in ("fedprox", "feddyn"):
-            return
-        for p, anchor in zip(model.parameters(), self._anchor(k)):
+    def adjust_gradients(self, k: int, model: nn.Module) -> None:
+        for p, anchor in zip(model.parameters(), self.anchor(k)):
             p.grad.sub_(anchor)
 
+
+class FedDyn(FedProx):
+    """FedDyn (Acar et al. 2021): FedProx with coefficient alpha plus a linear term
+    -<w, h_k>, where client k's h_k (kept on the client: nothing extra on the wire) follows
+    grad L_k(w_k^t) = grad L_k(w_k^{t-1}) - alpha (w_k^t - w^{t-1}); the server keeps h and
+    sets w <- mean_k w_k - h / alpha."""
+
+    def __init__(self, *args, alpha: float = 0.01, **kwargs) -> None:
+        super().__init__(*args, mu=alpha, **kwargs)
+        self.dyn_alpha = alpha
+        self._dyn_client_grads: dict[int, list[torch.Tensor]] = {}
+        self._dyn_server_h = [torch.zeros_like(p) for p in self.model.parameters()]
+        self._num_clients = self.data.num_clients
+
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config) -> FedDyn:
+        return cls(*features_and_head(*setup.split_model()), setup.data,
+                   setup.sgd, setup.batch_generator(), alpha=config.alpha)
+
+    def extra_state(self) -> dict:
+        return {"client_grads": dict(self._dyn_client_grads), "server_h": list(self._dyn_server_h)}
+
+    def load_extra_state(self, state: dict) -> None:
+        self._dyn_client_grads = dict(state["client_grads"])
+        self._dyn_server_h = list(state["server_h"])
+
+    def anchor(self, k: int) -> list[torch.Tensor]:
+        """alpha * w_g + h_k, fixed for client k's round: together with the alpha w of the
+        weight decay the step adds alpha (w - w_g) - h_k, the gradient of
+        alpha/2 ||w - w_g||^2 - <w, h_k>."""
+        if k not in self._anchors:
+            anchor = [self.coef * g for g in self._global_params]
+            if k in self._dyn_client_grads:
+                anchor = [a.add_(h) for a, h in zip(anchor, self._dyn_client_grads[k])]
+            self._anchors[k] = anchor
+        return self._anchors[k]
+
     def client_model_upload(self, k: int) -> ModelMessage:
-        if self.loss_kind == "feddyn":
-            # grad L_k(w_k^t) = grad L_k(w_k^{t-1}) - alpha (w_k^t - w^{t-1}), kept on the client
-            params = [p.detach() for p in self.slots[k][0].parameters()]
-            if k not in self._dyn_client_grads:
-                self._dyn_client_grads[k] = [torch.zeros_like(p) for p in params]
-            with torch.no_grad():   # in place: this client's terms are ~10 MB a round each
-                for h, p, g in zip(self._dyn_client_grads[k], params, self._global_params):
-                    h.sub_(p, alpha=self.dyn_alpha).add_(g, alpha=self.dyn_alpha)
+        # grad L_k(w_k^t) = grad L_k(w_k^{t-1}) - alpha (w_k^t - w^{t-1}), kept on the client
+        params = [p.detach() for p in self.slots[k][0].parameters()]
+        if k not in self._dyn_client_grads:
+            self._dyn_client_grads[k] = [torch.zeros_like(p) for p in params]
+        with torch.no_grad():   # in place: this client's terms are ~10 MB a round each
+            for h, p, g in zip(self._dyn_client_grads[k], params, self._global_params):
+                h.sub_(p, alpha=self.dyn_alpha).add_(g, alpha=self.dyn_alpha)
         return super().client_model_upload(k)
 
     def end_round(self) -> None:
-        if self.loss_kind != "feddyn":
-            self.aggregate_uploads(self.model)
-            return
         # FedDyn server: h <- h - alpha/K sum_k (w_k - w); w <- mean_k w_k - h/alpha
         uploads = [m.tensors for m in self._uploads]
         with torch.no_grad():
@@ -164,11 +232,8 @@ class FederatedTrainer(TrainerBase):
                 h.sub_(total - len(uploads) * g, alpha=self.dyn_alpha / self._num_clients)
                 p.copy_(total.div_(len(uploads))).sub_(h, alpha=1 / self.dyn_alpha)
 
-    def global_model(self) -> nn.Module:
-        return self.model
 
-
-class FedConcatTrainer(TrainerBase):
+class FedConcat(TrainerBase, FederatedTrainer):
     """FedConcat (Diao, Li and He, AAAI 2024).
 
     Clients are clustered by K-means on their normalised label distributions. For the first
@@ -181,14 +246,11 @@ class FedConcatTrainer(TrainerBase):
     is then the mean of the cluster models' accuracies weighted by the clusters' data.
     """
 
-    sends_client_model = True
-
-    def __init__(self, cluster_models, *args, encoder_rounds: int,
-                 cluster_rng: np.random.Generator, classifier_generator: torch.Generator,
-                 **kwargs):
+    def __init__(self, cluster_models: Sequence[tuple[nn.Module, nn.Module]], data: ClientData,
+                 sgd: SGDSettings, batch_generator: torch.Generator, *, encoder_rounds: int,
+                 cluster_rng: np.random.Generator, classifier_generator: torch.Generator) -> None:
         self.cluster_models = [nn.Sequential(f, h) for f, h in cluster_models]
-        self.client_template = self.cluster_models[0]
-        super().__init__(*args, **kwargs)
+        super().__init__(self.cluster_models[0], data, sgd, batch_generator)
         counts = self.client_label_counts.cpu().numpy().astype(float)
         distributions = counts / counts.sum(axis=1, keepdims=True)
         num_clusters = len(self.cluster_models)
@@ -200,11 +262,26 @@ class FedConcatTrainer(TrainerBase):
                                        classifier_generator).to(device)
         self.classifier_slots = ClientSlots(self.classifier, self.optim_args)
         self.round = 0
-        self._has_encoders = set()
+        self._has_encoders: set[int] = set()
         self._features = torch.zeros(len(self.train_y), num_clusters * feature_dim, device=device)
-        self._has_features = set()
+        self._has_features: set[int] = set()
+        self._encoder_planner = MetaPlanner(self.cluster_models[0], data.train_x.shape[1:],
+                                            data.train_x.dtype)
+        self._classifier_planner = MetaPlanner(self.classifier, (num_clusters * feature_dim,))
 
-    def persistent_modules(self) -> dict:
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config) -> FedConcat:
+        # cluster 0 starts from the initial weights every algorithm starts from
+        models = [features_and_head(*(setup.split_model() if c == 0 else
+                                      setup.split_model(f"fedconcat_cluster{c}")))
+                  for c in range(config.clusters)]
+        encoder_rounds = max(1, round(config.encoder_round_fraction * setup.rounds))
+        return cls(models, setup.data, setup.sgd, setup.batch_generator(),
+                   encoder_rounds=encoder_rounds,
+                   cluster_rng=setup.seeds.numpy("partition", "fedconcat_clusters"),
+                   classifier_generator=setup.torch_generator("model", "fedconcat_classifier"))
+
+    def persistent_modules(self) -> dict[str, nn.Module]:
         modules = {f"cluster{c}": m for c, m in enumerate(self.cluster_models)}
         modules["classifier"] = self.classifier
         return modules
@@ -223,14 +300,13 @@ class FedConcatTrainer(TrainerBase):
     def classifier_stage(self) -> bool:
         return self.round > self.encoder_rounds
 
-    def concatenated_features(self, x):
+    def concatenated_features(self, x: torch.Tensor) -> torch.Tensor:
         return self.global_model()[0](x)
 
-    def begin_round(self, selected) -> dict:
+    def begin_round(self, selected: Sequence[int]) -> None:
         self.round += 1
-        sizes = super().begin_round(selected)
+        super().begin_round(selected)
         self.classifier_slots.clear(len(selected))
-        return sizes
 
     def client_model_download(self, k: int) -> ModelMessage:
         if not self.classifier_stage:
@@ -250,15 +326,16 @@ class FedConcatTrainer(TrainerBase):
         self.classifier_slots.load(k, message.tensors[-n:])
 
     @torch.no_grad()
-    def _extract_features(self, k):
+    def _extract_features(self, k: int) -> None:
         idx = self.sampler.indices(k).to(self.train_x.device)
         for start in range(0, len(idx), 1000):
             part = idx[start:start + 1000]
             self._features[part] = self.concatenated_features(self.train_x[part])
         self._has_features.add(k)
 
-    def client_local_step(self, k: int, local_iter: int):
-        """-> (forward FLOPs, backward FLOPs); the one-time feature pass counts as forward."""
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        """A local step of the cluster model, or of the classifier on the client's features
+        (the one-time feature pass counts as forward FLOPs)."""
         if not self.classifier_stage:
             x, y = self.next_batch(k)
             model, optimizer = self.slots[k]
@@ -281,7 +358,7 @@ class FedConcatTrainer(TrainerBase):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         self.last_loss = loss.detach()
-        return forward_flops, backward_flops
+        return LocalStep(forward_flops, backward_flops)
 
     def client_model_upload(self, k: int) -> ModelMessage:
         if not self.classifier_stage:
@@ -298,12 +375,25 @@ class FedConcatTrainer(TrainerBase):
                 weighted_average_(model, [m.tensors for m in members],
                                   [self.sampler.num_samples(m.client_id) for m in members])
 
+    def step_demand(self, k: int) -> StepDemand:
+        """What client k trains, up and down (the encoders too, the first time they come
+        down), and the FLOPs of one cross-entropy step on it (the one-time feature pass not
+        included)."""
+        batch = self.client_batch_sizes[k]
+        download_bytes = self.client_model_download(k).payload_bytes
+        if not self.classifier_stage:
+            return StepDemand(download_bytes, download_bytes,
+                              self._encoder_planner.train_step(batch))
+        upload_bytes = ModelMessage(k, state_tensors(self.classifier)).payload_bytes
+        return StepDemand(upload_bytes, download_bytes,
+                          self._classifier_planner.train_step(batch))
+
     def global_model(self) -> nn.Module:
         """The concatenated (frozen) feature extractors, then the classifier."""
         return nn.Sequential(ConcatenatedFeatures([m[0] for m in self.cluster_models]),
                              self.classifier)
 
-    def evaluate(self, test_x, test_y):
+    def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> Evaluation:
         if self.classifier_stage:
             return super().evaluate(test_x, test_y)
         sizes = np.bincount(self.cluster_of, weights=[self.sampler.num_samples(k) for k in
@@ -311,17 +401,17 @@ class FedConcatTrainer(TrainerBase):
                             minlength=len(self.cluster_models))
         results = [evaluate(m, test_x, test_y, self.num_classes) for m in self.cluster_models]
         w = sizes / sizes.sum()
-        return (float(np.dot(w, [r[0] for r in results])),
-                np.average([r[1] for r in results], axis=0, weights=w),
-                float(np.dot(w, [r[2] for r in results])))
+        return Evaluation(float(np.dot(w, [r[0] for r in results])),
+                          np.average([r[1] for r in results], axis=0, weights=w),
+                          float(np.dot(w, [r[2] for r in results])))
 
 
 class ConcatenatedFeatures(nn.Module):
     """The features of several extractors side by side."""
 
-    def __init__(self, extractors):
+    def __init__(self, extractors: Sequence[nn.Module]) -> None:
         super().__init__()
         self.extractors = nn.ModuleList(extractors)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([e(x) for e in self.extractors], dim=1)

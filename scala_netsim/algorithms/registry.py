@@ -1,118 +1,141 @@
-"""Every algorithm by its scenario name: which trainer does its math, which protocol times
-its communication, which policy selects its clients."""
+"""Every algorithm by its scenario name: the one list of them.
 
+An entry ties together the trainer class (the learning math), the protocol (its communication
+pattern, timed by the engine), the client-selection policy and the pydantic model of its
+scenario section (its hyper-parameters, under the algorithm's name). The scenario schema is
+derived from this registry: the allowed `algorithms` and every algorithm's section.
+
+Algorithms from other packages register themselves through the entry-point group
+`scala_netsim.algorithms`: each entry point names an `AlgorithmSpec` (or a list of them); they
+are loaded when this module is first imported, in every process (worker processes and Ray
+tasks too). A script may also call `register(...)` before it validates a scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
 
-import numpy as np
-import torch
+from scala_netsim.algorithms.config import (AlgorithmConfig, FedCBSConfig, FedConcatConfig,
+                                            FedDecorrConfig, FedDynConfig, FedLCConfig,
+                                            FedProxConfig, SplitFedV3Config)
+from scala_netsim.algorithms.federated import (FedAvg, FedConcat, FedDecorr, FedDyn, FedLA,
+                                               FedLC, FedProx)
+from scala_netsim.algorithms.scala import CASFL, SCALA
+from scala_netsim.algorithms.splitfed import LLASFL, SFLLocalLoss, SplitFedV1, SplitFedV2, SplitFedV3
+from scala_netsim.engine import (ConcatSplitProtocol, FederatedProtocol, KeptModelSplitProtocol,
+                                 LocalLossProtocol, PerClientSplitProtocol, Protocol)
+from scala_netsim.selection import ClientSelector, FedCBSSelector, RandomSelector
 
-from scala_netsim.algorithms.federated import FedConcatTrainer, FederatedTrainer
-from scala_netsim.algorithms.scala import ConcatSplitTrainer
-from scala_netsim.algorithms.splitfed import LocalLossSplitTrainer, PerClientSplitTrainer
-from scala_netsim.engine import (ConcatSplitProtocol, FederatedProtocol, LocalLossProtocol,
-                                 PerClientSplitProtocol)
-from scala_netsim.models import build_split_model, features_and_head
-from scala_netsim.selection import FedCBSSelector, RandomSelector
+ENTRY_POINT_GROUP = "scala_netsim.algorithms"
 
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    family: str          # "split" or "federated"
-    protocol: type
+    """One algorithm: `trainer` (a class with `from_setup(setup, config)` implementing the
+    trainer contract of `protocol`), `protocol`, `selector` (built by its
+    `from_label_counts(label_counts, config)`) and `config` (its scenario section, or None)."""
+
+    name: str
+    trainer: type
+    protocol: type[Protocol]
     description: str
-    selection: str = "random"
+    selector: type[ClientSelector] = RandomSelector
+    config: type[AlgorithmConfig] | None = None
+
+    def section(self, scenario: Any) -> AlgorithmConfig | None:
+        """This algorithm's section of `scenario` (None when it has no hyper-parameters)."""
+        return getattr(scenario, self.name) if self.config is not None else None
 
 
-ALGORITHMS = {
-    "scala": AlgorithmSpec("split", ConcatSplitProtocol,
-                           "concatenated activations + logit adjustment (SCALA)"),
-    "ca_sfl": AlgorithmSpec("split", ConcatSplitProtocol,
-                            "concatenated activations, plain cross-entropy (Minibatch-SFL)"),
-    "splitfed_v1": AlgorithmSpec("split", PerClientSplitProtocol,
-                                 "a server copy per client, copies averaged"),
-    "splitfed_v2": AlgorithmSpec("split", PerClientSplitProtocol,
-                                 "one shared server model, served in arrival order"),
-    "splitfed_v3": AlgorithmSpec("split", PerClientSplitProtocol,
-                                 "server copies averaged, client models kept per client"),
-    "lla_sfl": AlgorithmSpec("split", PerClientSplitProtocol,
-                             "SplitFedV1 with local logit adjustment"),
-    "cs_sfl": AlgorithmSpec("split", PerClientSplitProtocol,
-                            "SplitFedV1 with Fed-CBS class-balanced selection (our reading)",
-                            selection="fedcbs"),
-    "sfl_local_loss": AlgorithmSpec("split", LocalLossProtocol,
-                                    "local auxiliary loss, no gradients sent back"),
-    "fedavg": AlgorithmSpec("federated", FederatedProtocol, "FedAvg"),
-    "fedprox": AlgorithmSpec("federated", FederatedProtocol, "FedAvg + proximal term"),
-    "fedlc": AlgorithmSpec("federated", FederatedProtocol, "FedAvg with logit calibration"),
-    "fedla": AlgorithmSpec("federated", FederatedProtocol,
-                           "FedAvg with local logit adjustment"),
-    "feddyn": AlgorithmSpec("federated", FederatedProtocol, "FedAvg with dynamic regulariser"),
-    "feddecorr": AlgorithmSpec("federated", FederatedProtocol,
-                               "FedAvg + feature decorrelation penalty"),
-    "fedconcat": AlgorithmSpec("federated", FederatedProtocol,
-                               "clustered FedAvg, concatenated encoders + shared classifier"),
-    "fedcbs": AlgorithmSpec("federated", FederatedProtocol,
-                            "FedAvg with Fed-CBS class-balanced selection", selection="fedcbs"),
-}
+class Registry(Mapping):
+    """Algorithm name -> AlgorithmSpec, in registration order."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, AlgorithmSpec] = {}
+        self.version = 0   # bumped by every registration (the scenario schema follows it)
+
+    def register(self, spec: AlgorithmSpec) -> AlgorithmSpec:
+        """Add `spec`; its trainer must implement the contract its protocol calls."""
+        if not spec.name.isidentifier():
+            raise ValueError(f"algorithm name must be a Python identifier, got {spec.name!r}")
+        if spec.name in self._specs and self._specs[spec.name] != spec:
+            raise ValueError(f"algorithm {spec.name!r} is registered already")
+        contract = spec.protocol.trainer_contract
+        if not issubclass(spec.trainer, contract):
+            raise TypeError(f"algorithm {spec.name!r}: {spec.trainer.__name__} must implement "
+                            f"{contract.__name__}, the contract of {spec.protocol.__name__}")
+        self._specs[spec.name] = spec
+        self.version += 1
+        return spec
+
+    def __getitem__(self, name: str) -> AlgorithmSpec:
+        return self._specs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
 
 
-def make_selector(name: str, scenario, world):
-    """The client-selection policy of algorithm `name`."""
-    if ALGORITHMS[name].selection == "fedcbs":
-        cfg = getattr(scenario, name)
-        return FedCBSSelector(world.label_counts, trials=cfg.trials, beta_start=cfg.beta_start,
-                              beta_end=cfg.beta_end)
-    return RandomSelector(scenario.data.num_clients)
+ALGORITHMS = Registry()
+register = ALGORITHMS.register
+
+for _spec in (
+    AlgorithmSpec("scala", SCALA, ConcatSplitProtocol,
+                  "concatenated activations + logit adjustment (SCALA)"),
+    AlgorithmSpec("ca_sfl", CASFL, ConcatSplitProtocol,
+                  "concatenated activations, plain cross-entropy (Minibatch-SFL)"),
+    AlgorithmSpec("splitfed_v1", SplitFedV1, PerClientSplitProtocol,
+                  "a server copy per client, copies averaged"),
+    AlgorithmSpec("splitfed_v2", SplitFedV2, PerClientSplitProtocol,
+                  "one shared server model, served in arrival order"),
+    AlgorithmSpec("splitfed_v3", SplitFedV3, KeptModelSplitProtocol,
+                  "server copies averaged, client models kept per client",
+                  config=SplitFedV3Config),
+    AlgorithmSpec("lla_sfl", LLASFL, PerClientSplitProtocol,
+                  "SplitFedV1 with local logit adjustment"),
+    AlgorithmSpec("cs_sfl", SplitFedV1, PerClientSplitProtocol,
+                  "SplitFedV1 with Fed-CBS class-balanced selection (our reading)",
+                  selector=FedCBSSelector, config=FedCBSConfig),
+    AlgorithmSpec("sfl_local_loss", SFLLocalLoss, LocalLossProtocol,
+                  "local auxiliary loss, no gradients sent back"),
+    AlgorithmSpec("fedavg", FedAvg, FederatedProtocol, "FedAvg"),
+    AlgorithmSpec("fedprox", FedProx, FederatedProtocol, "FedAvg + proximal term",
+                  config=FedProxConfig),
+    AlgorithmSpec("fedlc", FedLC, FederatedProtocol, "FedAvg with logit calibration",
+                  config=FedLCConfig),
+    AlgorithmSpec("fedla", FedLA, FederatedProtocol, "FedAvg with local logit adjustment"),
+    AlgorithmSpec("feddyn", FedDyn, FederatedProtocol, "FedAvg with dynamic regulariser",
+                  config=FedDynConfig),
+    AlgorithmSpec("feddecorr", FedDecorr, FederatedProtocol,
+                  "FedAvg + feature decorrelation penalty", config=FedDecorrConfig),
+    AlgorithmSpec("fedconcat", FedConcat, FederatedProtocol,
+                  "clustered FedAvg, concatenated encoders + shared classifier",
+                  config=FedConcatConfig),
+    AlgorithmSpec("fedcbs", FedAvg, FederatedProtocol,
+                  "FedAvg with Fed-CBS class-balanced selection", selector=FedCBSSelector,
+                  config=FedCBSConfig),
+):
+    register(_spec)
 
 
-def make_trainer(name: str, scenario, world, device):
-    """The learning math of algorithm `name`, models initialised from the scenario's seed (the
-    same initial weights for every algorithm)."""
-    ds, tr, seeds = world.dataset, scenario.training, world.seeds
+def load_plugins() -> list[str]:
+    """Register the algorithms of installed packages (entry-point group
+    `scala_netsim.algorithms`). -> their names."""
+    names = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        loaded = entry.load()
+        for spec in loaded if isinstance(loaded, (list, tuple)) else [loaded]:
+            if not isinstance(spec, AlgorithmSpec):
+                raise TypeError(f"entry point {entry.name} = {entry.value} of group "
+                                f"{ENTRY_POINT_GROUP} must name an AlgorithmSpec, got "
+                                f"{type(spec).__name__}")
+            names.append(register(spec).name)
+    return names
 
-    def split_model(seed):
-        client, server = build_split_model(
-            scenario.model.arch, scenario.model.split, ds.in_channels, ds.num_classes,
-            torch.Generator().manual_seed(seed))
-        return client.to(device), server.to(device)
 
-    common = dict(batch_size=tr.batch_size, lr=tr.lr, momentum=tr.momentum,
-                  weight_decay=tr.weight_decay,
-                  generator=torch.Generator().manual_seed(seeds["batches"]))
-    data = (ds.train_x, ds.train_y, world.client_indices, ds.num_classes)
-    if name in ("scala", "ca_sfl"):
-        return ConcatSplitTrainer(*split_model(seeds["model"]), *data, logit_adjust=(name == "scala"), **common)
-    if name in ("splitfed_v1", "splitfed_v2", "splitfed_v3", "lla_sfl", "cs_sfl"):
-        variant = {"splitfed_v2": "v2", "splitfed_v3": "v3"}.get(name, "v1")
-        eval_clients = ()
-        if variant == "v3":
-            rng = seeds.numpy("selection", "splitfed_v3_eval_clients")
-            count = min(scenario.splitfed_v3.eval_clients, scenario.data.num_clients)
-            eval_clients = sorted(rng.choice(scenario.data.num_clients, count, replace=False))
-        return PerClientSplitTrainer(*split_model(seeds["model"]), *data, variant=variant,
-                                     local_logit_adjust=(name == "lla_sfl"),
-                                     eval_clients=eval_clients, **common)
-    if name == "sfl_local_loss":
-        return LocalLossSplitTrainer(*split_model(seeds["model"]), *data,
-                                     aux_generator=torch.Generator().manual_seed(
-                                         seeds.seed("model", "sfl_aux_head")),
-                                     **common)
-    if name == "fedconcat":
-        cfg = scenario.fedconcat
-        # cluster 0 starts from the initial weights every algorithm starts from
-        models = [features_and_head(*split_model(
-            seeds["model"] if c == 0 else seeds.seed("model", f"fedconcat_cluster{c}")))
-            for c in range(cfg.clusters)]
-        encoder_rounds = max(1, round(cfg.encoder_round_fraction * tr.rounds))
-        return FedConcatTrainer(models, *data, encoder_rounds=encoder_rounds,
-                                cluster_rng=seeds.numpy("partition", "fedconcat_clusters"),
-                                classifier_generator=torch.Generator().manual_seed(
-                                    seeds.seed("model", "fedconcat_classifier")),
-                                **common)
-    loss = "fedavg" if name == "fedcbs" else name
-    hyper = {"fedprox": lambda: dict(mu=scenario.fedprox.mu),
-             "fedlc": lambda: dict(tau=scenario.fedlc.tau),
-             "feddyn": lambda: dict(dyn_alpha=scenario.feddyn.alpha),
-             "feddecorr": lambda: dict(decorr_coef=scenario.feddecorr.coef)}
-    return FederatedTrainer(*features_and_head(*split_model(seeds["model"])), *data, loss=loss,
-                            **hyper.get(name, dict)(), **common)
+load_plugins()

@@ -1,0 +1,64 @@
+"""Link models: the rate of one transfer on a client's sub-band.
+
+A link model holds the fixed radio settings (powers, noise) from its constructor and is asked,
+per transfer, for the rate given that transfer's inputs: direction, the client's large-scale
+gain, its sub-band, the time, and a random stream of its own (Sionna's split of parameters and
+inputs). Models that fade or fail draw from that stream; the engine never needs to know.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from enum import Enum
+from typing import ClassVar
+
+import numpy as np
+
+from channel.radio import shannon_rate_bps
+
+
+class Direction(str, Enum):
+    UPLINK = "uplink"      # client -> base station
+    DOWNLINK = "downlink"  # base station -> client
+
+
+class LinkModel(ABC):
+    """Rate of one transfer (bit/s) on an orthogonal sub-band."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
+                 time_s: float, rng: np.random.Generator) -> float:
+        """The rate of a transfer that starts at `time_s` on a sub-band of `bandwidth_hz`
+        between the base station and a client whose large-scale power gain is `gain_linear`."""
+
+
+class AdaptiveShannonLink(LinkModel):
+    """Rate adapted to the channel, at Shannon capacity r = b log2(1 + p g / (N0 b)); never an
+    outage. Uplink: the client sends at `client_tx_power_w`. Downlink: the base station spreads
+    `bs_tx_power_w` evenly over its `downlink_bandwidth_hz` (constant power spectral density),
+    so a sub-band of b Hz gets P_bs b / W_dl."""
+
+    name = "adaptive"
+
+    def __init__(self, client_tx_power_w: float, bs_tx_power_w: float,
+                 downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float) -> None:
+        self.client_tx_power_w = client_tx_power_w
+        self.bs_tx_power_w = bs_tx_power_w
+        self.downlink_bandwidth_hz = downlink_bandwidth_hz
+        self.noise_psd_dbm_per_hz = noise_psd_dbm_per_hz
+
+    def tx_power_w(self, direction: Direction, bandwidth_hz: float) -> float:
+        """The transmit power on a sub-band of `bandwidth_hz` in `direction`."""
+        if direction is Direction.UPLINK:
+            return self.client_tx_power_w
+        return self.bs_tx_power_w * bandwidth_hz / self.downlink_bandwidth_hz
+
+    def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
+                 time_s: float, rng: np.random.Generator) -> float:
+        return float(shannon_rate_bps(bandwidth_hz, self.tx_power_w(direction, bandwidth_hz),
+                                      gain_linear, self.noise_psd_dbm_per_hz))
+
+
+LINK_MODELS: dict[str, type[LinkModel]] = {m.name: m for m in (AdaptiveShannonLink,)}

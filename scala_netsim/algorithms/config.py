@@ -1,0 +1,56 @@
+"""Algorithm hyper-parameters: the scenario section of each algorithm, under its name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AlgorithmConfig(BaseModel):
+    """An algorithm's scenario section (its hyper-parameters). Subclasses declare fields with
+    defaults; `problems` may add checks that need the whole scenario."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def problems(self, scenario: Any) -> list[str]:
+        """Problems with this section given the rest of the (valid) scenario, each
+        'section.field: what is allowed, got value' (the section is the algorithm's name)."""
+        return []
+
+
+class FedProxConfig(AlgorithmConfig):
+    mu: float = Field(default=0.01, ge=0)          # [choice] literature uses 0.001..1
+
+
+class FedLCConfig(AlgorithmConfig):
+    tau: float = Field(default=1.0, gt=0)          # [choice] the FedLC paper does not state it
+
+
+class FedDynConfig(AlgorithmConfig):
+    alpha: float = Field(default=0.01, gt=0)       # [code]
+
+
+class FedDecorrConfig(AlgorithmConfig):
+    coef: float = Field(default=0.1, ge=0)         # [code]
+
+
+class FedConcatConfig(AlgorithmConfig):
+    clusters: int = Field(default=5, ge=1)         # K = 5 [FedConcat paper]
+    encoder_round_fraction: float = Field(default=0.8, gt=0, lt=1)  # [choice]
+
+    def problems(self, scenario: Any) -> list[str]:
+        if self.clusters > scenario.data.num_clients:
+            return [f"fedconcat.clusters: must be <= data.num_clients "
+                    f"({scenario.data.num_clients}), got {self.clusters}"]
+        return []
+
+
+class FedCBSConfig(AlgorithmConfig):
+    trials: int = Field(default=3, ge=1)           # [choice] sets drawn, the most balanced kept
+    beta_start: float = Field(default=1.0, gt=0)   # [code] exponent rising 1 -> 10
+    beta_end: float = Field(default=10.0, gt=0)
+
+
+class SplitFedV3Config(AlgorithmConfig):
+    eval_clients: int = Field(default=10, ge=1)    # [choice] clients averaged in evaluation

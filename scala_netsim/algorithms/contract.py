@@ -1,0 +1,189 @@
+"""The trainer contract: what the engine's protocols call, and what they get back.
+
+A protocol (scala_netsim.engine) is one communication pattern written as SimPy processes; it
+decides WHEN each step happens and calls the trainer, which does the learning math and knows
+nothing of time. Each pattern has one abstract class below listing exactly the methods its
+protocol calls; an algorithm's trainer implements the one of its pattern (a missing method is
+a TypeError when the trainer is built). Every FLOP count comes from the real computation
+(scala_netsim.flops) and every payload from the real tensors (scala_netsim.messages).
+
+    pattern                protocol                 trainer contract
+    concatenated split     ConcatSplitProtocol      ConcatSplitTrainer
+    per-client split       PerClientSplitProtocol   PerClientSplitTrainer
+    split, models kept     KeptModelSplitProtocol   KeptModelSplitTrainer
+    split, local loss      LocalLossProtocol        LocalLossTrainer
+    federated              FederatedProtocol        FederatedTrainer
+
+Every round is: begin_round(selected); the pattern's calls; end_round(). Evaluation and
+checkpoints happen between rounds.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A client's forward pass: the activations (and labels) it uploads, and its FLOPs."""
+
+    upload: ActivationMessage
+    flops: int
+
+
+@dataclass(frozen=True)
+class ServerStep:
+    """One server step: the gradients it sends back (one per client served; none for a local
+    loss) and its FLOPs."""
+
+    replies: list[GradientMessage]
+    flops: int
+
+
+@dataclass(frozen=True)
+class LocalStep:
+    """A client's whole local step (forward and backward on its own), and what it uploads
+    after it: activations for SFL with local loss, nothing for federated learning."""
+
+    forward_flops: int
+    backward_flops: int
+    upload: ActivationMessage | None = None
+
+
+@dataclass(frozen=True)
+class StepDemand:
+    """What client k needs from the cell in one local step of the coming round, known before
+    the step runs (for bandwidth allocators): bytes it sends up and receives in that step, and
+    the FLOPs it computes before its upload."""
+
+    upload_bytes: int
+    download_bytes: int
+    compute_flops: int
+
+
+class Evaluation(NamedTuple):
+    """Test metrics of the global model."""
+
+    accuracy: float
+    per_class: np.ndarray
+    loss: float
+
+
+class Trainer(ABC):
+    """What every protocol and the run loop call."""
+
+    #: latest training loss (0-d tensor); the run stops when it is not finite
+    last_loss: torch.Tensor | None = None
+
+    @abstractmethod
+    def begin_round(self, selected: Sequence[int]) -> None:
+        """Start a round with these participants (in increasing id order)."""
+
+    @abstractmethod
+    def end_round(self) -> None:
+        """Finish the round: aggregate what the participants sent."""
+
+    @abstractmethod
+    def step_demand(self, k: int) -> StepDemand:
+        """Client k's demand in one local step of the round begun last."""
+
+    @abstractmethod
+    def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> Evaluation:
+        """Metrics of the global model on the test set."""
+
+    @abstractmethod
+    def state_dict(self) -> dict:
+        """Everything that outlives a round (tensors, numbers, lists and dicts of them)."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+
+
+class ExchangesModels(ABC):
+    """The model a client trains goes down at the start of its round and up at the end."""
+
+    @abstractmethod
+    def client_model_download(self, k: int) -> ModelMessage:
+        """What the server sends client k before it trains."""
+
+    @abstractmethod
+    def client_receive_model(self, message: ModelMessage) -> None:
+        """Client k loads what it received."""
+
+    @abstractmethod
+    def client_model_upload(self, k: int) -> ModelMessage:
+        """Client k's trained model (part), sent up at the end of its round."""
+
+    @abstractmethod
+    def server_receive_model(self, message: ModelMessage) -> None:
+        """The server keeps an upload for `end_round`."""
+
+
+class SplitClient(ABC):
+    """The client side of split learning: forward to the cut, later backward from it."""
+
+    @abstractmethod
+    def client_forward(self, k: int, local_iter: int) -> Forward:
+        """Client k draws a minibatch and computes its cut-layer activations."""
+
+    @abstractmethod
+    def client_backward(self, reply: GradientMessage) -> int:
+        """Client k backpropagates the gradient it received and steps. -> FLOPs."""
+
+
+class SplitServer(ABC):
+    """The server side of split learning."""
+
+    @abstractmethod
+    def server_step(self, uploads: Sequence[ActivationMessage]) -> ServerStep:
+        """One step of the server part on the uploads the protocol hands over."""
+
+
+class ConcatSplitTrainer(Trainer, ExchangesModels, SplitClient, SplitServer):
+    """Concatenated split learning (SCALA, CA-SFL): in every local iteration `server_step`
+    receives every participant's upload at once, in client-id order, and replies to each."""
+
+
+class PerClientSplitTrainer(Trainer, ExchangesModels, SplitClient, SplitServer):
+    """Per-client split learning (SplitFed V1/V2, LLA-SFL, CS-SFL): `server_step` receives
+    one client's upload, in the order the server processor takes them, and replies to it."""
+
+
+class KeptModelSplitTrainer(Trainer, SplitClient, SplitServer):
+    """Per-client split learning where every client keeps its own client model (SplitFed V3):
+    nothing goes down or up at round boundaries."""
+
+    @abstractmethod
+    def client_resume(self, k: int) -> None:
+        """Client k continues from its own model."""
+
+    @abstractmethod
+    def client_keep(self, k: int) -> None:
+        """Client k keeps its trained model for its next round."""
+
+
+class LocalLossTrainer(Trainer, ExchangesModels, SplitServer):
+    """Split learning with a local loss: a client trains on its own and uploads activations
+    after each step (`LocalStep.upload`); `server_step` consumes one upload and replies
+    nothing."""
+
+    @abstractmethod
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        """Client k's forward, local loss, backward and SGD step."""
+
+
+class FederatedTrainer(Trainer, ExchangesModels):
+    """Federated learning: the whole model trains on the client, T steps a round."""
+
+    @abstractmethod
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        """Client k's forward, loss, backward and SGD step on its model."""

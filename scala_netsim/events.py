@@ -1,0 +1,104 @@
+"""The timed events of a run: one typed row per model download, client forward pass,
+activation upload, server step, gradient download, client backward pass and model upload.
+
+`events.csv` has one column per field of `Event`, in field order; every reader goes by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from enum import Enum
+
+import pandas as pd
+
+SERVER_ID = -1       # client_id of events that happen on the server
+MODEL_TRANSFER = -1  # local_iter of model downloads and uploads (outside the local iterations)
+
+
+class EventKind(str, Enum):
+    """What a timed event is. The value is what events.csv holds."""
+
+    MODEL_DOWNLOAD = "model_download"
+    CLIENT_FORWARD = "client_forward"
+    ACTIVATION_UPLOAD = "activation_upload"
+    SERVER_STEP = "server_step"
+    GRADIENT_DOWNLOAD = "gradient_download"
+    CLIENT_BACKWARD = "client_backward"
+    MODEL_UPLOAD = "model_upload"
+
+    @property
+    def is_uplink(self) -> bool:
+        return self in UPLINK_KINDS
+
+    @property
+    def is_downlink(self) -> bool:
+        return self in DOWNLINK_KINDS
+
+    @property
+    def is_transfer(self) -> bool:
+        return self in UPLINK_KINDS or self in DOWNLINK_KINDS
+
+    @property
+    def is_client_compute(self) -> bool:
+        return self in CLIENT_COMPUTE_KINDS
+
+
+UPLINK_KINDS = frozenset({EventKind.ACTIVATION_UPLOAD, EventKind.MODEL_UPLOAD})
+DOWNLINK_KINDS = frozenset({EventKind.MODEL_DOWNLOAD, EventKind.GRADIENT_DOWNLOAD})
+CLIENT_COMPUTE_KINDS = frozenset({EventKind.CLIENT_FORWARD, EventKind.CLIENT_BACKWARD})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One timed step: [t_start_s, t_end_s) of simulated time, who did it and what it cost."""
+
+    t_start_s: float
+    t_end_s: float
+    round: int
+    local_iter: int        # MODEL_TRANSFER for model downloads and uploads
+    client_id: int         # SERVER_ID for server steps
+    kind: EventKind
+    payload_bytes: int = 0  # bytes on the air (transfers)
+    flops: int = 0          # floating-point operations (computations)
+
+    @property
+    def duration_s(self) -> float:
+        return self.t_end_s - self.t_start_s
+
+    def as_row(self) -> tuple:
+        """The event as plain values, in column order (the kind as its text)."""
+        return (self.t_start_s, self.t_end_s, self.round, self.local_iter, self.client_id,
+                self.kind.value, self.payload_bytes, self.flops)
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> Event:
+        """The inverse of `as_row` (checkpoints keep events as plain rows)."""
+        t_start_s, t_end_s, round_, local_iter, client_id, kind, payload_bytes, flops = row
+        return cls(t_start_s, t_end_s, round_, local_iter, client_id, EventKind(kind),
+                   payload_bytes, flops)
+
+
+EVENT_COLUMNS = tuple(f.name for f in fields(Event))
+
+
+def events_frame(events: Iterable[Event]) -> pd.DataFrame:
+    """The events as a table with one column per `Event` field (events.csv)."""
+    return pd.DataFrame([e.as_row() for e in events], columns=list(EVENT_COLUMNS))
+
+
+class EventLog:
+    """Every event of a run, in the order they were recorded (that is, by end time)."""
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self.events: list[Event] = list(events)
+
+    def record(self, event: Event) -> None:
+        self.events.append(event)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def since(self, index: int) -> list[Event]:
+        """The events recorded from position `index` on."""
+        return self.events[index:]
