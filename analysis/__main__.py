@@ -8,7 +8,8 @@ from analysis.report import ReportError, write_report
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
-    parser.add_argument("scenario_dir", help="a scenario's results folder, e.g. results/local_iters")
+    parser.add_argument("scenario_dir",
+                        help="a scenario's results folder, e.g. results/local_iters")
     args = parser.parse_args(argv)
     try:
         path = write_report(args.scenario_dir)

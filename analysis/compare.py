@@ -56,7 +56,8 @@ def _curves(scenario_dir, x_column, algorithms):
     curves = {}
     for summary, folder in find_runs(scenario_dir, algorithms):
         rounds = pd.read_csv(folder / "rounds.csv").dropna(subset=["test_acc"])
-        curves.setdefault(summary["algorithm"], []).append(rounds[[x_column, "test_acc"]].to_numpy())
+        curve = rounds[[x_column, "test_acc"]].to_numpy()
+        curves.setdefault(summary["algorithm"], []).append(curve)
     return curves
 
 

@@ -8,6 +8,7 @@ and rounds.csv.
     python -m analysis OUT/<scenario>
 """
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -110,7 +111,7 @@ def groups(runs, keys):
     out = []
     for values, rows in runs.groupby(by, sort=False, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
-        out.append((values[0], dict(zip(keys, values[1:])), rows))
+        out.append((values[0], dict(zip(keys, values[1:], strict=True)), rows))
     return out
 
 
@@ -204,7 +205,7 @@ def accuracy_figure(runs, curves, keys, path, over_time: bool) -> None:
                              sharey=True)
     span = float(runs["total_sim_time_s"].max()) if over_time else 0.0
     divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
-    for ax, algorithm in zip(axes.flat, algorithms):
+    for ax, algorithm in zip(axes.flat, algorithms, strict=False):
         for i, (_, setting, g) in enumerate(groups(runs[runs["algorithm"] == algorithm], keys)):
             _, xs, accs = _stack_curves(curves, g["folder"], 1 if over_time else 0)
             if xs.shape[1] == 0:
@@ -250,7 +251,7 @@ def crossings(x, a, b, log_x: bool):
     d = np.asarray(a, float) - np.asarray(b, float)
     signed = [i for i in range(len(d)) if np.isfinite(d[i]) and d[i] != 0]
     found = []
-    for i, j in zip(signed, signed[1:]):
+    for i, j in zip(signed, signed[1:], strict=False):
         if d[i] * d[j] > 0:
             continue
         if j > i + 1:            # equal on the points between: they cross where they meet
@@ -268,20 +269,19 @@ def effect_figure(runs, key, keys, path):
     swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
     returned as text."""
     values = list(dict.fromkeys(runs[key]))
-    try:
+    with contextlib.suppress(TypeError):   # values that do not sort keep the sweep's order
         values = sorted(values)
-    except TypeError:
-        pass
     x, ticks, log_x = _axis_values(values)
     # frequencies read better in MHz; the data stay in Hz, only labels are scaled
-    divisor, unit = (1e6, " MHz") if key.endswith("_hz") and ticks is None and x.max() >= 1e6 else (1.0, "")
+    in_mhz = key.endswith("_hz") and ticks is None and x.max() >= 1e6
+    divisor, unit = (1e6, " MHz") if in_mhz else (1.0, "")
     others = [k for k in keys if k != key]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     lines = {}
     for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
         label = group_label(algorithm, setting)
         color = f"C{i % 10}"
-        for ax, (column, scale, ylabel) in zip(axes.flat, EFFECT_PANELS):
+        for ax, (column, scale, ylabel) in zip(axes.flat, EFFECT_PANELS, strict=False):
             per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first")
             per_seed = per_seed.reindex(columns=values)
             mean = _band(ax, x, scale * per_seed.to_numpy(), color, label)
@@ -307,7 +307,8 @@ def effect_figure(runs, key, keys, path):
                 if ticks is None:
                     where = f"{cx / divisor:.4g}{unit}"
                 else:
-                    where = f"between {ticks[int(cx)]} and {ticks[min(int(cx) + 1, len(ticks) - 1)]}"
+                    after = ticks[min(int(cx) + 1, len(ticks) - 1)]
+                    where = f"between {ticks[int(cx)]} and {after}"
                 ax_t.annotate(f"crossover\n{short(key)} ≈ {where}", (cx, y), fontsize=7,
                               xytext=(6, 6), textcoords="offset points")
                 texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where} "
@@ -390,7 +391,7 @@ def latency_accuracy_figure(runs, keys, targets, path):
     divisor, t_label = time_unit(span)
     front = pareto_front([(p[0], p[1]) for p in points])
     colors = {a: f"C{i % 10}" for i, a in enumerate(dict.fromkeys(runs["algorithm"]))}
-    for p, algorithm, note in zip(points, algs, notes):
+    for p, algorithm, note in zip(points, algs, notes, strict=True):
         ax.errorbar(p[0] / divisor, p[1], xerr=p[2] / divisor, yerr=p[3], fmt="o",
                     color=colors[algorithm], ms=5, capsize=2, alpha=0.85)
         if note:

@@ -18,7 +18,8 @@ Then one line per algorithm (--algorithms, default all): its co-simulation's ach
 per-client algorithm runs, written plainly: the ceiling for SplitFed and the FL family, whose
 steps are per client. Each algorithm's blocks are interleaved with blocks of (a) and (d).
 
-    python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4] [--algorithms scala fedavg]
+    python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4]
+                                          [--algorithms scala fedavg]
 """
 
 import argparse
@@ -26,20 +27,17 @@ import statistics
 import time
 
 import numpy as np
-import simpy
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-import channel
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import load_dataset
-from scala_netsim.engine import ConcatSplitProtocol, EventLog
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model
-from scala_netsim.algorithms.registry import ALGORITHMS, make_selector, make_trainer
-from scala_netsim.run import build_world
-from scala_netsim.selection import RandomSelector
+from scala_netsim.run import Run, build_world
 from scala_netsim.scenario import validate_scenario
+from scala_netsim.selection import RandomSelector
 
 
 def centralized_block(model, optimizer, x, y, batch_size, steps, generator):
@@ -59,15 +57,15 @@ def bare_scala_round(trainer, selected, local_iters):
         trainer.client_receive_model(trainer.client_model_download(k))
     flops = 0
     for t in range(local_iters):
-        messages = []
+        uploads = []
         for k in selected:
-            message, f = trainer.client_forward(k, t)
-            messages.append(message)
-            flops += f
-        grads, f = trainer.server_step(messages)
-        flops += f
-        for g in grads:
-            flops += trainer.client_backward(g)
+            forward = trainer.client_forward(k, t)
+            uploads.append(forward.upload)
+            flops += forward.flops
+        step = trainer.server_step(uploads)
+        flops += step.flops
+        for reply in step.replies:
+            flops += trainer.client_backward(reply)
     for k in selected:
         trainer.server_receive_model(trainer.client_model_upload(k))
     trainer.end_round()
@@ -87,7 +85,8 @@ def main():
     dataset = load_dataset("fashion_mnist")
     world = build_world(scenario, dataset)
     selection, selector = np.random.default_rng(0), RandomSelector(scenario.data.num_clients)
-    rounds = [selector.select(scenario.num_participants, selection) for _ in range(args.repeats * args.rounds_per_block * 2 + 2)]
+    rounds = [selector.select(scenario.num_participants, selection)
+              for _ in range(args.repeats * args.rounds_per_block * 2 + 2)]
 
     # (a) and (a') centralized
     centralized = {}
@@ -102,17 +101,16 @@ def main():
     flops_per_step = counter.get_total_flops()
 
     # (b) bare math and (c) co-simulation, each with its own trainer
-    bare = make_trainer("scala", scenario, world, torch.device("cpu"))
-    cosim = make_trainer("scala", scenario, world, torch.device("cpu"))
-    env, log = simpy.Environment(), EventLog()
-    protocol = ConcatSplitProtocol(env, world.cell, cosim, log, channel.EqualShareAllocator(),
-                                   tr.local_iters)
+    cpu = torch.device("cpu")
+    bare = Run(scenario, "scala", world, cpu).trainer
+    cosim = Run(scenario, "scala", world, cpu)
 
     def cosim_round(r):
-        start_s, first = env.now, len(log.rows)
-        protocol.run_round(r, rounds[r])
-        round_row(r, log.rows[first:], start_s, env.now)
-        return sum(row[7] for row in log.rows[first:])
+        start_s, first = cosim.env.now, len(cosim.log)
+        cosim.protocol.run_round(r, rounds[r])
+        events = cosim.log.since(first)
+        round_row(r, events, start_s, cosim.env.now, len(rounds[r]))
+        return sum(e.flops for e in events)
 
     # warm-up (also fills the FLOP caches)
     for model, optimizer in centralized.values():
@@ -165,18 +163,15 @@ def main():
     print(f"\nper algorithm: co-simulation GFLOP/s as a ratio to (a), and to (d) plain PyTorch "
           f"steps at batch {small_batch}, measured alongside")
     for algorithm in args.algorithms:
-        trainer = make_trainer(algorithm, scenario, world, torch.device("cpu"))
-        selector = make_selector(algorithm, scenario, world)
-        env, log = simpy.Environment(), EventLog()
-        protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
-                                                  channel.EqualShareAllocator(), tr.local_iters)
+        run = Run(scenario, algorithm, world, cpu)
         rng = np.random.default_rng(1)
 
-        def block(count, first_round):
-            start, first = time.perf_counter(), len(log.rows)
+        def block(count, first_round, run=run, rng=rng):
+            start, first = time.perf_counter(), len(run.log)
             for i in range(count):
-                protocol.run_round(first_round + i, selector.select(scenario.num_participants, rng))
-            return time.perf_counter() - start, sum(row[7] for row in log.rows[first:])
+                run.protocol.run_round(first_round + i,
+                                       run.selector.select(scenario.num_participants, rng))
+            return time.perf_counter() - start, sum(e.flops for e in run.log.since(first))
 
         block(1, 0)  # warm-up, FLOP caches
         ratios, ratios_d, ceiling = [], [], []

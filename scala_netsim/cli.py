@@ -55,7 +55,8 @@ def check_writable(out: Path):
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK):
-        return f"--out: cannot write results under {str(out)!r} ({str(probe)!r} is not a writable directory)"
+        return (f"--out: cannot write results under {str(out)!r} ({str(probe)!r} is not a "
+                f"writable directory)")
     return None
 
 
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
     import torch
 
     from scala_netsim.data import DataNotFoundError
-    from scala_netsim.estimate import format_duration, run_time_s, train_step_s
+    from scala_netsim.estimate import StepCosts, format_duration, run_time_s
     from scala_netsim.sweep import cell_dataset, cell_state, swept_values, write_sweep_index
 
     if scenario.device == "cuda" and not torch.cuda.is_available():
@@ -115,9 +116,9 @@ def main(argv=None) -> int:
         if states[cell.folder] == "finished":
             print(f"{cell.label}: already completed, skipped ({cell.folder})")
     if todo:
-        step_s = train_step_s(scenario, dataset, device)
-        batch = min(scenario.training.batch_size, len(dataset.train_y))
-        estimate_s = sum(run_time_s(c.scenario, len(dataset.test_y), step_s, batch) for c in todo)
+        costs = StepCosts.measure(scenario, dataset, device)
+        estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
+                         for c in todo)
         print(f"estimated run time on this machine: {format_duration(estimate_s)} for "
               f"{len(todo)} run(s) one after another"
               + (f", spread over {args.jobs} jobs" if args.jobs > 1 else ""))
@@ -210,10 +211,12 @@ def run_one(cell, device, show_progress, resume=False):
 def summary_text(scenario, dataset, device) -> str:
     tr, net, comp, data = scenario.training, scenario.network, scenario.compute, scenario.data
     part = data.partition
-    part_text = part.kind + "".join(f" {k}={v}" for k, v in part.model_dump().items() if k != "kind")
+    part_text = part.kind + "".join(f" {k}={v}" for k, v in part.model_dump().items()
+                                    if k != "kind")
     return "\n".join([
         f"scenario {scenario.name} (seed {scenario.seed}, device {device})",
-        f"  data: {data.dataset}, {len(dataset.train_y)} train / {len(dataset.test_y)} test images, "
+        f"  data: {data.dataset}, {len(dataset.train_y)} train / {len(dataset.test_y)} test "
+        f"images, "
         f"{data.num_clients} clients, partition {part_text}",
         f"  model: {scenario.model.arch} split {scenario.model.split}",
         f"  training: {', '.join(scenario.algorithms)}; {tr.rounds} rounds x {tr.local_iters} "

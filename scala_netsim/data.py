@@ -88,8 +88,8 @@ def _fashion_mnist_root(data_dir: Path) -> Path:
         return data_dir
     plain = [data_dir / f for f in FASHION_MNIST_FILES]
     packed = [data_dir / (f + ".gz") for f in FASHION_MNIST_FILES]
-    if not all(p.is_file() or g.is_file() for p, g in zip(plain, packed)):
-        missing = [f for f, p, g in zip(FASHION_MNIST_FILES, plain, packed)
+    if not all(p.is_file() or g.is_file() for p, g in zip(plain, packed, strict=True)):
+        missing = [f for f, p, g in zip(FASHION_MNIST_FILES, plain, packed, strict=True)
                    if not (p.is_file() or g.is_file())]
         raise DataNotFoundError(
             f"data.data_dir: Fashion-MNIST files {missing} (.gz or unpacked) not found in "
@@ -97,17 +97,19 @@ def _fashion_mnist_root(data_dir: Path) -> Path:
             f"(they land in {DEBIAN_FASHION_MNIST_DIR}) or set data.data_dir to a directory "
             f"holding them"
         )
-    root = cache_dir() / "fashion_mnist" / hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+    root = cache_dir() / "fashion_mnist" / digest
     raw = root / "FashionMNIST" / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    for name, p, g in zip(FASHION_MNIST_FILES, plain, packed):
+    for name, p, g in zip(FASHION_MNIST_FILES, plain, packed, strict=True):
         target = raw / name
         if target.is_file():
             continue
-        # Unpack to a temporary file and rename, so an interrupted unpack leaves nothing half-written.
-        with tempfile.NamedTemporaryFile(dir=raw, delete=False) as tmp:
-            with (open(p, "rb") if p.is_file() else gzip.open(g, "rb")) as src:
-                shutil.copyfileobj(src, tmp)
+        # Unpack to a temporary file and rename: an interrupted unpack leaves nothing
+        # half-written under the file's name.
+        with (tempfile.NamedTemporaryFile(dir=raw, delete=False) as tmp,
+              open(p, "rb") if p.is_file() else gzip.open(g, "rb") as src):
+            shutil.copyfileobj(src, tmp)
         os.replace(tmp.name, target)
     return root
 
@@ -147,7 +149,8 @@ class _ArrayUnpickler(pickle.Unpickler):
     """Unpickles CIFAR's files (dicts of lists, bytes and numpy arrays) and nothing else: a
     pickle naming any other class is refused instead of run."""
 
-    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"),
+               ("numpy._core.multiarray", "_reconstruct"),
                ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
 
     def find_class(self, module, name):
@@ -169,7 +172,8 @@ def _read_cifar_pickle(path: Path) -> dict:
 def _rgb_tensor(images_uint8: np.ndarray, name: str) -> torch.Tensor:
     """N x 3 x 32 x 32 uint8 -> float32 in [0, 1], normalised per channel."""
     mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in RGB_STATS[name])
-    return torch.from_numpy(np.ascontiguousarray(images_uint8)).to(torch.float32).div_(255.0).sub_(mean).div_(std)
+    images = torch.from_numpy(np.ascontiguousarray(images_uint8)).to(torch.float32)
+    return images.div_(255.0).sub_(mean).div_(std)
 
 
 def _require_dir(data_dir, name: str, expected: str) -> Path:
@@ -193,7 +197,8 @@ def load_cifar(name: str, data_dir, train_samples=None, test_samples=None) -> Da
     folder = data_dir / folder_name if (data_dir / folder_name).is_dir() else data_dir
     if name == "cifar10":
         train_files = [folder / f"data_batch_{i}" for i in range(1, 6)]
-        test_files, meta_file, label_key, names_key = [folder / "test_batch"], folder / "batches.meta", "labels", "label_names"
+        test_files, meta_file = [folder / "test_batch"], folder / "batches.meta"
+        label_key, names_key = "labels", "label_names"
     else:
         train_files, test_files = [folder / "train"], [folder / "test"]
         meta_file, label_key, names_key = folder / "meta", "fine_labels", "fine_label_names"
@@ -243,7 +248,8 @@ def load_cinic10(data_dir, train_samples=None, test_samples=None) -> Dataset:
     if missing:
         raise DataNotFoundError(f"data.data_dir: CINIC-10 folders {missing[:4]}"
                                 f"{' ...' if len(missing) > 4 else ''} not found in {data_dir}")
-    cache = cache_dir() / "cinic10" / hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+    cache = cache_dir() / "cinic10" / digest
     arrays = {}
     for split in ("train", "test"):
         path = cache / f"{split}.npz"

@@ -14,7 +14,7 @@ A protocol is one communication pattern; it calls the trainer contract of its pa
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -23,9 +23,15 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.algorithms.contract import (ConcatSplitTrainer, FederatedTrainer,
-                                              KeptModelSplitTrainer, LocalLossTrainer,
-                                              PerClientSplitTrainer, ServerStep, Trainer)
+from scala_netsim.algorithms.contract import (
+    ConcatSplitTrainer,
+    FederatedTrainer,
+    KeptModelSplitTrainer,
+    LocalLossTrainer,
+    PerClientSplitTrainer,
+    ServerStep,
+    Trainer,
+)
 from scala_netsim.events import MODEL_TRANSFER, SERVER_ID, Event, EventKind, EventLog
 from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
 
@@ -105,7 +111,8 @@ class WirelessLink:
         self.round = round_
         for direction, demand in demands.items():
             shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
-            self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist()))
+            self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist(),
+                                                     strict=True))
             self.grants.extend(Grant(round_, k, direction, b)
                                for k, b in self._bandwidth_hz[direction].items())
 
@@ -179,13 +186,14 @@ class Protocol(ABC):
         self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind, 0, flops))
 
     def _server_compute(self, local_iter: int, client_id: int,
-                        step: Callable[[], ServerStep]) -> Generator[simpy.Event, Any, ServerStep]:
-        """Wait for the server processor (FIFO), then run `step()` at the moment the server
-        starts it and hold the processor for its FLOPs / server FLOP/s."""
+                        uploads: Sequence[ActivationMessage]
+                        ) -> Generator[simpy.Event, Any, ServerStep]:
+        """Wait for the server processor (FIFO), then run the server step on `uploads` at the
+        moment the server starts it and hold the processor for its FLOPs / server FLOP/s."""
         with self.server_cpu.request() as turn:
             yield turn
             start = self.env.now
-            result = step()
+            result = self.trainer.server_step(uploads)
             yield self.env.timeout(float(channel.compute_time_s(
                 result.flops, self.cell.server_flops_per_s)))
             self.log.record(Event(start, self.env.now, self.round, local_iter, client_id,
@@ -238,8 +246,7 @@ class ConcatSplitProtocol(Protocol):
             for _ in range(num_clients):            # barrier: wait for every client
                 arrived.append((yield activations.get()))
             arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
-            step = yield from self._server_compute(
-                t, SERVER_ID, lambda: self.trainer.server_step(arrived))
+            step = yield from self._server_compute(t, SERVER_ID, arrived)
             for reply in step.replies:
                 gradients[reply.client_id].put(reply)
 
@@ -268,8 +275,7 @@ class PerClientSplitProtocol(Protocol):
             forward = trainer.client_forward(k, t)
             yield from self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
             yield from self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
-            step = yield from self._server_compute(
-                t, k, lambda: trainer.server_step([forward.upload]))
+            step = yield from self._server_compute(t, k, [forward.upload])
             (reply,) = step.replies
             yield from self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
             yield from self._compute(t, k, EventKind.CLIENT_BACKWARD,
@@ -323,8 +329,7 @@ class LocalLossProtocol(Protocol):
         with uplink.request() as turn:
             yield turn
             yield from self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
-        yield from self._server_compute(t, upload.client_id,
-                                        lambda: self.trainer.server_step([upload]))
+        yield from self._server_compute(t, upload.client_id, [upload])
 
 
 class FederatedProtocol(Protocol):

@@ -82,7 +82,7 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
                             f"more than the band's {band_hz[direction]:.6g} Hz")
 
     is_transfer = events["kind"].isin(UPLINK + DOWNLINK)
-    if len(transfers) != is_transfer.sum() or not set(transfers["event_index"]) == set(
+    if len(transfers) != is_transfer.sum() or set(transfers["event_index"]) != set(
             np.flatnonzero(is_transfer.to_numpy())):
         problems.append(f"{int(is_transfer.sum())} transfer events but {len(transfers)} "
                         f"recorded transfer rates")

@@ -54,7 +54,7 @@ def partition_quantity(labels: np.ndarray, num_clients: int, alpha: int,
     for y in range(num_classes):
         idx = rng.permutation(np.flatnonzero(labels == y))
         holders = rng.permutation(holders_of[y])
-        for k, portion in zip(holders, np.array_split(idx, len(holders))):
+        for k, portion in zip(holders, np.array_split(idx, len(holders)), strict=True):
             parts[k].append(portion)
     return [np.sort(np.concatenate(p)) for p in parts]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
@@ -55,17 +55,17 @@ class DirichletPartition(_Strict):
     beta: float = Field(gt=0)
 
 
-Partition = Annotated[Union[IidPartition, QuantityPartition, DirichletPartition],
+Partition = Annotated[IidPartition | QuantityPartition | DirichletPartition,
                       Field(discriminator="kind")]
 
 
 class DataConfig(_Strict):
     dataset: Literal[tuple(DATASET_CLASSES)] = "fashion_mnist"
-    data_dir: Optional[str] = None
+    data_dir: str | None = None
     num_clients: int = Field(default=100, ge=1)
     partition: Partition = QuantityPartition(kind="quantity", alpha=2)
-    train_samples: Optional[int] = Field(default=None, ge=1)
-    test_samples: Optional[int] = Field(default=None, ge=1)
+    train_samples: int | None = Field(default=None, ge=1)
+    test_samples: int | None = Field(default=None, ge=1)
 
 
 class ModelConfig(_Strict):
@@ -111,7 +111,8 @@ class NetworkConfig(_Strict):
 
 
 class ComputeConfig(_Strict):
-    client_flops_per_s: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] = (1e9, 1e10)
+    client_flops_per_s: tuple[Annotated[float, Field(gt=0)],
+                              Annotated[float, Field(gt=0)]] = (1e9, 1e10)
     server_flops_per_s: float = Field(default=1e13, gt=0)
 
     @model_validator(mode="after")
@@ -156,7 +157,8 @@ def _fields() -> dict:
         "report": (ReportConfig, Field(default_factory=ReportConfig)),
         # dotted key -> list of values; every combination is run with every algorithm
         # (scala_netsim.sweep). Values are checked cell by cell when the sweep is expanded.
-        "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]], Field(default_factory=dict)),
+        "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]],
+                  Field(default_factory=dict)),
     }
 
 
@@ -216,7 +218,8 @@ def _allowed_keys(loc: tuple) -> list[str]:
                 continue
             return []
         annotation = field.annotation
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        model = annotation if is_model else None
         if model is None:
             return []
     return list(getattr(model, "model_fields", {}))
@@ -308,7 +311,8 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenar
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ScenarioError(path, [f"YAML syntax error: {where}{getattr(exc, 'problem', exc)}"]) from None
+        problem = f"YAML syntax error: {where}{getattr(exc, 'problem', exc)}"
+        raise ScenarioError(path, [problem]) from None
     if document is None:
         document = {}
     if isinstance(document, dict):

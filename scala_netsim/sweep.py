@@ -22,8 +22,13 @@ from pathlib import Path
 import yaml
 
 from scala_netsim.results import write_json
-from scala_netsim.scenario import (Scenario, ScenarioError, set_dotted, training_identity,
-                                   validate_scenario)
+from scala_netsim.scenario import (
+    Scenario,
+    ScenarioError,
+    set_dotted,
+    training_identity,
+    validate_scenario,
+)
 
 FINISHED = ("completed", "diverged")   # statuses of runs that are not run again
 
@@ -78,7 +83,7 @@ def expand_sweep(scenario: Scenario, out_dir) -> list:
     keys = list(scenario.sweep)
     cells, problems, folders = [], [], {}
     for values in itertools.product(*scenario.sweep.values()):
-        setting = tuple(zip(keys, values))
+        setting = tuple(zip(keys, values, strict=True))
         where = ", ".join(f"{k}={format_value(v)}" for k, v in setting) or "(no sweep)"
         for algorithm in scenario.algorithms:
             document = copy.deepcopy(base)

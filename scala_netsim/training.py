@@ -15,7 +15,8 @@ class ClientSampler:
     """
 
     def __init__(self, client_indices, generator: torch.Generator, device):
-        self._indices = [torch.as_tensor(np.asarray(ix), dtype=torch.int64) for ix in client_indices]
+        self._indices = [torch.as_tensor(np.asarray(ix), dtype=torch.int64)
+                         for ix in client_indices]
         self._order = [None] * len(self._indices)
         self._cursor = [0] * len(self._indices)
         self._generator = generator
@@ -68,7 +69,7 @@ def apportion_batch_sizes(num_samples, total_batch_size: int):
     # Hand out (or take back) the rounding difference by largest (smallest) remainder.
     remainder = exact - sizes
     diff = total_batch_size - sizes.sum()
-    order = np.argsort(-remainder, kind="stable") if diff > 0 else np.argsort(remainder, kind="stable")
+    order = np.argsort(-remainder if diff > 0 else remainder, kind="stable")
     i = 0
     while diff != 0:
         k = order[i % len(order)]
@@ -93,7 +94,7 @@ def weighted_average_(target: nn.Module, sources, weights) -> None:
             dst.copy_(source_states[0][i])
             continue
         average = source_states[0][i] * fractions[0]
-        for state, fraction in zip(source_states[1:], fractions[1:]):
+        for state, fraction in zip(source_states[1:], fractions[1:], strict=True):
             average.add_(state[i], alpha=fraction)
         dst.copy_(average)
 

@@ -1,15 +1,188 @@
-"""Shared fixtures: the golden end-to-end run (one CLI subprocess that several test modules
-read), tiny cells, datasets and trainers, and a fixed seed for every test."""
+"""Shared fixtures: a fixed seed for every test, tiny datasets, cells and trainers built from
+the registry, the engine stack on a tiny cell, and the golden end-to-end run (one CLI
+subprocess of every algorithm that several test modules read)."""
 
+from __future__ import annotations
+
+import random
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 import pytest
+import simpy
+import torch
+
+import channel
+from scala_netsim.algorithms.common import ClientData, SGDSettings
+from scala_netsim.algorithms.contract import Trainer
+from scala_netsim.algorithms.scala import SCALA
+from scala_netsim.data import Dataset
+from scala_netsim.engine import Cell, ConcatSplitProtocol, Protocol, WirelessLink
+from scala_netsim.events import EventLog
+from scala_netsim.models import build_split_model
+from scala_netsim.scenario import Scenario, validate_scenario
 
 from golden_run import run_golden
 
+ROOT = Path(__file__).resolve().parents[1]
+N0_DBM_PER_HZ = -174.0
+SGD = SGDSettings(batch_size=8, lr=0.05, momentum=0.9, weight_decay=0.0)
+
+
+@pytest.fixture(autouse=True)
+def fixed_seed() -> None:
+    """Tests that draw without an explicit generator draw the same numbers every run."""
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+
+
+# --- data ---------------------------------------------------------------------------
+def make_client_data(label_sets: Sequence[Sequence[int]], per_client: int | Sequence[int] = 8,
+                     seed: int = 0, num_classes: int = 10) -> ClientData:
+    """Random 1x32x32 images; client i holds `per_client` samples with labels drawn from
+    label_sets[i]."""
+    g = torch.Generator().manual_seed(seed)
+    sizes = [per_client] * len(label_sets) if isinstance(per_client, int) else list(per_client)
+    x = torch.randn(sum(sizes), 1, 32, 32, generator=g)
+    y = torch.cat([torch.tensor(s)[torch.randint(len(s), (m,), generator=g)]
+                   for s, m in zip(label_sets, sizes, strict=False)])
+    bounds = np.cumsum([0, *sizes])
+    return ClientData(x, y, [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
+                      num_classes)
+
+
+@pytest.fixture
+def client_data() -> Callable[..., ClientData]:
+    """make_client_data(label_sets, per_client=8, seed=0)."""
+    return make_client_data
+
+
+def split_parts(seed: int = 0, split: str = "S2") -> tuple[torch.nn.Module, torch.nn.Module]:
+    """AlexNet-14 for 1x32x32 images and 10 classes, cut at `split`."""
+    return build_split_model("alexnet14", split, 1, 10, torch.Generator().manual_seed(seed))
+
+
+def tiny_dataset(per_class: int = 12, test: int = 20) -> Dataset:
+    """A Dataset of random images, `per_class` training images of each of 10 classes."""
+    g = torch.Generator().manual_seed(0)
+    n = 10 * per_class
+    return Dataset("tiny", torch.randn(n, 1, 32, 32, generator=g), torch.arange(n) % 10,
+                   torch.randn(test, 1, 32, 32, generator=g), torch.arange(test) % 10,
+                   tuple(str(c) for c in range(10)))
+
+
+def tiny_scenario(algorithm: str = "scala", **sections: dict) -> Scenario:
+    """10 clients, 3 per round, B = 24, 2 local iterations, 2 rounds; `sections` override."""
+    document = {"name": "tiny", "device": "cpu", "data": {"num_clients": 10},
+                "algorithms": [algorithm],
+                "training": {"rounds": 2, "local_iters": 2, "batch_size": 24,
+                             "participation": 0.3},
+                "fedconcat": {"clusters": 2, "encoder_round_fraction": 0.5},
+                "splitfed_v3": {"eval_clients": 2}}
+    for key, value in sections.items():
+        document[key] = {**document.get(key, {}), **value} if isinstance(value, dict) else value
+    return validate_scenario(document)
+
 
 @pytest.fixture(scope="session")
-def golden_results(tmp_path_factory):
-    """OUT/golden/ of one CLI run of tests/golden/scenario.yaml (every algorithm, 2 rounds)."""
+def fashion_slice() -> Dataset:
+    """The first 1,000 training and 200 test images of the real Fashion-MNIST."""
+    from scala_netsim.data import load_dataset
+
+    return load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)
+
+
+# --- the engine on a tiny cell -------------------------------------------------------
+def tiny_cell(distance_m: Sequence[float], flops_per_s: Sequence[float],
+              uplink_bandwidth_hz: float = 20e6, downlink_bandwidth_hz: float = 20e6,
+              server_flops_per_s: float = 1e13) -> Cell:
+    distance_m = np.asarray(distance_m, dtype=float)
+    return Cell(distance_m, channel.Macro3gpp36814().pathloss_db(distance_m),
+                np.asarray(flops_per_s, dtype=float), server_flops_per_s, uplink_bandwidth_hz,
+                downlink_bandwidth_hz)
+
+
+@dataclass
+class Simulation:
+    """A protocol on a tiny cell, with its clock, log and link."""
+
+    env: simpy.Environment
+    log: EventLog
+    link: WirelessLink
+    protocol: Protocol
+
+    def run_round(self, round_: int, selected: Sequence[int]) -> None:
+        self.protocol.run_round(round_, selected)
+
+
+def simulate(trainer: Trainer, protocol: type[Protocol], cell: Cell, local_iters: int,
+             client_tx_power_w: float = 0.2, bs_tx_power_w: float = 1.0) -> Simulation:
+    """The engine stack a run builds, with Shannon rates and equal shares."""
+    env, log = simpy.Environment(), EventLog()
+    link_model = channel.AdaptiveShannonLink(client_tx_power_w, bs_tx_power_w,
+                                             cell.downlink_bandwidth_hz, N0_DBM_PER_HZ)
+    link = WirelessLink(env, cell, link_model, channel.EqualShareAllocator(), log,
+                        np.random.SeedSequence(0))
+    return Simulation(env, log, link, protocol(env, cell, trainer, link, log, local_iters))
+
+
+@pytest.fixture
+def simulation() -> Callable[..., Simulation]:
+    """simulate(trainer, protocol_class, cell, local_iters)."""
+    return simulate
+
+
+# The two-client SCALA cell whose timeline tests/test_engine.py works out by hand.
+DIST_M = (100.0, 400.0)
+FLOPS_PER_S = (2e9, 5e9)
+SERVER_FLOPS_PER_S = 1e13
+W_UL, W_DL, P_UE, P_BS = 10e6, 20e6, 0.2, 1.0
+B_K = (3, 5)          # |D_k| = 6 and 10, B = 8
+LOCAL_ITERS = 2
+
+
+def two_client_scala(protocol: type[Protocol] = ConcatSplitProtocol) -> Simulation:
+    """SCALA on the two-client cell above: |D_k| = 6 and 10 random images, B = 8."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 1, 32, 32, generator=g)
+    y = torch.randint(10, (16,), generator=g)
+    data = ClientData(x, y, [np.arange(6), np.arange(6, 16)], 10)
+    trainer = SCALA(*split_parts(), data, SGDSettings(8, 0.01, 0.9), g)
+    cell = tiny_cell(DIST_M, FLOPS_PER_S, W_UL, W_DL, SERVER_FLOPS_PER_S)
+    return simulate(trainer, protocol, cell, LOCAL_ITERS, P_UE, P_BS)
+
+
+# --- the command line -----------------------------------------------------------------
+@dataclass
+class GoldenRun:
+    out: Path                    # OUT/golden/
+    proc: subprocess.CompletedProcess
+
+    def run_dir(self, algorithm: str) -> Path:
+        return self.out / algorithm / "seed3"
+
+
+@pytest.fixture(scope="session")
+def golden_run(tmp_path_factory) -> GoldenRun:
+    """One CLI run of tests/golden/scenario.yaml: every algorithm, 2 rounds, 600 images."""
     out = tmp_path_factory.mktemp("golden")
     proc = run_golden(out)
     assert proc.returncode == 0, proc.stderr
-    return out / "golden"
+    return GoldenRun(out / "golden", proc)
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run the command line in this process: cli(*args) -> (exit code, stdout, stderr)."""
+    from scala_netsim.cli import main
+
+    def run(*args) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run

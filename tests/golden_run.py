@@ -22,9 +22,10 @@ COMPARED = ("rounds.csv", "events.csv", "summary.json")
 VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
 
 
-def run_golden(out: Path, *extra: str) -> subprocess.CompletedProcess:
-    """The CLI on the golden scenario, results under out/golden/<algorithm>/seed3/."""
-    env = {**os.environ, **PINNED_ENV}
+def run_golden(out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The CLI on the golden scenario, results under out/golden/<algorithm>/seed3/; `extra`
+    arguments and `env` variables are added."""
+    env = {**os.environ, **PINNED_ENV, **(env or {})}
     return subprocess.run([sys.executable, "-m", "scala_netsim", str(SCENARIO), "--out", str(out),
                            "--no-progress", "--no-report", *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)

@@ -1,41 +1,42 @@
 """The defining behaviour of every baseline, on tiny tensors."""
 
 import copy
+from collections import namedtuple
 
 import numpy as np
 import pytest
-import simpy
 import torch
 import torch.nn.functional as F
 
-from channel import EqualShareAllocator
-from scala_netsim.algorithms.federated import (FedConcatTrainer, FederatedTrainer,
-                                               decorrelation_penalty, fedlc_calibration)
-from scala_netsim.algorithms.registry import ALGORITHMS, make_selector, make_trainer
-from scala_netsim.algorithms.splitfed import PerClientSplitTrainer
-from scala_netsim.data import Dataset
-from scala_netsim.engine import EVENT_KINDS, Cell, EventLog, PerClientSplitProtocol
+from channel import Direction
+from scala_netsim.algorithms.common import SGDSettings
+from scala_netsim.algorithms.federated import (
+    FedAvg,
+    FedConcat,
+    FedDecorr,
+    FedDyn,
+    FedLA,
+    FedLC,
+    FedProx,
+    decorrelation_penalty,
+    fedlc_calibration,
+)
+from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
+from scala_netsim.engine import KeptModelSplitProtocol, PerClientSplitProtocol
+from scala_netsim.events import EventKind
 from scala_netsim.models import build_split_model, features_and_head, state_bytes
-from scala_netsim.run import build_world
-from scala_netsim.scenario import ALGORITHMS as SCENARIO_ALGORITHMS
-from scala_netsim.scenario import validate_scenario
+from scala_netsim.run import Run, build_world
 from scala_netsim.selection import FedCBSSelector, qcid
 from scala_netsim.training import ClientSampler
+
+from conftest import make_client_data, simulate, split_parts, tiny_cell, tiny_dataset, tiny_scenario
 
 COMMON = dict(lr=0.05, momentum=0.9, weight_decay=0.0)
 
 
-def tiny_data(label_sets, per_client=8, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(per_client * len(label_sets), 1, 32, 32, generator=g)
-    y = torch.cat([torch.tensor(s)[torch.randint(len(s), (per_client,), generator=g)]
-                   for s in label_sets])
-    indices = [np.arange(i * per_client, (i + 1) * per_client) for i in range(len(label_sets))]
-    return x, y, indices
-
-
-def parts(seed=0):
-    return build_split_model("alexnet14", "S2", 1, 10, torch.Generator().manual_seed(seed))
+def sgd(batch_size):
+    return SGDSettings(batch_size, **COMMON)
 
 
 def run_round_directly(trainer, selected, local_iters):
@@ -45,29 +46,24 @@ def run_round_directly(trainer, selected, local_iters):
         trainer.client_receive_model(trainer.client_model_download(k))
     for t in range(local_iters):
         for k in selected:
-            message, _ = trainer.client_forward(k, t)
-            grad, _ = trainer.server_step_one(message)
-            trainer.client_backward(grad)
+            upload = trainer.client_forward(k, t).upload
+            (reply,) = trainer.server_step([upload]).replies
+            trainer.client_backward(reply)
     for k in selected:
         trainer.server_receive_model(trainer.client_model_upload(k))
     trainer.end_round()
 
 
-def test_registry_and_scenario_name_the_same_algorithms():
-    assert set(ALGORITHMS) == set(SCENARIO_ALGORITHMS)
-
-
 def test_splitfed_v1_with_one_client_equals_plain_split_training():
-    x, y, indices = tiny_data([[0, 1, 2]])
-    client, server = parts()
+    data = make_client_data([[0, 1, 2]])
+    x, y = data.train_x, data.train_y
+    client, server = split_parts()
     ref_client, ref_server = copy.deepcopy(client), copy.deepcopy(server)
-    trainer = PerClientSplitTrainer(client, server, x, y, indices, 10, variant="v1",
-                                    batch_size=4, generator=torch.Generator().manual_seed(7),
-                                    **COMMON)
+    trainer = SplitFedV1(client, server, data, sgd(4), torch.Generator().manual_seed(7))
     for _ in range(2):
         run_round_directly(trainer, [0], local_iters=3)
 
-    sampler = ClientSampler(indices, torch.Generator().manual_seed(7), "cpu")
+    sampler = ClientSampler(data.client_indices, torch.Generator().manual_seed(7), "cpu")
     for _ in range(2):  # plain split training; optimisers fresh each round, as in SplitFedV1
         opt_c = torch.optim.SGD(ref_client.parameters(), **COMMON)
         opt_s = torch.optim.SGD(ref_server.parameters(), **COMMON)
@@ -83,37 +79,37 @@ def test_splitfed_v1_with_one_client_equals_plain_split_training():
             a.backward(a_detached.grad)
             opt_c.step()
     for p, q in zip(list(client.parameters()) + list(server.parameters()),
-                    list(ref_client.parameters()) + list(ref_server.parameters())):
+                    list(ref_client.parameters()) + list(ref_server.parameters()), strict=False):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
+SPLITFED = {"v1": (SplitFedV1, PerClientSplitProtocol), "v2": (SplitFedV2, PerClientSplitProtocol),
+            "v3": (SplitFedV3, KeptModelSplitProtocol)}
+
+
 def per_client_round(variant, flops_per_s, local_iters=2):
-    """One engine round of SplitFed `variant` on 3 clients; -> (trainer, event rows)."""
-    x, y, indices = tiny_data([[0, 1], [2, 3], [4, 5]])
-    client, server = parts()
-    trainer = PerClientSplitTrainer(client, server, x, y, indices, 10, variant=variant,
-                                    batch_size=12, generator=torch.Generator().manual_seed(3),
-                                    **COMMON)
-    dist = np.array([200.0, 200.0, 200.0])
-    cell = Cell(dist, 128.1 + 37.6 * np.log10(dist / 1000), np.asarray(flops_per_s, float),
-                1e13, 20e6, 20e6, 0.2, 1.0, -174.0)
-    env, log = simpy.Environment(), EventLog()
-    protocol = PerClientSplitProtocol(env, cell, trainer, log, EqualShareAllocator(), local_iters)
-    protocol.run_round(1, [0, 1, 2])
-    return trainer, log.rows
+    """One engine round of SplitFed `variant` on 3 clients; -> (trainer, events)."""
+    algorithm, protocol = SPLITFED[variant]
+    trainer = algorithm(*split_parts(), make_client_data([[0, 1], [2, 3], [4, 5]]), sgd(12),
+                        torch.Generator().manual_seed(3))
+    sim = simulate(trainer, protocol, tiny_cell([200.0, 200.0, 200.0], flops_per_s), local_iters)
+    sim.run_round(1, [0, 1, 2])
+    return trainer, sim.log.events
 
 
 def test_splitfed_v2_serves_activations_in_arrival_order():
-    _, rows = per_client_round("v2", [1e9, 8e9, 3e9])
+    _, events = per_client_round("v2", [1e9, 8e9, 3e9])
     for t in range(2):
-        arrivals = sorted((r[1], r[4]) for r in rows if r[5] == "activation_upload" and r[3] == t)
-        steps = sorted((r[0], r[4]) for r in rows if r[5] == "server_step" and r[3] == t)
+        arrivals = sorted((e.t_end_s, e.client_id) for e in events
+                          if e.kind is EventKind.ACTIVATION_UPLOAD and e.local_iter == t)
+        steps = sorted((e.t_start_s, e.client_id) for e in events
+                       if e.kind is EventKind.SERVER_STEP and e.local_iter == t)
         assert [k for _, k in steps] == [k for _, k in arrivals] == [1, 2, 0]
-        for (arrival, _), (start, _) in zip(arrivals, steps):
+        for (arrival, _), (start, _) in zip(arrivals, steps, strict=False):
             assert start >= arrival
     # one server processor: steps never overlap
-    spans = sorted((r[0], r[1]) for r in rows if r[5] == "server_step")
-    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    spans = sorted((e.t_start_s, e.t_end_s) for e in events if e.kind is EventKind.SERVER_STEP)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
 
 
 def test_a_change_in_the_cell_changes_splitfed_v2_training_but_not_v1():
@@ -126,20 +122,24 @@ def test_a_change_in_the_cell_changes_splitfed_v2_training_but_not_v1():
 
 
 def test_splitfed_v3_keeps_each_clients_model_and_sends_none():
-    trainer, rows = per_client_round("v3", [1e9, 8e9, 3e9])
-    assert not {"model_download", "model_upload"} & {r[5] for r in rows}
+    trainer, events = per_client_round("v3", [1e9, 8e9, 3e9])
+    assert not {EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD} & {e.kind for e in events}
     own = trainer.own_models
     assert set(own) == {0, 1, 2}
     assert not torch.equal(own[0][0], own[1][0])      # never averaged
-    initial = parts()[0]
+    initial = split_parts()[0]
     torch.testing.assert_close(trainer.client_model[0].weight, initial[0].weight)
 
 
-def fl_round(loss, selected=(0, 1), **hyper):
-    x, y, indices = tiny_data([[0, 1], [2, 3], [4]])
-    features, head = features_and_head(*parts())
-    trainer = FederatedTrainer(features, head, x, y, indices, 10, loss=loss, batch_size=8,
-                               generator=torch.Generator().manual_seed(5), **COMMON, **hyper)
+FEDERATED = {"fedavg": FedAvg, "fedprox": FedProx, "fedlc": FedLC, "fedla": FedLA,
+             "feddyn": FedDyn, "feddecorr": FedDecorr}
+
+
+def fl_round(algorithm, selected=(0, 1), **hyper):
+    """Two rounds of a federated trainer on 3 clients, steps called directly (no engine)."""
+    features, head = features_and_head(*split_parts())
+    trainer = FEDERATED[algorithm](features, head, make_client_data([[0, 1], [2, 3], [4]]),
+                                   sgd(8), torch.Generator().manual_seed(5), **hyper)
     for _ in range(2):
         trainer.begin_round(list(selected))
         for k in selected:
@@ -153,17 +153,17 @@ def fl_round(loss, selected=(0, 1), **hyper):
 
 def test_fedprox_with_mu_zero_equals_fedavg():
     a, b = fl_round("fedavg"), fl_round("fedprox", mu=0.0)
-    for p, q in zip(a.model.parameters(), b.model.parameters()):
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=False):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     c = fl_round("fedprox", mu=1.0)
     assert not torch.equal(a.model[1].weight, c.model[1].weight)
 
 
-@pytest.mark.parametrize("loss", ["fedprox", "feddyn"])
-def test_regulariser_gradient_in_closed_form_equals_autograd(loss):
+@pytest.mark.parametrize("loss, hyper", [("fedprox", {"mu": 0.5}), ("feddyn", {"alpha": 0.5})])
+def test_regulariser_gradient_in_closed_form_equals_autograd(loss, hyper):
     """FedProx/FedDyn add mu (w - w_g) [- h_k] to the gradient instead of building an autograd
     graph over all weights: the step must equal one on the whole objective by autograd."""
-    trainer = fl_round(loss, selected=(0,), mu=0.5, dyn_alpha=0.5)   # FedDyn has an h_0 now
+    trainer = fl_round(loss, selected=(0,), **hyper)   # FedDyn has an h_0 now
     trainer.begin_round([0])
     trainer.client_receive_model(trainer.client_model_download(0))
     model, optimizer = trainer.slots[0]
@@ -176,14 +176,15 @@ def test_regulariser_gradient_in_closed_form_equals_autograd(loss):
     x, y = trainer.next_batch(0)
     params, coef = list(reference.parameters()), 0.5
     objective = F.cross_entropy(reference(x), y) + coef / 2 * sum(
-        (p - g).pow(2).sum() for p, g in zip(params, trainer._global_params))
+        (p - g).pow(2).sum() for p, g in zip(params, trainer._global_params, strict=False))
     if loss == "feddyn":
-        objective = objective - sum((p * h).sum() for p, h in zip(params, trainer._dyn_client_grads[0]))
+        objective = objective - sum((p * h).sum() for p, h in
+                                    zip(params, trainer._dyn_client_grads[0], strict=True))
     objective.backward()
     with torch.no_grad():
         for p in params:                          # the first step of fresh momentum SGD
             p.sub_(p.grad, alpha=COMMON["lr"])
-    for p, q in zip(model.parameters(), params):
+    for p, q in zip(model.parameters(), params, strict=False):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
@@ -203,7 +204,7 @@ def test_fedlc_calibration_formula_and_absent_classes():
 
 def test_fedla_and_feddecorr_and_feddyn_train_and_differ_from_fedavg():
     base = fl_round("fedavg").model[1].weight
-    for loss, hyper in [("fedla", {}), ("feddecorr", {"decorr_coef": 0.5}), ("feddyn", {"dyn_alpha": 0.1}),
+    for loss, hyper in [("fedla", {}), ("feddecorr", {"coef": 0.5}), ("feddyn", {"alpha": 0.1}),
                         ("fedlc", {})]:
         trainer = fl_round(loss, **hyper)
         assert torch.isfinite(trainer.model[1].weight).all()
@@ -211,7 +212,7 @@ def test_fedla_and_feddecorr_and_feddyn_train_and_differ_from_fedavg():
 
 
 def test_feddyn_server_update_formula():
-    trainer = fl_round("feddyn", selected=(0,), dyn_alpha=0.1)
+    trainer = fl_round("feddyn", selected=(0,), alpha=0.1)
     # one more round by hand: h <- h - alpha/K (w_k - w); w <- mean w_k - h / alpha
     w_prev = [p.detach().clone() for p in trainer.model.parameters()]
     h_prev = [h.clone() for h in trainer._dyn_server_h]
@@ -221,7 +222,8 @@ def test_feddyn_server_update_formula():
     upload = trainer.client_model_upload(0)
     trainer.server_receive_model(upload)
     trainer.end_round()
-    for p, w, h, wk in zip(trainer.model.parameters(), w_prev, h_prev, upload.tensors):
+    for p, w, h, wk in zip(trainer.model.parameters(), w_prev, h_prev, upload.tensors,
+                           strict=True):
         h_new = h - 0.1 / 3 * (wk - w)
         torch.testing.assert_close(p, wk - h_new / 0.1, rtol=1e-5, atol=1e-6)
 
@@ -236,11 +238,11 @@ def test_decorrelation_penalty_values():
 
 def test_fedconcat_clusters_group_clients_with_identical_label_sets():
     sets = [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]] * 2
-    x, y, indices = tiny_data(sets, per_client=20)
-    models = [features_and_head(*parts(seed=i)) for i in range(5)]
-    trainer = FedConcatTrainer(models, x, y, indices, 10, encoder_rounds=1, batch_size=10,
-                               cluster_rng=np.random.default_rng(0), classifier_generator=torch.Generator().manual_seed(0),
-                               generator=torch.Generator().manual_seed(0), **COMMON)
+    models = [features_and_head(*split_parts(seed=i)) for i in range(5)]
+    trainer = FedConcat(models, make_client_data(sets, per_client=20), sgd(10),
+                        torch.Generator().manual_seed(0), encoder_rounds=1,
+                        cluster_rng=np.random.default_rng(0),
+                        classifier_generator=torch.Generator().manual_seed(0))
     clusters = trainer.cluster_of
     assert len(set(clusters[:5])) == 5
     assert list(clusters[:5]) == list(clusters[5:])
@@ -255,70 +257,72 @@ def test_fedcbs_prefers_the_balanced_set():
         assert qcid(counts[chosen]) == 0.0, chosen
 
 
-def tiny_scenario(algorithm, **overrides):
-    doc = {"name": "tiny", "data": {"num_clients": 10}, "algorithms": [algorithm],
-           "training": {"rounds": 2, "local_iters": 2, "batch_size": 24, "participation": 0.3},
-           "fedconcat": {"clusters": 2, "encoder_round_fraction": 0.5},
-           "splitfed_v3": {"eval_clients": 2}}
-    doc.update(overrides)
-    return validate_scenario(doc)
-
-
-def tiny_world(scenario, per_class=12):
-    g = torch.Generator().manual_seed(0)
-    n = 10 * per_class
-    ds = Dataset("tiny", torch.randn(n, 1, 32, 32, generator=g), torch.arange(n) % 10,
-                 torch.randn(20, 1, 32, 32, generator=g), torch.arange(20) % 10,
-                 tuple(str(c) for c in range(10)))
-    return build_world(scenario, ds)
-
-
+Demand = namedtuple("Demand", "upload_bytes download_bytes compute_flops")
 EXPECTED_KINDS = {
-    "split": set(EVENT_KINDS),
-    "splitfed_v3": set(EVENT_KINDS) - {"model_download", "model_upload"},
-    "sfl_local_loss": set(EVENT_KINDS) - {"gradient_download"},
-    "federated": {"model_download", "client_forward", "client_backward", "model_upload"},
+    "split": set(EventKind),
+    "splitfed_v3": set(EventKind) - {EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD},
+    "sfl_local_loss": set(EventKind) - {EventKind.GRADIENT_DOWNLOAD},
+    "federated": {EventKind.MODEL_DOWNLOAD, EventKind.CLIENT_FORWARD, EventKind.CLIENT_BACKWARD,
+                  EventKind.MODEL_UPLOAD},
 }
+FEDERATED_FAMILY = {"fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr", "fedconcat",
+                    "fedcbs"}
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_each_algorithm_has_its_events_and_payloads_equal_tensor_sizes(algorithm):
     scenario = tiny_scenario(algorithm)
-    world = tiny_world(scenario)
-    trainer = make_trainer(algorithm, scenario, world, torch.device("cpu"))
-    selector = make_selector(algorithm, scenario, world)
-    env, log = simpy.Environment(), EventLog()
-    protocol = ALGORITHMS[algorithm].protocol(env, world.cell, trainer, log,
-                                              EqualShareAllocator(), 2)
-    rng = np.random.default_rng(0)
-    for r in (1, 2):
-        protocol.run_round(r, selector.select(3, rng))
-    kinds = {row[5] for row in log.rows}
-    family = ALGORITHMS[algorithm].family
-    assert kinds == EXPECTED_KINDS.get(algorithm, EXPECTED_KINDS[family])
+    run = Run(scenario, algorithm, build_world(scenario, tiny_dataset()), torch.device("cpu"))
+    demands = {}   # (round, client) -> (upload bytes, download bytes, compute FLOPs) as told
+    ask = run.protocol.demands
+
+    def recording(selected):
+        told = ask(selected)
+        up, down = told[Direction.UPLINK], told[Direction.DOWNLINK]
+        for i, k in enumerate(up.client_ids.tolist()):
+            demands[(run.protocol.round, k)] = Demand(
+                up.payload_bits[i] / 8, down.payload_bits[i] / 8,
+                up.compute_time_s[i] * run.world.cell.flops_per_s[k])
+        return told
+
+    run.protocol.demands = recording
+    for _ in range(2):
+        run.step()
+    events = run.log.events
+    family = "federated" if algorithm in FEDERATED_FAMILY else "split"
+    assert {e.kind for e in events} == EXPECTED_KINDS.get(algorithm, EXPECTED_KINDS[family])
+    assert run.problems() == []
 
     batch = 24 // 3  # 12 samples per client, 3 participants: B_k = 8
     client_bytes = state_bytes(build_split_model("alexnet14", "S2", 1, 10,
                                                  torch.Generator())[0])
     full_bytes = state_bytes(torch.nn.Sequential(*build_split_model(
         "alexnet14", "S2", 1, 10, torch.Generator())))
-    for row in log.rows:
-        kind, payload = row[5], row[6]
-        if kind == "activation_upload":
-            assert payload == batch * 768 * 4 + batch * 8       # float32 + int64 labels
-        elif kind == "gradient_download":
-            assert payload == batch * 768 * 4
-        elif kind in ("model_download", "model_upload"):
+    for e in events:
+        if e.kind is EventKind.ACTIVATION_UPLOAD:
+            assert e.payload_bytes == batch * 768 * 4 + batch * 8      # float32 + int64 labels
+            assert demands[(e.round, e.client_id)].upload_bytes == e.payload_bytes
+        elif e.kind is EventKind.GRADIENT_DOWNLOAD:
+            assert e.payload_bytes == batch * 768 * 4
+            assert demands[(e.round, e.client_id)].download_bytes == e.payload_bytes
+        elif e.kind in (EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD):
             if algorithm == "sfl_local_loss":
-                assert payload == client_bytes + (768 * 10 + 10) * 4   # + the aux head
-            elif algorithm == "fedconcat" and row[2] == 2:
+                assert e.payload_bytes == client_bytes + (768 * 10 + 10) * 4   # + the aux head
+            elif algorithm == "fedconcat" and e.round == 2:
                 classifier = (2 * 256 * 10 + 10) * 4
-                assert payload == (2 * full_bytes - 2 * 2570 * 4 + classifier
-                                   if kind == "model_download" else classifier)
+                assert e.payload_bytes == (2 * full_bytes - 2 * 2570 * 4 + classifier
+                                           if e.kind is EventKind.MODEL_DOWNLOAD else classifier)
             elif family == "federated":
-                assert payload == full_bytes
+                assert e.payload_bytes == full_bytes
             else:
-                assert payload == client_bytes
+                assert e.payload_bytes == client_bytes
+            if family == "federated":   # the model is what an FL client sends in its step
+                demand = demands[(e.round, e.client_id)]
+                assert e.payload_bytes == (demand.download_bytes if e.kind.is_downlink
+                                           else demand.upload_bytes)
         else:
-            assert payload == 0 and row[7] > 0     # compute events carry FLOPs
-    assert trainer.evaluate(world.dataset.test_x, world.dataset.test_y)[0] >= 0
+            assert e.payload_bytes == 0 and e.flops > 0     # compute events carry FLOPs
+        forward_only = family == "split" and algorithm != "sfl_local_loss"
+        if e.kind is EventKind.CLIENT_FORWARD and forward_only:
+            assert demands[(e.round, e.client_id)].compute_flops == pytest.approx(e.flops,
+                                                                                  rel=1e-12)

@@ -23,9 +23,7 @@ def test_pathloss_3gpp_36814_macro_hand_values():
     assert pl.pathloss_db(1000.0) == pytest.approx(128.1, abs=1e-12)
     assert pl.pathloss_db(35.0) == pytest.approx(128.1 + 37.6 * math.log10(0.035), abs=1e-12)
     assert pl.gain_linear(1000.0) == pytest.approx(10 ** (-12.81), rel=1e-12)
-    assert channel.make_pathloss("3gpp_36814_macro").name == "3gpp_36814_macro"
-    with pytest.raises(ValueError, match="unknown path-loss model 'free_space'.*3gpp_36814_macro"):
-        channel.make_pathloss("free_space")
+    assert channel.PATHLOSS_MODELS["3gpp_36814_macro"] is channel.Macro3gpp36814
 
 
 def test_noise_and_shannon_rate_against_hand_computation():
@@ -42,10 +40,35 @@ def test_noise_and_shannon_rate_against_hand_computation():
     assert channel.airtime_s(1_000_000, 8e6) == pytest.approx(1.0, rel=1e-12)
 
 
+def demand(client_ids):
+    n = len(client_ids)
+    return channel.LinkDemand(np.asarray(client_ids), np.full(n, 1e-11), np.full(n, 8e6),
+                              np.full(n, 0.1))
+
+
 def test_equal_share_allocator_splits_the_band():
-    alloc = channel.EqualShareAllocator().allocate_hz(20e6, [3, 7, 9, 11])
-    assert alloc == {3: 5e6, 7: 5e6, 9: 5e6, 11: 5e6}
-    assert channel.EqualShareAllocator().allocate_hz(20e6, []) == {}
+    shares = channel.EqualShareAllocator().allocate_hz(20e6, demand([3, 7, 9, 11]))
+    assert shares.tolist() == [5e6] * 4
+    assert channel.EqualShareAllocator().allocate_hz(20e6, demand([])).tolist() == []
+    assert channel.ALLOCATORS["equal"] is channel.EqualShareAllocator
+
+
+def test_adaptive_link_rate_and_the_base_stations_power_spread():
+    link = channel.AdaptiveShannonLink(client_tx_power_w=0.2, bs_tx_power_w=1.0,
+                                       downlink_bandwidth_hz=20e6, noise_psd_dbm_per_hz=-174.0)
+    gain = channel.Macro3gpp36814().gain_linear(300.0)
+    rng = np.random.default_rng(0)
+    up = link.rate_bps(channel.Direction.UPLINK, gain, 2e6, 0.0, rng)
+    down = link.rate_bps(channel.Direction.DOWNLINK, gain, 5e6, 0.0, rng)
+
+    def noise_w(bandwidth_hz):
+        return 10 ** ((-174 - 30) / 10) * bandwidth_hz
+
+    assert up == pytest.approx(2e6 * math.log2(1 + 0.2 * gain / noise_w(2e6)), rel=1e-12)
+    # a quarter of the band gets a quarter of the base station's power
+    assert down == pytest.approx(5e6 * math.log2(1 + 0.25 * gain / noise_w(5e6)), rel=1e-12)
+    assert link.rate_bps(channel.Direction.UPLINK, gain, 2e6, 17.0, rng) == up   # no fading
+    assert channel.LINK_MODELS["adaptive"] is channel.AdaptiveShannonLink
 
 
 def test_compute_time_and_flops_sampling():
@@ -59,11 +82,10 @@ def test_compute_time_and_flops_sampling():
 
 def test_uniform_area_drop():
     rng = np.random.default_rng(1)
-    d, x, y = channel.drop_clients_uniform_disk(200_000, 500.0, 0.0, rng)
+    d = channel.drop_clients_uniform_disk(200_000, 500.0, 0.0, rng)
     assert d.mean() == pytest.approx(2 * 500.0 / 3, rel=0.005)          # E[d] = 2R/3 on a disk
-    np.testing.assert_allclose(np.hypot(x, y), d, rtol=1e-12)
     assert np.mean(d <= 250.0) == pytest.approx(0.25, abs=0.005)          # area, not radius
-    d, _, _ = channel.drop_clients_uniform_disk(50_000, 500.0, 35.0, rng)
+    d = channel.drop_clients_uniform_disk(50_000, 500.0, 35.0, rng)
     assert d.min() >= 35.0 and d.max() <= 500.0
     r0, r = 35.0, 500.0
     assert d.mean() == pytest.approx(2 / 3 * (r**3 - r0**3) / (r**2 - r0**2), rel=0.01)
@@ -82,6 +104,9 @@ def test_rate_grows_with_power_and_shrinks_with_distance(d1, d2, p1, p2, bandwid
     near, far = sorted((d1, d2))
     low, high = sorted((p1, p2))
     assert pl.pathloss_db(near) <= pl.pathloss_db(far)
-    rate = lambda p, d: channel.shannon_rate_bps(bandwidth_hz, p, pl.gain_linear(d), -174.0)
+
+    def rate(p, d):
+        return channel.shannon_rate_bps(bandwidth_hz, p, pl.gain_linear(d), -174.0)
+
     assert rate(low, near) <= rate(high, near)
     assert rate(low, near) >= rate(low, far)

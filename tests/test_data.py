@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from scala_netsim.data import (CIFAR10_CLASSES, DEBIAN_FASHION_MNIST_DIR, RGB_STATS,
-                               DataNotFoundError, load_dataset, load_fashion_mnist)
+from scala_netsim.data import (
+    CIFAR10_CLASSES,
+    DEBIAN_FASHION_MNIST_DIR,
+    RGB_STATS,
+    DataNotFoundError,
+    load_dataset,
+    load_fashion_mnist,
+)
 
 
 def write_idx(path, array: np.ndarray, compress: bool):
@@ -24,7 +30,8 @@ def write_idx(path, array: np.ndarray, compress: bool):
 
 def make_idx_dir(folder, compress, n_train=6, n_test=4):
     rng = np.random.default_rng(0)
-    images = {"train": rng.integers(0, 256, (n_train, 28, 28)), "t10k": rng.integers(0, 256, (n_test, 28, 28))}
+    images = {"train": rng.integers(0, 256, (n_train, 28, 28)),
+              "t10k": rng.integers(0, 256, (n_test, 28, 28))}
     labels = {"train": np.arange(n_train) % 10, "t10k": np.arange(n_test) % 10}
     for split in ("train", "t10k"):
         write_idx(folder / f"{split}-images-idx3-ubyte", images[split], compress)
@@ -69,7 +76,8 @@ def test_debian_package_is_the_default_source():
 
 
 def test_missing_data_says_how_to_get_it(tmp_path):
-    with pytest.raises(DataNotFoundError, match="does not exist.*apt-get install dataset-fashion-mnist"):
+    with pytest.raises(DataNotFoundError,
+                       match="does not exist.*apt-get install dataset-fashion-mnist"):
         load_fashion_mnist(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataNotFoundError, match="not found in .*empty.*data.data_dir"):
@@ -171,23 +179,18 @@ def test_loads_cinic10_class_folders_of_png_once(tmp_path):
     assert torch.equal(load_dataset("cinic10", tmp_path / "cinic").train_x, ds.train_x)
 
 
-def test_a_cifar10_scenario_runs_end_to_end_from_a_data_dir(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
+def test_a_cifar10_scenario_runs_end_to_end_from_a_data_dir(cli, tmp_path):
+    from conftest import ROOT
 
     write_cifar(tmp_path / "data", "cifar10", n_train=100, n_test=20)
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run(
-        [sys.executable, "-m", "scala_netsim", "scenarios/quickstart.yaml", "--out",
-         str(tmp_path / "out"), "--set", "data.dataset=cifar10", "--set",
-         f"data.data_dir={tmp_path / 'data'}", "--set", "data.num_clients=10",
-         "--set", "training.participation=0.5", "--set", "training.batch_size=20",
-         "--set", "training.rounds=2", "--set", "training.eval_every=1", "--set", "data.test_samples=null",
-         "--set", "algorithms=[scala, fedavg]", "--no-progress", "--no-report"],
-        cwd=root, capture_output=True, text=True, timeout=600,
-        env={**__import__("os").environ, "SCALA_NETSIM_CACHE": str(tmp_path / "cache")})
-    assert proc.returncode == 0, proc.stderr
-    assert "data: cifar10, 100 train / 20 test images" in proc.stdout
+    code, out, err = cli(
+        ROOT / "scenarios/quickstart.yaml", "--out", tmp_path / "out",
+        "--set", "data.dataset=cifar10", "--set", f"data.data_dir={tmp_path / 'data'}",
+        "--set", "data.num_clients=10", "--set", "training.participation=0.5",
+        "--set", "training.batch_size=20", "--set", "training.rounds=2",
+        "--set", "training.eval_every=1", "--set", "data.test_samples=null",
+        "--set", "algorithms=[scala, fedavg]", "--no-progress", "--no-report")
+    assert code == 0, err
+    assert "data: cifar10, 100 train / 20 test images" in out
     summary = json.loads((tmp_path / "out/quickstart/scala/seed0/summary.json").read_text())
     assert summary["status"] == "completed"

@@ -2,51 +2,37 @@
 
 import math
 
-import numpy as np
 import pytest
-import simpy
-import torch
 
-from channel import EqualShareAllocator
-from scala_netsim.algorithms.scala import ConcatSplitTrainer
-from scala_netsim.engine import SERVER_ID, Cell, ConcatSplitProtocol, EventLog
+from channel import Direction
+from scala_netsim.engine import PerClientSplitProtocol
+from scala_netsim.events import SERVER_ID, EventKind
 from scala_netsim.metrics import BUCKETS, round_row
-from scala_netsim.models import build_split_model
 
-DIST_M = (100.0, 400.0)
-FLOPS_PER_S = (2e9, 5e9)
-SERVER_FLOPS_PER_S = 1e13
-W_UL, W_DL, P_UE, P_BS, N0_DBM = 10e6, 20e6, 0.2, 1.0, -174.0
-B_K = (3, 5)          # |D_k| = 6 and 10, B = 8
-LOCAL_ITERS = 2
+from conftest import (
+    B_K,
+    DIST_M,
+    FLOPS_PER_S,
+    LOCAL_ITERS,
+    N0_DBM_PER_HZ,
+    P_BS,
+    P_UE,
+    SERVER_FLOPS_PER_S,
+    W_DL,
+    W_UL,
+)
+from conftest import two_client_scala as build
 
 
 def rate_bps(bandwidth_hz, power_w, distance_m):
     """Independent re-implementation: b log2(1 + p g / (N0 b)) with 3GPP 36.814 macro loss."""
     gain = 10 ** (-(128.1 + 37.6 * math.log10(distance_m / 1000)) / 10)
-    noise_w = 10 ** ((N0_DBM - 30) / 10) * bandwidth_hz
+    noise_w = 10 ** ((N0_DBM_PER_HZ - 30) / 10) * bandwidth_hz
     return bandwidth_hz * math.log2(1 + power_w * gain / noise_w)
 
 
 def conv_flops(b, c_in, c_out, k, hw):
     return 2 * b * c_out * hw * hw * c_in * k * k
-
-
-def build(seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(16, 1, 32, 32, generator=g)
-    y = torch.randint(10, (16,), generator=g)
-    client, server = build_split_model("alexnet14", "S2", 1, 10, g)
-    trainer = ConcatSplitTrainer(client, server, x, y, [np.arange(6), np.arange(6, 16)], 10,
-                                 batch_size=8, lr=0.01, momentum=0.9, weight_decay=0.0,
-                                 logit_adjust=True, generator=g)
-    pathloss_db = 128.1 + 37.6 * np.log10(np.asarray(DIST_M) / 1000)
-    cell = Cell(np.asarray(DIST_M), pathloss_db, np.asarray(FLOPS_PER_S), SERVER_FLOPS_PER_S,
-                W_UL, W_DL, P_UE, P_BS, N0_DBM)
-    env = simpy.Environment()
-    log = EventLog()
-    protocol = ConcatSplitProtocol(env, cell, trainer, log, EqualShareAllocator(), LOCAL_ITERS)
-    return env, log, protocol
 
 
 def hand_timeline():
@@ -85,37 +71,72 @@ def hand_timeline():
 
 
 def test_two_client_two_iteration_timeline_equals_hand_computation():
-    env, log, protocol = build()
-    protocol.run_round(1, [0, 1])
+    sim = build()
+    sim.run_round(1, [0, 1])
     expected = hand_timeline()
-    got = {(r[3], r[4], r[5]): (r[0], r[1], r[6], r[7]) for r in log.rows}
-    assert set(got) == set(expected) and len(log.rows) == len(expected) == 2 + 2 * 2 * 4 + 2 + 2
+    got = {(e.local_iter, e.client_id, e.kind.value): e for e in sim.log.events}
+    assert set(got) == set(expected) and len(sim.log) == len(expected) == 2 + 2 * 2 * 4 + 2 + 2
     for key, (t0, t1, payload, flops) in expected.items():
-        g0, g1, g_payload, g_flops = got[key]
-        assert (g_payload, g_flops) == (payload, flops), key
-        assert g0 == pytest.approx(t0, rel=1e-12, abs=1e-15), key
-        assert g1 == pytest.approx(t1, rel=1e-12), key
-    assert env.now == pytest.approx(max(v[1] for v in expected.values()), rel=1e-12)
+        event = got[key]
+        assert (event.payload_bytes, event.flops, event.round) == (payload, flops, 1), key
+        assert event.t_start_s == pytest.approx(t0, rel=1e-12, abs=1e-15), key
+        assert event.t_end_s == pytest.approx(t1, rel=1e-12), key
+    assert sim.env.now == pytest.approx(max(v[1] for v in expected.values()), rel=1e-12)
 
 
-def test_round_row_sums_events_and_the_critical_path_fills_the_round():
-    env, log, protocol = build()
-    protocol.run_round(1, [0, 1])
-    row = round_row(1, log.rows, 0.0, env.now)
-    assert row["uplink_bytes"] == sum(r[6] for r in log.rows if r[5] in ("activation_upload", "model_upload"))
-    assert row["downlink_bytes"] == sum(r[6] for r in log.rows if r[5] in ("model_download", "gradient_download"))
-    assert row["server_flops"] == sum(r[7] for r in log.rows if r[4] == SERVER_ID)
-    assert sum(row[b] for b in BUCKETS) == pytest.approx(env.now, rel=1e-12)
+def test_the_link_records_each_grant_and_the_rate_of_each_transfer():
+    sim = build()
+    sim.run_round(1, [0, 1])
+    assert sorted((g.client_id, g.direction.value, g.bandwidth_hz) for g in sim.link.grants) == [
+        (0, "downlink", W_DL / 2), (0, "uplink", W_UL / 2),
+        (1, "downlink", W_DL / 2), (1, "uplink", W_UL / 2)]
+    transfers = [e for e in sim.log.events if e.kind.is_transfer]
+    assert [t.event_index for t in sim.link.transfers] == [
+        i for i, e in enumerate(sim.log.events) if e.kind.is_transfer]
+    for event, record in zip(transfers, sim.link.transfers, strict=False):
+        power = P_UE if event.kind.is_uplink else P_BS / 2
+        assert record.rate_bps == pytest.approx(
+            rate_bps(record.bandwidth_hz, power, DIST_M[event.client_id]), rel=1e-12)
+
+
+def test_the_allocator_is_told_each_clients_gain_payload_and_compute_time():
+    sim = build()
+    sim.protocol.trainer.begin_round([0, 1])
+    demands = sim.protocol.demands([0, 1])
+    up = demands[Direction.UPLINK]
+    assert up.client_ids.tolist() == [0, 1]
+    assert up.payload_bits.tolist() == [8 * (b * 768 * 4 + b * 8) for b in B_K]
+    forward = [conv_flops(b, 1, 64, 11, 8) + conv_flops(b, 64, 192, 5, 4) for b in B_K]
+    assert up.compute_time_s.tolist() == pytest.approx(
+        [f / s for f, s in zip(forward, FLOPS_PER_S, strict=True)])
+    gain = [10 ** (-(128.1 + 37.6 * math.log10(d / 1000)) / 10) for d in DIST_M]
+    assert up.gain_linear.tolist() == pytest.approx(gain, rel=1e-12)
+
+
+def test_critical_path_fills_the_round_and_the_next_round_starts_where_it_ended():
+    sim = build()
+    sim.run_round(1, [0, 1])
+    row = round_row(1, sim.log.events, 0.0, sim.env.now, 2)
+    assert sum(row[b] for b in BUCKETS) == pytest.approx(sim.env.now, rel=1e-12)
     assert row["idle_time_s"] == 0.0 and row["server_time_s"] > 0
-    # second round starts where the first ended and trains on
-    start = env.now
-    protocol.run_round(2, [0, 1])
-    assert min(r[0] for r in log.rows if r[2] == 2) == start
+    # the critical path of SCALA's round: the slower client's chain plus the server steps
+    assert row["server_time_s"] == pytest.approx(
+        sum(e.duration_s for e in sim.log.events if e.kind is EventKind.SERVER_STEP), rel=1e-12)
+    start = sim.env.now
+    sim.run_round(2, [0, 1])
+    assert min(e.t_start_s for e in sim.log.events if e.round == 2) == start
 
 
 def test_events_of_one_client_never_overlap():
-    env, log, protocol = build()
-    protocol.run_round(1, [0, 1])
+    sim = build()
+    sim.run_round(1, [0, 1])
     for k in (0, 1):
-        spans = sorted((r[0], r[1]) for r in log.rows if r[4] == k)
-        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+        spans = sorted((e.t_start_s, e.t_end_s) for e in sim.log.events if e.client_id == k)
+        assert all(a_end <= b_start
+                   for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_a_protocol_refuses_a_trainer_of_another_pattern():
+    with pytest.raises(TypeError, match="PerClientSplitProtocol needs a PerClientSplitTrainer, "
+                                        "got SCALA"):
+        build(PerClientSplitProtocol)

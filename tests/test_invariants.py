@@ -1,81 +1,92 @@
 """The run's books: a real round passes every check, and each kind of corruption is caught."""
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from scala_netsim.engine import EVENT_COLUMNS
+from scala_netsim.events import events_frame
 from scala_netsim.invariants import check_run
 from scala_netsim.metrics import round_row
-from scala_netsim.scenario import validate_scenario
 
-from test_engine import DIST_M, N0_DBM, P_BS, P_UE, W_DL, W_UL, build
+from conftest import W_DL, W_UL
+from conftest import two_client_scala as build
+
+BAND_HZ = {"uplink": W_UL, "downlink": W_DL}
 
 
 @pytest.fixture(scope="module")
 def books():
-    env, log, protocol = build()
-    protocol.run_round(1, [0, 1])
-    start = env.now
-    protocol.run_round(2, [0, 1])
-    rows = [round_row(1, [e for e in log.rows if e[2] == 1], 0.0, start),
-            round_row(2, [e for e in log.rows if e[2] == 2], start, env.now)]
-    for row in rows:
-        row["num_clients"] = 2
-    events = pd.DataFrame(log.rows, columns=EVENT_COLUMNS)
-    clients = pd.DataFrame({"client_id": [0, 1], "distance_m": DIST_M,
-                            "pathloss_db": 128.1 + 37.6 * np.log10(np.asarray(DIST_M) / 1000)})
-    network = validate_scenario({"name": "x", "network": {
-        "uplink_bandwidth_hz": W_UL, "downlink_bandwidth_hz": W_DL, "client_tx_power_w": P_UE,
-        "bs_tx_power_w": P_BS, "noise_psd_dbm_per_hz": N0_DBM}}).network
-    return events, pd.DataFrame(rows), clients, network
+    sim = build()
+    sim.run_round(1, [0, 1])
+    start = sim.env.now
+    sim.run_round(2, [0, 1])
+    rows = [round_row(1, [e for e in sim.log.events if e.round == 1], 0.0, start, 2),
+            round_row(2, [e for e in sim.log.events if e.round == 2], start, sim.env.now, 2)]
+    grants = pd.DataFrame([(g.round, g.client_id, g.direction.value, g.bandwidth_hz)
+                           for g in sim.link.grants],
+                          columns=["round", "client_id", "direction", "bandwidth_hz"])
+    transfers = pd.DataFrame([(t.event_index, t.bandwidth_hz, t.rate_bps)
+                              for t in sim.link.transfers],
+                             columns=["event_index", "bandwidth_hz", "rate_bps"])
+    return events_frame(sim.log.events), pd.DataFrame(rows), grants, transfers
+
+
+def check(books, pipelined=False):
+    return check_run(*books, BAND_HZ, pipelined)
 
 
 def test_a_real_run_balances(books):
-    assert check_run(*books) == []
+    assert check(books) == []
 
 
 def corrupted(books, change):
-    events, rounds, clients, network = books
-    events, rounds = events.copy(), rounds.copy()
-    change(events, rounds)
-    return "\n".join(check_run(events, rounds, clients, network))
+    copies = tuple(frame.copy() for frame in books)
+    change(*copies)
+    return "\n".join(check(copies))
 
 
 def test_each_corruption_is_caught(books):
-    def longer_upload(e, r):
+    def longer_upload(e, r, g, t):
         i = e.index[e.kind == "activation_upload"][0]
         e.loc[i, "t_end_s"] *= 1 + 1e-6
-    assert "do not last payload bits / channel rate" in corrupted(books, longer_upload)
+    assert "do not last payload bits / their rate" in corrupted(books, longer_upload)
 
-    def extra_bytes(e, r):
+    def wrong_rate(e, r, g, t):
+        t.loc[3, "rate_bps"] *= 1.001
+    assert "do not last payload bits / their rate" in corrupted(books, wrong_rate)
+
+    def extra_bytes(e, r, g, t):
         e.loc[e.index[e.kind == "model_upload"][0], "payload_bytes"] += 1
     text = corrupted(books, extra_bytes)
     assert "uplink_bytes differs from the sum over events.csv in rounds [1]" in text
 
-    def overlap(e, r):
+    def overlap(e, r, g, t):
         i = e.index[(e.kind == "client_forward") & (e.client_id == 0)][1]
         e.loc[i, "t_start_s"] -= 0.05
     text = corrupted(books, overlap)
-    assert "client 0: computations overlap in time" in text or "client 0: events overlap" in text
+    assert "client 0: computations overlap in time" in text
 
-    def clock_back(e, r):
+    def clock_back(e, r, g, t):
         r.loc[1, "sim_time_s"] = 0.0
     text = corrupted(books, clock_back)
     assert "sim_time_s goes back" in text and "is not the end of its last event" in text
 
-    def fewer_participants(e, r):
-        r["num_clients"] = 1   # each transfer would then claim the whole band
-    text = corrupted(books, fewer_participants)
-    assert "uplink bandwidth in use" in text
+    def too_much_band(e, r, g, t):
+        g.loc[(g["round"] == 2) & (g["direction"] == "uplink"), "bandwidth_hz"] *= 1.5
+    text = corrupted(books, too_much_band)
+    assert ("round 2: uplink sub-bands granted sum to 1.5e+07 Hz, more than the band's "
+            "1e+07 Hz") in text
+    assert "transfers used another sub-band than their client was granted" in text
+
+    def lost_rate(e, r, g, t):
+        t.loc[t.index[-1], "event_index"] = t.loc[t.index[0], "event_index"]
+    assert "transfer events but" in corrupted(books, lost_rate)
 
 
 def test_pipelined_clients_may_upload_while_computing(books):
-    events, rounds, clients, network = books
-    events = events.copy()
+    events = books[0].copy()
     i = events.index[(events.kind == "client_forward") & (events.client_id == 1)][1]
     j = events.index[(events.kind == "activation_upload") & (events.client_id == 1)][0]
     events.loc[i, ["t_start_s", "t_end_s"]] = events.loc[j, ["t_start_s", "t_end_s"]].to_numpy()
-    assert any("client 1: events overlap" in p for p in check_run(events, rounds, clients, network))
-    assert not any("client 1" in p for p in check_run(events, rounds, clients, network,
-                                                      pipelined_clients=True))
+    changed = (events, *books[1:])
+    assert any("client 1: events overlap" in p for p in check(changed))
+    assert not any("client 1" in p for p in check(changed, pipelined=True))

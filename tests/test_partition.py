@@ -1,8 +1,13 @@
 import numpy as np
 import pytest
 
-from scala_netsim.partition import (label_counts, make_partition, partition_dirichlet,
-                                    partition_iid, partition_quantity)
+from scala_netsim.partition import (
+    label_counts,
+    make_partition,
+    partition_dirichlet,
+    partition_iid,
+    partition_quantity,
+)
 
 
 def balanced_labels(num_classes=10, per_class=600):
@@ -63,5 +68,5 @@ def test_iid_split_and_reproducibility():
         a = make_partition(kind, labels, 20, 10, np.random.default_rng(5), **kw)
         b = make_partition(kind, labels, 20, 10, np.random.default_rng(5), **kw)
         c = make_partition(kind, labels, 20, 10, np.random.default_rng(6), **kw)
-        assert all(np.array_equal(x, y) for x, y in zip(a, b))
-        assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=False))
+        assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=False))

@@ -1,3 +1,6 @@
+"""SCALA and CA-SFL: the server step, the gradients returned, the client step, aggregation
+and FLOPs, against their definitions (SCALA-NOTES section 2)."""
+
 import copy
 
 import numpy as np
@@ -5,30 +8,27 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from scala_netsim.algorithms.scala import ConcatSplitTrainer
+from scala_netsim.algorithms.common import SGDSettings
+from scala_netsim.algorithms.scala import CASFL, SCALA
 from scala_netsim.losses import PRIOR_EPS, label_prior, log_prior, logit_adjusted_cross_entropy
-from scala_netsim.models import build_split_model
 from scala_netsim.training import apportion_batch_sizes, weighted_average_
+
+from conftest import make_client_data, split_parts
 
 NUM_CLASSES = 10
 
 
 def make_trainer(logit_adjust=True, momentum=0.9, sizes=(12, 24, 36), seed=0):
-    """Three clients with skewed labels on random 32x32 images."""
-    g = torch.Generator().manual_seed(seed)
-    n = sum(sizes)
-    x = torch.randn(n, 1, 32, 32, generator=g)
-    # client 0 holds labels {0, 1}, client 1 {1, 2, 3}, client 2 all ten
-    label_sets = [[0, 1], [1, 2, 3], list(range(10))]
-    y = torch.cat([torch.tensor(s)[torch.randint(len(s), (m,), generator=g)]
-                   for s, m in zip(label_sets, sizes)])
-    bounds = np.cumsum((0,) + sizes)
-    indices = [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-    client, server = build_split_model("alexnet14", "S2", 1, NUM_CLASSES, g)
-    trainer = ConcatSplitTrainer(client, server, x, y, indices, NUM_CLASSES, batch_size=12,
-                                 lr=0.05, momentum=momentum, weight_decay=0.0,
-                                 logit_adjust=logit_adjust, generator=g)
-    return trainer
+    """Three clients with skewed labels on random 32x32 images: client 0 holds labels {0, 1},
+    client 1 {1, 2, 3}, client 2 all ten."""
+    data = make_client_data([[0, 1], [1, 2, 3], list(range(10))], sizes, seed=seed)
+    algorithm = SCALA if logit_adjust else CASFL
+    return algorithm(*split_parts(seed), data, SGDSettings(12, 0.05, momentum),
+                     torch.Generator().manual_seed(seed))
+
+
+def forward(trainer, k, t=0):
+    return trainer.client_forward(k, t).upload
 
 
 def start(trainer, selected=(0, 1, 2)):
@@ -44,7 +44,8 @@ def test_logit_adjusted_loss_is_cross_entropy_on_shifted_logits():
     prior = torch.tensor([0.5, 0.25, 0.0, 0.25])
     shifted = logits + torch.log(prior.clamp_min(PRIOR_EPS))
     by_hand = -(shifted.softmax(1)[torch.arange(6), labels]).log().mean()
-    torch.testing.assert_close(logit_adjusted_cross_entropy(logits, labels, log_prior(prior)), by_hand)
+    torch.testing.assert_close(logit_adjusted_cross_entropy(logits, labels, log_prior(prior)),
+                               by_hand)
     torch.testing.assert_close(logit_adjusted_cross_entropy(logits, labels, log_prior(prior)),
                                F.cross_entropy(shifted, labels))
     assert torch.isfinite(log_prior(prior)).all()
@@ -67,10 +68,11 @@ def test_server_step_matches_the_definition(logit_adjust):
     trainer = make_trainer(logit_adjust=logit_adjust, momentum=0.0)
     start(trainer)
     assert trainer.client_batch_sizes == {0: 2, 1: 4, 2: 6}
-    messages = [trainer.client_forward(k, 0)[0] for k in (0, 1, 2)]
+    messages = [forward(trainer, k) for k in (0, 1, 2)]
     server_before = copy.deepcopy(trainer.server_model)
-    grads, flops = trainer.server_step(messages)
-    assert flops > 0
+    step = trainer.server_step(messages)
+    grads = step.replies
+    assert step.flops > 0
 
     # Server update: one SGD step on the loss of the concatenated batch, adjusted with the
     # prior of the concatenated labels (SCALA) or plain cross-entropy (CA-SFL).
@@ -80,12 +82,13 @@ def test_server_step_matches_the_definition(logit_adjust):
     logits = reference(a)
     shift = log_prior(label_prior(y, NUM_CLASSES)) if logit_adjust else 0.0
     F.cross_entropy(logits + shift, y).backward()
-    for p_ref, p_new in zip(reference.parameters(), trainer.server_model.parameters()):
+    for p_ref, p_new in zip(reference.parameters(), trainer.server_model.parameters(),
+                            strict=True):
         torch.testing.assert_close(p_new, p_ref - 0.05 * p_ref.grad, rtol=1e-5, atol=1e-7)
 
     # Gradient returned to client k: d l_k / d A_k of client k's OWN loss (mean over its
     # slice), adjusted with its LOCAL prior P_k (eq. 15), through the pre-step server model.
-    for m, g in zip(messages, grads):
+    for m, g in zip(messages, grads, strict=False):
         assert g.client_id == m.client_id and g.gradients.shape == m.activations.shape
         a_k = m.activations.clone().requires_grad_(True)
         local = trainer.client_log_priors[m.client_id] if logit_adjust else 0.0
@@ -97,9 +100,9 @@ def test_local_prior_differs_from_batch_prior_in_gradients():
     """SCALA's client gradients use P_k, not the concatenated prior: check they differ."""
     trainer = make_trainer(momentum=0.0)
     start(trainer)
-    messages = [trainer.client_forward(k, 0)[0] for k in (0, 1, 2)]
+    messages = [forward(trainer, k) for k in (0, 1, 2)]
     server_before = copy.deepcopy(trainer.server_model)
-    grads, _ = trainer.server_step(messages)
+    grads = trainer.server_step(messages).replies
     y = torch.cat([m.labels for m in messages])
     a_0 = messages[0].activations.clone().requires_grad_(True)
     F.cross_entropy(server_before(a_0) + log_prior(label_prior(y, NUM_CLASSES)),
@@ -110,16 +113,15 @@ def test_local_prior_differs_from_batch_prior_in_gradients():
 def test_client_backward_is_an_sgd_step_on_the_returned_gradient():
     trainer = make_trainer(momentum=0.0)
     start(trainer)
-    msg, _ = trainer.client_forward(1, 0)
+    msg = forward(trainer, 1)
     model, _ = trainer.slots[1]
     before = copy.deepcopy(model)
-    grads, _ = trainer.server_step([msg, trainer.client_forward(0, 0)[0],
-                                    trainer.client_forward(2, 0)[0]])
+    grads = trainer.server_step([msg, forward(trainer, 0), forward(trainer, 2)]).replies
     g1 = next(g for g in grads if g.client_id == 1)
     trainer.client_backward(g1)
     x = trainer.train_x[trainer.sampler._order[1][:4]]
     (before(x) * g1.gradients).sum().backward()
-    for p_ref, p_new in zip(before.parameters(), model.parameters()):
+    for p_ref, p_new in zip(before.parameters(), model.parameters(), strict=False):
         torch.testing.assert_close(p_new, p_ref - 0.05 * p_ref.grad, rtol=1e-5, atol=1e-7)
 
 
@@ -127,9 +129,8 @@ def test_round_aggregates_client_models_weighted_by_local_data():
     trainer = make_trainer()
     start(trainer)
     for t in range(2):
-        messages = [trainer.client_forward(k, t)[0] for k in (0, 1, 2)]
-        grads, _ = trainer.server_step(messages)
-        for g in grads:
+        messages = [forward(trainer, k, t) for k in (0, 1, 2)]
+        for g in trainer.server_step(messages).replies:
             trainer.client_backward(g)
     uploads = [trainer.client_model_upload(k) for k in (0, 1, 2)]
     for u in uploads:
@@ -156,18 +157,25 @@ def conv_flops(batch, c_in, c_out, k, h_out, w_out):
 def test_flops_are_measured_from_the_real_model():
     trainer = make_trainer()
     start(trainer)
-    msg, forward_flops = trainer.client_forward(2, 0)   # B_2 = 6
+    first = trainer.client_forward(2, 0)   # B_2 = 6
+    msg, forward_flops = first.upload, first.flops
     conv1 = conv_flops(6, 1, 64, 11, 8, 8)
     conv2 = conv_flops(6, 64, 192, 5, 4, 4)
     assert forward_flops == conv1 + conv2
-    messages = [trainer.client_forward(0, 0)[0], trainer.client_forward(1, 0)[0], msg]
-    grads, server_flops = trainer.server_step(messages)  # concatenated batch of 12
+    messages = [forward(trainer, 0), forward(trainer, 1), msg]
+    step = trainer.server_step(messages)  # concatenated batch of 12
+    grads, server_flops = step.replies, step.flops
     conv3 = conv_flops(12, 192, 384, 3, 2, 2)
     rest = conv_flops(12, 384, 256, 3, 2, 2) + conv_flops(12, 256, 256, 3, 2, 2) + 2 * 12 * 256 * 10
-    forward = conv3 + rest
+    server_forward = conv3 + rest
     # forward, weight backward (+ input grads below conv3), input-only backward
-    assert server_flops == forward + (forward + rest) + forward
+    assert server_flops == server_forward + (server_forward + rest) + server_forward
     backward_flops = trainer.client_backward(grads[2])
     assert backward_flops == conv1 + 2 * conv2  # conv1 needs no input gradient
     # measured once per (step, batch size), then reused
     assert trainer.meter.counts[("client_forward", 6)] == forward_flops
+    # the demand told to the allocator before the step: counted on the meta device, the same
+    demand = trainer.step_demand(2)
+    assert demand.compute_flops == forward_flops
+    assert demand.upload_bytes == msg.payload_bytes == 6 * 768 * 4 + 6 * 8
+    assert demand.download_bytes == grads[2].payload_bytes == 6 * 768 * 4

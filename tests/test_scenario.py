@@ -25,7 +25,8 @@ def test_cellular_10pct_is_the_paper_setup():
     assert (s.data.num_clients, s.num_participants, s.data.partition.alpha) == (100, 10, 2)
     assert (s.training.batch_size, s.training.local_iters, s.training.rounds) == (320, 5, 500)
     assert (s.training.lr, s.training.momentum, s.model.split) == (0.01, 0.9, "S2")
-    assert (s.network.radius_m, s.network.uplink_bandwidth_hz, s.network.client_tx_power_w) == (500, 20e6, 0.2)
+    net = s.network
+    assert (net.radius_m, net.uplink_bandwidth_hz, net.client_tx_power_w) == (500, 20e6, 0.2)
     assert s.compute.client_flops_per_s == (1e9, 1e10) and s.compute.server_flops_per_s == 1e13
 
 
@@ -41,8 +42,35 @@ def test_every_problem_is_reported_together_with_field_and_value():
     assert "network.client_tx_power_w: must be > 0.0, got 0" in text
     assert "training.participation: must be <= 1.0, got 1.5" in text
     assert "training.rounds:" in text and "'many'" in text
-    assert "algorithms.1: must be one of 'scala', 'ca_sfl', 'splitfed_v1'," in text and "got 'fedsgd'" in text
+    assert "algorithms.1: must be one of 'scala', 'ca_sfl', 'splitfed_v1'," in text
+    assert "got 'fedsgd'" in text
     assert len(problems) == 5
+
+
+def test_cross_field_problems_are_one_per_line():
+    problems = problems_of({"name": "x", "data": {"num_clients": 15,
+                                                   "partition": {"kind": "quantity", "alpha": 3}},
+                            "training": {"batch_size": 1, "participation": 0.2},
+                            "algorithms": ["fedconcat", "scala", "scala"],
+                            "fedconcat": {"clusters": 16}})
+    assert problems == [
+        "data.partition.alpha: num_clients*alpha must be divisible by the 10 classes, "
+        "got 15*3 = 45",
+        "training.batch_size: must be >= the number of participating clients (3), got 1",
+        "algorithms: each algorithm at most once, got ['fedconcat', 'scala', 'scala']",
+        "fedconcat.clusters: must be <= data.num_clients (15), got 16",
+    ]
+
+
+def test_names_come_from_the_registries():
+    (problem,) = problems_of({"name": "x", "network": {"pathloss": "free_space"}})
+    assert problem == "network.pathloss: must be one of '3gpp_36814_macro', got 'free_space'"
+    (problem,) = problems_of({"name": "x", "network": {"allocation": "greedy"}})
+    assert problem == "network.allocation: must be one of 'equal', got 'greedy'"
+    (problem,) = problems_of({"name": "x", "network": {"link": {"mode": "ideal"}}})
+    assert problem == "network.link.mode: must be one of 'adaptive', got 'ideal'"
+    (problem,) = problems_of({"name": "x", "fedprox": {"mus": 0.1}})
+    assert problem.startswith("fedprox.mus: unknown key; did you mean 'mu'?")
 
 
 def test_unknown_key_suggests_the_close_match():
@@ -67,8 +95,11 @@ def test_unknown_key_suggests_the_close_match():
     ({"compute": {"server_flops_per_s": -1}}, "compute.server_flops_per_s: must be > 0.0, got -1"),
     ({"training": {"batch_size": 5}},
      "training.batch_size: must be >= the number of participating clients (10), got 5"),
-    ({"model": {"split": "S7"}}, "model.split: must be one of 'S1', 'S2', 'S3', 'S4' or 'S5', got 'S7'"),
-    ({"data": {"dataset": "mnist"}}, "data.dataset: must be one of 'fashion_mnist', 'cifar10', 'cifar100' or 'cinic10', got 'mnist'"),
+    ({"model": {"split": "S7"}},
+     "model.split: must be one of 'S1', 'S2', 'S3', 'S4' or 'S5', got 'S7'"),
+    ({"data": {"dataset": "mnist"}},
+     "data.dataset: must be one of 'fashion_mnist', 'cifar10', 'cifar100' or 'cinic10', "
+     "got 'mnist'"),
     ({"device": "tpu"}, "device: must be one of 'auto', 'cpu' or 'cuda', got 'tpu'"),
     ({"algorithms": ["fedconcat"], "data": {"num_clients": 4}, "training": {"participation": 0.5}},
      "fedconcat.clusters: must be <= data.num_clients (4), got 5"),
@@ -84,7 +115,8 @@ def test_missing_file_and_yaml_syntax_error_name_the_file(tmp_path):
         load_scenario(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ntraining:\n  rounds: [1, 2\n")
-    with pytest.raises(ScenarioError, match=r"(?s)bad.yaml.*YAML syntax error: line \d+, column \d+"):
+    with pytest.raises(ScenarioError,
+                       match=r"(?s)bad.yaml.*YAML syntax error: line \d+, column \d+"):
         load_scenario(bad)
 
 

@@ -4,7 +4,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scala_netsim.scenario import ScenarioError, Scenario, load_scenario, validate_scenario
+from scala_netsim.scenario import Scenario, ScenarioError, load_scenario, validate_scenario
 
 SECTIONS = {"data": ["dataset", "data_dir", "num_clients", "partition", "train_samples"],
             "training": ["rounds", "local_iters", "batch_size", "lr", "participation"],
@@ -19,9 +19,9 @@ values = st.recursive(scalars, lambda inner: st.one_of(
 sections = st.fixed_dictionaries({}, optional={
     section: st.dictionaries(st.sampled_from(keys + ["bogus"]), values, max_size=4)
     for section, keys in SECTIONS.items()})
-documents = st.one_of(values, st.builds(lambda s, name, algs: {**s, "name": name, "algorithms": algs},
-                                        sections, st.one_of(st.just("ok"), values),
-                                        st.one_of(st.just(["scala"]), values)))
+documents = st.one_of(values, st.builds(
+    lambda s, name, algs: {**s, "name": name, "algorithms": algs},
+    sections, st.one_of(st.just("ok"), values), st.one_of(st.just(["scala"]), values)))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -89,7 +89,7 @@ def state_tensors(module: nn.Module) -> tuple[torch.Tensor, ...]:
 
 @torch.no_grad()
 def load_state_(module: nn.Module, tensors: Iterable[torch.Tensor]) -> None:
-    for dst, src in zip(module.state_dict().values(), tensors):
+    for dst, src in zip(module.state_dict().values(), tensors, strict=True):
         dst.copy_(src)
 
 
@@ -162,7 +162,7 @@ class TrainerBase(Trainer, ExchangesModels):
         """Assign each selected client its batch size B_k proportional to |D_k|."""
         sizes = apportion_batch_sizes([self.sampler.num_samples(k) for k in selected],
                                       self.batch_size)
-        self.client_batch_sizes = dict(zip(selected, sizes))
+        self.client_batch_sizes = dict(zip(selected, sizes, strict=True))
         self.slots.clear(len(selected))
         self._uploads.clear()
 

@@ -9,16 +9,22 @@ the SimPy engine decides when each step happens."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from scipy.cluster.vq import kmeans2
 from torch import nn
 
-from scala_netsim.algorithms.common import (ClientData, ClientSlots, SGDSettings, TrainerBase,
-                                            TrainerSetup, state_tensors)
-from scala_netsim.algorithms.contract import (Evaluation, FederatedTrainer, LocalStep,
-                                              StepDemand)
+from scala_netsim.algorithms.common import (
+    ClientData,
+    ClientSlots,
+    SGDSettings,
+    TrainerBase,
+    TrainerSetup,
+    state_tensors,
+)
+from scala_netsim.algorithms.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
 from scala_netsim.flops import MetaPlanner
 from scala_netsim.messages import ModelMessage
 from scala_netsim.models import features_and_head, init_linear_
@@ -57,9 +63,11 @@ class FedAvg(TrainerBase, FederatedTrainer):
         self._planner = MetaPlanner(self.model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: object = None) -> FedAvg:
-        return cls(*features_and_head(*setup.split_model()), setup.data,
-                   setup.sgd, setup.batch_generator())
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedAvg:
+        """The trainer on the scenario's data and model (the initial weights every algorithm
+        starts from) and optimiser; `hyper` goes to the constructor."""
+        return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
+                   setup.batch_generator(), **hyper)
 
     def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
                    labels: torch.Tensor) -> torch.Tensor:
@@ -103,9 +111,8 @@ class FedLC(FedAvg):
         self.tau = tau
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config) -> FedLC:
-        return cls(*features_and_head(*setup.split_model()), setup.data,
-                   setup.sgd, setup.batch_generator(), tau=config.tau)
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedLC:
+        return super().from_setup(setup, config, tau=config.tau, **hyper)
 
     def local_loss(self, k, features, logits, labels):
         calibration = fedlc_calibration(self.client_label_counts[k], self.tau)
@@ -128,9 +135,8 @@ class FedDecorr(FedAvg):
         self.decorr_coef = coef
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config) -> FedDecorr:
-        return cls(*features_and_head(*setup.split_model()), setup.data,
-                   setup.sgd, setup.batch_generator(), coef=config.coef)
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedDecorr:
+        return super().from_setup(setup, config, coef=config.coef, **hyper)
 
     def local_loss(self, k, features, logits, labels):
         loss = nn.functional.cross_entropy(logits, labels)
@@ -152,9 +158,8 @@ class FedProx(FedAvg):
         self._anchors: dict = {}
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config) -> FedProx:
-        return cls(*features_and_head(*setup.split_model()), setup.data,
-                   setup.sgd, setup.batch_generator(), mu=config.mu)
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedProx:
+        return super().from_setup(setup, config, mu=config.mu, **hyper)
 
     def begin_round(self, selected: Sequence[int]) -> None:
         self._global_params = [p.detach().clone() for p in self.model.parameters()]
@@ -169,7 +174,7 @@ class FedProx(FedAvg):
 
     @torch.no_grad()
     def adjust_gradients(self, k: int, model: nn.Module) -> None:
-        for p, anchor in zip(model.parameters(), self.anchor(k)):
+        for p, anchor in zip(model.parameters(), self.anchor(k), strict=True):
             p.grad.sub_(anchor)
 
 
@@ -187,9 +192,9 @@ class FedDyn(FedProx):
         self._num_clients = self.data.num_clients
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config) -> FedDyn:
-        return cls(*features_and_head(*setup.split_model()), setup.data,
-                   setup.sgd, setup.batch_generator(), alpha=config.alpha)
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedDyn:
+        # FedAvg's, not FedProx's: FedDyn's coefficient is its own alpha
+        return FedAvg.from_setup.__func__(cls, setup, config, alpha=config.alpha, **hyper)
 
     def extra_state(self) -> dict:
         return {"client_grads": dict(self._dyn_client_grads), "server_h": list(self._dyn_server_h)}
@@ -205,7 +210,7 @@ class FedDyn(FedProx):
         if k not in self._anchors:
             anchor = [self.coef * g for g in self._global_params]
             if k in self._dyn_client_grads:
-                anchor = [a.add_(h) for a, h in zip(anchor, self._dyn_client_grads[k])]
+                anchor = [a.add_(h) for a, h in zip(anchor, self._dyn_client_grads[k], strict=True)]
             self._anchors[k] = anchor
         return self._anchors[k]
 
@@ -215,7 +220,7 @@ class FedDyn(FedProx):
         if k not in self._dyn_client_grads:
             self._dyn_client_grads[k] = [torch.zeros_like(p) for p in params]
         with torch.no_grad():   # in place: this client's terms are ~10 MB a round each
-            for h, p, g in zip(self._dyn_client_grads[k], params, self._global_params):
+            for h, p, g in zip(self._dyn_client_grads[k], params, self._global_params, strict=True):
                 h.sub_(p, alpha=self.dyn_alpha).add_(g, alpha=self.dyn_alpha)
         return super().client_model_upload(k)
 
@@ -224,7 +229,7 @@ class FedDyn(FedProx):
         uploads = [m.tensors for m in self._uploads]
         with torch.no_grad():
             for i, (p, g, h) in enumerate(zip(self.model.parameters(), self._global_params,
-                                              self._dyn_server_h)):
+                                              self._dyn_server_h, strict=True)):
                 total = uploads[0][i].clone()
                 for u in uploads[1:]:
                     total.add_(u[i])
@@ -270,7 +275,7 @@ class FedConcat(TrainerBase, FederatedTrainer):
         self._classifier_planner = MetaPlanner(self.classifier, (num_clusters * feature_dim,))
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config) -> FedConcat:
+    def from_setup(cls, setup: TrainerSetup, config: Any = None) -> FedConcat:
         # cluster 0 starts from the initial weights every algorithm starts from
         models = [features_and_head(*(setup.split_model() if c == 0 else
                                       setup.split_model(f"fedconcat_cluster{c}")))

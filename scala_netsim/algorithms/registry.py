@@ -18,15 +18,41 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from scala_netsim.algorithms.config import (AlgorithmConfig, FedCBSConfig, FedConcatConfig,
-                                            FedDecorrConfig, FedDynConfig, FedLCConfig,
-                                            FedProxConfig, SplitFedV3Config)
-from scala_netsim.algorithms.federated import (FedAvg, FedConcat, FedDecorr, FedDyn, FedLA,
-                                               FedLC, FedProx)
+from scala_netsim.algorithms.config import (
+    AlgorithmConfig,
+    FedCBSConfig,
+    FedConcatConfig,
+    FedDecorrConfig,
+    FedDynConfig,
+    FedLCConfig,
+    FedProxConfig,
+    SplitFedV3Config,
+)
+from scala_netsim.algorithms.federated import (
+    FedAvg,
+    FedConcat,
+    FedDecorr,
+    FedDyn,
+    FedLA,
+    FedLC,
+    FedProx,
+)
 from scala_netsim.algorithms.scala import CASFL, SCALA
-from scala_netsim.algorithms.splitfed import LLASFL, SFLLocalLoss, SplitFedV1, SplitFedV2, SplitFedV3
-from scala_netsim.engine import (ConcatSplitProtocol, FederatedProtocol, KeptModelSplitProtocol,
-                                 LocalLossProtocol, PerClientSplitProtocol, Protocol)
+from scala_netsim.algorithms.splitfed import (
+    LLASFL,
+    SFLLocalLoss,
+    SplitFedV1,
+    SplitFedV2,
+    SplitFedV3,
+)
+from scala_netsim.engine import (
+    ConcatSplitProtocol,
+    FederatedProtocol,
+    KeptModelSplitProtocol,
+    LocalLossProtocol,
+    PerClientSplitProtocol,
+    Protocol,
+)
 from scala_netsim.selection import ClientSelector, FedCBSSelector, RandomSelector
 
 ENTRY_POINT_GROUP = "scala_netsim.algorithms"

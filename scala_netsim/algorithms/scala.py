@@ -6,14 +6,13 @@ SimPy engine decides when each step happens.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.common import (ClientData, SGDSettings, TrainerBase,
-                                            TrainerSetup)
-from scala_netsim.algorithms.contract import (ConcatSplitTrainer, Forward, ServerStep,
-                                              StepDemand)
+from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerBase, TrainerSetup
+from scala_netsim.algorithms.contract import ConcatSplitTrainer, Forward, ServerStep, StepDemand
 from scala_netsim.flops import MetaPlanner
 from scala_netsim.losses import label_prior, log_prior, logit_adjusted_cross_entropy
 from scala_netsim.messages import ActivationMessage, GradientMessage
@@ -32,9 +31,10 @@ class SplitTrainer(TrainerBase):
         self._planner = MetaPlanner(client_model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: object = None) -> SplitTrainer:
-        return cls(*setup.split_model(), setup.data, setup.sgd,
-                   setup.batch_generator())
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **extra: Any) -> SplitTrainer:
+        """The trainer on the scenario's data and split model (the initial weights every
+        algorithm starts from) and optimiser; `extra` goes to the constructor."""
+        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_generator(), **extra)
 
     def client_forward(self, k: int, local_iter: int) -> Forward:
         """Client k draws a minibatch and computes its activations."""
@@ -118,7 +118,7 @@ class CASFL(SplitTrainer, ConcatSplitTrainer):
         self.server_optimizer.step()
         self.last_loss = server_loss.detach()
         return [GradientMessage(m.client_id, m.local_iter, g)
-                for m, g in zip(uploads, activations.grad.split(sizes))]
+                for m, g in zip(uploads, activations.grad.split(sizes), strict=True)]
 
 
 class SCALA(CASFL):

@@ -5,16 +5,30 @@ SimPy engine decides when each step happens."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.common import (ClientData, ClientSlots, SGDSettings, TrainerBase,
-                                            TrainerSetup, load_state_, state_tensors)
-from scala_netsim.algorithms.contract import (Evaluation, KeptModelSplitTrainer, LocalLossTrainer,
-                                              LocalStep, PerClientSplitTrainer, ServerStep,
-                                              StepDemand)
+from scala_netsim.algorithms.common import (
+    ClientData,
+    ClientSlots,
+    SGDSettings,
+    TrainerBase,
+    TrainerSetup,
+    load_state_,
+    state_tensors,
+)
+from scala_netsim.algorithms.contract import (
+    Evaluation,
+    KeptModelSplitTrainer,
+    LocalLossTrainer,
+    LocalStep,
+    PerClientSplitTrainer,
+    ServerStep,
+    StepDemand,
+)
 from scala_netsim.algorithms.scala import SplitTrainer
 from scala_netsim.flops import MetaPlanner
 from scala_netsim.losses import logit_adjusted_cross_entropy
@@ -118,13 +132,12 @@ class SplitFedV3(ServerCopies, KeptModelSplitTrainer):
         self.eval_clients = list(eval_clients)
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config) -> SplitFedV3:
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **extra: Any) -> SplitFedV3:
         rng = setup.seeds.numpy("selection", "splitfed_v3_eval_clients")
         num_clients = setup.data.num_clients
         count = min(config.eval_clients, num_clients)
         eval_clients = sorted(rng.choice(num_clients, count, replace=False))
-        return cls(*setup.split_model(), setup.data, setup.sgd,
-                   setup.batch_generator(), eval_clients=eval_clients)
+        return super().from_setup(setup, config, eval_clients=eval_clients, **extra)
 
     def extra_state(self) -> dict:
         return {"own_models": dict(self.own_models)}
@@ -193,9 +206,8 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
                                     logits_of=lambda out: out[1])
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: object = None) -> SFLLocalLoss:
-        return cls(*setup.split_model(), setup.data, setup.sgd,
-                   setup.batch_generator(),
+    def from_setup(cls, setup: TrainerSetup, config: Any = None) -> SFLLocalLoss:
+        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_generator(),
                    aux_generator=setup.torch_generator("model", "sfl_aux_head"))
 
     def persistent_modules(self) -> dict[str, nn.Module]:

@@ -1,0 +1,100 @@
+"""An algorithm written outside the package (the README's example) runs through the CLI, and
+the registry refuses a trainer that does not fit its protocol."""
+
+import json
+import textwrap
+
+import pandas as pd
+import pytest
+
+from scala_netsim.algorithms.registry import ALGORITHMS, AlgorithmSpec, register
+from scala_netsim.algorithms.scala import SCALA
+from scala_netsim.engine import FederatedProtocol
+
+from golden_run import GOLDEN, run_golden
+
+PLUGIN = '''
+"""FedAvg with clipped client gradients, from outside scala_netsim."""
+import torch
+from pydantic import Field
+
+from scala_netsim.algorithms.config import AlgorithmConfig
+from scala_netsim.algorithms.federated import FedAvg
+from scala_netsim.algorithms.registry import AlgorithmSpec
+from scala_netsim.engine import FederatedProtocol
+
+
+class FedAvgClipConfig(AlgorithmConfig):
+    max_norm: float = Field(default=1.0, gt=0)     # the scenario section `fedavg_clip:`
+
+
+class FedAvgClip(FedAvg):
+    def __init__(self, *args, max_norm: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.max_norm = max_norm
+
+    @classmethod
+    def from_setup(cls, setup, config=None, **hyper):
+        return super().from_setup(setup, config, max_norm=config.max_norm, **hyper)
+
+    def adjust_gradients(self, k, model):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), self.max_norm)
+
+
+SPEC = AlgorithmSpec("fedavg_clip", FedAvgClip, FederatedProtocol,
+                     "FedAvg with clipped client gradients", config=FedAvgClipConfig)
+'''
+
+
+@pytest.fixture
+def plugin_dir(tmp_path):
+    """A package on PYTHONPATH that registers `fedavg_clip` through the entry-point group
+    scala_netsim.algorithms, as an installed package would."""
+    folder = tmp_path / "site"
+    (folder / "fedavg_clip-0.1.dist-info").mkdir(parents=True)
+    (folder / "fedavg_clip.py").write_text(PLUGIN)
+    (folder / "fedavg_clip-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fedavg-clip\nVersion: 0.1\n")
+    (folder / "fedavg_clip-0.1.dist-info" / "entry_points.txt").write_text(textwrap.dedent("""\
+        [scala_netsim.algorithms]
+        fedavg_clip = fedavg_clip:SPEC
+        """))
+    return folder
+
+
+@pytest.mark.slow
+def test_an_out_of_tree_algorithm_runs_through_the_cli(plugin_dir, tmp_path):
+    env = {"PYTHONPATH": str(plugin_dir)}
+    proc = run_golden(tmp_path / "out", "--set", "algorithms=[fedavg_clip, fedavg]",
+                      "--set", "fedavg_clip.max_norm=0.05", env=env)
+    assert proc.returncode == 0, proc.stderr
+    runs = tmp_path / "out" / "golden"
+    summary = json.loads((runs / "fedavg_clip" / "seed3" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["algorithm"] == "fedavg_clip"
+    events = pd.read_csv(runs / "fedavg_clip" / "seed3" / "events.csv")
+    assert set(events.kind) == {"model_download", "client_forward", "client_backward",
+                                "model_upload"}
+    # the same timeline as FedAvg (same pattern, sizes and FLOPs), other learning
+    assert (runs / "fedavg_clip/seed3/events.csv").read_bytes() == (
+        GOLDEN / "fedavg" / "events.csv").read_bytes()
+    clipped = pd.read_csv(runs / "fedavg_clip/seed3/rounds.csv")
+    plain = pd.read_csv(GOLDEN / "fedavg" / "rounds.csv")
+    assert not clipped["test_loss"].equals(plain["test_loss"])
+    assert (runs / "fedavg/seed3/rounds.csv").read_bytes() == (
+        GOLDEN / "fedavg" / "rounds.csv").read_bytes()
+    assert "fedavg_clip: completed" in proc.stdout
+    # its section is validated with the scenario: bad values exit 2 and name the field
+    bad = run_golden(tmp_path / "bad", "--set", "algorithms=[fedavg_clip]",
+                     "--set", "fedavg_clip.max_norm=-1", env=env)
+    assert bad.returncode == 2
+    assert "fedavg_clip.max_norm: must be > 0.0, got -1" in bad.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_the_registry_refuses_a_trainer_that_does_not_fit_its_protocol():
+    with pytest.raises(TypeError, match="'mismatch': SCALA must implement FederatedTrainer, "
+                                        "the contract of FederatedProtocol"):
+        register(AlgorithmSpec("mismatch", SCALA, FederatedProtocol, "SCALA timed as FedAvg"))
+    with pytest.raises(ValueError, match="algorithm 'scala' is registered already"):
+        register(AlgorithmSpec("scala", SCALA, FederatedProtocol, "another scala"))
+    assert "mismatch" not in ALGORITHMS
