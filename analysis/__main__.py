@@ -6,7 +6,7 @@ import sys
 from analysis.report import ReportError, write_report
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
     parser.add_argument("scenario_dir",
                         help="a scenario's results folder, e.g. results/local_iters")

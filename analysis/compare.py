@@ -2,12 +2,14 @@
 OUT/<scenario>/comparison.csv, accuracy_vs_time.png and accuracy_vs_rounds.png."""
 
 import json
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.plots import time_unit  # noqa: E402
@@ -20,7 +22,8 @@ def time_to_accuracy_s(rounds: pd.DataFrame, target: float) -> float:
     return float(hit["sim_time_s"].iloc[0]) if len(hit) else float("nan")
 
 
-def find_runs(scenario_dir, algorithms=None):
+def find_runs(scenario_dir: Path | str,
+              algorithms: Collection[str] | None = None) -> Iterator[tuple[dict, Path]]:
     """(summary, run folder) of every finished run under OUT/<scenario>/, sweep cells
     included (only those of `algorithms` when given)."""
     for path in sorted(Path(scenario_dir).rglob("summary.json")):
@@ -29,7 +32,8 @@ def find_runs(scenario_dir, algorithms=None):
             yield summary, path.parent
 
 
-def run_row(scenario_dir, folder, summary, rounds, targets) -> dict:
+def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds: pd.DataFrame,
+            targets: Sequence[float]) -> dict:
     """A run's comparison row: its swept values, accuracy, simulated time to each target
     accuracy, totals."""
     row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
@@ -45,14 +49,16 @@ def run_row(scenario_dir, folder, summary, rounds, targets) -> dict:
     return row
 
 
-def comparison_table(scenario_dir, targets, algorithms=None) -> pd.DataFrame:
+def comparison_table(scenario_dir: Path | str, targets: Sequence[float],
+                     algorithms: Collection[str] | None = None) -> pd.DataFrame:
     """One row per run (see run_row)."""
     return pd.DataFrame([run_row(scenario_dir, folder, summary,
                                  pd.read_csv(folder / "rounds.csv"), targets)
                          for summary, folder in find_runs(scenario_dir, algorithms)])
 
 
-def _curves(scenario_dir, x_column, algorithms):
+def _curves(scenario_dir: Path, x_column: str,
+            algorithms: Collection[str] | None) -> dict[str, list[np.ndarray]]:
     curves = {}
     for summary, folder in find_runs(scenario_dir, algorithms):
         rounds = pd.read_csv(folder / "rounds.csv").dropna(subset=["test_acc"])
@@ -61,7 +67,8 @@ def _curves(scenario_dir, x_column, algorithms):
     return curves
 
 
-def _comparison_figure(scenario_dir, x_column, path, title, algorithms):
+def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str,
+                       algorithms: Collection[str] | None) -> None:
     curves = _curves(scenario_dir, x_column, algorithms)
     if not curves:
         return
@@ -83,7 +90,8 @@ def _comparison_figure(scenario_dir, x_column, path, title, algorithms):
     plt.close(fig)
 
 
-def write_comparison(scenario_dir, targets=(0.6, 0.7, 0.8), algorithms=None) -> list:
+def write_comparison(scenario_dir: Path | str, targets: Sequence[float] = (0.6, 0.7, 0.8),
+                     algorithms: Collection[str] | None = None) -> list[Path]:
     """comparison.csv and the two comparison figures in OUT/<scenario>/."""
     scenario_dir = Path(scenario_dir)
     table = comparison_table(scenario_dir, targets, algorithms)

@@ -13,7 +13,7 @@ BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("idle_time_s", "waiting"))
 
 
-def time_unit(span_s: float):
+def time_unit(span_s: float) -> tuple[float, str]:
     """(seconds per unit, axis label): simulated time in s, min or h, whichever reads best."""
     if span_s >= 3 * 3600:
         return 3600.0, "simulated time (h)"
@@ -22,7 +22,7 @@ def time_unit(span_s: float):
     return 1.0, "simulated time (s)"
 
 
-def _accuracy_figure(x, y, xlabel, title, path):
+def _accuracy_figure(x: pd.Series, y: pd.Series, xlabel: str, title: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(x, 100 * y, marker=".", lw=1.2)
     ax.set_xlabel(xlabel)
@@ -34,7 +34,7 @@ def _accuracy_figure(x, y, xlabel, title, path):
     plt.close(fig)
 
 
-def plot_run(run_dir, title=None) -> list:
+def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     """accuracy_vs_time.png, accuracy_vs_rounds.png and latency_breakdown.png in `run_dir`."""
     run_dir = Path(run_dir)
     rounds = pd.read_csv(run_dir / "rounds.csv")

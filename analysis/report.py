@@ -11,7 +11,9 @@ and rounds.csv.
 import contextlib
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.ticker
@@ -21,6 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from numpy.typing import ArrayLike  # noqa: E402
 
 from analysis.compare import run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
@@ -34,7 +38,7 @@ class ReportError(ValueError):
 
 
 # --- reading ---------------------------------------------------------------------------
-def load_runs(scenario_dir):
+def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
     """(runs, curves, index): one row per finished run folder with its setting and totals;
     curves[folder] = its evaluated rounds (round, sim_time_s, test_acc); the sweep index."""
     scenario_dir = Path(scenario_dir)
@@ -83,12 +87,12 @@ def load_runs(scenario_dir):
     return pd.DataFrame(rows), curves, index
 
 
-def _hashable(value):
+def _hashable(value: Any) -> Any:
     """Swept lists and mappings as text, so they can label groups."""
     return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
-def setting_keys(index) -> list:
+def setting_keys(index: dict) -> list[str]:
     """The swept keys other than the seed (the seed is what the statistics run over)."""
     return [k for k in index["sweep"] if k != "seed"]
 
@@ -97,15 +101,15 @@ def short(key: str) -> str:
     return key.split(".")[-1]
 
 
-def group_label(algorithm, setting: dict) -> str:
+def group_label(algorithm: str, setting: dict) -> str:
     return " ".join([algorithm, *(f"{short(k)}={_fmt_value(v)}" for k, v in setting.items())])
 
 
-def _fmt_value(v) -> str:
+def _fmt_value(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def groups(runs, keys):
+def groups(runs: pd.DataFrame, keys: Sequence[str]) -> list[tuple[str, dict, pd.DataFrame]]:
     """[(algorithm, setting dict, rows)] in the order the runs were listed."""
     by = ["algorithm", *keys]
     out = []
@@ -116,7 +120,7 @@ def groups(runs, keys):
 
 
 # --- tables ----------------------------------------------------------------------------
-def mean_std(values, scale=1.0, digits=2) -> str:
+def mean_std(values: ArrayLike, scale: float = 1.0, digits: int = 2) -> str:
     values = np.asarray(values, dtype=float) * scale
     values = values[np.isfinite(values)]
     if len(values) == 0:
@@ -126,7 +130,7 @@ def mean_std(values, scale=1.0, digits=2) -> str:
     return f"{values.mean():.{digits}f} ± {values.std(ddof=1):.{digits}f}"
 
 
-def reach_text(times) -> str:
+def reach_text(times: ArrayLike) -> str:
     """Mean ± std of the seeds that reached a target, and how many did."""
     times = np.asarray(times, dtype=float)
     reached = np.isfinite(times)
@@ -136,13 +140,13 @@ def reach_text(times) -> str:
     return text if reached.all() else f"{text} ({reached.sum()}/{len(times)})"
 
 
-def markdown_table(header, rows) -> str:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def accuracy_table(runs, keys, targets) -> str:
+def accuracy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float]) -> str:
     header = ["algorithm", *map(short, keys), "seeds", "final acc (%)", "best acc (%)",
               "time / round (s)", "total sim. time (s)",
               *(f"time to {100 * t:g} % (s)" for t in targets)]
@@ -155,7 +159,7 @@ def accuracy_table(runs, keys, targets) -> str:
     return markdown_table(header, rows)
 
 
-def cost_table(runs, keys) -> str:
+def cost_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     header = ["algorithm", *map(short, keys), "T", "uplink MB / round", "downlink MB / round",
               "activations+labels up MB / round", "models up+down MB / round",
               "uplink MB total", "downlink MB total", "client GFLOP / round",
@@ -175,7 +179,8 @@ def cost_table(runs, keys) -> str:
 
 
 # --- figures ---------------------------------------------------------------------------
-def _band(ax, x, values, color, label, marker="o"):
+def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str, label: str | None,
+          marker: str = "o") -> np.ndarray:
     """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
     values = np.asarray(values, dtype=float)
     mean = np.nanmean(values, axis=0)
@@ -185,7 +190,8 @@ def _band(ax, x, values, color, label, marker="o"):
     return mean
 
 
-def _stack_curves(curves, folders, column):
+def _stack_curves(curves: dict, folders: Sequence[str],
+                  column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Curves of several seeds on their common evaluated rounds: (rounds, x rows, acc rows)."""
     arrays = [curves[f] for f in folders]
     common = sorted(set.intersection(*(set(a[:, 0].tolist()) for a in arrays)))
@@ -196,7 +202,8 @@ def _stack_curves(curves, folders, column):
     return np.array(common), xs, accs
 
 
-def accuracy_figure(runs, curves, keys, path, over_time: bool) -> None:
+def accuracy_figure(runs: pd.DataFrame, curves: dict, keys: Sequence[str], path: Path,
+                    over_time: bool) -> None:
     """One panel per algorithm, one curve (mean ± std over seeds) per setting."""
     algorithms = list(dict.fromkeys(runs["algorithm"]))
     cols = min(3, len(algorithms))
@@ -235,7 +242,7 @@ EFFECT_PANELS = (
 )
 
 
-def _axis_values(values):
+def _axis_values(values: Sequence) -> tuple[np.ndarray, list[str] | None, bool]:
     """x positions for swept values (numbers as they are, anything else by position) and
     whether a log axis reads better."""
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
@@ -244,7 +251,7 @@ def _axis_values(values):
     return np.arange(len(values), dtype=float), [str(v) for v in values], False
 
 
-def crossings(x, a, b, log_x: bool):
+def crossings(x: np.ndarray, a: np.ndarray, b: np.ndarray, log_x: bool) -> list[float]:
     """x values where the curves a(x) and b(x) cross: where a - b changes sign (linear
     interpolation, in log x when the axis is logarithmic). Curves that only touch, or are
     equal everywhere, do not cross."""
@@ -263,7 +270,7 @@ def crossings(x, a, b, log_x: bool):
     return found
 
 
-def effect_figure(runs, key, keys, path):
+def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) -> list[str]:
     """The effect of one swept key: accuracy, communication (uplink solid, downlink dashed),
     time and client computation per round, one line per algorithm (and per value of the other
     swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
@@ -342,7 +349,7 @@ def _unit_hint(key: str) -> str:
     return ""
 
 
-def pareto_front(points):
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     """Indices of the points (time, accuracy) not dominated by another (shorter or equal
     time and higher or equal accuracy, one of them strictly)."""
     front = []
@@ -354,7 +361,8 @@ def pareto_front(points):
     return sorted(front, key=lambda i: points[i][0])
 
 
-def choose_target(runs, keys, targets):
+def choose_target(runs: pd.DataFrame, keys: Sequence[str],
+                  targets: Sequence[float]) -> float | None:
     """The highest accuracy target every seed of at least half of the (algorithm, setting)
     groups reaches; None when no group reaches any target."""
     gs = groups(runs, keys)
@@ -368,7 +376,8 @@ def choose_target(runs, keys, targets):
     return None
 
 
-def latency_accuracy_figure(runs, keys, targets, path):
+def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
+                            path: Path) -> tuple[str, list[str]]:
     """Each (algorithm, setting) a point: simulated time to the target accuracy against final
     accuracy, error bars over seeds, the Pareto front marked. -> (caption, front labels)."""
     target = choose_target(runs, keys, targets)
@@ -430,7 +439,7 @@ def latency_accuracy_figure(runs, keys, targets, path):
 
 
 # --- the report ------------------------------------------------------------------------
-def write_report(scenario_dir) -> Path:
+def write_report(scenario_dir: Path | str) -> Path:
     """OUT/<scenario>/report.md and its figures in OUT/<scenario>/figures/."""
     scenario_dir = Path(scenario_dir)
     runs, curves, index = load_runs(scenario_dir)

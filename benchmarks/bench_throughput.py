@@ -32,6 +32,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.algorithms.scala import SCALA
 from scala_netsim.data import load_dataset
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model
@@ -40,7 +41,9 @@ from scala_netsim.scenario import validate_scenario
 from scala_netsim.selection import RandomSelector
 
 
-def centralized_block(model, optimizer, x, y, batch_size, steps, generator):
+def centralized_block(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
+                      y: torch.Tensor, batch_size: int, steps: int,
+                      generator: torch.Generator) -> tuple[float, int]:
     """`steps` plain training steps; -> (seconds, samples)."""
     start = time.perf_counter()
     for _ in range(steps):
@@ -51,7 +54,7 @@ def centralized_block(model, optimizer, x, y, batch_size, steps, generator):
     return time.perf_counter() - start, steps * batch_size
 
 
-def bare_scala_round(trainer, selected, local_iters):
+def bare_scala_round(trainer: SCALA, selected: list[int], local_iters: int) -> int:
     trainer.begin_round(selected)
     for k in selected:
         trainer.client_receive_model(trainer.client_model_download(k))
@@ -72,7 +75,7 @@ def bare_scala_round(trainer, selected, local_iters):
     return flops
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="interleaved blocks per variant")
     parser.add_argument("--rounds-per-block", type=int, default=4)
@@ -105,7 +108,7 @@ def main():
     bare = Run(scenario, "scala", world, cpu).trainer
     cosim = Run(scenario, "scala", world, cpu)
 
-    def cosim_round(r):
+    def cosim_round(r: int) -> int:
         start_s, first = cosim.env.now, len(cosim.log)
         cosim.protocol.run_round(r, rounds[r])
         events = cosim.log.since(first)
@@ -134,7 +137,7 @@ def main():
                 r += 1
             results[variant].append((time.perf_counter() - start, steps * tr.batch_size, flops))
 
-    def rates(variant):
+    def rates(variant: str) -> tuple[float, float]:
         samples_per_s = statistics.median(n / s for s, n, _ in results[variant])
         gflops_per_s = statistics.median(f / s / 1e9 for s, _, f in results[variant])
         return samples_per_s, gflops_per_s
@@ -166,7 +169,8 @@ def main():
         run = Run(scenario, algorithm, world, cpu)
         rng = np.random.default_rng(1)
 
-        def block(count, first_round, run=run, rng=rng):
+        def block(count: int, first_round: int, run: Run = run,
+                  rng: np.random.Generator = rng) -> tuple[float, int]:
             start, first = time.perf_counter(), len(run.log)
             for i in range(count):
                 run.protocol.run_round(first_round + i,

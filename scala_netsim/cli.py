@@ -1,15 +1,25 @@
 """Command line: python -m scala_netsim SCENARIO.yaml [--out DIR] [--set key=value ...]."""
 
+from __future__ import annotations
+
 import argparse
 import os
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # imported for real after the arguments are parsed (--help answers at once)
+    import torch
+
+    from scala_netsim.data import Dataset
+    from scala_netsim.scenario import Scenario
+    from scala_netsim.sweep import SweepCell
 
 EXIT_BAD_INPUT = 2
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="scala-netsim",
         description="Split federated learning trained for real under a simulated cellular clock.")
@@ -49,7 +59,7 @@ def fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def check_writable(out: Path):
+def check_writable(out: Path) -> str | None:
     """The first existing ancestor of `out` must be a writable directory."""
     probe = out
     while not probe.exists():
@@ -60,7 +70,7 @@ def check_writable(out: Path):
     return None
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # Imports after argument parsing so `--help` and input errors answer at once.
     from scala_netsim.scenario import ScenarioError, load_scenario
@@ -154,7 +164,8 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_cells(todo, states, device, args) -> int:
+def run_cells(todo: list[SweepCell], states: dict[Path, str], device: torch.device,
+              args: argparse.Namespace) -> int:
     """Run the cells still to do with the chosen executor. -> exit code (0, 1 or 2)."""
     from scala_netsim.estimate import format_duration
     from scala_netsim.invariants import InvariantError
@@ -162,10 +173,10 @@ def run_cells(todo, states, device, args) -> int:
     from scala_netsim.scenario import ScenarioError
     from scala_netsim.sweep import run_in_processes, run_on_ray
 
-    def resume_of(cell):
+    def resume_of(cell: SweepCell) -> bool:
         return states[cell.folder] == "partial"
 
-    def report(cell, summary):
+    def report(cell: SweepCell, summary: dict) -> None:
         print(f"{cell.label}: {summary['status']}, best accuracy {summary['best_acc']:.2%} "
               f"(round {summary['best_round']}), final {summary['final_acc']:.2%}, simulated "
               f"time {format_duration(summary['total_sim_time_s'])}, wall time "
@@ -187,7 +198,8 @@ def run_cells(todo, states, device, args) -> int:
     return 0
 
 
-def run_one(cell, device, show_progress, resume=False):
+def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
+            resume: bool = False) -> dict:
     from tqdm import tqdm
 
     from scala_netsim.sweep import cell_arguments, run_cell
@@ -196,7 +208,7 @@ def run_one(cell, device, show_progress, resume=False):
                disable=not show_progress, file=sys.stderr)
     last = {"acc": "-"}
 
-    def progress(round_, sim_time_s, acc):
+    def progress(round_: int, sim_time_s: float, acc: float) -> None:
         if acc == acc:  # not NaN: an evaluation round
             last["acc"] = f"{acc:.2%}"
         bar.set_postfix_str(f"sim {sim_time_s:,.1f} s, acc {last['acc']}", refresh=False)
@@ -208,7 +220,7 @@ def run_one(cell, device, show_progress, resume=False):
         bar.close()
 
 
-def summary_text(scenario, dataset, device) -> str:
+def summary_text(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
     tr, net, comp, data = scenario.training, scenario.network, scenario.compute, scenario.data
     part = data.partition
     part_text = part.kind + "".join(f" {k}={v}" for k, v in part.model_dump().items()

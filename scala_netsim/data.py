@@ -6,6 +6,8 @@ CIFAR-100 and CINIC-10 cannot be downloaded here; they are read from `data_dir` 
 standard formats (the "python version" pickles of CIFAR, CINIC-10's class folders of PNGs).
 """
 
+from __future__ import annotations
+
 import gzip
 import hashlib
 import io
@@ -13,6 +15,7 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +24,8 @@ import torch
 import torch.nn.functional as F
 import torchvision
 from PIL import Image
+
+PathLike = str | Path | None
 
 DEBIAN_FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_FILES = (
@@ -67,7 +72,7 @@ class Dataset:
     def in_channels(self) -> int:
         return self.train_x.shape[1]
 
-    def to(self, device) -> "Dataset":
+    def to(self, device: torch.device | str) -> Dataset:
         return Dataset(self.name, self.train_x.to(device), self.train_y.to(device),
                        self.test_x.to(device), self.test_y.to(device), self.class_names)
 
@@ -121,7 +126,8 @@ def _to_32x32(images_uint8: torch.Tensor, mean: float, std: float) -> torch.Tens
     return x.sub_(mean).div_(std)
 
 
-def load_fashion_mnist(data_dir=None, train_samples=None, test_samples=None) -> Dataset:
+def load_fashion_mnist(data_dir: PathLike = None, train_samples: int | None = None,
+                       test_samples: int | None = None) -> Dataset:
     """Fashion-MNIST padded to 32x32; `*_samples` keep the first n images (small slices)."""
     data_dir = Path(data_dir) if data_dir is not None else DEBIAN_FASHION_MNIST_DIR
     if not data_dir.is_dir():
@@ -153,7 +159,7 @@ class _ArrayUnpickler(pickle.Unpickler):
                ("numpy._core.multiarray", "_reconstruct"),
                ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> type:
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
         return super().find_class(module, name)
@@ -176,7 +182,7 @@ def _rgb_tensor(images_uint8: np.ndarray, name: str) -> torch.Tensor:
     return images.div_(255.0).sub_(mean).div_(std)
 
 
-def _require_dir(data_dir, name: str, expected: str) -> Path:
+def _require_dir(data_dir: PathLike, name: str, expected: str) -> Path:
     if data_dir is None:
         raise DataNotFoundError(
             f"data.data_dir: required for {name} (it cannot be downloaded here); set it to the "
@@ -188,7 +194,8 @@ def _require_dir(data_dir, name: str, expected: str) -> Path:
     return data_dir
 
 
-def load_cifar(name: str, data_dir, train_samples=None, test_samples=None) -> Dataset:
+def load_cifar(name: str, data_dir: PathLike, train_samples: int | None = None,
+               test_samples: int | None = None) -> Dataset:
     """CIFAR-10 (`cifar-10-batches-py/`: data_batch_1..5, test_batch, batches.meta) or
     CIFAR-100 (`cifar-100-python/`: train, test, meta; the 100 fine labels), as distributed by
     their authors ("python version"). `data_dir` may be that folder or its parent."""
@@ -207,7 +214,7 @@ def load_cifar(name: str, data_dir, train_samples=None, test_samples=None) -> Da
         raise DataNotFoundError(f"data.data_dir: {name} files {missing} not found in {folder} "
                                 f"(expected the python version of {name}: {folder_name}/)")
 
-    def read(files, limit):
+    def read(files: list[Path], limit: int | None) -> tuple[np.ndarray, torch.Tensor]:
         batches = [_read_cifar_pickle(f) for f in files]
         x = np.concatenate([np.asarray(b["data"], dtype=np.uint8) for b in batches])
         y = np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in batches])
@@ -221,7 +228,7 @@ def load_cifar(name: str, data_dir, train_samples=None, test_samples=None) -> Da
                    classes)
 
 
-def _image_folder_arrays(folder: Path, classes) -> tuple:
+def _image_folder_arrays(folder: Path, classes: Sequence[str]) -> tuple:
     """(N x 3 x 32 x 32 uint8, labels) of `folder/<class>/*.png`, classes in the given order."""
     images, labels = [], []
     for label, cls in enumerate(classes):
@@ -238,7 +245,8 @@ def _image_folder_arrays(folder: Path, classes) -> tuple:
     return np.stack(images), np.asarray(labels, dtype=np.int64)
 
 
-def load_cinic10(data_dir, train_samples=None, test_samples=None) -> Dataset:
+def load_cinic10(data_dir: PathLike, train_samples: int | None = None,
+                 test_samples: int | None = None) -> Dataset:
     """CINIC-10 as distributed: `train/`, `valid/`, `test/`, each with one folder of 32x32 PNGs
     per class. Training uses `train/`, testing `test/`. The decoded images are kept in the
     cache (one .npz per split), so the PNGs are read once."""
@@ -268,7 +276,8 @@ def load_cinic10(data_dir, train_samples=None, test_samples=None) -> Dataset:
                    torch.from_numpy(test_y[:test_samples]), CIFAR10_CLASSES)
 
 
-def load_dataset(name: str, data_dir=None, train_samples=None, test_samples=None) -> Dataset:
+def load_dataset(name: str, data_dir: PathLike = None, train_samples: int | None = None,
+                 test_samples: int | None = None) -> Dataset:
     """The dataset registered under `name` (see DATASETS)."""
     if name == "fashion_mnist":
         return load_fashion_mnist(data_dir, train_samples, test_samples)

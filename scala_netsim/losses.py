@@ -19,7 +19,8 @@ def log_prior(prior: torch.Tensor) -> torch.Tensor:
     return torch.log(prior.clamp_min(PRIOR_EPS))
 
 
-def logit_adjusted_cross_entropy(logits, labels, log_prior_, reduction="mean"):
+def logit_adjusted_cross_entropy(logits: torch.Tensor, labels: torch.Tensor,
+                                 log_prior_: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """g_bal(y, s) = -log softmax(s + log P)[y] (SCALA eq. 12/13).
 
     `log_prior_` is a length-N vector (one prior for the batch) or a B x N matrix (one prior

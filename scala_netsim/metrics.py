@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scala_netsim.events import Event, EventKind
+
+if TYPE_CHECKING:
+    from scala_netsim.algorithms.contract import Evaluation
 
 # Which critical-path bucket each event kind falls in.
 CRITICAL_PATH_BUCKET = {
@@ -53,7 +57,7 @@ def critical_path_s(events: Sequence[Event], round_start_s: float,
 
 
 def round_row(round_: int, events: Sequence[Event], round_start_s: float, round_end_s: float,
-              num_clients: int, evaluation=None) -> dict:
+              num_clients: int, evaluation: Evaluation | None = None) -> dict:
     """One row of rounds.csv: bytes each way, FLOPs on clients and server, the critical path,
     the number of participants and, in evaluated rounds, the test metrics (`evaluation`, an
     `Evaluation`; test_acc is NaN in the other rounds)."""
@@ -75,6 +79,6 @@ def round_row(round_: int, events: Sequence[Event], round_start_s: float, round_
     return {k: _plain(v) for k, v in row.items()}
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """numpy scalars -> Python numbers (rows are written to CSV and kept in checkpoints)."""
     return value.item() if isinstance(value, np.generic) else value

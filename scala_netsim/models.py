@@ -11,11 +11,12 @@ ARCHS = ("alexnet14",)
 class MaxPool2dToNCHW(nn.MaxPool2d):
     """MaxPool2d whose output is in the standard (NCHW-contiguous) memory layout."""
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return super().forward(x).contiguous()
 
 
-def alexnet14_layers(in_channels: int, num_classes: int, fast_layout: bool = True):
+def alexnet14_layers(in_channels: int, num_classes: int,
+                     fast_layout: bool = True) -> list[nn.Module]:
     """The 14 layers of AlexNet for 32x32 inputs (13 conv-block layers and the classifier).
 
     `fast_layout` changes memory layout only, never the arithmetic: layer 6 hands back a
@@ -41,7 +42,8 @@ def alexnet14_layers(in_channels: int, num_classes: int, fast_layout: bool = Tru
 
 
 def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
-                      generator: torch.Generator, fast_layout: bool = True):
+                      generator: torch.Generator,
+                      fast_layout: bool = True) -> tuple[nn.Sequential, nn.Sequential]:
     """(client_part, server_part) of `arch` cut at `split`, initialised from `generator`."""
     if arch != "alexnet14":
         raise ValueError(f"model.arch: unknown {arch!r}; allowed: {list(ARCHS)}")
@@ -55,7 +57,7 @@ def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
     return nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])
 
 
-def use_fast_layout_(layers) -> None:
+def use_fast_layout_(layers: list[nn.Module]) -> None:
     """Store the weights of the two conv blocks on large feature maps (layers 1-6) channels-
     last, so oneDNN computes those convolutions and max-pools in that layout: markedly faster
     on the CPU, most of all at the small per-client batches of split learning. Layer 6 turns
@@ -66,7 +68,7 @@ def use_fast_layout_(layers) -> None:
             layer.weight.data = layer.weight.data.to(memory_format=torch.channels_last)
 
 
-def _init_from(layers, generator: torch.Generator):
+def _init_from(layers: list[nn.Module], generator: torch.Generator) -> None:
     """PyTorch's default (Kaiming-uniform) initialisation, drawn from an explicit generator."""
     for module in nn.Sequential(*layers).modules():
         if isinstance(module, (nn.Conv2d, nn.Linear)):
@@ -94,7 +96,8 @@ def state_bytes(module: nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in module.state_dict().values())
 
 
-def features_and_head(client_part: nn.Sequential, server_part: nn.Sequential):
+def features_and_head(client_part: nn.Sequential,
+                      server_part: nn.Sequential) -> tuple[nn.Sequential, nn.Linear]:
     """(feature extractor, final linear classifier) sharing the split model's parameters:
     the extractor maps an image to the penultimate features (AlexNet-14: 256 per sample)."""
     *server_layers, classifier = server_part

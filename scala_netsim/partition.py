@@ -4,16 +4,19 @@ Each partitioner is a pure function of the labels and a NumPy generator and retu
 array of sample indices per client.
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
-def partition_iid(labels: np.ndarray, num_clients: int, rng: np.random.Generator):
+def partition_iid(labels: np.ndarray, num_clients: int,
+                  rng: np.random.Generator) -> list[np.ndarray]:
     """Shuffle and split into `num_clients` near-equal shards."""
     return [np.sort(part) for part in np.array_split(rng.permutation(len(labels)), num_clients)]
 
 
 def quantity_label_sets(num_clients: int, num_classes: int, alpha: int,
-                        rng: np.random.Generator):
+                        rng: np.random.Generator) -> list[np.ndarray]:
     """Assign each client `alpha` distinct labels so that every label has exactly
     K*alpha/N holders.
 
@@ -39,7 +42,7 @@ def quantity_label_sets(num_clients: int, num_classes: int, alpha: int,
 
 
 def partition_quantity(labels: np.ndarray, num_clients: int, alpha: int,
-                       rng: np.random.Generator, num_classes: int):
+                       rng: np.random.Generator, num_classes: int) -> list[np.ndarray]:
     """Quantity-based label skew: each label's samples are split into K*alpha/N equal portions
     and every client receives `alpha` portions of distinct labels.
     """
@@ -60,7 +63,8 @@ def partition_quantity(labels: np.ndarray, num_clients: int, alpha: int,
 
 
 def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
-                        rng: np.random.Generator, num_classes: int, max_draws: int = 100):
+                        rng: np.random.Generator, num_classes: int,
+                        max_draws: int = 100) -> list[np.ndarray]:
     """Distribution-based label skew: p_k ~ Dir_N(beta) per client; client k receives the
     share p_{k,y} / sum_j p_{j,y} of class y's samples. Drawn again until no client is empty.
     """
@@ -85,7 +89,8 @@ def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
 
 
 def make_partition(kind: str, labels: np.ndarray, num_clients: int, num_classes: int,
-                   rng: np.random.Generator, alpha=None, beta=None):
+                   rng: np.random.Generator, alpha: int | None = None,
+                   beta: float | None = None) -> list[np.ndarray]:
     """Dispatch on the scenario's `data.partition.kind`."""
     if kind == "iid":
         return partition_iid(labels, num_clients, rng)
@@ -96,6 +101,6 @@ def make_partition(kind: str, labels: np.ndarray, num_clients: int, num_classes:
     raise ValueError(f"data.partition.kind: unknown {kind!r}; allowed: iid, quantity, dirichlet")
 
 
-def label_counts(labels: np.ndarray, parts, num_classes: int) -> np.ndarray:
+def label_counts(labels: np.ndarray, parts: Sequence[np.ndarray], num_classes: int) -> np.ndarray:
     """K x N matrix of per-client label counts."""
     return np.stack([np.bincount(labels[p], minlength=num_classes) for p in parts])

@@ -103,7 +103,7 @@ class NetworkConfig(_Strict):
     allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
 
     @model_validator(mode="after")
-    def _radius_above_min_distance(self):
+    def _radius_above_min_distance(self) -> NetworkConfig:
         if self.radius_m <= self.min_distance_m:
             raise ValueError(f"radius_m: must be > min_distance_m ({self.min_distance_m}), "
                              f"got {self.radius_m}")
@@ -116,7 +116,7 @@ class ComputeConfig(_Strict):
     server_flops_per_s: float = Field(default=1e13, gt=0)
 
     @model_validator(mode="after")
-    def _range_ordered(self):
+    def _range_ordered(self) -> ComputeConfig:
         low, high = self.client_flops_per_s
         if low > high:
             raise ValueError(f"client_flops_per_s: must be [min, max] with min <= max, "

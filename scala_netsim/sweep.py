@@ -15,9 +15,10 @@ import copy
 import itertools
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -29,6 +30,11 @@ from scala_netsim.scenario import (
     training_identity,
     validate_scenario,
 )
+
+if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenario
+    import torch
+
+    from scala_netsim.data import Dataset
 
 FINISHED = ("completed", "diverged")   # statuses of runs that are not run again
 
@@ -45,7 +51,7 @@ class SweepCell:
         return " ".join([self.algorithm, *(f"{key}={format_value(v)}" for key, v in self.setting)])
 
 
-def format_value(value) -> str:
+def format_value(value: Any) -> str:
     """A swept value as it appears in folder names and tables."""
     if isinstance(value, bool):
         return str(value).lower()
@@ -58,21 +64,21 @@ def format_value(value) -> str:
     return str(value).replace("/", "_")
 
 
-def short_names(keys) -> dict:
+def short_names(keys: Sequence[str]) -> dict[str, str]:
     """Dotted key -> the name used in folder names: its last part, unless two swept keys
     share it (then the whole dotted key)."""
     last = [k.split(".")[-1] for k in keys]
     return {k: (k.split(".")[-1] if last.count(k.split(".")[-1]) == 1 else k) for k in keys}
 
 
-def setting_folder_name(setting) -> str:
+def setting_folder_name(setting: Sequence[tuple[str, Any]]) -> str:
     """'local_iters=5,uplink_bandwidth_hz=20000000' for the swept values other than the seed
     ('' when only the seed is swept)."""
     names = short_names([key for key, _ in setting])
     return ",".join(f"{names[key]}={format_value(v)}" for key, v in setting if key != "seed")
 
 
-def expand_sweep(scenario: Scenario, out_dir) -> list:
+def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
     """Every cell of the scenario (its algorithms crossed with its sweep), each validated.
 
     Raises ScenarioError listing every cell whose values make an invalid scenario, and any
@@ -114,7 +120,7 @@ def expand_sweep(scenario: Scenario, out_dir) -> list:
     return cells
 
 
-def _get_dotted(document: dict, key: str):
+def _get_dotted(document: dict, key: str) -> Any:
     for part in key.split("."):
         document = document[part]
     return document
@@ -140,7 +146,7 @@ def cell_state(cell: SweepCell) -> str:
     return "partial"
 
 
-def swept_values(cells) -> dict:
+def swept_values(cells: Sequence[SweepCell]) -> dict[str, list]:
     """Swept key -> its values as validated, in sweep order."""
     values = {}
     for cell in cells:
@@ -150,7 +156,8 @@ def swept_values(cells) -> dict:
     return values
 
 
-def write_sweep_index(scenario: Scenario, cells, out_dir) -> Path:
+def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
+                      out_dir: Path | str) -> Path:
     """OUT/<scenario>/sweep.json: what the analysis needs to group the runs (swept keys,
     accuracy targets, every cell and its folder), written before any cell runs."""
     root = Path(out_dir) / scenario.name
@@ -171,7 +178,7 @@ def write_sweep_index(scenario: Scenario, cells, out_dir) -> Path:
 _DATASETS = {}
 
 
-def cell_dataset(scenario: Scenario, device):
+def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
     """The scenario's dataset on `device`, loaded once per process."""
     from scala_netsim.data import load_dataset
 
@@ -183,7 +190,7 @@ def cell_dataset(scenario: Scenario, device):
     return _DATASETS[key]
 
 
-def deterministic(device) -> None:
+def deterministic(device: torch.device) -> None:
     """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
     cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
     import torch
@@ -217,12 +224,14 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
                        resume)
 
 
-def cell_arguments(cell: SweepCell, device, resume: bool) -> tuple:
+def cell_arguments(cell: SweepCell, device: torch.device | str, resume: bool) -> tuple:
     return (cell.scenario.model_dump(mode="json"), cell.algorithm, str(cell.folder.resolve()),
             dict(cell.setting), str(device), resume)
 
 
-def run_in_processes(cells, device, jobs: int, resume_of, on_done) -> None:
+def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, jobs: int,
+                     resume_of: Callable[[SweepCell], bool],
+                     on_done: Callable[[SweepCell, dict], None]) -> None:
     """Run `cells` in `jobs` worker processes, torch threads per worker = cores // jobs.
     `resume_of(cell)` says whether to continue from a checkpoint; `on_done(cell, summary)`
     is called as each finishes. A worker's exception is raised here."""
@@ -245,7 +254,9 @@ def run_in_processes(cells, device, jobs: int, resume_of, on_done) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def run_on_ray(cells, device, address, cpus_per_cell: int, resume_of, on_done) -> None:
+def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, address: str | None,
+               cpus_per_cell: int, resume_of: Callable[[SweepCell], bool],
+               on_done: Callable[[SweepCell, dict], None]) -> None:
     """Submit every cell as a Ray task (each asking for `cpus_per_cell` CPUs and using that
     many torch threads). Ray schedules them; results go to the (shared) results folder."""
     try:

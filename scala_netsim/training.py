@@ -2,6 +2,8 @@
 evaluation. Nothing here knows about simulated time.
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 from torch import nn
@@ -14,7 +16,8 @@ class ClientSampler:
     new permutation when it is used up, all from one explicit torch generator.
     """
 
-    def __init__(self, client_indices, generator: torch.Generator, device):
+    def __init__(self, client_indices: Sequence[np.ndarray], generator: torch.Generator,
+                 device: torch.device | str) -> None:
         self._indices = [torch.as_tensor(np.asarray(ix), dtype=torch.int64)
                          for ix in client_indices]
         self._order = [None] * len(self._indices)
@@ -53,7 +56,7 @@ class ClientSampler:
         self._generator.set_state(state["generator"])
 
 
-def apportion_batch_sizes(num_samples, total_batch_size: int):
+def apportion_batch_sizes(num_samples: Sequence[int], total_batch_size: int) -> list[int]:
     """B_k proportional to |D_k| with sum B_k = B (largest remainder), every B_k >= 1.
 
     SCALA-NOTES section 2: B_k = |D_k| B / sum_j |D_j|, rounded so the server batch is exactly B.
@@ -84,7 +87,8 @@ def apportion_batch_sizes(num_samples, total_batch_size: int):
 
 
 @torch.no_grad()
-def weighted_average_(target: nn.Module, sources, weights) -> None:
+def weighted_average_(target: nn.Module, sources: Sequence[Sequence[torch.Tensor]],
+                      weights: Sequence[float]) -> None:
     """target <- sum_k w_k source_k / sum_k w_k over every parameter and buffer (FedAvg)."""
     total = float(sum(weights))
     fractions = [w / total for w in weights]
@@ -101,7 +105,7 @@ def weighted_average_(target: nn.Module, sources, weights) -> None:
 
 @torch.inference_mode()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int,
-             batch_size: int = 1000):
+             batch_size: int = 1000) -> tuple[float, np.ndarray, float]:
     """(accuracy, per-class accuracy array, mean cross-entropy) of `model` on (x, y)."""
     was_training = model.training
     model.eval()

@@ -114,7 +114,8 @@ class FedLC(FedAvg):
     def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedLC:
         return super().from_setup(setup, config, tau=config.tau, **hyper)
 
-    def local_loss(self, k, features, logits, labels):
+    def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
+                   labels: torch.Tensor) -> torch.Tensor:
         calibration = fedlc_calibration(self.client_label_counts[k], self.tau)
         return nn.functional.cross_entropy(logits - calibration, labels)
 
@@ -122,7 +123,8 @@ class FedLC(FedAvg):
 class FedLA(FedAvg):
     """FedLA: cross-entropy on logits + log P_k (client k's local label prior)."""
 
-    def local_loss(self, k, features, logits, labels):
+    def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
+                   labels: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(logits + self.client_log_priors[k], labels)
 
 
@@ -138,7 +140,8 @@ class FedDecorr(FedAvg):
     def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedDecorr:
         return super().from_setup(setup, config, coef=config.coef, **hyper)
 
-    def local_loss(self, k, features, logits, labels):
+    def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
+                   labels: torch.Tensor) -> torch.Tensor:
         loss = nn.functional.cross_entropy(logits, labels)
         return loss + self.decorr_coef * decorrelation_penalty(features)
 
