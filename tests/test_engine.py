@@ -136,6 +136,12 @@ def test_events_of_one_client_never_overlap():
                    for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
 
 
+def test_each_client_has_its_own_link_stream_the_same_whatever_the_algorithm():
+    a, b = build(), build()
+    assert a.link.rng(1).random() == b.link.rng(1).random()
+    assert build().link.rng(0).random() != build().link.rng(1).random()
+
+
 def test_a_protocol_refuses_a_trainer_of_another_pattern():
     with pytest.raises(TypeError, match="PerClientSplitProtocol needs a PerClientSplitTrainer, "
                                         "got SCALA"):

@@ -61,8 +61,12 @@ class LocalStep:
 @dataclass(frozen=True)
 class StepDemand:
     """What client k needs from the cell in one local step of the coming round, known before
-    the step runs (for bandwidth allocators): bytes it sends up and receives in that step, and
-    the FLOPs it computes before its upload."""
+    the round runs (for bandwidth allocators): the bytes it sends up after the step and the
+    bytes it receives for it (split learning: activations and labels up, their gradient down;
+    where nothing comes down within a step, as in SFL with local loss, the model it receives
+    at the start of the round; federated learning: its model both ways), and the FLOPs it
+    computes before it sends (split learning: its forward pass; SFL with local loss and
+    federated learning: a whole cross-entropy step, regularisers not counted)."""
 
     upload_bytes: int
     download_bytes: int
