@@ -1,6 +1,7 @@
-"""Shared fixtures: a fixed seed for every test, tiny datasets, cells and trainers built from
-the registry, the engine stack on a tiny cell, and the golden end-to-end run (one CLI
-subprocess of every algorithm that several test modules read)."""
+"""Shared fixtures and builders: a fixed seed for every test; tiny datasets, the real
+Fashion-MNIST slice, tiny cells; runs built from the registry (`make_run`); the engine stack
+on a tiny cell (`simulate`, `two_client_scala`); the golden end-to-end run (one CLI subprocess
+of every algorithm that several test modules read); the command line in-process (`cli`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from scala_netsim.data import Dataset
 from scala_netsim.engine import Cell, ConcatSplitProtocol, Protocol, WirelessLink
 from scala_netsim.events import EventLog
 from scala_netsim.models import build_split_model
+from scala_netsim.run import Run, build_world
 from scala_netsim.scenario import Scenario, validate_scenario
 
 from golden_run import run_golden
@@ -53,12 +55,6 @@ def make_client_data(label_sets: Sequence[Sequence[int]], per_client: int | Sequ
     bounds = np.cumsum([0, *sizes])
     return ClientData(x, y, [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
                       num_classes)
-
-
-@pytest.fixture
-def client_data() -> Callable[..., ClientData]:
-    """make_client_data(label_sets, per_client=8, seed=0)."""
-    return make_client_data
 
 
 def split_parts(seed: int = 0, split: str = "S2") -> tuple[torch.nn.Module, torch.nn.Module]:
@@ -96,6 +92,19 @@ def fashion_slice() -> Dataset:
     return load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)
 
 
+@pytest.fixture
+def make_run(fashion_slice: Dataset) -> Callable[..., Run]:
+    """make_run(algorithm, dataset=None, **sections): a Run (trainer, protocol, link, log) of
+    tiny_scenario(algorithm, **sections), on the Fashion-MNIST slice unless `dataset`."""
+
+    def build(algorithm: str, dataset: Dataset | None = None, **sections: dict) -> Run:
+        scenario = tiny_scenario(algorithm, **sections)
+        world = build_world(scenario, fashion_slice if dataset is None else dataset)
+        return Run(scenario, algorithm, world, torch.device("cpu"))
+
+    return build
+
+
 # --- the engine on a tiny cell -------------------------------------------------------
 def tiny_cell(distance_m: Sequence[float], flops_per_s: Sequence[float],
               uplink_bandwidth_hz: float = 20e6, downlink_bandwidth_hz: float = 20e6,
@@ -128,12 +137,6 @@ def simulate(trainer: Trainer, protocol: type[Protocol], cell: Cell, local_iters
     link = WirelessLink(env, cell, link_model, channel.EqualShareAllocator(), log,
                         np.random.SeedSequence(0))
     return Simulation(env, log, link, protocol(env, cell, trainer, link, log, local_iters))
-
-
-@pytest.fixture
-def simulation() -> Callable[..., Simulation]:
-    """simulate(trainer, protocol_class, cell, local_iters)."""
-    return simulate
 
 
 # The two-client SCALA cell whose timeline tests/test_engine.py works out by hand.

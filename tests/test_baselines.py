@@ -26,11 +26,10 @@ from scala_netsim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
 from scala_netsim.engine import KeptModelSplitProtocol, PerClientSplitProtocol
 from scala_netsim.events import EventKind
 from scala_netsim.models import build_split_model, features_and_head, state_bytes
-from scala_netsim.run import Run, build_world
 from scala_netsim.selection import FedCBSSelector, qcid
 from scala_netsim.training import ClientSampler
 
-from conftest import make_client_data, simulate, split_parts, tiny_cell, tiny_dataset, tiny_scenario
+from conftest import make_client_data, simulate, split_parts, tiny_cell
 
 COMMON = dict(lr=0.05, momentum=0.9, weight_decay=0.0)
 
@@ -270,9 +269,8 @@ FEDERATED_FAMILY = {"fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr"
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_each_algorithm_has_its_events_and_payloads_equal_tensor_sizes(algorithm):
-    scenario = tiny_scenario(algorithm)
-    run = Run(scenario, algorithm, build_world(scenario, tiny_dataset()), torch.device("cpu"))
+def test_each_algorithm_has_its_events_and_payloads_equal_tensor_sizes(make_run, algorithm):
+    run = make_run(algorithm)
     demands = {}   # (round, client) -> (upload bytes, download bytes, compute FLOPs) as told
     ask = run.protocol.demands
 
@@ -293,7 +291,7 @@ def test_each_algorithm_has_its_events_and_payloads_equal_tensor_sizes(algorithm
     assert {e.kind for e in events} == EXPECTED_KINDS.get(algorithm, EXPECTED_KINDS[family])
     assert run.problems() == []
 
-    batch = 24 // 3  # 12 samples per client, 3 participants: B_k = 8
+    batch = 24 // 3  # 100 images per client, 3 participants: B_k = 8
     client_bytes = state_bytes(build_split_model("alexnet14", "S2", 1, 10,
                                                  torch.Generator())[0])
     full_bytes = state_bytes(torch.nn.Sequential(*build_split_model(

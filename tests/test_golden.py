@@ -54,7 +54,8 @@ def test_each_run_folder_holds_the_results_layout(golden_run, algorithm):
                                    rtol=1e-12)
     assert summary["algorithm"] == algorithm and summary["status"] == "completed"
     assert summary["total_sim_time_s"] == rounds["sim_time_s"].iloc[-1] == events["t_end_s"].max()
-    assert summary["uplink_bytes"] == rounds["uplink_bytes"].sum()
+    uplink = events.kind.isin(["activation_upload", "model_upload"])
+    assert summary["uplink_bytes"] == events.loc[uplink, "payload_bytes"].sum()
     assert summary["best_acc"] >= summary["final_acc"]
     # 3 clients a round, 2 local iterations: one forward pass per client and iteration
     assert (events.kind == "client_forward").sum() == 2 * 3 * 2

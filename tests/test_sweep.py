@@ -15,10 +15,8 @@ import pytest
 import torch
 
 from analysis.report import crossings, pareto_front
-from scala_netsim.data import Dataset
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model, state_bytes
-from scala_netsim.run import Run, build_world
 from scala_netsim.scenario import ScenarioError, validate_scenario
 from scala_netsim.sweep import expand_sweep, setting_folder_name
 
@@ -192,25 +190,12 @@ def test_ray_executor_runs_two_cells_on_a_local_ray_instance(tmp_path):
 
 
 # --- closed-form communication ---------------------------------------------------------
-def tiny_world(algorithm, local_iters):
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(400, 1, 32, 32, generator=g), torch.arange(400) % 10
-    dataset = Dataset("tiny", x, y, x[:50], y[:50], tuple("abcdefghij"))
-    sc = validate_scenario({"name": "c", "device": "cpu", "algorithms": [algorithm],
-                            "data": {"num_clients": 10,
-                                     "partition": {"kind": "quantity", "alpha": 2}},
-                            "training": {"local_iters": local_iters, "batch_size": 40,
-                                         "participation": 0.3}})
-    return sc, build_world(sc, dataset)
-
-
 @pytest.mark.parametrize("local_iters", [1, 3])
-def test_bytes_per_round_equal_the_closed_form(local_iters):
+def test_bytes_per_round_equal_the_closed_form(make_run, local_iters):
     """SCALA: per client, T activations (float32) and T label vectors (int64) up, T gradients
     (activation-sized) down, and the client model once each way. FL: the whole model each way."""
     for algorithm in ("scala", "fedavg"):
-        sc, world = tiny_world(algorithm, local_iters)
-        run = Run(sc, algorithm, world, torch.device("cpu"))
+        run = make_run(algorithm, training={"local_iters": local_iters, "batch_size": 40})
         client, server = build_split_model("alexnet14", "S2", 1, 10, torch.Generator())
         activation_bytes = 4 * 192 * 2 * 2       # per sample: the S2 output, 192 x 2 x 2 float32
         for r, selected in enumerate(([0, 3, 7], [1, 2, 9]), start=1):
