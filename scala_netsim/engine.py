@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import simpy
 
 import channel
@@ -69,6 +70,14 @@ class Grant:
     direction: Direction
     bandwidth_hz: float
 
+    def as_row(self) -> tuple:
+        return (self.round, self.client_id, self.direction.value, self.bandwidth_hz)
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> Grant:
+        round_, client_id, direction, bandwidth_hz = row
+        return cls(round_, client_id, Direction(direction), bandwidth_hz)
+
 
 @dataclass(frozen=True, slots=True)
 class TransferRate:
@@ -77,6 +86,21 @@ class TransferRate:
     event_index: int
     bandwidth_hz: float
     rate_bps: float
+
+    def as_row(self) -> tuple:
+        return (self.event_index, self.bandwidth_hz, self.rate_bps)
+
+
+def grants_frame(grants: Sequence[Grant]) -> pd.DataFrame:
+    """The grants as a table (round, client_id, direction, bandwidth_hz), for the invariants."""
+    return pd.DataFrame([g.as_row() for g in grants],
+                        columns=["round", "client_id", "direction", "bandwidth_hz"])
+
+
+def transfers_frame(transfers: Sequence[TransferRate]) -> pd.DataFrame:
+    """The transfer rates as a table (event_index, bandwidth_hz, rate_bps)."""
+    return pd.DataFrame([t.as_row() for t in transfers],
+                        columns=["event_index", "bandwidth_hz", "rate_bps"])
 
 
 class WirelessLink:

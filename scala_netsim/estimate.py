@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
 from scala_netsim.engine import ConcatSplitProtocol
 from scala_netsim.models import build_split_model
@@ -65,8 +66,6 @@ def run_time_s(scenario: Scenario, algorithm: str, num_test: int, costs: StepCos
     well). An evaluation is a forward pass over the test set (a third of a step per image).
     Overheads of the baselines' own (weight copies, FedDyn's extra arithmetic) are not counted.
     """
-    from scala_netsim.algorithms.registry import ALGORITHMS
-
     tr = scenario.training
     concatenated = issubclass(ALGORITHMS[algorithm].protocol, ConcatSplitProtocol)
     per_sample_s = costs.server_batch_s * 4 / 3 if concatenated else costs.client_batch_s

@@ -21,7 +21,14 @@ from scala_netsim import __version__
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
-from scala_netsim.engine import Cell, Grant, TransferRate, WirelessLink
+from scala_netsim.engine import (
+    Cell,
+    Grant,
+    TransferRate,
+    WirelessLink,
+    grants_frame,
+    transfers_frame,
+)
 from scala_netsim.events import Event, EventLog, events_frame
 from scala_netsim.invariants import InvariantError, check_run
 from scala_netsim.metrics import round_row
@@ -163,12 +170,7 @@ class Run:
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (see scala_netsim.invariants)."""
         return check_run(events_frame(self.log.events), pd.DataFrame(self.rows),
-                         pd.DataFrame([(g.round, g.client_id, g.direction.value, g.bandwidth_hz)
-                                       for g in self.link.grants],
-                                      columns=["round", "client_id", "direction", "bandwidth_hz"]),
-                         pd.DataFrame([(t.event_index, t.bandwidth_hz, t.rate_bps)
-                                       for t in self.link.transfers],
-                                      columns=["event_index", "bandwidth_hz", "rate_bps"]),
+                         grants_frame(self.link.grants), transfers_frame(self.link.transfers),
                          {"uplink": self.world.cell.uplink_bandwidth_hz,
                           "downlink": self.world.cell.downlink_bandwidth_hz},
                          self.protocol.pipelined_clients)
@@ -203,10 +205,8 @@ class Run:
                 "selection_rng": self.selection_rng.bit_generator.state,
                 "events": [e.as_row() for e in self.log.events], "rounds": list(self.rows),
                 "best": list(self.best), "diverged": self.diverged,
-                "grants": [(g.round, g.client_id, g.direction.value, g.bandwidth_hz)
-                           for g in self.link.grants],
-                "transfers": [(t.event_index, t.bandwidth_hz, t.rate_bps)
-                              for t in self.link.transfers]}
+                "grants": [g.as_row() for g in self.link.grants],
+                "transfers": [t.as_row() for t in self.link.transfers]}
 
     def load_state_dict(self, state: dict) -> None:
         self.trainer.load_state_dict(state["trainer"])
@@ -214,7 +214,7 @@ class Run:
         self.log.events = [Event.from_row(e) for e in state["events"]]
         self.rows, self.best = list(state["rounds"]), tuple(state["best"])
         self.diverged = state["diverged"]
-        grants = [Grant(r, k, channel.Direction(d), b) for r, k, d, b in state["grants"]]
+        grants = [Grant.from_row(g) for g in state["grants"]]
         transfers = [TransferRate(*t) for t in state["transfers"]]
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0, grants, transfers)
 

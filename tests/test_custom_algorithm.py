@@ -34,8 +34,8 @@ class FedAvgClip(FedAvg):
         self.max_norm = max_norm
 
     @classmethod
-    def from_setup(cls, setup, config=None, **hyper):
-        return super().from_setup(setup, config, max_norm=config.max_norm, **hyper)
+    def hyper_parameters(cls, config):
+        return {"max_norm": config.max_norm}
 
     def adjust_gradients(self, k, model):
         torch.nn.utils.clip_grad_norm_(model.parameters(), self.max_norm)

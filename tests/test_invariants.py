@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from scala_netsim.engine import grants_frame, transfers_frame
 from scala_netsim.events import events_frame
 from scala_netsim.invariants import check_run
 from scala_netsim.metrics import round_row
@@ -21,13 +22,8 @@ def books():
     sim.run_round(2, [0, 1])
     rows = [round_row(1, [e for e in sim.log.events if e.round == 1], 0.0, start, 2),
             round_row(2, [e for e in sim.log.events if e.round == 2], start, sim.env.now, 2)]
-    grants = pd.DataFrame([(g.round, g.client_id, g.direction.value, g.bandwidth_hz)
-                           for g in sim.link.grants],
-                          columns=["round", "client_id", "direction", "bandwidth_hz"])
-    transfers = pd.DataFrame([(t.event_index, t.bandwidth_hz, t.rate_bps)
-                              for t in sim.link.transfers],
-                             columns=["event_index", "bandwidth_hz", "rate_bps"])
-    return events_frame(sim.log.events), pd.DataFrame(rows), grants, transfers
+    return (events_frame(sim.log.events), pd.DataFrame(rows), grants_frame(sim.link.grants),
+            transfers_frame(sim.link.transfers))
 
 
 def check(books, pipelined=False):

@@ -4,6 +4,7 @@ metering, weighted aggregation, evaluation and checkpoint state. No simulated ti
 from __future__ import annotations
 
 import copy
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -198,9 +199,9 @@ class TrainerBase(Trainer, ExchangesModels):
         return tensor_bytes(*state_tensors(self.client_template))
 
     # --- evaluation ----------------------------------------------------------------------
+    @abstractmethod
     def global_model(self) -> nn.Module:
         """The model evaluated on the test set."""
-        raise NotImplementedError(f"{type(self).__name__} defines no global model")
 
     def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> Evaluation:
         """(accuracy, per-class accuracy, mean loss) of the global model."""

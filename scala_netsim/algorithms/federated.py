@@ -63,11 +63,16 @@ class FedAvg(TrainerBase, FederatedTrainer):
         self._planner = MetaPlanner(self.model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedAvg:
+    def from_setup(cls, setup: TrainerSetup, config: Any = None) -> FedAvg:
         """The trainer on the scenario's data and model (the initial weights every algorithm
-        starts from) and optimiser; `hyper` goes to the constructor."""
+        starts from) and optimiser, with `hyper_parameters(config)` for the constructor."""
         return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
-                   setup.batch_generator(), **hyper)
+                   setup.batch_generator(), **cls.hyper_parameters(config))
+
+    @classmethod
+    def hyper_parameters(cls, config: Any) -> dict:
+        """Constructor arguments taken from the algorithm's scenario section (none here)."""
+        return {}
 
     def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
                    labels: torch.Tensor) -> torch.Tensor:
@@ -111,8 +116,8 @@ class FedLC(FedAvg):
         self.tau = tau
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedLC:
-        return super().from_setup(setup, config, tau=config.tau, **hyper)
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {"tau": config.tau}
 
     def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
                    labels: torch.Tensor) -> torch.Tensor:
@@ -137,8 +142,8 @@ class FedDecorr(FedAvg):
         self.decorr_coef = coef
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedDecorr:
-        return super().from_setup(setup, config, coef=config.coef, **hyper)
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {"coef": config.coef}
 
     def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
                    labels: torch.Tensor) -> torch.Tensor:
@@ -161,8 +166,8 @@ class FedProx(FedAvg):
         self._anchors: dict = {}
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedProx:
-        return super().from_setup(setup, config, mu=config.mu, **hyper)
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {"mu": config.mu}
 
     def begin_round(self, selected: Sequence[int]) -> None:
         self._global_params = [p.detach().clone() for p in self.model.parameters()]
@@ -195,9 +200,8 @@ class FedDyn(FedProx):
         self._num_clients = self.data.num_clients
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None, **hyper: Any) -> FedDyn:
-        # FedAvg's, not FedProx's: FedDyn's coefficient is its own alpha
-        return FedAvg.from_setup.__func__(cls, setup, config, alpha=config.alpha, **hyper)
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {"alpha": config.alpha}
 
     def extra_state(self) -> dict:
         return {"client_grads": dict(self._dyn_client_grads), "server_h": list(self._dyn_server_h)}

@@ -4,6 +4,7 @@ SimPy engine decides when each step happens."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,9 +42,9 @@ class PerClientServer(SplitTrainer):
     """Each client's activations get their own server step: `server_step` receives one
     upload, steps the server model that serves that client and replies with its gradient."""
 
+    @abstractmethod
     def server_model_for(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """The server model (and its optimiser) that serves client k."""
-        raise NotImplementedError
 
     def server_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """The server's loss on client k's minibatch: cross-entropy."""
