@@ -48,6 +48,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "start a local Ray instance")
     parser.add_argument("--ray-cpus-per-cell", type=int, default=1, metavar="C",
                         help="CPUs Ray reserves for each cell, = its torch threads (default 1)")
+    parser.add_argument("--retime", choices=("on", "off"), default="on",
+                        help="on (default): of the cells that differ only in network.* and "
+                             "compute.*, train one per algorithm and learning settings and "
+                             "re-time the others from its run, exactly (scala_netsim.replay); "
+                             "off: train every cell")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-report", action="store_true",
                         help="do not write report.md and the study figures at the end")
@@ -94,7 +99,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import StepCosts, format_duration, run_time_s
-    from scala_netsim.sweep import cell_dataset, cell_state, swept_values, write_sweep_index
+    from scala_netsim.sweep import (
+        cell_dataset,
+        cell_state,
+        plan_retiming,
+        swept_values,
+        write_sweep_index,
+    )
 
     if scenario.device == "cuda" and not torch.cuda.is_available():
         return fail("device: 'cuda' was asked for but no CUDA GPU is available; "
@@ -117,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"these folders hold runs of another scenario (their scenario.yaml "
                     f"differs):\n{listed}\nuse --force to replace them, or another --out")
     todo = [c for c in cells if states[c.folder] != "finished"]
+    plan = plan_retiming(cells, states) if args.retime == "on" else {}
+    trained = [c for c in todo if c.folder not in plan]
 
     print(summary_text(scenario, dataset, device))
     if scenario.sweep:
@@ -125,19 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     for cell in cells:
         if states[cell.folder] == "finished":
             print(f"{cell.label}: already completed, skipped ({cell.folder})")
-    if todo:
+    if plan:
+        print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
+              f"re-timed from its run, not trained (--retime off trains them)")
+    if trained:
         costs = StepCosts.measure(scenario, dataset, device)
         estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
-                         for c in todo)
+                         for c in trained)
         print(f"estimated run time on this machine: {format_duration(estimate_s)} for "
-              f"{len(todo)} run(s) one after another"
+              f"{len(trained)} run(s) one after another"
               + (f", spread over {args.jobs} jobs" if args.jobs > 1 else ""))
     else:
         print("every run is finished already (--force reruns them); rebuilding the report")
 
     write_sweep_index(scenario, cells, out)
     try:
-        code = run_cells(todo, states, device, args)
+        code = run_cells(todo, states, device, args, plan, out)
     except KeyboardInterrupt:
         command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
         print(f"\ninterrupted; every file written is complete. Run the same command again "
@@ -165,31 +181,47 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_cells(todo: list[SweepCell], states: dict[Path, str], device: torch.device,
-              args: argparse.Namespace) -> int:
-    """Run the cells still to do with the chosen executor. -> exit code (0, 1 or 2)."""
+              args: argparse.Namespace, plan: dict[Path, SweepCell], out: Path) -> int:
+    """Run the cells still to do with the chosen executor, then re-time those `plan` maps to
+    a source cell (training any that cannot be re-timed). -> exit code (0, 1 or 2)."""
     from scala_netsim.estimate import format_duration
     from scala_netsim.invariants import InvariantError
+    from scala_netsim.replay import RecordError, TimelineDiverged
     from scala_netsim.run import CheckpointError
     from scala_netsim.scenario import ScenarioError
-    from scala_netsim.sweep import run_in_processes, run_on_ray
+    from scala_netsim.sweep import cell_arguments, retime_cell, run_in_processes, run_on_ray
 
     def resume_of(cell: SweepCell) -> bool:
         return states[cell.folder] == "partial"
 
     def report(cell: SweepCell, summary: dict) -> None:
-        print(f"{cell.label}: {summary['status']}, best accuracy {summary['best_acc']:.2%} "
+        how = "re-timed" if summary.get("retimed_from") else summary["status"]
+        print(f"{cell.label}: {how}, best accuracy {summary['best_acc']:.2%} "
               f"(round {summary['best_round']}), final {summary['final_acc']:.2%}, simulated "
               f"time {format_duration(summary['total_sim_time_s'])}, wall time "
               f"{format_duration(summary['wall_time_s'])}", flush=True)
 
+    trained = [c for c in todo if c.folder not in plan]
     try:
         if args.executor == "ray":
-            run_on_ray(todo, device, args.ray_address, args.ray_cpus_per_cell, resume_of, report)
-        elif args.jobs > 1 and len(todo) > 1:
-            run_in_processes(todo, device, args.jobs, resume_of, report)
+            run_on_ray(trained, device, args.ray_address, args.ray_cpus_per_cell, resume_of,
+                       report)
+        elif args.jobs > 1 and len(trained) > 1:
+            run_in_processes(trained, device, args.jobs, resume_of, report)
         else:
-            for cell in todo:
+            for cell in trained:
                 report(cell, run_one(cell, device, not args.no_progress, resume_of(cell)))
+        for cell in (c for c in todo if c.folder in plan):
+            source = plan[cell.folder].folder
+            arguments = cell_arguments(cell, device, resume=False)[:5]
+            try:
+                summary = retime_cell(*arguments, str(source.resolve()),
+                                      os.path.relpath(source, out))
+            except (RecordError, TimelineDiverged) as exc:
+                print(f"{cell.label}: not re-timed from {source}: {exc}; training it for "
+                      f"real", flush=True)
+                summary = run_one(cell, device, not args.no_progress)
+            report(cell, summary)
     except (CheckpointError, ScenarioError) as exc:
         return fail(str(exc))
     except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1

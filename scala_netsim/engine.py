@@ -181,6 +181,7 @@ class Protocol(ABC):
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
         self.round = round_
+        self.trainer.round_loss = None
         self.trainer.begin_round(selected)
         self.link.begin_round(round_, self.demands(selected))
         self.env.run(until=self.env.all_of(self.round_processes(selected)))
@@ -189,6 +190,9 @@ class Protocol(ABC):
     def demands(self, selected: Sequence[int]) -> dict[Direction, channel.LinkDemand]:
         """What each participant needs from each band in one local step (for the allocator)."""
         steps = [self.trainer.step_demand(k) for k in selected]
+        for k, s in zip(selected, steps, strict=True):
+            self.log.record_demand(self.round, int(k), s.upload_bytes, s.download_bytes,
+                                   s.compute_flops)
         ids = np.asarray(selected, dtype=int)
         gain = self.cell.gain_linear[ids]
         compute_s = channel.compute_time_s([s.compute_flops for s in steps],

@@ -87,14 +87,28 @@ def events_frame(events: Iterable[Event]) -> pd.DataFrame:
     return pd.DataFrame([e.as_row() for e in events], columns=list(EVENT_COLUMNS))
 
 
-class EventLog:
-    """Every event of a run, in the order they were recorded (that is, by end time)."""
+#: demands.csv: what each participant told the allocator it needs in one local step of a
+#: round (scala_netsim.algorithms.contract.StepDemand), one row per (round, client)
+DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compute_flops")
 
-    def __init__(self, events: Iterable[Event] = ()) -> None:
+
+class EventLog:
+    """Every event of a run, in the order they were recorded (that is, by end time), and
+    every participant's step demand (rows of DEMAND_COLUMNS), round by round."""
+
+    def __init__(self, events: Iterable[Event] = (), demands: Iterable[Sequence] = ()) -> None:
         self.events: list[Event] = list(events)
+        self.demands: list[tuple] = [tuple(d) for d in demands]
 
     def record(self, event: Event) -> None:
         self.events.append(event)
+
+    def record_demand(self, round_: int, client_id: int, upload_bytes: int,
+                      download_bytes: int, compute_flops: int) -> None:
+        self.demands.append((round_, client_id, upload_bytes, download_bytes, compute_flops))
+
+    def demands_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.demands, columns=list(DEMAND_COLUMNS))
 
     def __len__(self) -> int:
         return len(self.events)

@@ -19,6 +19,7 @@ import yaml
 import channel
 from scala_netsim import __version__
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
+from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
 from scala_netsim.engine import (
@@ -99,6 +100,16 @@ def clients_frame(world: World) -> pd.DataFrame:
     return frame
 
 
+def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> TrainerSetup:
+    """What the scenario's trainers are built from (scala_netsim.algorithms.common)."""
+    tr, ds = scenario.training, world.dataset
+    return TrainerSetup(
+        data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
+        sgd=SGDSettings(tr.batch_size, tr.lr, tr.momentum, tr.weight_decay),
+        arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
+        rounds=tr.rounds, seeds=world.seeds, device=device)
+
+
 class Run:
     """One algorithm trained for real under the simulated clock, one round at a time.
 
@@ -108,16 +119,12 @@ class Run:
     """
 
     def __init__(self, scenario: Scenario, algorithm: str, world: World,
-                 device: torch.device) -> None:
+                 device: torch.device, trainer: Trainer | None = None) -> None:
         spec = ALGORITHMS[algorithm]
-        tr, ds = scenario.training, world.dataset
-        setup = TrainerSetup(
-            data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
-            sgd=SGDSettings(tr.batch_size, tr.lr, tr.momentum, tr.weight_decay),
-            arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
-            rounds=tr.rounds, seeds=world.seeds, device=device)
         self.scenario, self.algorithm, self.world = scenario, algorithm, world
-        self.trainer = spec.trainer.from_setup(setup, spec.section(scenario))
+        # `trainer`: one that answers the protocol without training (scala_netsim.replay)
+        self.trainer = trainer or spec.trainer.from_setup(trainer_setup(scenario, world, device),
+                                                          spec.section(scenario))
         self.selector = spec.selector.from_label_counts(world.label_counts, spec.section(scenario))
         self.selection_rng = world.seeds.numpy("selection")
         self.log = EventLog()
@@ -154,7 +161,7 @@ class Run:
         selected = self.selector.select(self.scenario.num_participants, self.selection_rng)
         start_s, first_event = self.env.now, len(self.log)
         self.protocol.run_round(r, selected)
-        loss = self.trainer.last_loss
+        loss = self.trainer.round_loss
         self.diverged = loss is not None and not torch.isfinite(loss).item()
         evaluation = None
         if (r % tr.eval_every == 0 or r == tr.rounds) and not self.diverged:
@@ -176,7 +183,8 @@ class Run:
                          self.protocol.pipelined_clients)
 
     def summary(self, status: str, setting: dict, wall_time_s: float,
-                resumed_from_round: int | None, device: torch.device) -> dict:
+                resumed_from_round: int | None, device: torch.device,
+                retimed_from: str | None = None) -> dict:
         frame = pd.DataFrame(self.rows)
         evaluated = frame["test_acc"].dropna()
         return {
@@ -196,6 +204,7 @@ class Run:
             "server_flops": int(frame["server_flops"].sum()),
             "wall_time_s": wall_time_s,
             "resumed_from_round": resumed_from_round,
+            "retimed_from": retimed_from,
             "device": str(device),
         }
 
@@ -203,7 +212,8 @@ class Run:
     def state_dict(self) -> dict:
         return {"trainer": self.trainer.state_dict(),
                 "selection_rng": self.selection_rng.bit_generator.state,
-                "events": [e.as_row() for e in self.log.events], "rounds": list(self.rows),
+                "events": [e.as_row() for e in self.log.events],
+                "demands": list(self.log.demands), "rounds": list(self.rows),
                 "best": list(self.best), "diverged": self.diverged,
                 "grants": [g.as_row() for g in self.link.grants],
                 "transfers": [t.as_row() for t in self.link.transfers]}
@@ -212,6 +222,7 @@ class Run:
         self.trainer.load_state_dict(state["trainer"])
         self.selection_rng.bit_generator.state = state["selection_rng"]
         self.log.events = [Event.from_row(e) for e in state["events"]]
+        self.log.demands = [tuple(d) for d in state["demands"]]
         self.rows, self.best = list(state["rounds"]), tuple(state["best"])
         self.diverged = state["diverged"]
         grants = [Grant.from_row(g) for g in state["grants"]]
@@ -219,7 +230,7 @@ class Run:
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0, grants, transfers)
 
 
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 
 
 class CheckpointError(ValueError):
@@ -275,14 +286,32 @@ class RunWriter:
     def flush(self, run: Run) -> None:
         write_csv(self.folder / "rounds.csv", pd.DataFrame(run.rows))
         write_csv(self.folder / "events.csv", events_frame(run.log.events))
+        write_csv(self.folder / "demands.csv", run.log.demands_frame())
 
     def summary(self, data: dict) -> None:
+        """summary.json, with the SHA-256 of the record files it vouches for (a re-timing
+        refuses a folder whose files are not the ones its run wrote)."""
+        data = dict(data, files_sha256={name: file_sha256(self.folder / name)
+                                        for name in RECORD_FILES})
         write_json(self.folder / "summary.json", data)
+
+
+#: the files of a run folder that record what happened (summary.json holds their digests)
+RECORD_FILES = ("rounds.csv", "events.csv", "demands.csv")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.device,
                 folder: Path, setting: dict | None = None, progress: Progress | None = None,
-                resume: bool = False) -> dict:
+                resume: bool = False, trainer: Trainer | None = None,
+                retimed_from: str | None = None) -> dict:
     """Train `algorithm` under the simulated clock and write its run folder. -> summary.
 
     Every `training.checkpoint_every` rounds the run's whole state goes into checkpoint.pt;
@@ -290,16 +319,19 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
     writes. What was written until a divergence stays valid. `setting` (swept key -> value)
     is recorded in summary.json. Raises InvariantError (after writing summary.json with
     status "invariant violation") when the run's books do not balance.
+
+    With `trainer` (a replay, scala_netsim.replay) nothing is trained: the run is timed with
+    that trainer, never checkpointed, and summary.json names the source (`retimed_from`).
     """
     wall_start = time.perf_counter()
     folder = Path(folder)
     checkpointer = Checkpointer(folder / "checkpoint.pt", checkpoint_identity(scenario, algorithm))
-    state = checkpointer.load() if resume else None
+    state = checkpointer.load() if resume and trainer is None else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
         for stale in ("summary.json", "checkpoint.pt"):
             (folder / stale).unlink(missing_ok=True)
     writer = RunWriter(folder, scenario, world)
-    run = Run(scenario, algorithm, world, device)
+    run = Run(scenario, algorithm, world, device, trainer)
     wall_before_s = 0.0
     if state is not None:
         run.load_state_dict(state["run"])
@@ -310,6 +342,8 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
         row = run.step()
         if progress is not None:
             progress(row["round"], row["sim_time_s"], row["test_acc"])
+        if trainer is not None:   # a replay takes seconds: its files are written at the end
+            continue
         if run.diverged:
             writer.flush(run)
         elif row["round"] % tr.checkpoint_every == 0 and row["round"] < tr.rounds:
@@ -317,11 +351,13 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
             checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
         elif not math.isnan(row["test_acc"]):
             writer.flush(run)
+    if trainer is not None:
+        writer.flush(run)
     problems = run.problems()
     status = ("invariant violation" if problems else
               f"diverged at round {run.round}" if run.diverged else "completed")
     summary = run.summary(status, setting or {}, wall_before_s + time.perf_counter() - wall_start,
-                          resumed_from, device)
+                          resumed_from, device, retimed_from)
     writer.summary(summary)
     if problems:
         raise InvariantError([f"{folder}: {p}" for p in problems])

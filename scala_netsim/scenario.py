@@ -332,3 +332,17 @@ def training_identity(scenario: Scenario) -> dict:
     document.pop("report", None)
     return document
 
+
+
+#: sections that change only when things happen, never what is learned (for an algorithm
+#: whose selection does not look at the network): cells differing only here are re-timed
+TIMING_SECTIONS = ("network", "compute")
+
+
+def learning_identity(scenario: Scenario) -> dict:
+    """What decides what a run learns: `training_identity` without the timing sections and
+    the study's name. Two runs with equal learning identities learn the same trajectory."""
+    document = training_identity(scenario)
+    for key in (*TIMING_SECTIONS, "name"):
+        document.pop(key, None)
+    return document

@@ -26,6 +26,7 @@ from scala_netsim.results import write_json
 from scala_netsim.scenario import (
     Scenario,
     ScenarioError,
+    learning_identity,
     set_dotted,
     training_identity,
     validate_scenario,
@@ -105,7 +106,7 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                 continue
             # the values as validated (YAML reads 1e6 as text; the scenario says it is a float)
             resolved = cell_scenario.model_dump(mode="json")
-            cell_setting = tuple((key, _get_dotted(resolved, key)) for key, _ in setting)
+            cell_setting = tuple((key, get_dotted(resolved, key)) for key, _ in setting)
             folder = Path(out_dir) / scenario.name / algorithm
             name = setting_folder_name(cell_setting)
             folder = (folder / name if name else folder) / f"seed{cell_scenario.seed}"
@@ -120,7 +121,7 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
     return cells
 
 
-def _get_dotted(document: dict, key: str) -> Any:
+def get_dotted(document: dict, key: str) -> Any:
     for part in key.split("."):
         document = document[part]
     return document
@@ -222,6 +223,54 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     world = build_world(scenario, cell_dataset(scenario, device))
     return execute_run(scenario, algorithm, world, device, Path(folder), setting, progress,
                        resume)
+
+
+def learning_key(cell: SweepCell) -> tuple[str, str] | None:
+    """Cells with the same key learn the same trajectory (same algorithm and learning
+    settings, seed included; they differ at most in network.* and compute.*); None for an
+    algorithm whose selection looks at the network (never re-timed)."""
+    from scala_netsim.algorithms.registry import ALGORITHMS
+
+    if ALGORITHMS[cell.algorithm].selector.uses_network:
+        return None
+    return cell.algorithm, yaml.safe_dump(learning_identity(cell.scenario), sort_keys=True)
+
+
+def plan_retiming(cells: Sequence[SweepCell], states: dict[Path, str]) -> dict[Path, SweepCell]:
+    """Folder of each cell to re-time -> the cell whose run it replays: one cell per distinct
+    learning trajectory is trained (a finished one is used as it is), the others re-timed."""
+    groups: dict[tuple, list[SweepCell]] = {}
+    for cell in cells:
+        key = learning_key(cell)
+        if key is not None:
+            groups.setdefault(key, []).append(cell)
+    plan = {}
+    for group in groups.values():
+        finished = [c for c in group if states[c.folder] == "finished"]
+        source = finished[0] if finished else group[0]
+        for cell in group:
+            if cell is not source and states[cell.folder] != "finished":
+                plan[cell.folder] = source
+    return plan
+
+
+def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
+                device: str, source: str, retimed_from: str) -> dict:
+    """Re-time the finished run in `source` under this cell's network and write the cell's
+    folder. -> its summary. Raises RecordError (the source cannot be replayed) or
+    TimelineDiverged (this cell's timeline changes what is learned): train it then."""
+    import torch
+
+    from scala_netsim.replay import Record, replay_trainer
+    from scala_netsim.run import build_world, execute_run
+
+    device = torch.device(device)
+    scenario = validate_scenario(scenario_document)
+    record = Record.load(source)
+    record.check_learns_as(scenario, algorithm)
+    world = build_world(scenario, cell_dataset(scenario, device))
+    return execute_run(scenario, algorithm, world, device, Path(folder), setting,
+                       trainer=replay_trainer(record), retimed_from=retimed_from)
 
 
 def cell_arguments(cell: SweepCell, device: torch.device | str, resume: bool) -> tuple:

@@ -12,17 +12,22 @@ from torch import nn
 class ClientSampler:
     """Draws each client's minibatches without replacement, epoch after epoch.
 
-    Every client walks through its own random permutation of its sample indices and draws a
-    new permutation when it is used up, all from one explicit torch generator.
+    Every client walks through a random permutation of its sample indices and takes a new one
+    when it is used up. Client k's e-th permutation is drawn from its own generator, seeded
+    from (seed, k, e) alone: what a client draws never depends on when the other clients
+    draw, so the order in which the simulated clock interleaves clients cannot change what
+    is learned (the premise of re-timing a run, scala_netsim.replay). Only the clients that
+    have drawn keep state: their permutation, position in it and epoch count.
     """
 
-    def __init__(self, client_indices: Sequence[np.ndarray], generator: torch.Generator,
+    def __init__(self, client_indices: Sequence[np.ndarray], seed: int,
                  device: torch.device | str) -> None:
         self._indices = [torch.as_tensor(np.asarray(ix), dtype=torch.int64)
                          for ix in client_indices]
-        self._order = [None] * len(self._indices)
-        self._cursor = [0] * len(self._indices)
-        self._generator = generator
+        self._seed = int(seed)
+        self._order: dict[int, torch.Tensor] = {}
+        self._cursor: dict[int, int] = {}
+        self._epoch: dict[int, int] = {}
         self._device = device
 
     def num_samples(self, k: int) -> int:
@@ -32,13 +37,20 @@ class ClientSampler:
         """All of client k's sample indices (into the training set)."""
         return self._indices[k]
 
+    def _permutation(self, k: int, epoch: int) -> torch.Tensor:
+        seed = np.random.SeedSequence(self._seed, spawn_key=(k, epoch)).generate_state(
+            1, dtype=np.uint64)[0] >> 1
+        generator = torch.Generator().manual_seed(int(seed))
+        return self._indices[k][torch.randperm(len(self._indices[k]), generator=generator)]
+
     def next_batch(self, k: int, batch_size: int) -> torch.Tensor:
         """Sample indices (into the training set, on the device) of client k's next minibatch."""
         taken = []
         while batch_size > 0:
-            if self._order[k] is None or self._cursor[k] == len(self._indices[k]):
-                perm = torch.randperm(len(self._indices[k]), generator=self._generator)
-                self._order[k], self._cursor[k] = self._indices[k][perm], 0
+            if k not in self._order or self._cursor[k] == len(self._indices[k]):
+                epoch = self._epoch.get(k, -1) + 1
+                self._order[k], self._cursor[k] = self._permutation(k, epoch), 0
+                self._epoch[k] = epoch
             n = min(batch_size, len(self._indices[k]) - self._cursor[k])
             taken.append(self._order[k][self._cursor[k]:self._cursor[k] + n])
             self._cursor[k] += n
@@ -47,13 +59,13 @@ class ClientSampler:
         return batch.to(self._device, non_blocking=True)
 
     def state_dict(self) -> dict:
-        """Everything needed to continue drawing the same batches (for checkpoints)."""
-        return {"order": list(self._order), "cursor": list(self._cursor),
-                "generator": self._generator.get_state()}
+        """Everything needed to continue drawing the same batches (for checkpoints): each
+        drawing client's epoch and position (its permutation follows from them)."""
+        return {"epoch": dict(self._epoch), "cursor": dict(self._cursor)}
 
     def load_state_dict(self, state: dict) -> None:
-        self._order, self._cursor = list(state["order"]), list(state["cursor"])
-        self._generator.set_state(state["generator"])
+        self._epoch, self._cursor = dict(state["epoch"]), dict(state["cursor"])
+        self._order = {k: self._permutation(k, e) for k, e in self._epoch.items()}
 
 
 def apportion_batch_sizes(num_samples: Sequence[int], total_batch_size: int) -> list[int]:

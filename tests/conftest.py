@@ -154,7 +154,7 @@ def two_client_scala(protocol: type[Protocol] = ConcatSplitProtocol) -> Simulati
     x = torch.randn(16, 1, 32, 32, generator=g)
     y = torch.randint(10, (16,), generator=g)
     data = ClientData(x, y, [np.arange(6), np.arange(6, 16)], 10)
-    trainer = SCALA(*split_parts(), data, SGDSettings(8, 0.01, 0.9), g)
+    trainer = SCALA(*split_parts(), data, SGDSettings(8, 0.01, 0.9), 0)
     cell = tiny_cell(DIST_M, FLOPS_PER_S, W_UL, W_DL, SERVER_FLOPS_PER_S)
     return simulate(trainer, protocol, cell, LOCAL_ITERS, P_UE, P_BS)
 

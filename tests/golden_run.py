@@ -18,7 +18,7 @@ GOLDEN = ROOT / "tests" / "golden"
 SCENARIO = GOLDEN / "scenario.yaml"
 PINNED_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
               "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
-COMPARED = ("rounds.csv", "events.csv", "summary.json")
+COMPARED = ("rounds.csv", "events.csv", "demands.csv", "summary.json")
 VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
 
 

@@ -58,11 +58,11 @@ def test_splitfed_v1_with_one_client_equals_plain_split_training():
     x, y = data.train_x, data.train_y
     client, server = split_parts()
     ref_client, ref_server = copy.deepcopy(client), copy.deepcopy(server)
-    trainer = SplitFedV1(client, server, data, sgd(4), torch.Generator().manual_seed(7))
+    trainer = SplitFedV1(client, server, data, sgd(4), 7)
     for _ in range(2):
         run_round_directly(trainer, [0], local_iters=3)
 
-    sampler = ClientSampler(data.client_indices, torch.Generator().manual_seed(7), "cpu")
+    sampler = ClientSampler(data.client_indices, 7, "cpu")
     for _ in range(2):  # plain split training; optimisers fresh each round, as in SplitFedV1
         opt_c = torch.optim.SGD(ref_client.parameters(), **COMMON)
         opt_s = torch.optim.SGD(ref_server.parameters(), **COMMON)
@@ -89,8 +89,7 @@ SPLITFED = {"v1": (SplitFedV1, PerClientSplitProtocol), "v2": (SplitFedV2, PerCl
 def per_client_round(variant, flops_per_s, local_iters=2):
     """One engine round of SplitFed `variant` on 3 clients; -> (trainer, events)."""
     algorithm, protocol = SPLITFED[variant]
-    trainer = algorithm(*split_parts(), make_client_data([[0, 1], [2, 3], [4, 5]]), sgd(12),
-                        torch.Generator().manual_seed(3))
+    trainer = algorithm(*split_parts(), make_client_data([[0, 1], [2, 3], [4, 5]]), sgd(12), 3)
     sim = simulate(trainer, protocol, tiny_cell([200.0, 200.0, 200.0], flops_per_s), local_iters)
     sim.run_round(1, [0, 1, 2])
     return trainer, sim.log.events
@@ -138,7 +137,7 @@ def fl_round(algorithm, selected=(0, 1), **hyper):
     """Two rounds of a federated trainer on 3 clients, steps called directly (no engine)."""
     features, head = features_and_head(*split_parts())
     trainer = FEDERATED[algorithm](features, head, make_client_data([[0, 1], [2, 3], [4]]),
-                                   sgd(8), torch.Generator().manual_seed(5), **hyper)
+                                   sgd(8), 5, **hyper)
     for _ in range(2):
         trainer.begin_round(list(selected))
         for k in selected:
@@ -238,8 +237,8 @@ def test_decorrelation_penalty_values():
 def test_fedconcat_clusters_group_clients_with_identical_label_sets():
     sets = [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]] * 2
     models = [features_and_head(*split_parts(seed=i)) for i in range(5)]
-    trainer = FedConcat(models, make_client_data(sets, per_client=20), sgd(10),
-                        torch.Generator().manual_seed(0), encoder_rounds=1,
+    trainer = FedConcat(models, make_client_data(sets, per_client=20), sgd(10), 0,
+                        encoder_rounds=1,
                         cluster_rng=np.random.default_rng(0),
                         classifier_generator=torch.Generator().manual_seed(0))
     clusters = trainer.cluster_of

@@ -34,7 +34,8 @@ def test_results_are_byte_identical_to_the_golden_files(golden_run, algorithm, n
 @pytest.mark.parametrize("algorithm", GOLDEN_ALGORITHMS)
 def test_each_run_folder_holds_the_results_layout(golden_run, algorithm):
     folder = golden_run.run_dir(algorithm)
-    for name in ("rounds.csv", "events.csv", "clients.csv", "scenario.yaml", "summary.json",
+    for name in ("rounds.csv", "events.csv", "demands.csv", "clients.csv", "scenario.yaml",
+                 "summary.json",
                  "accuracy_vs_time.png", "accuracy_vs_rounds.png", "latency_breakdown.png"):
         assert (folder / name).stat().st_size > 0, name
     rounds = pd.read_csv(folder / "rounds.csv")

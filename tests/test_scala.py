@@ -23,8 +23,7 @@ def make_trainer(logit_adjust=True, momentum=0.9, sizes=(12, 24, 36), seed=0):
     client 1 {1, 2, 3}, client 2 all ten."""
     data = make_client_data([[0, 1], [1, 2, 3], list(range(10))], sizes, seed=seed)
     algorithm = SCALA if logit_adjust else CASFL
-    return algorithm(*split_parts(seed), data, SGDSettings(12, 0.05, momentum),
-                     torch.Generator().manual_seed(seed))
+    return algorithm(*split_parts(seed), data, SGDSettings(12, 0.05, momentum), seed)
 
 
 def forward(trainer, k, t=0):

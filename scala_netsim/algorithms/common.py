@@ -3,6 +3,7 @@ metering, weighted aggregation, evaluation and checkpoint state. No simulated ti
 
 from __future__ import annotations
 
+import bisect
 import copy
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -78,9 +79,9 @@ class TrainerSetup:
         """A torch generator on a named seed stream (scala_netsim.seeds)."""
         return torch.Generator().manual_seed(self.seeds.seed(stream, *names))
 
-    def batch_generator(self) -> torch.Generator:
-        """The generator every client's minibatches are drawn from."""
-        return self.torch_generator("batches")
+    def batch_seed(self) -> int:
+        """The seed of every client's minibatches (each client draws its own stream of it)."""
+        return self.seeds.seed("batches")
 
 
 def state_tensors(module: nn.Module) -> tuple[torch.Tensor, ...]:
@@ -134,7 +135,7 @@ class TrainerBase(Trainer, ExchangesModels):
     """
 
     def __init__(self, client_template: nn.Module, data: ClientData, sgd: SGDSettings,
-                 batch_generator: torch.Generator, extra_weight_decay: float = 0.0) -> None:
+                 batch_seed: int, extra_weight_decay: float = 0.0) -> None:
         self.client_template = client_template
         self.data = data
         self.train_x, self.train_y = data.train_x, data.train_y
@@ -142,7 +143,7 @@ class TrainerBase(Trainer, ExchangesModels):
         self.batch_size = sgd.batch_size
         self.optim_args = sgd.optimizer_args()
         device = data.train_x.device
-        self.sampler = ClientSampler(data.client_indices, batch_generator, device)
+        self.sampler = ClientSampler(data.client_indices, batch_seed, device)
         self.client_log_priors = torch.stack([
             log_prior(label_prior(data.train_y[torch.as_tensor(ix, device=device)],
                                   data.num_classes))
@@ -157,7 +158,7 @@ class TrainerBase(Trainer, ExchangesModels):
         self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay))
         self.client_batch_sizes: dict[int, int] = {}
         self._uploads: list[ModelMessage] = []
-        self.last_loss = None
+        self.round_loss = None
 
     def begin_round(self, selected: Sequence[int]) -> None:
         """Assign each selected client its batch size B_k proportional to |D_k|."""
@@ -184,7 +185,9 @@ class TrainerBase(Trainer, ExchangesModels):
         return ModelMessage(k, state_tensors(self.slots[k][0]))
 
     def server_receive_model(self, message: ModelMessage) -> None:
-        self._uploads.append(message)
+        # kept in client-id order, not arrival order: the aggregate's floating-point sums
+        # must not depend on which upload the clock delivered first
+        bisect.insort(self._uploads, message, key=lambda m: m.client_id)
 
     def aggregate_uploads(self, target: nn.Module) -> None:
         """target <- sum_k |D_k| w_k / sum_k |D_k| over the uploaded models (FedAvg)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -82,10 +82,32 @@ class Evaluation(NamedTuple):
 
 
 class Trainer(ABC):
-    """What every protocol and the run loop call."""
+    """What every protocol and the run loop call.
 
-    #: latest training loss (0-d tensor); the run stops when it is not finite
-    last_loss: torch.Tensor | None = None
+    What a trainer learns may depend on the clock in one way only, which it declares: the
+    order in which the server runs different clients' steps (`server_order_matters`). Its
+    client calls must depend on that client's own state and the round's global model alone
+    (never on which client the clock served before), and whatever it aggregates it
+    aggregates in client-id order. The simulated clock interleaves the clients differently
+    in every cell, and re-timing a run in another cell (scala_netsim.replay) relies on it.
+    """
+
+    #: does what is learned depend on the order in which the server takes different
+    #: clients' steps (one shared server model stepped per upload)? Assumed unless a trainer
+    #: says otherwise; a re-timing that reorders such a trainer's server steps is refused and
+    #: the cell trained for real
+    server_order_matters: ClassVar[bool] = True
+
+    #: the sum of the round's training losses so far (0-d float64 tensor; None until a step
+    #: reports one); the protocol resets it when a round begins and the run stops when it is
+    #: not finite at the round's end: when any step of the round had a non-finite loss,
+    #: whatever order the clock put the steps in (never just the last step's)
+    round_loss: torch.Tensor | None = None
+
+    def note_loss(self, loss: torch.Tensor) -> None:
+        """Add a step's training loss to `round_loss` (no device synchronisation)."""
+        loss = loss.detach().double()
+        self.round_loss = loss if self.round_loss is None else self.round_loss + loss
 
     @abstractmethod
     def begin_round(self, selected: Sequence[int]) -> None:

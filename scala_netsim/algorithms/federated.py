@@ -56,10 +56,10 @@ class FedAvg(TrainerBase, FederatedTrainer):
     `adjust_gradients` (a weight regulariser's gradient, added before the SGD step)."""
 
     def __init__(self, features: nn.Module, head: nn.Module, data: ClientData, sgd: SGDSettings,
-                 batch_generator: torch.Generator, extra_weight_decay: float = 0.0) -> None:
+                 batch_seed: int, extra_weight_decay: float = 0.0) -> None:
         self.features, self.head = features, head
         self.model = nn.Sequential(features, head)
-        super().__init__(self.model, data, sgd, batch_generator, extra_weight_decay)
+        super().__init__(self.model, data, sgd, batch_seed, extra_weight_decay)
         self._planner = MetaPlanner(self.model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
@@ -67,7 +67,7 @@ class FedAvg(TrainerBase, FederatedTrainer):
         """The trainer on the scenario's data and model (the initial weights every algorithm
         starts from) and optimiser, with `hyper_parameters(config)` for the constructor."""
         return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
-                   setup.batch_generator(), **cls.hyper_parameters(config))
+                   setup.batch_seed(), **cls.hyper_parameters(config))
 
     @classmethod
     def hyper_parameters(cls, config: Any) -> dict:
@@ -94,7 +94,7 @@ class FedAvg(TrainerBase, FederatedTrainer):
         self.adjust_gradients(k, model)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        self.last_loss = loss.detach()
+        self.note_loss(loss)
         return LocalStep(forward_flops, backward_flops)
 
     def step_demand(self, k: int) -> StepDemand:
@@ -259,10 +259,10 @@ class FedConcat(TrainerBase, FederatedTrainer):
     """
 
     def __init__(self, cluster_models: Sequence[tuple[nn.Module, nn.Module]], data: ClientData,
-                 sgd: SGDSettings, batch_generator: torch.Generator, *, encoder_rounds: int,
+                 sgd: SGDSettings, batch_seed: int, *, encoder_rounds: int,
                  cluster_rng: np.random.Generator, classifier_generator: torch.Generator) -> None:
         self.cluster_models = [nn.Sequential(f, h) for f, h in cluster_models]
-        super().__init__(self.cluster_models[0], data, sgd, batch_generator)
+        super().__init__(self.cluster_models[0], data, sgd, batch_seed)
         counts = self.client_label_counts.cpu().numpy().astype(float)
         distributions = counts / counts.sum(axis=1, keepdims=True)
         num_clusters = len(self.cluster_models)
@@ -288,7 +288,7 @@ class FedConcat(TrainerBase, FederatedTrainer):
                                       setup.split_model(f"fedconcat_cluster{c}")))
                   for c in range(config.clusters)]
         encoder_rounds = max(1, round(config.encoder_round_fraction * setup.rounds))
-        return cls(models, setup.data, setup.sgd, setup.batch_generator(),
+        return cls(models, setup.data, setup.sgd, setup.batch_seed(),
                    encoder_rounds=encoder_rounds,
                    cluster_rng=setup.seeds.numpy("partition", "fedconcat_clusters"),
                    classifier_generator=setup.torch_generator("model", "fedconcat_classifier"))
@@ -369,7 +369,7 @@ class FedConcat(TrainerBase, FederatedTrainer):
                                            loss.backward)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        self.last_loss = loss.detach()
+        self.note_loss(loss)
         return LocalStep(forward_flops, backward_flops)
 
     def client_model_upload(self, k: int) -> ModelMessage:

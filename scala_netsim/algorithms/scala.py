@@ -23,8 +23,8 @@ class SplitTrainer(TrainerBase):
     dl/dA_k and takes one SGD step on w_c,k. The server part is `server_model`."""
 
     def __init__(self, client_model: nn.Module, server_model: nn.Module, data: ClientData,
-                 sgd: SGDSettings, batch_generator: torch.Generator) -> None:
-        super().__init__(client_model, data, sgd, batch_generator)
+                 sgd: SGDSettings, batch_seed: int) -> None:
+        super().__init__(client_model, data, sgd, batch_seed)
         self.client_model = client_model
         self.server_model = server_model
         self._pending: dict[int, torch.Tensor] = {}  # client -> activations awaiting gradients
@@ -34,7 +34,7 @@ class SplitTrainer(TrainerBase):
     def from_setup(cls, setup: TrainerSetup, config: Any = None, **extra: Any) -> SplitTrainer:
         """The trainer on the scenario's data and split model (the initial weights every
         algorithm starts from) and optimiser; `extra` goes to the constructor."""
-        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_generator(), **extra)
+        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_seed(), **extra)
 
     def client_forward(self, k: int, local_iter: int) -> Forward:
         """Client k draws a minibatch and computes its activations."""
@@ -116,7 +116,7 @@ class CASFL(SplitTrainer, ConcatSplitTrainer):
         server_loss.backward(retain_graph=True, inputs=list(self.server_model.parameters()))
         clients_loss.backward(inputs=[activations])
         self.server_optimizer.step()
-        self.last_loss = server_loss.detach()
+        self.note_loss(server_loss)
         return [GradientMessage(m.client_id, m.local_iter, g)
                 for m, g in zip(uploads, activations.grad.split(sizes), strict=True)]
 

@@ -64,13 +64,16 @@ class PerClientServer(SplitTrainer):
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        self.last_loss = loss.detach()
+        self.note_loss(loss)
         return GradientMessage(k, upload.local_iter, activations.grad)
 
 
 class ServerCopies(PerClientServer):
     """One server-side copy per participant, trained only on its activations, the copies
-    averaged (weighted by |D_k|) at the end of the round; their optimisers start fresh."""
+    averaged (weighted by |D_k|) at the end of the round; their optimisers start fresh. A
+    copy sees only its client's steps, so the order of the server steps does not matter."""
+
+    server_order_matters = False
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -192,13 +195,13 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
     models and aux heads are averaged (weighted by |D_k|) at the end of the round."""
 
     def __init__(self, client_model: nn.Module, server_model: nn.Module, data: ClientData,
-                 sgd: SGDSettings, batch_generator: torch.Generator, *,
+                 sgd: SGDSettings, batch_seed: int, *,
                  aux_generator: torch.Generator) -> None:
         with torch.no_grad():
             numel = client_model(data.train_x[:1]).numel()
         linear = init_linear_(nn.Linear(numel, data.num_classes), aux_generator)
         super().__init__(ClientWithAuxHead(client_model, linear.to(data.train_x.device)), data,
-                         sgd, batch_generator)
+                         sgd, batch_seed)
         self.client_model = client_model
         self.server_model = server_model
         self.server_optimizer = torch.optim.SGD(server_model.parameters(), **self.optim_args)
@@ -208,7 +211,7 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
 
     @classmethod
     def from_setup(cls, setup: TrainerSetup, config: Any = None) -> SFLLocalLoss:
-        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_generator(),
+        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_seed(),
                    aux_generator=setup.torch_generator("model", "sfl_aux_head"))
 
     def persistent_modules(self) -> dict[str, nn.Module]:
@@ -242,7 +245,7 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
         self.server_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.server_optimizer.step()
-        self.last_loss = loss.detach()
+        self.note_loss(loss)
 
     def step_demand(self, k: int) -> StepDemand:
         """Activations and labels up after a whole local step; the model down (nothing else

@@ -1,0 +1,97 @@
+"""Re-time one finished run under other network and compute settings, without training:
+
+    python -m scala_netsim.retime RUN_DIR --set network.uplink_bandwidth_hz=5e6 --out DIR
+
+RUN_DIR is a run folder (OUT/<scenario>/<algorithm>/.../seed<k>/); DIR becomes a run folder
+with the same files, timed under the new cell, its summary.json naming RUN_DIR in
+`retimed_from` (relative to DIR). Only network.* and compute.* may change. Where the new
+timeline changes what would be learned (SplitFedV2's or SFL with local loss's server steps in
+another order), the run is trained for real into DIR instead, and this says so. Exit status:
+0 done, 2 bad input (RUN_DIR not a finished run, damaged, a --set outside network/compute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from scala_netsim.cli import check_writable, fail
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m scala_netsim.retime",
+        description="Re-time a finished run under other network/compute settings, exactly, "
+                    "without training it again.")
+    parser.add_argument("run_dir", help="a finished run folder (holds summary.json)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="dotted.key=value",
+                        help="a network.* or compute.* value, e.g. "
+                             "--set network.uplink_bandwidth_hz=5e6 (repeatable; YAML values)")
+    parser.add_argument("--out", required=True, help="the run folder to write")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
+                        help="device if the run must be trained for real (default: the run's)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from scala_netsim.replay import Record, RecordError, TimelineDiverged, replay_trainer
+    from scala_netsim.scenario import ScenarioError, load_scenario
+
+    source, out = Path(args.run_dir), Path(args.out)
+    try:
+        record = Record.load(source)
+        scenario = load_scenario(source / "scenario.yaml", args.overrides)
+        record.check_learns_as(scenario, record.algorithm)
+    except (RecordError, ScenarioError) as exc:
+        return fail(str(exc))
+    if out.resolve() == source.resolve():
+        return fail("--out: must not be the run folder being re-timed")
+    problem = check_writable(out)
+    if problem:
+        return fail(problem)
+
+    import torch
+
+    from analysis.plots import plot_run
+    from scala_netsim.data import DataNotFoundError
+    from scala_netsim.estimate import format_duration
+    from scala_netsim.run import build_world, execute_run
+    from scala_netsim.sweep import cell_dataset, deterministic, get_dotted
+
+    wanted = args.device or record.summary.get("device", "cpu")
+    device = torch.device("cuda" if wanted == "auto" and torch.cuda.is_available()
+                          else "cpu" if wanted == "auto" else wanted)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return fail(f"device: {wanted!r} was asked for but no CUDA GPU is available")
+    try:
+        world = build_world(scenario, cell_dataset(scenario, device))
+    except DataNotFoundError as exc:
+        return fail(str(exc))
+    resolved = scenario.model_dump(mode="json")
+    setting = {key: get_dotted(resolved, key)
+               for key in dict.fromkeys(o.split("=", 1)[0].strip() for o in args.overrides)}
+    try:
+        summary = execute_run(scenario, record.algorithm, world, device, out, setting,
+                              trainer=replay_trainer(record),
+                              retimed_from=os.path.relpath(source.resolve(), out.resolve()))
+        how = f"re-timed from {source}"
+    except RecordError as exc:
+        return fail(str(exc))
+    except TimelineDiverged as exc:
+        print(f"{source}: cannot be re-timed ({exc}); training it for real", flush=True)
+        deterministic(device)
+        summary = execute_run(scenario, record.algorithm, world, device, out, setting)
+        how = "trained for real"
+    plot_run(out, title=f"{scenario.name}: {record.algorithm} (re-timed)")
+    print(f"{out}: {how}; simulated time {format_duration(summary['total_sim_time_s'])} "
+          f"(was {format_duration(record.summary['total_sim_time_s'])}), final accuracy "
+          f"{summary['final_acc']:.2%}, wall time {format_duration(summary['wall_time_s'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
