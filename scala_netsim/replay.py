@@ -79,6 +79,8 @@ class RecordedMessage:
     payload_bytes: int
 
 
+# pandas reads floats back exactly by default from version 3 on; before, only when asked
+EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 _KINDS = list(EventKind)
 _KIND_CODE = {kind.value: code for code, kind in enumerate(_KINDS)}
 
@@ -144,7 +146,7 @@ class Record:
         if algorithm not in ALGORITHMS or list(scenario.algorithms) != [algorithm]:
             raise RecordError(f"{where}: summary.json's algorithm {algorithm!r} is not the "
                               f"one run of its scenario.yaml ({list(scenario.algorithms)})")
-        read = dict(float_precision="round_trip")  # evaluations are copied bit for bit
+        read = EXACT_FLOATS   # evaluations are copied bit for bit
         events = pd.read_csv(folder / "events.csv", **read)
         demands = pd.read_csv(folder / "demands.csv", **read)
         rounds = pd.read_csv(folder / "rounds.csv", **read)

@@ -1,0 +1,165 @@
+"""Train once, re-time many: a re-timed cell must be byte for byte the cell trained for real,
+reorderings that change learning must be caught, and bad records refused.
+
+The source runs are the golden runs (tests/golden/scenario.yaml at the default 20 MHz uplink),
+copied into the folders of a two-cell uplink sweep (20 MHz, 2 MHz); the sweep then re-times
+the 2 MHz cells. The same 2 MHz cells trained for real are one plain CLI run.
+"""
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.replay import Record, RecordError
+from scala_netsim.run import RECORD_FILES, file_sha256
+
+from golden_run import run_golden
+
+pytestmark = pytest.mark.slow
+
+SWEEP = "sweep={network.uplink_bandwidth_hz: [20.0e6, 2.0e6]}"
+SOURCE, TARGET = "uplink_bandwidth_hz=20000000", "uplink_bandwidth_hz=2000000"
+ORDER_SENSITIVE = sorted(a for a, spec in ALGORITHMS.items() if spec.trainer.server_order_matters
+                         and spec.protocol.__name__ in ("PerClientSplitProtocol",
+                                                        "LocalLossProtocol"))
+
+
+@pytest.fixture(scope="session")
+def sweeps(golden_run, tmp_path_factory):
+    """(re-timed sweep root, stdout of that sweep, root of the 2 MHz cells trained for real)."""
+    retimed = tmp_path_factory.mktemp("retimed")
+    for algorithm in ALGORITHMS:
+        shutil.copytree(golden_run.run_dir(algorithm),
+                        retimed / "golden" / algorithm / SOURCE / "seed3")
+    proc = run_golden(retimed, "--set", SWEEP)
+    assert proc.returncode == 0, proc.stderr
+    real = tmp_path_factory.mktemp("real")
+    direct = run_golden(real, "--set", "network.uplink_bandwidth_hz=2e6")
+    assert direct.returncode == 0, direct.stderr
+    return retimed / "golden", proc.stdout, real / "golden"
+
+
+def test_the_sweep_trains_nothing_it_can_re_time(sweeps):
+    _, stdout, _ = sweeps
+    assert f"{len(ALGORITHMS)} cell(s) differ from another only in network.*/compute.*" in stdout
+    assert "estimated run time" not in stdout    # nothing to train up front
+    for algorithm in ALGORITHMS:
+        assert (f"{algorithm} network.uplink_bandwidth_hz=20000000: already completed, "
+                f"skipped") in stdout
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_a_re_timed_cell_is_byte_identical_to_the_cell_trained_for_real(sweeps, algorithm):
+    root, _, real = sweeps
+    got, want = root / algorithm / TARGET / "seed3", real / algorithm / "seed3"
+    for name in RECORD_FILES:
+        assert (got / name).read_bytes() == (want / name).read_bytes(), name
+    summary = json.loads((got / "summary.json").read_text())
+    direct = json.loads((want / "summary.json").read_text())
+    for key in ("status", "final_acc", "best_acc", "best_round", "total_sim_time_s",
+                "uplink_bytes", "downlink_bytes", "client_flops", "server_flops",
+                "files_sha256"):
+        assert summary[key] == direct[key], key
+    # the timeline did change: 2 MHz instead of 20 MHz
+    source = json.loads((root / algorithm / SOURCE / "seed3" / "summary.json").read_text())
+    assert summary["total_sim_time_s"] > source["total_sim_time_s"]
+    if algorithm in ORDER_SENSITIVE:
+        assert summary["retimed_from"] is None
+    else:
+        assert summary["retimed_from"] == f"golden/{algorithm}/{SOURCE}/seed3"
+        assert direct["retimed_from"] is None
+
+
+def test_a_reordering_of_server_steps_is_caught_and_the_cell_trained(sweeps):
+    """SplitFedV2 and SFL with local loss step one shared server model per upload: at 2 MHz
+    the uploads reach the server in another order, so those cells are trained for real."""
+    _, stdout, _ = sweeps
+    assert ORDER_SENSITIVE == ["sfl_local_loss", "splitfed_v2"]
+    for algorithm in ORDER_SENSITIVE:
+        line = next(x for x in stdout.splitlines()
+                    if x.startswith(f"{algorithm} network.uplink_bandwidth_hz=2000000: not "
+                                    f"re-timed"))
+        assert "the server takes client" in line and "training it for real" in line
+        assert f"{algorithm}'s learning depends on that order" in line
+
+
+def copy_run(golden_run, algorithm, tmp_path):
+    folder = tmp_path / algorithm
+    shutil.copytree(golden_run.run_dir(algorithm), folder)
+    return folder
+
+
+def test_a_damaged_events_file_is_refused(golden_run, tmp_path):
+    folder = copy_run(golden_run, "scala", tmp_path)
+    lines = (folder / "events.csv").read_text().splitlines(keepends=True)
+    (folder / "events.csv").write_text("".join(lines[:-3]))   # cut short
+    with pytest.raises(RecordError, match="events.csv: not the file its run wrote"):
+        Record.load(folder)
+
+
+def test_a_foreign_events_file_is_refused_even_with_matching_digests(golden_run, tmp_path):
+    """FedAvg's record in SCALA's folder, its digests written into the summary: the replay
+    itself finds that the protocol asks for steps the record does not hold."""
+    from scala_netsim.replay import replay_trainer
+    from scala_netsim.run import Run, build_world
+    from scala_netsim.sweep import cell_dataset
+
+    folder = copy_run(golden_run, "scala", tmp_path)
+    for name in ("events.csv", "demands.csv", "rounds.csv"):
+        shutil.copy(golden_run.run_dir("fedavg") / name, folder / name)
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["files_sha256"] = {n: file_sha256(folder / n) for n in RECORD_FILES}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    record = Record.load(folder)
+    import torch
+
+    world = build_world(record.scenario, cell_dataset(record.scenario, "cpu"))
+    run = Run(record.scenario, "scala", world, torch.device("cpu"), replay_trainer(record))
+    with pytest.raises(RecordError, match="which the record does not hold"):
+        run.step()
+
+
+def test_retime_refuses_what_is_not_a_finished_run(golden_run, tmp_path, capsys):
+    from scala_netsim.retime import main
+
+    folder = copy_run(golden_run, "fedavg", tmp_path)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    assert "no such run folder" in capsys.readouterr().err
+    summary = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps({**summary, "status": "invariant violation"}))
+    assert main([str(folder), "--out", str(out)]) == 2
+    assert "not a finished run (status 'invariant violation'" in capsys.readouterr().err
+    (folder / "summary.json").unlink()
+    assert main([str(folder), "--out", str(out)]) == 2
+    assert "not a finished run (no summary.json" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_retime_refuses_a_change_of_learning_settings(golden_run, tmp_path, capsys):
+    from scala_netsim.retime import main
+
+    code = main([str(golden_run.run_dir("scala")), "--set", "training.lr=0.5",
+                 "--set", "network.radius_m=300", "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "differ in training.lr" in err and "only network.* and compute.*" in err
+
+
+def test_retime_writes_a_run_folder_timed_under_the_new_cell(golden_run, tmp_path, capsys):
+    from scala_netsim.retime import main
+
+    source = golden_run.run_dir("fedavg")
+    out = tmp_path / "fedavg_slow"
+    assert main([str(source), "--set", "compute.client_flops_per_s=[1.0e8, 2.0e8]",
+                 "--out", str(out)]) == 0
+    assert "re-timed from" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert (out / summary["retimed_from"]).resolve() == source.resolve()
+    assert summary["setting"] == {"compute.client_flops_per_s": [1.0e8, 2.0e8]}
+    slow, fast = (pd.read_csv(f / "rounds.csv") for f in (out, source))
+    assert slow["test_acc"].tolist() == fast["test_acc"].tolist()
+    assert (slow["compute_time_s"] > 10 * fast["compute_time_s"]).all()
