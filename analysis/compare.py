@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis import accuracy_of, read_rounds  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
 from scala_netsim.results import write_csv  # noqa: E402
 
@@ -39,8 +40,9 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
     row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
            **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
            "status": summary["status"],
-           "final_acc": summary["final_acc"], "best_acc": summary["best_acc"],
-           "best_round": summary["best_round"], "rounds": summary["rounds"]}
+           "final_acc": accuracy_of(summary, "final_acc"),
+           "best_acc": accuracy_of(summary, "best_acc"),
+           "best_round": accuracy_of(summary, "best_round"), "rounds": summary["rounds"]}
     for target in targets:
         row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
     row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes", "downlink_bytes",
@@ -53,7 +55,7 @@ def comparison_table(scenario_dir: Path | str, targets: Sequence[float],
                      algorithms: Collection[str] | None = None) -> pd.DataFrame:
     """One row per run (see run_row)."""
     return pd.DataFrame([run_row(scenario_dir, folder, summary,
-                                 pd.read_csv(folder / "rounds.csv"), targets)
+                                 read_rounds(folder), targets)
                          for summary, folder in find_runs(scenario_dir, algorithms)])
 
 
@@ -61,7 +63,7 @@ def _curves(scenario_dir: Path, x_column: str,
             algorithms: Collection[str] | None) -> dict[str, list[np.ndarray]]:
     curves = {}
     for summary, folder in find_runs(scenario_dir, algorithms):
-        rounds = pd.read_csv(folder / "rounds.csv").dropna(subset=["test_acc"])
+        rounds = read_rounds(folder).dropna(subset=["test_acc"])
         curve = rounds[[x_column, "test_acc"]].to_numpy()
         curves.setdefault(summary["algorithm"], []).append(curve)
     return curves

@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis import read_rounds  # noqa: E402
+
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
              ("idle_time_s", "waiting"))
@@ -37,15 +39,19 @@ def _accuracy_figure(x: pd.Series, y: pd.Series, xlabel: str, title: str, path: 
 def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     """accuracy_vs_time.png, accuracy_vs_rounds.png and latency_breakdown.png in `run_dir`."""
     run_dir = Path(run_dir)
-    rounds = pd.read_csv(run_dir / "rounds.csv")
+    rounds = read_rounds(run_dir)
     title = title or f"{run_dir.parent.name} ({run_dir.name})"
     evaluated = rounds.dropna(subset=["test_acc"])
     unit_s, t_label = time_unit(float(rounds["sim_time_s"].max()))
     t = evaluated["sim_time_s"] / unit_s
     written = [run_dir / "accuracy_vs_time.png", run_dir / "accuracy_vs_rounds.png",
                run_dir / "latency_breakdown.png"]
-    _accuracy_figure(t, evaluated["test_acc"], t_label, title, written[0])
-    _accuracy_figure(evaluated["round"], evaluated["test_acc"], "global round", title, written[1])
+    if len(evaluated):   # (a timing-only run evaluates nothing: no accuracy figures)
+        _accuracy_figure(t, evaluated["test_acc"], t_label, title, written[0])
+        _accuracy_figure(evaluated["round"], evaluated["test_acc"], "global round", title,
+                         written[1])
+    else:
+        written = written[2:]
 
     fig, (ax_rounds, ax_total) = plt.subplots(1, 2, figsize=(10, 4.2),
                                               gridspec_kw={"width_ratios": [3, 1]})
@@ -68,6 +74,6 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     ax_total.tick_params(axis="x", rotation=60)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(written[2], dpi=120)
+    fig.savefig(written[-1], dpi=120)
     plt.close(fig)
     return written

@@ -26,6 +26,7 @@ import yaml  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
+from analysis import read_rounds  # noqa: E402
 from analysis.compare import run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
 from scala_netsim.results import write_text  # noqa: E402
@@ -55,7 +56,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
             continue  # a cell not run (yet)
         summary = json.loads((folder / "summary.json").read_text())
         scenario = yaml.safe_load((folder / "scenario.yaml").read_text())
-        rounds = pd.read_csv(folder / "rounds.csv")
+        rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
         for key in summary.get("setting", {}):
             if key in row:

@@ -53,6 +53,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "compute.*, train one per algorithm and learning settings and "
                              "re-time the others from its run, exactly (scala_netsim.replay); "
                              "off: train every cell")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="time the protocols without training (= --set timing_only=true): "
+                             "each step's bytes and FLOPs come from the real trainer's first "
+                             "step of that batch size; no accuracy (scala_netsim.timing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-report", action="store_true",
                         help="do not write report.md and the study figures at the end")
@@ -84,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
         if value < 1:
             return fail(f"{flag}: must be a whole number >= 1, got {value}")
-    overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else [])
+    overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else []) + (
+        ["timing_only=true"] if args.timing_only else [])
     out = Path(args.out)
     try:
         scenario = load_scenario(args.scenario, overrides)
@@ -94,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     problem = check_writable(out)
     if problem:
         return fail(problem)
+    if scenario.timing_only:
+        from scala_netsim.algorithms.registry import ALGORITHMS
+
+        unfit = [a for a in scenario.algorithms if not ALGORITHMS[a].trainer.fixed_step_costs]
+        if unfit:
+            return fail(f"timing_only: {', '.join(unfit)} cannot be timed without training "
+                        f"(the sizes of their messages change from round to round); leave "
+                        f"them out of algorithms or run with training")
 
     import torch
 
@@ -141,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if plan:
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
-    if trained:
+    if trained and not scenario.timing_only:
         costs = StepCosts.measure(scenario, dataset, device)
         estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
                          for c in trained)
@@ -196,8 +209,10 @@ def run_cells(todo: list[SweepCell], states: dict[Path, str], device: torch.devi
 
     def report(cell: SweepCell, summary: dict) -> None:
         how = "re-timed" if summary.get("retimed_from") else summary["status"]
-        print(f"{cell.label}: {how}, best accuracy {summary['best_acc']:.2%} "
-              f"(round {summary['best_round']}), final {summary['final_acc']:.2%}, simulated "
+        accuracy = ("timing only" if summary.get("timing_only") else
+                    f"best accuracy {summary['best_acc']:.2%} (round {summary['best_round']}), "
+                    f"final {summary['final_acc']:.2%}")
+        print(f"{cell.label}: {how}, {accuracy}, simulated "
               f"time {format_duration(summary['total_sim_time_s'])}, wall time "
               f"{format_duration(summary['wall_time_s'])}", flush=True)
 

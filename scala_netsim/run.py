@@ -37,6 +37,7 @@ from scala_netsim.partition import label_counts, make_partition
 from scala_netsim.results import write_atomic, write_csv, write_json, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
 from scala_netsim.seeds import Seeds
+from scala_netsim.timing import timing_trainer
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 
@@ -125,6 +126,8 @@ class Run:
         # `trainer`: one that answers the protocol without training (scala_netsim.replay)
         self.trainer = trainer or spec.trainer.from_setup(trainer_setup(scenario, world, device),
                                                           spec.section(scenario))
+        if trainer is None and scenario.timing_only:
+            self.trainer = timing_trainer(self.trainer, spec.protocol.trainer_contract)
         self.selector = spec.selector.from_label_counts(world.label_counts, spec.section(scenario))
         self.selection_rng = world.seeds.numpy("selection")
         self.log = EventLog()
@@ -166,8 +169,8 @@ class Run:
         evaluation = None
         if (r % tr.eval_every == 0 or r == tr.rounds) and not self.diverged:
             evaluation = self.trainer.evaluate(self.world.dataset.test_x,
-                                               self.world.dataset.test_y)
-            if not evaluation.accuracy <= self.best[0]:  # also replaces the initial NaN
+                                               self.world.dataset.test_y)  # None: timing only
+            if evaluation is not None and not evaluation.accuracy <= self.best[0]:
                 self.best = (evaluation.accuracy, r)
         row = round_row(r, self.log.since(first_event), start_s, self.env.now, len(selected),
                         evaluation)
@@ -187,7 +190,7 @@ class Run:
                 retimed_from: str | None = None) -> dict:
         frame = pd.DataFrame(self.rows)
         evaluated = frame["test_acc"].dropna()
-        return {
+        summary = {
             "scenario": self.scenario.name,
             "algorithm": self.algorithm,
             "seed": self.scenario.seed,
@@ -206,7 +209,11 @@ class Run:
             "resumed_from_round": resumed_from_round,
             "retimed_from": retimed_from,
             "device": str(device),
-        }
+        } | ({"timing_only": True} if self.scenario.timing_only else {})
+        if self.scenario.timing_only:   # nothing was evaluated
+            for key in ("final_acc", "best_acc", "best_round"):
+                del summary[key]
+        return summary
 
     # --- checkpoints: between rounds ---------------------------------------------------
     def state_dict(self) -> dict:
@@ -284,7 +291,10 @@ class RunWriter:
         write_csv(self.folder / "clients.csv", clients_frame(world))
 
     def flush(self, run: Run) -> None:
-        write_csv(self.folder / "rounds.csv", pd.DataFrame(run.rows))
+        rounds = pd.DataFrame(run.rows)
+        if run.scenario.timing_only:   # nothing was evaluated
+            rounds = rounds.drop(columns="test_acc")
+        write_csv(self.folder / "rounds.csv", rounds)
         write_csv(self.folder / "events.csv", events_frame(run.log.events))
         write_csv(self.folder / "demands.csv", run.log.demands_frame())
 
@@ -349,7 +359,7 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
         elif row["round"] % tr.checkpoint_every == 0 and row["round"] < tr.rounds:
             writer.flush(run)
             checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
-        elif not math.isnan(row["test_acc"]):
+        elif not math.isnan(row["test_acc"]) or run.finished:
             writer.flush(run)
     if trainer is not None:
         writer.flush(run)

@@ -147,6 +147,9 @@ def _fields() -> dict:
         "name": (str, Field(pattern=r"^[A-Za-z0-9_.-]+$")),
         "seed": (int, Field(default=0, ge=0)),
         "device": (Literal["auto", "cpu", "cuda"], "auto"),
+        # true: time the protocols with each step's bytes and FLOPs from the real trainer's
+        # first step of that batch size, training nothing else (scala_netsim.timing)
+        "timing_only": (bool, False),
         "data": (DataConfig, Field(default_factory=DataConfig)),
         "model": (ModelConfig, Field(default_factory=ModelConfig)),
         "training": (TrainingConfig, Field(default_factory=TrainingConfig)),

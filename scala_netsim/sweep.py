@@ -231,8 +231,8 @@ def learning_key(cell: SweepCell) -> tuple[str, str] | None:
     algorithm whose selection looks at the network (never re-timed)."""
     from scala_netsim.algorithms.registry import ALGORITHMS
 
-    if ALGORITHMS[cell.algorithm].selector.uses_network:
-        return None
+    if ALGORITHMS[cell.algorithm].selector.uses_network or cell.scenario.timing_only:
+        return None   # (a timing-only run records no accuracy to replay; it is cheap anyway)
     return cell.algorithm, yaml.safe_dump(learning_identity(cell.scenario), sort_keys=True)
 
 

@@ -134,6 +134,8 @@ class TrainerBase(Trainer, ExchangesModels):
     by |D_k| (FedAvg). Subclasses override the hooks they change.
     """
 
+    fixed_step_costs = True   # FLOPs metered per (step kind, batch size); sizes from shapes
+
     def __init__(self, client_template: nn.Module, data: ClientData, sgd: SGDSettings,
                  batch_seed: int, extra_weight_decay: float = 0.0) -> None:
         self.client_template = client_template

@@ -98,6 +98,10 @@ class Trainer(ABC):
     #: the cell trained for real
     server_order_matters: ClassVar[bool] = True
 
+    #: are every step's FLOPs and bytes a function of its kind and batch size alone, the
+    #: same in every round (what a timing-only run relies on, scala_netsim.timing)?
+    fixed_step_costs: ClassVar[bool] = False
+
     #: the sum of the round's training losses so far (0-d float64 tensor; None until a step
     #: reports one); the protocol resets it when a round begins and the run stops when it is
     #: not finite at the round's end: when any step of the round had a non-finite loss,

@@ -258,6 +258,8 @@ class FedConcat(TrainerBase, FederatedTrainer):
     is then the mean of the cluster models' accuracies weighted by the clusters' data.
     """
 
+    fixed_step_costs = False   # its messages change from the encoder to the classifier stage
+
     def __init__(self, cluster_models: Sequence[tuple[nn.Module, nn.Module]], data: ClientData,
                  sgd: SGDSettings, batch_seed: int, *, encoder_rounds: int,
                  cluster_rng: np.random.Generator, classifier_generator: torch.Generator) -> None:

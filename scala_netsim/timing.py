@@ -1,0 +1,167 @@
+"""Timing-only runs: the same protocols and wireless link, no training beyond what it takes to
+meter each step once.
+
+For a network question at scale (10,000 clients, 500 rounds) what matters is when things
+happen, and for a trainer with `fixed_step_costs` every step's FLOPs and bytes are a function
+of its kind and batch size alone. A `TimingTrainer` wraps the algorithm's real trainer: a round
+in which some participant's batch size (or the server step's total batch) has not been seen is
+run by the real trainer, for real, and every answer it gives is kept by (step kind, batch size);
+every other round is answered from what was kept, computing nothing. The timeline is thus the
+one a real run of the same scenario has, exactly (times, bytes, FLOPs); what is not there is
+accuracy: a timing-only run evaluates nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from scala_netsim.algorithms.contract import (
+    ConcatSplitTrainer,
+    Forward,
+    LocalStep,
+    ServerStep,
+    StepDemand,
+    Trainer,
+)
+from scala_netsim.events import MODEL_TRANSFER
+from scala_netsim.replay import RecordedMessage
+from scala_netsim.training import apportion_batch_sizes
+
+
+class TimingError(ValueError):
+    """An algorithm whose steps' costs are not fixed by their batch size."""
+
+
+class TimingMeter:
+    """The trainer side of a timing-only run (see the module); `timing_trainer` makes it a
+    trainer of the wrapped trainer's pattern."""
+
+    def __init__(self, inner: Trainer) -> None:
+        self.inner = inner
+        self.concatenated = isinstance(inner, ConcatSplitTrainer)
+        self.round_loss = None
+        self.live_rounds = 0        # rounds the real trainer ran (to meter new batch sizes)
+        self._costs: dict[tuple, object] = {}
+        self._seen: set[tuple] = set()
+        self._batch: dict[int, int] = {}
+        self._live = False
+
+    # --- the round ------------------------------------------------------------------------
+    def begin_round(self, selected: Sequence[int]) -> None:
+        inner = self.inner
+        sizes = apportion_batch_sizes([inner.sampler.num_samples(k) for k in selected],
+                                      inner.batch_size)
+        self._batch = dict(zip(selected, sizes, strict=True))
+        needed = {("client", b) for b in sizes}
+        needed |= {("server", sum(sizes))} if self.concatenated else {("server", b)
+                                                                        for b in sizes}
+        self._live = not needed <= self._seen
+        if self._live:
+            self.live_rounds += 1
+            self._seen |= needed
+            inner.begin_round(selected)
+
+    def end_round(self) -> None:
+        if self._live:
+            self.inner.end_round()
+        self.round_loss = torch.zeros((), dtype=torch.float64)   # nothing is learned
+
+    def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> None:
+        return None
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+    def _keep(self, key: tuple, value: object) -> object:
+        self._costs[key] = value
+        return value
+
+    def step_demand(self, k: int) -> StepDemand:
+        key = ("demand", self._batch[k])
+        return self._keep(key, self.inner.step_demand(k)) if self._live else self._costs[key]
+
+    # --- model exchange ---------------------------------------------------------------------
+    def _model(self, key: str, k: int, message_of: callable) -> object:
+        if self._live:
+            message = message_of(k)
+            self._keep((key,), message.payload_bytes)
+            return message
+        return RecordedMessage(k, MODEL_TRANSFER, self._costs[(key,)])
+
+    def client_model_download(self, k: int) -> object:
+        return self._model("download", k, self.inner.client_model_download)
+
+    def client_model_upload(self, k: int) -> object:
+        return self._model("upload", k, self.inner.client_model_upload)
+
+    def client_receive_model(self, message: object) -> None:
+        if self._live:
+            self.inner.client_receive_model(message)
+
+    def server_receive_model(self, message: object) -> None:
+        if self._live:
+            self.inner.server_receive_model(message)
+
+    def client_resume(self, k: int) -> None:
+        if self._live:
+            self.inner.client_resume(k)
+
+    def client_keep(self, k: int) -> None:
+        if self._live:
+            self.inner.client_keep(k)
+
+    # --- steps ------------------------------------------------------------------------------
+    def client_forward(self, k: int, local_iter: int) -> Forward:
+        key = ("forward", self._batch[k])
+        if self._live:
+            forward = self.inner.client_forward(k, local_iter)
+            self._keep(key, (forward.flops, forward.upload.payload_bytes))
+            return forward
+        flops, upload_bytes = self._costs[key]
+        return Forward(RecordedMessage(k, local_iter, upload_bytes), flops)
+
+    def client_backward(self, reply: object) -> int:
+        key = ("backward", self._batch[reply.client_id])
+        return (self._keep(key, self.inner.client_backward(reply)) if self._live
+                else self._costs[key])
+
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        key = ("local", self._batch[k])
+        if self._live:
+            step = self.inner.client_local_step(k, local_iter)
+            upload = None if step.upload is None else step.upload.payload_bytes
+            self._keep(key, (step.forward_flops, step.backward_flops, upload))
+            return step
+        forward, backward, upload = self._costs[key]
+        return LocalStep(forward, backward,
+                         None if upload is None else RecordedMessage(k, local_iter, upload))
+
+    def server_step(self, uploads: Sequence[object]) -> ServerStep:
+        batches = [self._batch[m.client_id] for m in uploads]
+        key = ("server", sum(batches))
+        if self._live:
+            step = self.inner.server_step(uploads)
+            self._keep(key, (step.flops, bool(step.replies)))
+            for reply in step.replies:
+                self._keep(("gradient", self._batch[reply.client_id]), reply.payload_bytes)
+            return step
+        flops, replies = self._costs[key]
+        return ServerStep([RecordedMessage(m.client_id, m.local_iter,
+                                           self._costs[("gradient", b)])
+                           for m, b in zip(uploads, batches, strict=True)] if replies else [],
+                          flops)
+
+
+def timing_trainer(inner: Trainer, contract: type[Trainer]) -> Trainer:
+    """A trainer of `contract` that times `inner`'s steps, metering each batch size once."""
+    if not type(inner).fixed_step_costs or not hasattr(inner, "sampler"):
+        raise TimingError(f"timing_only: {type(inner).__name__}'s step costs are not fixed by "
+                          f"their batch size (its messages change from round to round); run "
+                          f"it with training")
+    cls = type(f"Timing{contract.__name__}", (TimingMeter, contract), {})
+    return cls(inner)
