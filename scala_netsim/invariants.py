@@ -28,13 +28,15 @@ class InvariantError(AssertionError):
         super().__init__("run invariants violated:\n" + "\n".join(f"  {p}" for p in self.problems))
 
 
-def _overlaps(frame: pd.DataFrame) -> int:
-    """How many consecutive pairs (by start) of the given intervals overlap."""
-    spans = frame.sort_values(["t_start_s", "t_end_s"])[["t_start_s", "t_end_s"]].to_numpy()
-    if len(spans) < 2:
-        return 0
-    slack = REL_TOL * np.maximum(1.0, np.abs(spans[1:, 0]))
-    return int(np.sum(spans[:-1, 1] > spans[1:, 0] + slack))
+def _overlapping(frame: pd.DataFrame) -> np.ndarray:
+    """Owners (client_id) with two intervals, consecutive by start, that overlap."""
+    owner = frame["client_id"].to_numpy()
+    start, end = frame["t_start_s"].to_numpy(), frame["t_end_s"].to_numpy()
+    order = np.lexsort((end, start, owner))      # by owner, then start, then end
+    owner, start, end = owner[order], start[order], end[order]
+    slack = REL_TOL * np.maximum(1.0, np.abs(start[1:]))
+    bad = (owner[1:] == owner[:-1]) & (end[:-1] > start[1:] + slack)
+    return np.unique(owner[1:][bad])
 
 
 def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
@@ -64,15 +66,15 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
                         f"before they start")
     if (np.diff(rounds["sim_time_s"].to_numpy()) < 0).any():
         problems.append("rounds.csv: sim_time_s goes back")
-    for k, own in events[events["client_id"] >= 0].groupby("client_id"):
-        groups = {"computations": own[own["kind"].isin(COMPUTE)],
-                  "transmissions": own[own["kind"].isin(UPLINK + DOWNLINK)]}
-        if not pipelined_clients:
-            groups["events"] = own[own["kind"] != SERVER]
-        for what, frame in groups.items():
-            if _overlaps(frame):
-                problems.append(f"client {k}: {what} overlap in time")
-    if _overlaps(events[events["kind"] == SERVER]):
+    on_clients = events[events["client_id"] >= 0]
+    groups = {"computations": on_clients[on_clients["kind"].isin(COMPUTE)],
+              "transmissions": on_clients[on_clients["kind"].isin(UPLINK + DOWNLINK)]}
+    if not pipelined_clients:
+        groups["events"] = on_clients[on_clients["kind"] != SERVER]
+    for what, frame in groups.items():
+        problems.extend(f"client {k}: {what} overlap in time" for k in _overlapping(frame))
+    server = events[events["kind"] == SERVER]
+    if len(_overlapping(server.assign(client_id=0))):
         problems.append("server steps overlap on the one server processor")
 
     for (r, direction), frame in grants.groupby(["round", "direction"]):
@@ -104,12 +106,13 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
             problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last payload "
                             f"bits / their rate (largest relative error {error.max():.3g})")
 
-    sums = events.groupby("round").apply(lambda e: pd.Series({
-        "uplink_bytes": e.loc[e["kind"].isin(UPLINK), "payload_bytes"].sum(),
-        "downlink_bytes": e.loc[e["kind"].isin(DOWNLINK), "payload_bytes"].sum(),
-        "client_flops": e.loc[e["kind"].isin(COMPUTE), "flops"].sum(),
-        "server_flops": e.loc[e["kind"] == SERVER, "flops"].sum()}),
-        include_groups=False).reindex(rounds["round"], fill_value=0)
+    kind = events["kind"]
+    sums = pd.DataFrame({
+        "uplink_bytes": events["payload_bytes"].where(kind.isin(UPLINK), 0),
+        "downlink_bytes": events["payload_bytes"].where(kind.isin(DOWNLINK), 0),
+        "client_flops": events["flops"].where(kind.isin(COMPUTE), 0),
+        "server_flops": events["flops"].where(kind == SERVER, 0),
+        "round": events["round"]}).groupby("round").sum().reindex(rounds["round"], fill_value=0)
     for column in sums.columns:
         bad = rounds.set_index("round")[column] != sums[column]
         if bad.any():
