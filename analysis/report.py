@@ -58,6 +58,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         scenario = yaml.safe_load((folder / "scenario.yaml").read_text())
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
+        row["retimed"] = bool(summary.get("retimed_from"))
         for key in summary.get("setting", {}):
             if key in row:
                 row[key] = _hashable(row[key])
@@ -458,7 +459,10 @@ def write_report(scenario_dir: Path | str) -> Path:
         f"{len(runs)} finished run(s): algorithms {', '.join(dict.fromkeys(runs['algorithm']))}; "
         f"seeds {seeds}; rounds {sorted(set(runs['rounds']))}; "
         + "; ".join(f"{k} in {list(v)}" for k, v in index['sweep'].items() if k != 'seed')
-        + f". Status: {', '.join(f'{v} {k}' for k, v in status.items())}.",
+        + f". Status: {', '.join(f'{v} {k}' for k, v in status.items())}. "
+        f"{int(runs['retimed'].sum())} of them re-timed from another cell's training "
+        f"(same learning trajectory under another network: `retimed_from` in summary.json), "
+        f"{int((~runs['retimed']).sum())} trained.",
         "",
         "Tables give mean ± standard deviation over seeds (a single number when one seed). "
         "MB = 10^6 bytes; times are simulated seconds; a target reached by only some seeds "
