@@ -163,3 +163,23 @@ def test_retime_writes_a_run_folder_timed_under_the_new_cell(golden_run, tmp_pat
     slow, fast = (pd.read_csv(f / "rounds.csv") for f in (out, source))
     assert slow["test_acc"].tolist() == fast["test_acc"].tolist()
     assert (slow["compute_time_s"] > 10 * fast["compute_time_s"]).all()
+
+
+def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path):
+    """Times, bytes and FLOPs of every event equal the real run's, with no accuracy."""
+    algorithms = ["scala", "splitfed_v2", "sfl_local_loss", "splitfed_v3", "fedprox"]
+    proc = run_golden(tmp_path, "--timing-only", "--set", f"algorithms=[{', '.join(algorithms)}]")
+    assert proc.returncode == 0, proc.stderr
+    for algorithm in algorithms:
+        got = tmp_path / "golden" / algorithm / "seed3"
+        for name in ("events.csv", "demands.csv"):
+            assert (got / name).read_bytes() == (golden_run.run_dir(algorithm) / name).read_bytes()
+        assert "test_acc" not in pd.read_csv(got / "rounds.csv").columns
+        summary = json.loads((got / "summary.json").read_text())
+        assert summary["timing_only"] is True and "final_acc" not in summary
+
+
+def test_timing_only_refuses_an_algorithm_whose_messages_change(golden_run, tmp_path):
+    proc = run_golden(tmp_path, "--timing-only", "--set", "algorithms=[fedconcat]")
+    assert proc.returncode == 2
+    assert "timing_only: fedconcat cannot be timed without training" in proc.stderr
