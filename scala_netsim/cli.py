@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
 
     write_sweep_index(scenario, cells, out)
     try:
-        code = run_cells(todo, states, device, args, plan, out)
+        code = run_cells(trained, [c for c in todo if c.folder in plan], states, device,
+                         args, plan, out)
     except KeyboardInterrupt:
         command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
         print(f"\ninterrupted; every file written is complete. Run the same command again "
@@ -193,10 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_cells(todo: list[SweepCell], states: dict[Path, str], device: torch.device,
-              args: argparse.Namespace, plan: dict[Path, SweepCell], out: Path) -> int:
-    """Run the cells still to do with the chosen executor, then re-time those `plan` maps to
-    a source cell (training any that cannot be re-timed). -> exit code (0, 1 or 2)."""
+def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],
+              device: torch.device, args: argparse.Namespace, plan: dict[Path, SweepCell],
+              out: Path) -> int:
+    """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
+    from the cell `plan` maps each to (training any that cannot be re-timed). -> exit code
+    (0, 1 or 2)."""
     from scala_netsim.estimate import format_duration
     from scala_netsim.invariants import InvariantError
     from scala_netsim.replay import RecordError, TimelineDiverged
@@ -216,7 +219,6 @@ def run_cells(todo: list[SweepCell], states: dict[Path, str], device: torch.devi
               f"time {format_duration(summary['total_sim_time_s'])}, wall time "
               f"{format_duration(summary['wall_time_s'])}", flush=True)
 
-    trained = [c for c in todo if c.folder not in plan]
     try:
         if args.executor == "ray":
             run_on_ray(trained, device, args.ray_address, args.ray_cpus_per_cell, resume_of,
@@ -226,7 +228,7 @@ def run_cells(todo: list[SweepCell], states: dict[Path, str], device: torch.devi
         else:
             for cell in trained:
                 report(cell, run_one(cell, device, not args.no_progress, resume_of(cell)))
-        for cell in (c for c in todo if c.folder in plan):
+        for cell in retimed:
             source = plan[cell.folder].folder
             arguments = cell_arguments(cell, device, resume=False)[:5]
             try:

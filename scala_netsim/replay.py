@@ -101,8 +101,11 @@ class Record:
         self._kind = events["kind"].map(_KIND_CODE).to_numpy(np.int64)
         self._payload = events["payload_bytes"].to_numpy(np.int64)
         self._flops = events["flops"].to_numpy(np.int64)
-        self._demands = {r: group for r, group in demands.groupby("round", sort=True)}
-        self._rows = {int(r): i for i, r in enumerate(rounds["round"])}
+        # round -> {client: its demand}, in the order the clients were selected
+        self._demands: dict[int, dict[int, StepDemand]] = {}
+        for r, k, up, down, flops in demands.itertuples(index=False):
+            self._demands.setdefault(int(r), {})[int(k)] = StepDemand(int(up), int(down),
+                                                                      int(flops))
         self._classes = [c for c in rounds.columns if c.startswith("acc_class_")]
 
     @classmethod
@@ -181,14 +184,10 @@ class Record:
 
     def participants(self, round_: int) -> list[int]:
         """The round's clients in the order they were selected (as their demands were)."""
-        group = self._demands.get(round_)
-        return [] if group is None else group["client_id"].tolist()
+        return list(self._demands.get(round_, ()))
 
     def demand(self, round_: int, k: int) -> StepDemand:
-        group = self._demands[round_]
-        row = group[group["client_id"] == k].iloc[0]
-        return StepDemand(int(row["upload_bytes"]), int(row["download_bytes"]),
-                          int(row["compute_flops"]))
+        return self._demands[round_][k]
 
     def round_steps(self, round_: int) -> tuple[dict[tuple[int, int, int], list[int]],
                                                 list[tuple[int, int]]]:
@@ -210,7 +209,7 @@ class Record:
         return steps, server
 
     def evaluation(self, round_: int) -> Evaluation | None:
-        row = self.rounds.iloc[self._rows[round_]]
+        row = self.rounds.iloc[round_ - 1]   # rounds are 1..n (checked by `load`)
         if np.isnan(row["test_acc"]):
             return None
         return Evaluation(float(row["test_acc"]),
@@ -240,6 +239,7 @@ class Replayer:
         self._steps: dict[tuple[int, int, int], list[int]] = {}
         self._server_order: list[tuple[int, int]] = []
         self._next_server = 0
+        self._participants: list[int] = []   # the round's clients in id order
 
     # --- the round ------------------------------------------------------------------------
     def begin_round(self, selected: Sequence[int]) -> None:
@@ -255,6 +255,7 @@ class Replayer:
                               f"of this scenario")
         self._steps, self._server_order = self.record.round_steps(r)
         self._next_server = 0
+        self._participants = sorted(recorded)
 
     def end_round(self) -> None:
         missed = [key for key, step in self._steps.items() if step[2] != 1]
@@ -334,7 +335,7 @@ class Replayer:
         (t,) = {m.local_iter for m in uploads}
         ids = [m.client_id for m in uploads]
         if isinstance(self, ConcatSplitTrainer):  # one step on everyone's activations
-            if ids != sorted(self.record.participants(self.round)):
+            if ids != self._participants:
                 raise RecordError(f"{self.record.folder}: round {self.round}: a server step "
                                   f"on clients {ids}, not on every client of the round in id "
                                   f"order")

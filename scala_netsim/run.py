@@ -190,16 +190,20 @@ class Run:
                 retimed_from: str | None = None) -> dict:
         frame = pd.DataFrame(self.rows)
         evaluated = frame["test_acc"].dropna()
-        summary = {
+        timing_only = self.scenario.timing_only
+        accuracy = {} if timing_only else {   # a timing-only run evaluates nothing
+            "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,
+            "best_acc": float(self.best[0]),
+            "best_round": int(self.best[1]),
+        }
+        return {
             "scenario": self.scenario.name,
             "algorithm": self.algorithm,
             "seed": self.scenario.seed,
             "setting": dict(setting),
             "status": status,
             "rounds": int(frame["round"].iloc[-1]),
-            "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,
-            "best_acc": float(self.best[0]),
-            "best_round": int(self.best[1]),
+            **accuracy,
             "total_sim_time_s": float(self.env.now),
             "uplink_bytes": int(frame["uplink_bytes"].sum()),
             "downlink_bytes": int(frame["downlink_bytes"].sum()),
@@ -209,11 +213,8 @@ class Run:
             "resumed_from_round": resumed_from_round,
             "retimed_from": retimed_from,
             "device": str(device),
-        } | ({"timing_only": True} if self.scenario.timing_only else {})
-        if self.scenario.timing_only:   # nothing was evaluated
-            for key in ("final_acc", "best_acc", "best_round"):
-                del summary[key]
-        return summary
+            **({"timing_only": True} if timing_only else {}),
+        }
 
     # --- checkpoints: between rounds ---------------------------------------------------
     def state_dict(self) -> dict:

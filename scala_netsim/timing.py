@@ -13,7 +13,7 @@ accuracy: a timing-only run evaluates nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -86,7 +86,7 @@ class TimingMeter:
         return self._keep(key, self.inner.step_demand(k)) if self._live else self._costs[key]
 
     # --- model exchange ---------------------------------------------------------------------
-    def _model(self, key: str, k: int, message_of: callable) -> object:
+    def _model(self, key: str, k: int, message_of: Callable[[int], object]) -> object:
         if self._live:
             message = message_of(k)
             self._keep((key,), message.payload_bytes)

@@ -160,7 +160,6 @@ class TrainerBase(Trainer, ExchangesModels):
         self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay))
         self.client_batch_sizes: dict[int, int] = {}
         self._uploads: list[ModelMessage] = []
-        self.round_loss = None
 
     def begin_round(self, selected: Sequence[int]) -> None:
         """Assign each selected client its batch size B_k proportional to |D_k|."""
