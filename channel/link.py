@@ -26,10 +26,16 @@ class LinkModel(ABC):
     """Rate of one transfer (bit/s) on an orthogonal sub-band."""
 
     name: ClassVar[str]
+    #: does a client's rate change within a round (fading, outage)? When it does not, the rate
+    #: depends on (direction, gain, sub-band) alone and the engine asks once per round
+    varies_per_transfer: ClassVar[bool] = True
+    #: does it draw from the client's random stream? When it does not, `rng` is None (building
+    #: a client's stream costs more than a transfer, and 10,000 clients need 10,000 streams)
+    draws: ClassVar[bool] = True
 
     @abstractmethod
     def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
-                 time_s: float, rng: np.random.Generator) -> float:
+                 time_s: float, rng: np.random.Generator | None) -> float:
         """The rate of a transfer that starts at `time_s` on a sub-band of `bandwidth_hz`
         between the base station and a client whose large-scale power gain is `gain_linear`."""
 
@@ -41,6 +47,8 @@ class AdaptiveShannonLink(LinkModel):
     so a sub-band of b Hz gets P_bs b / W_dl."""
 
     name = "adaptive"
+    varies_per_transfer = False
+    draws = False
 
     def __init__(self, client_tx_power_w: float, bs_tx_power_w: float,
                  downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float) -> None:
@@ -56,7 +64,7 @@ class AdaptiveShannonLink(LinkModel):
         return self.bs_tx_power_w * bandwidth_hz / self.downlink_bandwidth_hz
 
     def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
-                 time_s: float, rng: np.random.Generator) -> float:
+                 time_s: float, rng: np.random.Generator | None) -> float:
         return float(shannon_rate_bps(bandwidth_hz, self.tx_power_w(direction, bandwidth_hz),
                                       gain_linear, self.noise_psd_dbm_per_hz))
 

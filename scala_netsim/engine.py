@@ -79,7 +79,7 @@ class Grant:
         return cls(round_, client_id, Direction(direction), bandwidth_hz)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TransferRate:
     """The sub-band and rate a transfer used; `event_index` is its position in the log."""
 
@@ -122,6 +122,10 @@ class WirelessLink:
         self._bandwidth_hz: dict[Direction, dict[int, float]] = {d: {} for d in Direction}
         self._seed = seed
         self._rngs: dict[int, np.random.Generator] = {}
+        # (direction, client, payload bytes) -> (rate, airtime) for this round, when the link
+        # model's rate does not vary within a round: a client sends the same messages every
+        # local iteration, so this saves the radio math of all but its first transfer of each
+        self._airtime: dict[tuple[Direction, int, int], tuple[float, float]] = {}
 
     def rng(self, k: int) -> np.random.Generator:
         """Client k's own random stream for the link model (the same whatever the algorithm)."""
@@ -133,6 +137,7 @@ class WirelessLink:
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
         """Split each band among the round's clients according to their demand."""
         self.round = round_
+        self._airtime.clear()
         for direction, demand in demands.items():
             shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
             self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist(),
@@ -142,22 +147,34 @@ class WirelessLink:
 
     def upload(self, message: Message, kind: EventKind,
                local_iter: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._transfer(message, kind, local_iter, Direction.UPLINK)
+        return self._transfer(message, kind, local_iter, Direction.UPLINK)
 
     def download(self, message: Message, kind: EventKind,
                  local_iter: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._transfer(message, kind, local_iter, Direction.DOWNLINK)
+        return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
+
+    def _rate_and_airtime(self, direction: Direction, k: int,
+                          payload_bytes: int) -> tuple[float, float]:
+        key = (direction, k, payload_bytes)
+        if key in self._airtime:
+            return self._airtime[key]
+        rate_bps = self.model.rate_bps(direction, self.cell.gain_linear[k],
+                                       self._bandwidth_hz[direction][k], self.env.now,
+                                       self.rng(k) if self.model.draws else None)
+        answer = rate_bps, float(channel.airtime_s(payload_bytes, rate_bps))
+        if not self.model.varies_per_transfer:
+            self._airtime[key] = answer
+        return answer
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> Generator[simpy.Event, Any, None]:
-        k, start = message.client_id, self.env.now
-        bandwidth_hz = self._bandwidth_hz[direction][k]
-        rate_bps = self.model.rate_bps(direction, self.cell.gain_linear[k], bandwidth_hz, start,
-                                       self.rng(k))
-        yield self.env.timeout(float(channel.airtime_s(message.payload_bytes, rate_bps)))
-        self.transfers.append(TransferRate(len(self.log), bandwidth_hz, rate_bps))
+        k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
+        rate_bps, airtime_s = self._rate_and_airtime(direction, k, payload_bytes)
+        yield self.env.timeout(airtime_s)
+        self.transfers.append(TransferRate(len(self.log), self._bandwidth_hz[direction][k],
+                                           rate_bps))
         self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind,
-                              message.payload_bytes))
+                              payload_bytes))
 
 
 class Protocol(ABC):
@@ -177,10 +194,13 @@ class Protocol(ABC):
         self.local_iters = local_iters
         self.server_cpu = simpy.Resource(env, capacity=1)
         self.round = 0
+        self._compute_s: dict[tuple[int, int], float] = {}  # (client, FLOPs) -> seconds
+
 
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
         self.round = round_
+        self._compute_s.clear()
         self.trainer.round_loss = None
         self.trainer.begin_round(selected)
         self.link.begin_round(round_, self.demands(selected))
@@ -210,7 +230,10 @@ class Protocol(ABC):
                  flops: int) -> Generator[simpy.Event, Any, None]:
         """Client k computes `flops` at its FLOP/s."""
         start = self.env.now
-        yield self.env.timeout(float(channel.compute_time_s(flops, self.cell.flops_per_s[k])))
+        key = (k, flops)
+        if key not in self._compute_s:
+            self._compute_s[key] = float(channel.compute_time_s(flops, self.cell.flops_per_s[k]))
+        yield self.env.timeout(self._compute_s[key])
         self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind, 0, flops))
 
     def _server_compute(self, local_iter: int, client_id: int,
@@ -246,37 +269,50 @@ class ConcatSplitProtocol(Protocol):
     trainer_contract = ConcatSplitTrainer
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        activations = simpy.Store(self.env)
-        gradients = {k: simpy.Store(self.env) for k in selected}
-        procs = [self.env.process(self._client(k, activations, gradients[k])) for k in selected]
-        procs.append(self.env.process(self._server(len(selected), activations, gradients)))
+        meetings = [_Meeting(self.env, selected) for _ in range(self.local_iters)]
+        procs = [self.env.process(self._client(k, meetings)) for k in selected]
+        procs.append(self.env.process(self._server(meetings)))
         return procs
 
-    def _client(self, k: int, activations: simpy.Store,
-                gradients: simpy.Store) -> Generator[simpy.Event, Any, None]:
+    def _client(self, k: int, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
         trainer = self.trainer
         yield from self._download_model(k)
-        for t in range(self.local_iters):
+        for t, meeting in enumerate(meetings):
             forward = trainer.client_forward(k, t)
             yield from self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
             yield from self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
-            activations.put(forward.upload)
-            reply = yield gradients.get()
+            meeting.arrive(forward.upload)
+            reply = yield meeting.replies[k]
             yield from self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
             yield from self._compute(t, k, EventKind.CLIENT_BACKWARD,
                                      trainer.client_backward(reply))
         yield from self._upload_model(k)
 
-    def _server(self, num_clients: int, activations: simpy.Store,
-                gradients: dict[int, simpy.Store]) -> Generator[simpy.Event, Any, None]:
-        for t in range(self.local_iters):
-            arrived = []
-            for _ in range(num_clients):            # barrier: wait for every client
-                arrived.append((yield activations.get()))
+    def _server(self, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
+        for t, meeting in enumerate(meetings):
+            arrived = yield meeting.all_in           # barrier: wait for every client
             arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
             step = yield from self._server_compute(t, SERVER_ID, arrived)
             for reply in step.replies:
-                gradients[reply.client_id].put(reply)
+                meeting.replies[reply.client_id].succeed(reply)
+
+
+class _Meeting:
+    """One local iteration of a concatenated round at the server: the activations in the order
+    they arrive, `all_in` (fires with them when the last client's has), and one event per
+    client that fires with its gradients. Plain SimPy events: a Store would cost two more
+    scheduler steps per message, on the hottest path of a SCALA run."""
+
+    def __init__(self, env: simpy.Environment, clients: Sequence[int]) -> None:
+        self.size = len(clients)
+        self.arrived: list[ActivationMessage] = []
+        self.all_in = env.event()
+        self.replies = {k: env.event() for k in clients}
+
+    def arrive(self, upload: ActivationMessage) -> None:
+        self.arrived.append(upload)
+        if len(self.arrived) == self.size:
+            self.all_in.succeed(self.arrived)
 
 
 class PerClientSplitProtocol(Protocol):
