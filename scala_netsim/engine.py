@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from scala_netsim.algorithms.contract import (
     ServerStep,
     Trainer,
 )
-from scala_netsim.events import MODEL_TRANSFER, SERVER_ID, Event, EventKind, EventLog
+from scala_netsim.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
 from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
 
 Message = ActivationMessage | GradientMessage | ModelMessage
@@ -79,16 +79,12 @@ class Grant:
         return cls(round_, client_id, Direction(direction), bandwidth_hz)
 
 
-@dataclass(slots=True)
-class TransferRate:
+class TransferRate(NamedTuple):
     """The sub-band and rate a transfer used; `event_index` is its position in the log."""
 
     event_index: int
     bandwidth_hz: float
     rate_bps: float
-
-    def as_row(self) -> tuple:
-        return (self.event_index, self.bandwidth_hz, self.rate_bps)
 
 
 def grants_frame(grants: Sequence[Grant]) -> pd.DataFrame:
@@ -99,7 +95,7 @@ def grants_frame(grants: Sequence[Grant]) -> pd.DataFrame:
 
 def transfers_frame(transfers: Sequence[TransferRate]) -> pd.DataFrame:
     """The transfer rates as a table (event_index, bandwidth_hz, rate_bps)."""
-    return pd.DataFrame([t.as_row() for t in transfers],
+    return pd.DataFrame(transfers,
                         columns=["event_index", "bandwidth_hz", "rate_bps"])
 
 
@@ -122,10 +118,11 @@ class WirelessLink:
         self._bandwidth_hz: dict[Direction, dict[int, float]] = {d: {} for d in Direction}
         self._seed = seed
         self._rngs: dict[int, np.random.Generator] = {}
-        # (direction, client, payload bytes) -> (rate, airtime) for this round, when the link
-        # model's rate does not vary within a round: a client sends the same messages every
-        # local iteration, so this saves the radio math of all but its first transfer of each
-        self._airtime: dict[tuple[Direction, int, int], tuple[float, float]] = {}
+        # when the link model's rate does not vary within a round: (direction, client) -> rate
+        # and (direction, client, payload bytes) -> airtime for this round (a client sends the
+        # same messages every local iteration: the radio math runs once per kind of message)
+        self._rate_bps: dict[tuple[Direction, int], float] = {}
+        self._airtime_s: dict[tuple[Direction, int, int], float] = {}
 
     def rng(self, k: int) -> np.random.Generator:
         """Client k's own random stream for the link model (the same whatever the algorithm)."""
@@ -137,7 +134,8 @@ class WirelessLink:
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
         """Split each band among the round's clients according to their demand."""
         self.round = round_
-        self._airtime.clear()
+        self._rate_bps.clear()
+        self._airtime_s.clear()
         for direction, demand in demands.items():
             shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
             self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist(),
@@ -145,36 +143,50 @@ class WirelessLink:
             self.grants.extend(Grant(round_, k, direction, b)
                                for k, b in self._bandwidth_hz[direction].items())
 
-    def upload(self, message: Message, kind: EventKind,
-               local_iter: int) -> Generator[simpy.Event, Any, None]:
+    def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
+        """Client -> base station, starting now; yield it to wait for the transfer's end."""
         return self._transfer(message, kind, local_iter, Direction.UPLINK)
 
-    def download(self, message: Message, kind: EventKind,
-                 local_iter: int) -> Generator[simpy.Event, Any, None]:
+    def download(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
+        """Base station -> client, starting now; yield it to wait for the transfer's end."""
         return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
 
     def _rate_and_airtime(self, direction: Direction, k: int,
                           payload_bytes: int) -> tuple[float, float]:
+        if self.model.varies_per_transfer:
+            rate_bps = self._rate(direction, k)
+            return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps))
+        key = (direction, k)
+        if key not in self._rate_bps:
+            self._rate_bps[key] = self._rate(direction, k)
+        rate_bps = self._rate_bps[key]
         key = (direction, k, payload_bytes)
-        if key in self._airtime:
-            return self._airtime[key]
-        rate_bps = self.model.rate_bps(direction, self.cell.gain_linear[k],
-                                       self._bandwidth_hz[direction][k], self.env.now,
-                                       self.rng(k) if self.model.draws else None)
-        answer = rate_bps, float(channel.airtime_s(payload_bytes, rate_bps))
-        if not self.model.varies_per_transfer:
-            self._airtime[key] = answer
-        return answer
+        if key not in self._airtime_s:
+            self._airtime_s[key] = float(channel.airtime_s(payload_bytes, rate_bps))
+        return rate_bps, self._airtime_s[key]
+
+    def _rate(self, direction: Direction, k: int) -> float:
+        """The link model's rate for client k now, on its sub-band in `direction`."""
+        return self.model.rate_bps(direction, self.cell.gain_linear[k],
+                                   self._bandwidth_hz[direction][k], self.env.now,
+                                   self.rng(k) if self.model.draws else None)
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
-                  direction: Direction) -> Generator[simpy.Event, Any, None]:
+                  direction: Direction) -> simpy.Timeout:
+        """A timeout lasting the message's airtime that records the transfer when it ends
+        (before the process waiting on it resumes: a callback, not a generator, as a process
+        makes millions of these)."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
+        bandwidth_hz = self._bandwidth_hz[direction][k]
         rate_bps, airtime_s = self._rate_and_airtime(direction, k, payload_bytes)
-        yield self.env.timeout(airtime_s)
-        self.transfers.append(TransferRate(len(self.log), self._bandwidth_hz[direction][k],
-                                           rate_bps))
-        self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind,
-                              payload_bytes))
+
+        def record(_: simpy.Event) -> None:
+            self.transfers.append(TransferRate(len(self.log), bandwidth_hz, rate_bps))
+            self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
+
+        transfer = self.env.timeout(airtime_s)
+        transfer.callbacks.append(record)
+        return transfer
 
 
 class Protocol(ABC):
@@ -226,15 +238,20 @@ class Protocol(ABC):
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         """The SimPy processes of one round (the round ends when all have finished)."""
 
-    def _compute(self, local_iter: int, k: int, kind: EventKind,
-                 flops: int) -> Generator[simpy.Event, Any, None]:
-        """Client k computes `flops` at its FLOP/s."""
+    def _compute(self, local_iter: int, k: int, kind: EventKind, flops: int) -> simpy.Timeout:
+        """Client k computes `flops` at its FLOP/s, starting now: a timeout that records the
+        step when it ends; yield it to wait for the end."""
         start = self.env.now
         key = (k, flops)
         if key not in self._compute_s:
             self._compute_s[key] = float(channel.compute_time_s(flops, self.cell.flops_per_s[k]))
-        yield self.env.timeout(self._compute_s[key])
-        self.log.record(Event(start, self.env.now, self.round, local_iter, k, kind, 0, flops))
+
+        def record(_: simpy.Event) -> None:
+            self.log.record(start, self.env.now, self.round, local_iter, k, kind, 0, flops)
+
+        compute = self.env.timeout(self._compute_s[key])
+        compute.callbacks.append(record)
+        return compute
 
     def _server_compute(self, local_iter: int, client_id: int,
                         uploads: Sequence[ActivationMessage]
@@ -247,18 +264,18 @@ class Protocol(ABC):
             result = self.trainer.server_step(uploads)
             yield self.env.timeout(float(channel.compute_time_s(
                 result.flops, self.cell.server_flops_per_s)))
-            self.log.record(Event(start, self.env.now, self.round, local_iter, client_id,
-                                  EventKind.SERVER_STEP, 0, result.flops))
+            self.log.record(start, self.env.now, self.round, local_iter, client_id,
+                            EventKind.SERVER_STEP, 0, result.flops)
         return result
 
     def _download_model(self, k: int) -> Generator[simpy.Event, Any, None]:
         message = self.trainer.client_model_download(k)
-        yield from self.link.download(message, EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER)
+        yield self.link.download(message, EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER)
         self.trainer.client_receive_model(message)
 
     def _upload_model(self, k: int) -> Generator[simpy.Event, Any, None]:
         message = self.trainer.client_model_upload(k)
-        yield from self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
+        yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
         self.trainer.server_receive_model(message)
 
 
@@ -279,12 +296,12 @@ class ConcatSplitProtocol(Protocol):
         yield from self._download_model(k)
         for t, meeting in enumerate(meetings):
             forward = trainer.client_forward(k, t)
-            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
-            yield from self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
             meeting.arrive(forward.upload)
             reply = yield meeting.replies[k]
-            yield from self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
-            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD,
+            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD,
                                      trainer.client_backward(reply))
         yield from self._upload_model(k)
 
@@ -337,12 +354,12 @@ class PerClientSplitProtocol(Protocol):
         yield from self._start_client(k)
         for t in range(self.local_iters):
             forward = trainer.client_forward(k, t)
-            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
-            yield from self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
             step = yield from self._server_compute(t, k, [forward.upload])
             (reply,) = step.replies
-            yield from self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
-            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD,
+            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD,
                                      trainer.client_backward(reply))
         yield from self._finish_client(k)
 
@@ -380,8 +397,8 @@ class LocalLossProtocol(Protocol):
         shipments = []
         for t in range(self.local_iters):
             step = self.trainer.client_local_step(k, t)
-            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
-            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
             shipments.append(self.env.process(self._ship(t, step.upload, uplink)))
         with uplink.request() as turn:
             yield turn
@@ -392,7 +409,7 @@ class LocalLossProtocol(Protocol):
               uplink: simpy.Resource) -> Generator[simpy.Event, Any, None]:
         with uplink.request() as turn:
             yield turn
-            yield from self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
+            yield self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
         yield from self._server_compute(t, upload.client_id, [upload])
 
 
@@ -410,6 +427,6 @@ class FederatedProtocol(Protocol):
         yield from self._download_model(k)
         for t in range(self.local_iters):
             step = self.trainer.client_local_step(k, t)
-            yield from self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
-            yield from self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
         yield from self._upload_model(k)

@@ -47,10 +47,11 @@ class EventKind(str, Enum):
 UPLINK_KINDS = frozenset({EventKind.ACTIVATION_UPLOAD, EventKind.MODEL_UPLOAD})
 DOWNLINK_KINDS = frozenset({EventKind.MODEL_DOWNLOAD, EventKind.GRADIENT_DOWNLOAD})
 CLIENT_COMPUTE_KINDS = frozenset({EventKind.CLIENT_FORWARD, EventKind.CLIENT_BACKWARD})
+_KINDS = {kind.value: kind for kind in EventKind}  # faster than EventKind(value)
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 4x, a run makes millions
-class Event:
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 4x, and a run's
+class Event:             # rows are read back as Events round by round
     """One timed step: [t_start_s, t_end_s) of simulated time, who did it and what it cost."""
 
     t_start_s: float
@@ -75,7 +76,7 @@ class Event:
     def from_row(cls, row: Sequence) -> Event:
         """The inverse of `as_row` (checkpoints keep events as plain rows)."""
         t_start_s, t_end_s, round_, local_iter, client_id, kind, payload_bytes, flops = row
-        return cls(t_start_s, t_end_s, round_, local_iter, client_id, EventKind(kind),
+        return cls(t_start_s, t_end_s, round_, local_iter, client_id, _KINDS[kind],
                    payload_bytes, flops)
 
 
@@ -94,25 +95,41 @@ DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compu
 
 class EventLog:
     """Every event of a run, in the order they were recorded (that is, by end time), and
-    every participant's step demand (rows of DEMAND_COLUMNS), round by round."""
+    every participant's step demand (rows of DEMAND_COLUMNS), round by round.
 
-    def __init__(self, events: Iterable[Event] = (), demands: Iterable[Sequence] = ()) -> None:
-        self.events: list[Event] = list(events)
+    Events are kept as plain rows (`Event.as_row`'s tuples): a timing-only run records
+    millions, and a tuple of numbers and text is untracked by the garbage collector and a
+    third of an object's size. `events` and `since` give them as `Event`s."""
+
+    def __init__(self, rows: Iterable[Sequence] = (), demands: Iterable[Sequence] = ()) -> None:
+        self.rows: list[tuple] = [tuple(r) for r in rows]
         self.demands: list[tuple] = [tuple(d) for d in demands]
 
-    def record(self, event: Event) -> None:
-        self.events.append(event)
+    def record(self, t_start_s: float, t_end_s: float, round_: int, local_iter: int,
+               client_id: int, kind: EventKind, payload_bytes: int = 0, flops: int = 0) -> None:
+        """One event, with `Event`'s fields in order (`kind._value_`: `.value` is a slow
+        descriptor, and this runs for every event)."""
+        self.rows.append((t_start_s, t_end_s, round_, local_iter, client_id, kind._value_,
+                          payload_bytes, flops))
 
     def record_demand(self, round_: int, client_id: int, upload_bytes: int,
                       download_bytes: int, compute_flops: int) -> None:
         self.demands.append((round_, client_id, upload_bytes, download_bytes, compute_flops))
 
+    @property
+    def events(self) -> list[Event]:
+        return self.since(0)
+
+    def since(self, index: int) -> list[Event]:
+        """The events recorded from position `index` on."""
+        return [Event.from_row(r) for r in self.rows[index:]]
+
+    def frame(self) -> pd.DataFrame:
+        """All events as a table (events.csv), as `events_frame(self.events)` but faster."""
+        return pd.DataFrame(self.rows, columns=list(EVENT_COLUMNS))
+
     def demands_frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.demands, columns=list(DEMAND_COLUMNS))
 
     def __len__(self) -> int:
-        return len(self.events)
-
-    def since(self, index: int) -> list[Event]:
-        """The events recorded from position `index` on."""
-        return self.events[index:]
+        return len(self.rows)

@@ -30,7 +30,7 @@ from scala_netsim.engine import (
     grants_frame,
     transfers_frame,
 )
-from scala_netsim.events import Event, EventLog, events_frame
+from scala_netsim.events import EventLog
 from scala_netsim.invariants import InvariantError, check_run
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
@@ -179,7 +179,7 @@ class Run:
 
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (see scala_netsim.invariants)."""
-        return check_run(events_frame(self.log.events), pd.DataFrame(self.rows),
+        return check_run(self.log.frame(), pd.DataFrame(self.rows),
                          grants_frame(self.link.grants), transfers_frame(self.link.transfers),
                          {"uplink": self.world.cell.uplink_bandwidth_hz,
                           "downlink": self.world.cell.downlink_bandwidth_hz},
@@ -220,16 +220,16 @@ class Run:
     def state_dict(self) -> dict:
         return {"trainer": self.trainer.state_dict(),
                 "selection_rng": self.selection_rng.bit_generator.state,
-                "events": [e.as_row() for e in self.log.events],
+                "events": list(self.log.rows),
                 "demands": list(self.log.demands), "rounds": list(self.rows),
                 "best": list(self.best), "diverged": self.diverged,
                 "grants": [g.as_row() for g in self.link.grants],
-                "transfers": [t.as_row() for t in self.link.transfers]}
+                "transfers": [tuple(t) for t in self.link.transfers]}
 
     def load_state_dict(self, state: dict) -> None:
         self.trainer.load_state_dict(state["trainer"])
         self.selection_rng.bit_generator.state = state["selection_rng"]
-        self.log.events = [Event.from_row(e) for e in state["events"]]
+        self.log.rows = [tuple(e) for e in state["events"]]
         self.log.demands = [tuple(d) for d in state["demands"]]
         self.rows, self.best = list(state["rounds"]), tuple(state["best"])
         self.diverged = state["diverged"]
@@ -296,7 +296,7 @@ class RunWriter:
         if run.scenario.timing_only:   # nothing was evaluated
             rounds = rounds.drop(columns="test_acc")
         write_csv(self.folder / "rounds.csv", rounds)
-        write_csv(self.folder / "events.csv", events_frame(run.log.events))
+        write_csv(self.folder / "events.csv", run.log.frame())
         write_csv(self.folder / "demands.csv", run.log.demands_frame())
 
     def summary(self, data: dict) -> None:
