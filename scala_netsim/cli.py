@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import StepCosts, format_duration, run_time_s
+    from scala_netsim.partition import PartitionError
+    from scala_netsim.run import client_partition
     from scala_netsim.sweep import (
         cell_dataset,
         cell_state,
@@ -125,11 +127,15 @@ def main(argv: list[str] | None = None) -> int:
                     "use 'cpu' or 'auto'")
     device = torch.device("cuda" if scenario.device == "auto" and torch.cuda.is_available()
                           else ("cpu" if scenario.device == "auto" else scenario.device))
-    try:  # every dataset the cells use must be there before anything runs (loaded once each)
+    try:  # every dataset the cells use must be there and partition as asked before anything
+        partitioned = set()  # runs (each dataset loaded once, each partition made once)
         for cell in cells:
-            cell_dataset(cell.scenario, device)
+            data = (cell.scenario.data.model_dump_json(), cell.scenario.seed)
+            if data not in partitioned:
+                client_partition(cell.scenario, cell_dataset(cell.scenario, device))
+                partitioned.add(data)
         dataset = cell_dataset(cells[0].scenario, device)
-    except DataNotFoundError as exc:
+    except (DataNotFoundError, PartitionError) as exc:
         return fail(str(exc))
 
     # by folder: swept values may be lists, which cannot be dictionary keys

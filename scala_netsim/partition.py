@@ -9,10 +9,31 @@ from collections.abc import Sequence
 import numpy as np
 
 
+class PartitionError(ValueError):
+    """The partition asked for cannot be made from these samples (the message names the
+    scenario field)."""
+
+
 def partition_iid(labels: np.ndarray, num_clients: int,
                   rng: np.random.Generator) -> list[np.ndarray]:
     """Shuffle and split into `num_clients` near-equal shards."""
     return [np.sort(part) for part in np.array_split(rng.permutation(len(labels)), num_clients)]
+
+
+def partition_sampled(labels: np.ndarray, num_clients: int, samples_per_client: int,
+                      rng: np.random.Generator) -> list[np.ndarray]:
+    """Each client holds `samples_per_client` distinct samples drawn uniformly, independently
+    of the other clients: clients may share samples, so there may be more clients than
+    samples (a timing study of 100,000 clients on a 60,000-image dataset). No label skew."""
+    n = len(labels)
+    if samples_per_client > n:
+        raise PartitionError(f"data.partition.samples_per_client: must be <= the {n} training "
+                         f"samples, got {samples_per_client}")
+    parts = np.sort(rng.integers(0, n, size=(num_clients, samples_per_client)), axis=1)
+    repeated = np.flatnonzero((parts[:, 1:] == parts[:, :-1]).any(axis=1))
+    for k in repeated:  # a sample drawn twice for one client: draw that client again
+        parts[k] = np.sort(rng.choice(n, size=samples_per_client, replace=False))
+    return list(parts)
 
 
 def quantity_label_sets(num_clients: int, num_classes: int, alpha: int,
@@ -47,7 +68,7 @@ def partition_quantity(labels: np.ndarray, num_clients: int, alpha: int,
     and every client receives `alpha` portions of distinct labels.
     """
     if alpha < 1 or alpha > num_classes or (num_clients * alpha) % num_classes:
-        raise ValueError(
+        raise PartitionError(
             f"quantity partition needs 1 <= alpha <= {num_classes} and num_clients*alpha "
             f"divisible by {num_classes}, got alpha={alpha}, num_clients={num_clients}"
         )
@@ -69,7 +90,7 @@ def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
     share p_{k,y} / sum_j p_{j,y} of class y's samples. Drawn again until no client is empty.
     """
     if beta <= 0:
-        raise ValueError(f"dirichlet partition needs beta > 0, got {beta}")
+        raise PartitionError(f"dirichlet partition needs beta > 0, got {beta}")
     for _ in range(max_draws):
         proportions = rng.dirichlet(np.full(num_classes, beta), size=num_clients)
         parts = [[] for _ in range(num_clients)]
@@ -82,7 +103,7 @@ def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
         parts = [np.sort(np.concatenate(p)) for p in parts]
         if min(len(p) for p in parts) > 0:
             return parts
-    raise ValueError(
+    raise PartitionError(
         f"dirichlet partition with beta={beta} left a client empty in {max_draws} draws; "
         f"use fewer clients or a larger beta"
     )
@@ -90,17 +111,33 @@ def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
 
 def make_partition(kind: str, labels: np.ndarray, num_clients: int, num_classes: int,
                    rng: np.random.Generator, alpha: int | None = None,
-                   beta: float | None = None) -> list[np.ndarray]:
-    """Dispatch on the scenario's `data.partition.kind`."""
+                   beta: float | None = None,
+                   samples_per_client: int | None = None) -> list[np.ndarray]:
+    """Dispatch on the scenario's `data.partition.kind`; every client gets a sample."""
     if kind == "iid":
-        return partition_iid(labels, num_clients, rng)
-    if kind == "quantity":
-        return partition_quantity(labels, num_clients, alpha, rng, num_classes)
-    if kind == "dirichlet":
-        return partition_dirichlet(labels, num_clients, beta, rng, num_classes)
-    raise ValueError(f"data.partition.kind: unknown {kind!r}; allowed: iid, quantity, dirichlet")
+        parts = partition_iid(labels, num_clients, rng)
+    elif kind == "quantity":
+        parts = partition_quantity(labels, num_clients, alpha, rng, num_classes)
+    elif kind == "dirichlet":
+        parts = partition_dirichlet(labels, num_clients, beta, rng, num_classes)
+    elif kind == "sampled":
+        parts = partition_sampled(labels, num_clients, samples_per_client, rng)
+    else:
+        raise PartitionError(f"data.partition.kind: unknown {kind!r}; allowed: iid, quantity, "
+                         f"dirichlet, sampled")
+    empty = sum(len(p) == 0 for p in parts)
+    if empty:
+        raise PartitionError(
+            f"data.num_clients: {num_clients} clients on {len(labels)} training samples leave "
+            f"{empty} client(s) without a sample under the {kind} partition; use fewer "
+            f"clients, or data.partition {{kind: sampled, samples_per_client: n}} (clients "
+            f"draw their samples independently and may share them)")
+    return parts
 
 
 def label_counts(labels: np.ndarray, parts: Sequence[np.ndarray], num_classes: int) -> np.ndarray:
-    """K x N matrix of per-client label counts."""
-    return np.stack([np.bincount(labels[p], minlength=num_classes) for p in parts])
+    """K x N matrix of per-client label counts (one bincount over all clients)."""
+    owner = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+    flat = np.bincount(owner * num_classes + labels[np.concatenate(parts)],
+                       minlength=len(parts) * num_classes)
+    return flat.reshape(len(parts), num_classes)

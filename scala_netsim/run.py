@@ -53,15 +53,22 @@ class World:
     seeds: Seeds
 
 
+def client_partition(scenario: Scenario, dataset: Dataset) -> list[np.ndarray]:
+    """Each client's training-sample indices, reproducibly from the seed (PartitionError when
+    the partition cannot be made, e.g. a client would get no sample)."""
+    part = scenario.data.partition
+    return make_partition(
+        part.kind, dataset.train_y.cpu().numpy(), scenario.data.num_clients,
+        dataset.num_classes, Seeds(scenario.seed).numpy("partition"),
+        alpha=getattr(part, "alpha", None), beta=getattr(part, "beta", None),
+        samples_per_client=getattr(part, "samples_per_client", None))
+
+
 def build_world(scenario: Scenario, dataset: Dataset) -> World:
     """Partition the training set and drop the clients, reproducibly from the seed."""
     seeds = Seeds(scenario.seed)
     labels = dataset.train_y.cpu().numpy()
-    part = scenario.data.partition
-    client_indices = make_partition(
-        part.kind, labels, scenario.data.num_clients, dataset.num_classes,
-        seeds.numpy("partition"), alpha=getattr(part, "alpha", None),
-        beta=getattr(part, "beta", None))
+    client_indices = client_partition(scenario, dataset)
     net, comp = scenario.network, scenario.compute
     distance_m = channel.drop_clients_uniform_disk(
         scenario.data.num_clients, net.radius_m, net.min_distance_m,

@@ -55,7 +55,14 @@ class DirichletPartition(_Strict):
     beta: float = Field(gt=0)
 
 
-Partition = Annotated[IidPartition | QuantityPartition | DirichletPartition,
+class SampledPartition(_Strict):
+    """Each client draws `samples_per_client` distinct samples, independently of the others
+    (clients may share samples: more clients than samples is possible). No label skew."""
+    kind: Literal["sampled"]
+    samples_per_client: int = Field(ge=1)
+
+
+Partition = Annotated[IidPartition | QuantityPartition | DirichletPartition | SampledPartition,
                       Field(discriminator="kind")]
 
 

@@ -45,6 +45,11 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     (["scenarios/quickstart.yaml", "--set", "data.data_dir=/no/such/dir"],
      "apt-get install dataset-fashion-mnist"),
     (["scenarios/quickstart.yaml", "--jobs", "0"], "--jobs: must be a whole number >= 1, got 0"),
+    (["scenarios/quickstart.yaml", "--set", "data.train_samples=500", "--set",
+      "data.num_clients=800", "--set", "data.partition={kind: iid}", "--set",
+      "training.participation=0.01"],
+     "data.num_clients: 800 clients on 500 training samples leave 300 client(s) without a "
+     "sample under the iid partition"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"

@@ -64,9 +64,41 @@ def test_iid_split_and_reproducibility():
     parts = partition_iid(labels, 7, np.random.default_rng(0))
     assert sorted(len(p) for p in parts) == [857] * 6 + [858]
     assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(6000))
-    for kind, kw in [("iid", {}), ("quantity", {"alpha": 2}), ("dirichlet", {"beta": 0.1})]:
+    for kind, kw in [("iid", {}), ("quantity", {"alpha": 2}), ("dirichlet", {"beta": 0.1}),
+                     ("sampled", {"samples_per_client": 50})]:
         a = make_partition(kind, labels, 20, 10, np.random.default_rng(5), **kw)
         b = make_partition(kind, labels, 20, 10, np.random.default_rng(5), **kw)
         c = make_partition(kind, labels, 20, 10, np.random.default_rng(6), **kw)
         assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=False))
         assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=False))
+
+
+def test_sampled_partition_gives_more_clients_than_samples_their_own_distinct_draws():
+    labels = balanced_labels(per_class=10)            # 100 samples, 1,000 clients
+    parts = make_partition("sampled", labels, 1000, 10, np.random.default_rng(0),
+                           samples_per_client=7)
+    assert len(parts) == 1000
+    assert all(len(p) == 7 and len(np.unique(p)) == 7 for p in parts)
+    assert all(p.min() >= 0 and p.max() < 100 for p in parts)
+    counts = label_counts(labels, parts, 10)
+    assert counts.sum() == 7000 and np.array_equal(counts.sum(axis=1), np.full(1000, 7))
+    # clients draw independently: every sample is held by some client, and each by ~70
+    held = np.bincount(np.concatenate(parts), minlength=100)
+    assert held.min() > 30 and held.max() < 120
+    with pytest.raises(ValueError, match="samples_per_client: must be <= the 100 training"):
+        make_partition("sampled", labels, 10, 10, np.random.default_rng(0),
+                       samples_per_client=101)
+
+
+def test_a_partition_that_leaves_a_client_without_samples_is_refused():
+    labels = balanced_labels(per_class=10)            # 100 samples for 150 clients
+    with pytest.raises(ValueError, match=r"data.num_clients: 150 clients on 100 training samples "
+                                         r"leave 50 client\(s\) without a sample under the iid"):
+        make_partition("iid", labels, 150, 10, np.random.default_rng(0))
+
+
+def test_label_counts_match_each_clients_own_bincount():
+    labels = np.random.default_rng(1).integers(0, 10, 500)
+    parts = partition_dirichlet(labels, 13, 0.3, np.random.default_rng(2), 10)
+    expected = np.stack([np.bincount(labels[p], minlength=10) for p in parts])
+    assert np.array_equal(label_counts(labels, parts, 10), expected)

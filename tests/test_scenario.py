@@ -88,7 +88,7 @@ def test_unknown_key_suggests_the_close_match():
     ({"data": {"partition": {"kind": "dirichlet", "beta": 0}}},
      "data.partition.beta: must be > 0.0, got 0"),
     ({"data": {"partition": {"kind": "zipf"}}},
-     "data.partition: kind must be one of 'iid', 'quantity', 'dirichlet', got 'zipf'"),
+     "data.partition: kind must be one of 'iid', 'quantity', 'dirichlet', 'sampled', got 'zipf'"),
     ({"network": {"radius_m": 30}}, "network.radius_m: must be > min_distance_m (35.0), got 30.0"),
     ({"compute": {"client_flops_per_s": [5e9, 1e9]}},
      "compute.client_flops_per_s: must be [min, max] with min <= max"),

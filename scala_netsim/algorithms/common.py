@@ -15,7 +15,7 @@ from torch import nn
 
 from scala_netsim.algorithms.contract import Evaluation, ExchangesModels, Trainer
 from scala_netsim.flops import FlopMeter
-from scala_netsim.losses import label_prior, log_prior
+from scala_netsim.losses import log_prior
 from scala_netsim.messages import ModelMessage, tensor_bytes
 from scala_netsim.models import build_split_model
 from scala_netsim.seeds import Seeds
@@ -125,6 +125,19 @@ class ClientSlots:
         return self._active[k]
 
 
+def client_label_counts(train_y: torch.Tensor, client_indices: Sequence[np.ndarray],
+                        num_classes: int) -> torch.Tensor:
+    """K x N label counts of the clients' samples, in one bincount (10,000 clients' own
+    bincounts took seconds)."""
+    sizes = torch.as_tensor([len(ix) for ix in client_indices], device=train_y.device)
+    owner = torch.repeat_interleave(torch.arange(len(client_indices), device=train_y.device),
+                                    sizes)
+    samples = torch.as_tensor(np.concatenate(client_indices), device=train_y.device)
+    flat = torch.bincount(owner * num_classes + train_y[samples],
+                          minlength=len(client_indices) * num_classes)
+    return flat.view(len(client_indices), num_classes)
+
+
 class TrainerBase(Trainer, ExchangesModels):
     """Batch sizes, sampling, priors, metering, model exchange, aggregation, evaluation and
     checkpoint state, shared by all algorithms.
@@ -146,16 +159,10 @@ class TrainerBase(Trainer, ExchangesModels):
         self.optim_args = sgd.optimizer_args()
         device = data.train_x.device
         self.sampler = ClientSampler(data.client_indices, batch_seed, device)
-        self.client_log_priors = torch.stack([
-            log_prior(label_prior(data.train_y[torch.as_tensor(ix, device=device)],
-                                  data.num_classes))
-            for ix in data.client_indices
-        ])
-        self.client_label_counts = torch.stack([
-            torch.bincount(data.train_y[torch.as_tensor(ix, device=device)],
-                           minlength=data.num_classes)
-            for ix in data.client_indices
-        ])
+        self.client_label_counts = client_label_counts(data.train_y, data.client_indices,
+                                                       data.num_classes)
+        counts = self.client_label_counts.to(torch.float32)
+        self.client_log_priors = log_prior(counts / counts.sum(1, keepdim=True))
         self.meter = FlopMeter()
         self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay))
         self.client_batch_sizes: dict[int, int] = {}
