@@ -1,5 +1,9 @@
-"""Figures of one run, drawn from its rounds.csv and events.csv."""
+"""Figures of one run, drawn from its rounds.csv and events.csv.
 
+    python -m analysis.plots RUN_DIR [RUN_DIR ...]   (e.g. after a sweep run with --no-figures)
+"""
+
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -77,3 +81,21 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     fig.savefig(written[-1], dpi=120)
     plt.close(fig)
     return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    run_dirs = sys.argv[1:] if argv is None else argv
+    missing = [d for d in run_dirs if not (Path(d) / "rounds.csv").is_file()]
+    if not run_dirs or missing:
+        print(f"error: need run folders holding rounds.csv; not one: {', '.join(missing)}"
+              if missing else "usage: python -m analysis.plots RUN_DIR [RUN_DIR ...]",
+              file=sys.stderr)
+        return 2
+    for run_dir in run_dirs:
+        for path in plot_run(run_dir):
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,9 @@ the sum of its distinct trainings and against training every cell (--retime off)
 The sweep: cellular_10pct.yaml on 3,000 Fashion-MNIST training images (500 test), 20 clients,
 4 per round, T = 5, B = 64, SCALA and FedAvg x six uplink bandwidths (0.5-50 MHz) = 12 cells,
 2 distinct learning trajectories. Three command lines, each in a fresh results folder, timed
-end to end (dataset loading, figures and report included), one after another in this run:
+end to end (process start, dataset loading, the comparison table included; per-run figures
+and the report left out with --no-figures --no-report: drawing them costs about a second per
+cell here whether the cell was trained or re-timed), one after another in this run:
   (a) the sweep with re-timing (the default): trains 2 cells, re-times 10;
   (b) the 2 distinct cells alone (one bandwidth): what the trainings cost by themselves;
   (c) the sweep with --retime off: trains all 12.
@@ -34,7 +36,8 @@ def cli(out: Path, rounds: int, *extra: str) -> float:
             "--set", "data.train_samples=3000", "--set", "data.test_samples=500",
             "--set", "data.num_clients=20", "--set", "training.participation=0.2",
             "--set", f"training.rounds={rounds}", "--set", "training.local_iters=5",
-            "--set", "training.batch_size=64", "--set", "algorithms=[scala, fedavg]", *extra]
+            "--set", "training.batch_size=64", "--set", "algorithms=[scala, fedavg]",
+            "--no-figures", "--no-report", *extra]
     start = time.perf_counter()
     subprocess.run(args, cwd=ROOT, check=True, capture_output=True, text=True)
     return time.perf_counter() - start

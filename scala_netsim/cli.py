@@ -60,6 +60,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-report", action="store_true",
                         help="do not write report.md and the study figures at the end")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="do not draw each run's own figures (about a second per run; a "
+                             "sweep of re-timed cells spends most of its time on them)")
     return parser.parse_args(argv)
 
 
@@ -184,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     from analysis.plots import plot_run
 
-    for cell in todo:   # runs draw nothing themselves (worker processes, Ray tasks)
-        plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")
+    for cell in [] if args.no_figures else todo:  # runs draw nothing themselves (worker
+        plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")  # processes, Ray tasks)
     root = out / scenario.name
     from analysis.compare import write_comparison
 

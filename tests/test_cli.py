@@ -97,3 +97,17 @@ def test_every_study_sweep_expands_to_valid_cells(tmp_path, scenario, cells):
     expanded = expand_sweep(load_scenario(ROOT / "scenarios" / f"{scenario}.yaml"), tmp_path)
     assert len(expanded) == cells
     assert len({c.folder for c in expanded}) == cells
+
+
+def test_no_figures_leaves_the_run_figures_to_analysis_plots(cli, tmp_path):
+    from analysis.plots import main as plots_main
+
+    code, out, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path, *SMALL,
+                         "--set", "algorithms=[scala]", "--no-figures", "--no-report")
+    assert code == 0, err
+    run_dir = tmp_path / "quickstart" / "scala" / "seed0"
+    assert (run_dir / "rounds.csv").is_file() and not list(run_dir.glob("*.png"))
+    assert plots_main([str(run_dir)]) == 0
+    assert sorted(p.name for p in run_dir.glob("*.png")) == [
+        "accuracy_vs_rounds.png", "accuracy_vs_time.png", "latency_breakdown.png"]
+    assert plots_main([str(tmp_path / "nothing")]) == 2
