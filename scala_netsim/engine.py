@@ -208,7 +208,6 @@ class Protocol(ABC):
         self.round = 0
         self._compute_s: dict[tuple[int, int], float] = {}  # (client, FLOPs) -> seconds
 
-
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
         self.round = round_
@@ -301,8 +300,7 @@ class ConcatSplitProtocol(Protocol):
             meeting.arrive(forward.upload)
             reply = yield meeting.replies[k]
             yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
-            yield self._compute(t, k, EventKind.CLIENT_BACKWARD,
-                                     trainer.client_backward(reply))
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
         yield from self._upload_model(k)
 
     def _server(self, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
@@ -359,8 +357,7 @@ class PerClientSplitProtocol(Protocol):
             step = yield from self._server_compute(t, k, [forward.upload])
             (reply,) = step.replies
             yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
-            yield self._compute(t, k, EventKind.CLIENT_BACKWARD,
-                                     trainer.client_backward(reply))
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
         yield from self._finish_client(k)
 
 

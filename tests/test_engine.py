@@ -146,3 +146,36 @@ def test_a_protocol_refuses_a_trainer_of_another_pattern():
     with pytest.raises(TypeError, match="PerClientSplitProtocol needs a PerClientSplitTrainer, "
                                         "got SCALA"):
         build(PerClientSplitProtocol)
+
+
+@pytest.mark.parametrize("varies, draws", [(False, False), (True, True)])
+def test_the_link_asks_the_model_once_a_round_unless_the_rate_varies_per_transfer(varies,
+                                                                                  draws):
+    import numpy as np
+
+    from channel import AdaptiveShannonLink
+
+    asked = []
+
+    class Counting(AdaptiveShannonLink):
+        varies_per_transfer = varies
+
+        def rate_bps(self, direction, gain_linear, bandwidth_hz, time_s, rng):
+            asked.append((direction, time_s, rng))
+            return super().rate_bps(direction, gain_linear, bandwidth_hz, time_s, rng)
+
+    Counting.draws = draws
+    reference = build()
+    reference.run_round(1, [0, 1])
+    sim = build()
+    model = sim.link.model
+    sim.link.model = Counting(model.client_tx_power_w, model.bs_tx_power_w,
+                              model.downlink_bandwidth_hz, model.noise_psd_dbm_per_hz)
+    sim.run_round(1, [0, 1])
+    transfers = [e for e in sim.log.events if e.kind.is_transfer]
+    assert sim.log.rows == reference.log.rows          # the same timeline either way
+    assert len(asked) == (len(transfers) if varies else 4)   # else once per (client, direction)
+    assert all(isinstance(rng, np.random.Generator) if draws else rng is None
+               for _, _, rng in asked)
+    if varies:   # asked at each transfer's start
+        assert sorted(t for _, t, _ in asked) == sorted(e.t_start_s for e in transfers)
