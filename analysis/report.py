@@ -272,18 +272,127 @@ def crossings(x: np.ndarray, a: np.ndarray, b: np.ndarray, log_x: bool) -> list[
     return found
 
 
+def _sweep_axis(runs: pd.DataFrame, key: str) -> tuple[list, np.ndarray, list[str] | None,
+                                                        bool, float, str]:
+    """A swept key's values (sorted when they sort), their x positions, tick labels (None for
+    numbers), whether the axis is logarithmic, and the label scale: frequencies read better in
+    MHz (the data stay in Hz)."""
+    values = list(dict.fromkeys(runs[key]))
+    with contextlib.suppress(TypeError):   # values that do not sort keep the sweep's order
+        values = sorted(values)
+    x, ticks, log_x = _axis_values(values)
+    in_mhz = key.endswith("_hz") and ticks is None and x.max() >= 1e6
+    divisor, unit = (1e6, " MHz") if in_mhz else (1.0, "")
+    return values, x, ticks, log_x, divisor, unit
+
+
+def _format_sweep_axis(ax: Axes, key: str, x: np.ndarray, ticks: list[str] | None, log_x: bool,
+                       divisor: float, unit: str) -> None:
+    ax.set_xlabel(short(key) + (f" ({unit.strip()})" if unit else _unit_hint(key)))
+    if log_x:
+        ax.set_xscale("log")
+    if ticks is not None:
+        ax.set_xticks(x, ticks)
+    elif divisor != 1.0:
+        ax.xaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / divisor:g}"))
+    ax.grid(alpha=0.3, which="both")
+
+
+def _mark_crossings(ax: Axes, key: str, x: np.ndarray, a: np.ndarray, b: np.ndarray,
+                    log_x: bool, ticks: list[str] | None, divisor: float,
+                    unit: str) -> list[str]:
+    """Mark where curves a and b cross on `ax`; -> where each crossing is, as text."""
+    found = []
+    for cx in crossings(x, a, b, log_x):
+        known = np.isfinite(a)
+        y = np.interp(np.log(cx) if log_x else cx, np.log(x[known]) if log_x else x[known],
+                      a[known])
+        ax.axvline(cx, color="k", ls=":", lw=1)
+        ax.plot([cx], [y], marker="X", color="k", ms=9, zorder=5)
+        if ticks is None:
+            where = f"{cx / divisor:.4g}{unit}"
+        else:
+            after = ticks[min(int(cx) + 1, len(ticks) - 1)]
+            where = f"between {ticks[int(cx)]} and {after}"
+        ax.annotate(f"crossover\n{short(key)} ≈ {where}", (cx, y), fontsize=7,
+                    xytext=(6, 6), textcoords="offset points")
+        found.append(where)
+    return found
+
+
+def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
+                          targets: Sequence[float], path: Path) -> list[str]:
+    """Simulated time to each accuracy target some run reached, against one swept key: one
+    panel per target, one line per algorithm (and value of the other swept keys; mean over
+    seeds, missing where a seed did not reach it). Where two algorithms' lines cross, which
+    reaches the target first changes with the key: marked, and returned as text with, for
+    pairs that do not cross, which one is first wherever both reach it."""
+    reached = [t for t in targets if np.isfinite(runs[f"time_to_{t:g}_s"]).any()]
+    if not reached:
+        return []
+    values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(1, len(reached), figsize=(5.2 * len(reached), 4.2), squeeze=False)
+    texts = []
+    for ax, target in zip(axes.flat, reached, strict=True):
+        column, lines = f"time_to_{target:g}_s", {}
+        for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
+            per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first",
+                                     dropna=False).reindex(columns=values)
+            mean = per_seed.to_numpy(float).mean(axis=0)   # NaN unless every seed reached it
+            label = group_label(algorithm, setting)
+            ax.plot(x, mean, marker="o", ms=4, color=f"C{i % 10}", label=label)
+            lines[label] = (algorithm, tuple(setting.items()), mean)
+        labels = list(lines)
+        for i, a in enumerate(labels):
+            for b in labels[i + 1:]:
+                (alg_a, set_a, mean_a), (alg_b, set_b, mean_b) = lines[a], lines[b]
+                if alg_a == alg_b or set_a != set_b:
+                    continue
+                both = np.isfinite(mean_a) & np.isfinite(mean_b)
+                where = _mark_crossings(ax, key, x, mean_a, mean_b, log_x, ticks, divisor, unit)
+                first = [v for v, on in zip(values, both, strict=True) if on]
+                faster = None if not both.any() else (
+                    alg_a if (mean_a[both] < mean_b[both]).all() else (
+                        alg_b if (mean_b[both] < mean_a[both]).all() else None))
+                span = (f"{_fmt_value(first[0] / divisor)}-{_fmt_value(first[-1] / divisor)}"
+                        f"{unit}" if first and ticks is None else "")
+                if where:
+                    last = np.flatnonzero(both)[-1]
+                    above = alg_a if mean_a[last] < mean_b[last] else alg_b
+                    texts.append(f"{100 * target:g} %: {a} and {b} cross at {short(key)} ≈ "
+                                 f"{', '.join(where)} ({above} first above)")
+                elif faster:
+                    texts.append(f"{100 * target:g} %: {faster} first at every {short(key)} "
+                                 f"where both reach it ({span}); no crossover")
+                elif both.any():
+                    texts.append(f"{100 * target:g} %: {a} and {b} meet without crossing "
+                                 f"where both reach it ({span})")
+                else:
+                    reaches = [lab for lab, m in ((a, mean_a), (b, mean_b))
+                               if np.isfinite(m).any()]
+                    texts.append(f"{100 * target:g} %: only {' and '.join(reaches) or 'neither'} "
+                                 f"reached in the swept range; no crossover")
+        ax.set_title(f"time to {100 * target:g} % test accuracy")
+        ax.set_ylabel("simulated time (s)")
+        ax.set_yscale("log")
+        _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"simulated time to accuracy against {key} (mean over seeds; a gap: not "
+                 f"reached by every seed)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return texts
+
+
 def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) -> list[str]:
     """The effect of one swept key: accuracy, communication (uplink solid, downlink dashed),
     time and client computation per round, one line per algorithm (and per value of the other
     swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
     returned as text."""
-    values = list(dict.fromkeys(runs[key]))
-    with contextlib.suppress(TypeError):   # values that do not sort keep the sweep's order
-        values = sorted(values)
-    x, ticks, log_x = _axis_values(values)
-    # frequencies read better in MHz; the data stay in Hz, only labels are scaled
-    in_mhz = key.endswith("_hz") and ticks is None and x.max() >= 1e6
-    divisor, unit = (1e6, " MHz") if in_mhz else (1.0, "")
+    values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
     others = [k for k in keys if k != key]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     lines = {}
@@ -308,30 +417,12 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path)
             (alg_a, set_a, mean_a), (alg_b, set_b, mean_b) = lines[a], lines[b]
             if alg_a == alg_b or set_a != set_b:
                 continue  # only algorithms under the same other settings are compared
-            for cx in crossings(x, mean_a, mean_b, log_x):
-                y = np.interp(np.log(cx) if log_x else cx, np.log(x) if log_x else x, mean_a)
-                ax_t = axes.flat[2]
-                ax_t.axvline(cx, color="k", ls=":", lw=1)
-                ax_t.plot([cx], [y], marker="X", color="k", ms=9, zorder=5)
-                if ticks is None:
-                    where = f"{cx / divisor:.4g}{unit}"
-                else:
-                    after = ticks[min(int(cx) + 1, len(ticks) - 1)]
-                    where = f"between {ticks[int(cx)]} and {after}"
-                ax_t.annotate(f"crossover\n{short(key)} ≈ {where}", (cx, y), fontsize=7,
-                              xytext=(6, 6), textcoords="offset points")
+            for where in _mark_crossings(axes.flat[2], key, x, mean_a, mean_b, log_x, ticks,
+                                         divisor, unit):
                 texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where} "
                              f"({alg_a} faster {'above' if mean_a[-1] < mean_b[-1] else 'below'})")
     for ax in axes.flat:
-        ax.set_xlabel(short(key) + (f" ({unit.strip()})" if unit else _unit_hint(key)))
-        if log_x:
-            ax.set_xscale("log")
-        if ticks is not None:
-            ax.set_xticks(x, ticks)
-        elif divisor != 1.0:
-            ax.xaxis.set_major_formatter(
-                matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / divisor:g}"))
-        ax.grid(alpha=0.3, which="both")
+        _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
     axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
     axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
     axes.flat[0].legend(fontsize=7)
@@ -494,6 +585,15 @@ def write_report(scenario_dir: Path | str) -> Path:
                   ""]
         lines += ([f"- crossover: {t}" for t in texts] or
                   ["- no crossover of the time-per-round curves in the swept range"]) + [""]
+        if pd.api.types.is_numeric_dtype(runs[key]):
+            file = f"time_to_accuracy_{short(key)}.png"
+            texts = time_to_target_figure(runs, key, keys, targets, figures / file)
+            if texts:
+                lines += [f"### Time to accuracy against {key}", "",
+                          "Simulated time until the test accuracy first reaches each target, "
+                          "per algorithm; where two lines cross, which algorithm gets there "
+                          "first changes with the key.", "", f"![](figures/{file})", ""]
+                lines += [f"- {t}" for t in texts] + [""]
     what, front = latency_accuracy_figure(runs, keys, targets, figures / "latency_accuracy.png")
     lines += ["### Latency-accuracy trade-off", "",
               f"x: {what}; y: final test accuracy. Circled and joined: the Pareto front.", "",

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis.report import crossings, pareto_front
+from analysis.report import crossings, pareto_front, time_to_target_figure
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model, state_bytes
 from scala_netsim.scenario import ScenarioError, validate_scenario
@@ -225,3 +225,26 @@ def test_pareto_front_and_crossings_on_constructed_points():
     assert crossings(x, a, np.array([10.0, 3.0, 3.0]), log_x=False) == []   # touch, no cross
     assert crossings(np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 9.0]),
                      np.array([2.0, 5.0, 4.0]), log_x=False) == [2.0]
+
+
+def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_path):
+    key = "network.uplink_bandwidth_hz"
+    bands = [1e5, 1e6, 1e7]
+    times = {("scala", 0.7): [100.0, 50.0, 40.0], ("fedavg", 0.7): [80.0, 60.0, 30.0],
+             ("scala", 0.8): [200.0, 90.0, 80.0], ("fedavg", 0.8): [np.nan] * 3,
+             ("scala", 0.9): [np.nan, 300.0, 100.0], ("fedavg", 0.9): [np.nan, 400.0, 200.0]}
+    runs = pd.DataFrame([{"algorithm": a, "seed": 0, key: b,
+                          **{f"time_to_{t:g}_s": times[(a, t)][i] for t in (0.7, 0.8, 0.9)}}
+                         for a in ("scala", "fedavg") for i, b in enumerate(bands)])
+    runs[f"time_to_{0.95:g}_s"] = np.nan                      # reached by no run: no panel
+    path = tmp_path / "t.png"
+    texts = time_to_target_figure(runs, key, [key], [0.7, 0.8, 0.9, 0.95], path)
+    assert path.stat().st_size > 10_000
+    # 70 %: 100 > 80 then 50 < 60 then 40 > 30: two crossings, fedavg first at the top
+    (seventy,) = [t for t in texts if t.startswith("70 %")]
+    assert seventy.startswith("70 %: scala and fedavg cross at uplink_bandwidth_hz ≈ ")
+    assert seventy.count("MHz") == 2 and seventy.endswith("(fedavg first above)")
+    assert "80 %: only scala reached in the swept range; no crossover" in texts
+    assert "90 %: scala first at every uplink_bandwidth_hz where both reach it (1-10 MHz); " \
+           "no crossover" in texts
+    assert not [t for t in texts if t.startswith("95 %")]
