@@ -100,6 +100,8 @@ def write_comparison(scenario_dir: Path | str, targets: Sequence[float] = (0.6, 
     written = [scenario_dir / "comparison.csv", scenario_dir / "accuracy_vs_time.png",
                scenario_dir / "accuracy_vs_rounds.png"]
     write_csv(written[0], table)
+    if "final_acc" not in table or table["final_acc"].isna().all():
+        return written[:1]   # timing-only runs: no accuracy to draw
     _comparison_figure(scenario_dir, "sim_time_s", written[1],
                        f"{scenario_dir.name}: accuracy against simulated time", algorithms)
     _comparison_figure(scenario_dir, "round", written[2],

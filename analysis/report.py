@@ -59,6 +59,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
         row["retimed"] = bool(summary.get("retimed_from"))
+        row["timing_only"] = bool(summary.get("timing_only"))
         for key in summary.get("setting", {}):
             if key in row:
                 row[key] = _hashable(row[key])
@@ -148,16 +149,22 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def accuracy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float]) -> str:
-    header = ["algorithm", *map(short, keys), "seeds", "final acc (%)", "best acc (%)",
+def accuracy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
+                   with_accuracy: bool = True) -> str:
+    """Accuracy and simulated time per group; `with_accuracy` False (timing-only runs): the
+    simulated time alone."""
+    header = ["algorithm", *map(short, keys), "seeds",
+              *(["final acc (%)", "best acc (%)"] if with_accuracy else []),
               "time / round (s)", "total sim. time (s)",
-              *(f"time to {100 * t:g} % (s)" for t in targets)]
+              *(f"time to {100 * t:g} % (s)" for t in (targets if with_accuracy else []))]
     rows = []
     for algorithm, setting, g in groups(runs, keys):
+        accuracy = [mean_std(g["final_acc"], 100), mean_std(g["best_acc"], 100)]
         rows.append([algorithm, *map(_fmt_value, setting.values()), len(g),
-                     mean_std(g["final_acc"], 100), mean_std(g["best_acc"], 100),
+                     *(accuracy if with_accuracy else []),
                      mean_std(g["time_per_round_s"]), mean_std(g["total_sim_time_s"], digits=0),
-                     *(reach_text(g[f"time_to_{t:g}_s"]) for t in targets)])
+                     *(reach_text(g[f"time_to_{t:g}_s"])
+                       for t in (targets if with_accuracy else []))])
     return markdown_table(header, rows)
 
 
@@ -387,7 +394,8 @@ def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
     return texts
 
 
-def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) -> list[str]:
+def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
+                  with_accuracy: bool = True) -> list[str]:
     """The effect of one swept key: accuracy, communication (uplink solid, downlink dashed),
     time and client computation per round, one line per algorithm (and per value of the other
     swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
@@ -400,6 +408,9 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path)
         label = group_label(algorithm, setting)
         color = f"C{i % 10}"
         for ax, (column, scale, ylabel) in zip(axes.flat, EFFECT_PANELS, strict=False):
+            if column == "final_acc" and not with_accuracy:
+                ax.set_visible(False)   # timing-only runs: no accuracy
+                continue
             per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first")
             per_seed = per_seed.reindex(columns=values)
             mean = _band(ax, x, scale * per_seed.to_numpy(), color, label)
@@ -425,7 +436,7 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path)
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
     axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
     axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
-    axes.flat[0].legend(fontsize=7)
+    axes.flat[0 if with_accuracy else 2].legend(fontsize=7)
     axes.flat[1].legend(fontsize=7)
     fig.suptitle(f"effect of {key} (mean ± 1 std over seeds)", fontsize=10)
     fig.tight_layout()
@@ -543,6 +554,7 @@ def write_report(scenario_dir: Path | str) -> Path:
     name = index.get("scenario", scenario_dir.name)
     seeds = sorted(set(runs["seed"]))
     status = runs["status"].value_counts().to_dict()
+    measured = not runs["timing_only"].all()   # some run has accuracies
     lines = [
         f"# {name}: report",
         "",
@@ -559,9 +571,11 @@ def write_report(scenario_dir: Path | str) -> Path:
         "MB = 10^6 bytes; times are simulated seconds; a target reached by only some seeds "
         "shows how many in brackets.",
         "",
-        "## Accuracy and simulated time",
+        "## Accuracy and simulated time" if measured else "## Simulated time",
         "",
-        accuracy_table(runs, keys, targets),
+        *([] if measured else ["Timing-only runs (`timing_only: true`): no training, no "
+                               "accuracy.", ""]),
+        accuracy_table(runs, keys, targets, with_accuracy=measured),
         "",
         "## Communication and computation",
         "",
@@ -570,22 +584,23 @@ def write_report(scenario_dir: Path | str) -> Path:
         "## Figures",
         "",
     ]
-    accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)
-    accuracy_figure(runs, curves, keys, figures / "accuracy_vs_rounds.png", over_time=False)
-    lines += ["### Accuracy against simulated time", "", "![](figures/accuracy_vs_time.png)", "",
-              "### Accuracy against rounds", "", "![](figures/accuracy_vs_rounds.png)", ""]
+    if measured:
+        accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)
+        accuracy_figure(runs, curves, keys, figures / "accuracy_vs_rounds.png", over_time=False)
+        lines += ["### Accuracy against simulated time", "", "![](figures/accuracy_vs_time.png)",
+                  "", "### Accuracy against rounds", "", "![](figures/accuracy_vs_rounds.png)", ""]
     for key in keys:
         if runs[key].nunique() < 2:
             continue
         file = f"effect_{short(key)}.png"
-        texts = effect_figure(runs, key, keys, figures / file)
+        texts = effect_figure(runs, key, keys, figures / file, with_accuracy=measured)
         lines += [f"### Effect of {key}", "",
-                  "Accuracy, communication per round (uplink solid, downlink dashed), simulated "
-                  "time per round and client computation per round.", "", f"![](figures/{file})",
-                  ""]
+                  ("Accuracy, communication" if measured else "Communication")
+                  + " per round (uplink solid, downlink dashed), simulated time per round and "
+                  "client computation per round.", "", f"![](figures/{file})", ""]
         lines += ([f"- crossover: {t}" for t in texts] or
                   ["- no crossover of the time-per-round curves in the swept range"]) + [""]
-        if pd.api.types.is_numeric_dtype(runs[key]):
+        if measured and pd.api.types.is_numeric_dtype(runs[key]):
             file = f"time_to_accuracy_{short(key)}.png"
             texts = time_to_target_figure(runs, key, keys, targets, figures / file)
             if texts:
@@ -594,11 +609,13 @@ def write_report(scenario_dir: Path | str) -> Path:
                           "per algorithm; where two lines cross, which algorithm gets there "
                           "first changes with the key.", "", f"![](figures/{file})", ""]
                 lines += [f"- {t}" for t in texts] + [""]
-    what, front = latency_accuracy_figure(runs, keys, targets, figures / "latency_accuracy.png")
-    lines += ["### Latency-accuracy trade-off", "",
-              f"x: {what}; y: final test accuracy. Circled and joined: the Pareto front.", "",
-              "![](figures/latency_accuracy.png)", "",
-              "Pareto front (fastest first): " + (", ".join(front) or "empty"), ""]
+    if measured:
+        what, front = latency_accuracy_figure(runs, keys, targets,
+                                              figures / "latency_accuracy.png")
+        lines += ["### Latency-accuracy trade-off", "",
+                  f"x: {what}; y: final test accuracy. Circled and joined: the Pareto front.",
+                  "", "![](figures/latency_accuracy.png)", "",
+                  "Pareto front (fastest first): " + (", ".join(front) or "empty"), ""]
     path = scenario_dir / "report.md"
     write_text(path, "\n".join(lines))
     return path

@@ -192,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     root = out / scenario.name
     from analysis.compare import write_comparison
 
-    write_comparison(root, scenario.report.accuracy_targets)
-    written = "comparison.csv, accuracy_vs_time.png"
+    written = ", ".join(p.name for p in write_comparison(root, scenario.report.accuracy_targets))
     if not args.no_report:
         from analysis.report import write_report
 

@@ -177,6 +177,13 @@ def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path
         assert "test_acc" not in pd.read_csv(got / "rounds.csv").columns
         summary = json.loads((got / "summary.json").read_text())
         assert summary["timing_only"] is True and "final_acc" not in summary
+        assert [p.name for p in got.glob("*.png")] == ["latency_breakdown.png"]
+    # the report and the comparison draw no accuracy: nothing was measured
+    root = tmp_path / "golden"
+    assert "results: " in proc.stdout and "accuracy_vs_time.png" not in proc.stdout
+    assert not list(root.glob("accuracy_vs_*.png")) + list((root / "figures").glob("acc*"))
+    report = (root / "report.md").read_text()
+    assert "## Simulated time" in report and "acc (%)" not in report and "latency" not in report
 
 
 def test_timing_only_refuses_an_algorithm_whose_messages_change(golden_run, tmp_path):
