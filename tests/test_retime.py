@@ -182,7 +182,9 @@ def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path
     root = tmp_path / "golden"
     assert "results: " in proc.stdout and "accuracy_vs_time.png" not in proc.stdout
     assert not list(root.glob("accuracy_vs_*.png")) + list((root / "figures").glob("acc*"))
-    report = (root / "report.md").read_text()
+    from analysis.report import write_report
+
+    report = write_report(root).read_text()
     assert "## Simulated time" in report and "acc (%)" not in report and "latency" not in report
 
 
