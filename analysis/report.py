@@ -153,18 +153,18 @@ def accuracy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[fl
                    with_accuracy: bool = True) -> str:
     """Accuracy and simulated time per group; `with_accuracy` False (timing-only runs): the
     simulated time alone."""
+    targets = targets if with_accuracy else []
     header = ["algorithm", *map(short, keys), "seeds",
               *(["final acc (%)", "best acc (%)"] if with_accuracy else []),
               "time / round (s)", "total sim. time (s)",
-              *(f"time to {100 * t:g} % (s)" for t in (targets if with_accuracy else []))]
+              *(f"time to {100 * t:g} % (s)" for t in targets)]
     rows = []
     for algorithm, setting, g in groups(runs, keys):
         accuracy = [mean_std(g["final_acc"], 100), mean_std(g["best_acc"], 100)]
         rows.append([algorithm, *map(_fmt_value, setting.values()), len(g),
                      *(accuracy if with_accuracy else []),
                      mean_std(g["time_per_round_s"]), mean_std(g["total_sim_time_s"], digits=0),
-                     *(reach_text(g[f"time_to_{t:g}_s"])
-                       for t in (targets if with_accuracy else []))])
+                     *(reach_text(g[f"time_to_{t:g}_s"]) for t in targets)])
     return markdown_table(header, rows)
 
 

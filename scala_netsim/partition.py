@@ -27,8 +27,8 @@ def partition_sampled(labels: np.ndarray, num_clients: int, samples_per_client: 
     samples (a timing study of 100,000 clients on a 60,000-image dataset). No label skew."""
     n = len(labels)
     if samples_per_client > n:
-        raise PartitionError(f"data.partition.samples_per_client: must be <= the {n} training "
-                         f"samples, got {samples_per_client}")
+        raise PartitionError(f"data.partition.samples_per_client: must be <= the {n} "
+                             f"training samples, got {samples_per_client}")
     parts = np.sort(rng.integers(0, n, size=(num_clients, samples_per_client)), axis=1)
     repeated = np.flatnonzero((parts[:, 1:] == parts[:, :-1]).any(axis=1))
     for k in repeated:  # a sample drawn twice for one client: draw that client again
@@ -123,8 +123,8 @@ def make_partition(kind: str, labels: np.ndarray, num_clients: int, num_classes:
     elif kind == "sampled":
         parts = partition_sampled(labels, num_clients, samples_per_client, rng)
     else:
-        raise PartitionError(f"data.partition.kind: unknown {kind!r}; allowed: iid, quantity, "
-                         f"dirichlet, sampled")
+        raise PartitionError(f"data.partition.kind: unknown {kind!r}; allowed: iid, "
+                             f"quantity, dirichlet, sampled")
     empty = sum(len(p) == 0 for p in parts)
     if empty:
         raise PartitionError(
