@@ -371,16 +371,19 @@ def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
                     texts.append(f"{100 * target:g} %: {a} and {b} cross at {short(key)} ≈ "
                                  f"{', '.join(where)} ({above} first above)")
                 elif faster:
-                    texts.append(f"{100 * target:g} %: {faster} first at every {short(key)} "
-                                 f"where both reach it ({span}); no crossover")
+                    slower = b if faster == alg_a else a
+                    texts.append(f"{100 * target:g} %: {a if faster == alg_a else b} before "
+                                 f"{slower} at every {short(key)} where both reach it ({span}); "
+                                 f"no crossover")
                 elif both.any():
                     texts.append(f"{100 * target:g} %: {a} and {b} meet without crossing "
                                  f"where both reach it ({span})")
                 else:
-                    reaches = [lab for lab, m in ((a, mean_a), (b, mean_b))
+                    reaches = [(lab, other) for lab, other, m in ((a, b, mean_a), (b, a, mean_b))
                                if np.isfinite(m).any()]
-                    texts.append(f"{100 * target:g} %: only {' and '.join(reaches) or 'neither'} "
-                                 f"reached in the swept range; no crossover")
+                    texts.append(f"{100 * target:g} %: only {reaches[0][0]} reaches it, not "
+                                 f"{reaches[0][1]}" if reaches else
+                                 f"{100 * target:g} %: neither {a} nor {b} reaches it")
         ax.set_title(f"time to {100 * target:g} % test accuracy")
         ax.set_ylabel("simulated time (s)")
         ax.set_yscale("log")

@@ -244,7 +244,7 @@ def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_pa
     (seventy,) = [t for t in texts if t.startswith("70 %")]
     assert seventy.startswith("70 %: scala and fedavg cross at uplink_bandwidth_hz ≈ ")
     assert seventy.count("MHz") == 2 and seventy.endswith("(fedavg first above)")
-    assert "80 %: only scala reached in the swept range; no crossover" in texts
-    assert "90 %: scala first at every uplink_bandwidth_hz where both reach it (1-10 MHz); " \
-           "no crossover" in texts
+    assert "80 %: only scala reaches it, not fedavg" in texts
+    assert "90 %: scala before fedavg at every uplink_bandwidth_hz where both reach it " \
+           "(1-10 MHz); no crossover" in texts
     assert not [t for t in texts if t.startswith("95 %")]
