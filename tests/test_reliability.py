@@ -114,7 +114,10 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "scala_netsim", str(QUICKSTART),
                              "--out", str(out), *TINY, "--set", "training.rounds=200"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a suite started as a background job ignores SIGINT, and so would
+                            # the child (Python then installs no KeyboardInterrupt handler)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     checkpoint = files(out, "scala") / "checkpoint.pt"
     deadline = time.time() + 300
     while checkpoint_round(checkpoint) < 2 and time.time() < deadline:
