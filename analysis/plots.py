@@ -1,18 +1,25 @@
-"""Figures of one run, drawn from its rounds.csv and events.csv.
+"""Figures of one run, drawn from its rounds.csv and events.csv, and the comparison figures of
+a scenario's runs (accuracy against simulated time and against rounds, every algorithm).
 
-    python -m analysis.plots RUN_DIR [RUN_DIR ...]   (e.g. after a sweep run with --no-figures)
+    python -m analysis.plots DIR [DIR ...]   (e.g. after a sweep run with --no-figures)
+
+DIR is a run folder (holding rounds.csv) or a scenario's results folder (holding
+comparison.csv), whose comparison figures are drawn.
 """
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
+from analysis.compare import find_runs  # noqa: E402
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
@@ -83,16 +90,67 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     return written
 
 
+def _curves(scenario_dir: Path, x_column: str,
+            algorithms: Collection[str] | None) -> dict[str, list[np.ndarray]]:
+    curves = {}
+    for summary, folder in find_runs(scenario_dir, algorithms):
+        rounds = read_rounds(folder).dropna(subset=["test_acc"])
+        curve = rounds[[x_column, "test_acc"]].to_numpy()
+        curves.setdefault(summary["algorithm"], []).append(curve)
+    return curves
+
+
+def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str,
+                       algorithms: Collection[str] | None) -> None:
+    curves = _curves(scenario_dir, x_column, algorithms)
+    if not curves:
+        return
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    span = max((c[:, 0].max() for runs in curves.values() for c in runs if len(c)), default=0.0)
+    divisor, x_label = time_unit(span) if x_column == "sim_time_s" else (1.0, "global round")
+    for algorithm, runs in sorted(curves.items()):
+        for i, c in enumerate(runs):  # one line per seed, one colour per algorithm
+            ax.plot(c[:, 0] / divisor, 100 * c[:, 1], lw=1.3, marker=".", ms=3,
+                    color=f"C{sorted(curves).index(algorithm) % 10}",
+                    label=algorithm if i == 0 else None)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def comparison_figures(scenario_dir: Path | str,
+                       algorithms: Collection[str] | None = None) -> list[Path]:
+    """accuracy_vs_time.png and accuracy_vs_rounds.png of a scenario's runs (none for
+    timing-only runs, which have no accuracy)."""
+    scenario_dir = Path(scenario_dir)
+    written = [scenario_dir / "accuracy_vs_time.png", scenario_dir / "accuracy_vs_rounds.png"]
+    if not any(len(c) for runs in _curves(scenario_dir, "round", algorithms).values()
+               for c in runs):
+        return []
+    _comparison_figure(scenario_dir, "sim_time_s", written[0],
+                       f"{scenario_dir.name}: accuracy against simulated time", algorithms)
+    _comparison_figure(scenario_dir, "round", written[1],
+                       f"{scenario_dir.name}: accuracy against rounds", algorithms)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
-    run_dirs = sys.argv[1:] if argv is None else argv
-    missing = [d for d in run_dirs if not (Path(d) / "rounds.csv").is_file()]
-    if not run_dirs or missing:
-        print(f"error: need run folders holding rounds.csv; not one: {', '.join(missing)}"
-              if missing else "usage: python -m analysis.plots RUN_DIR [RUN_DIR ...]",
-              file=sys.stderr)
+    dirs = sys.argv[1:] if argv is None else argv
+    missing = [d for d in dirs if not any((Path(d) / f).is_file()
+                                          for f in ("rounds.csv", "comparison.csv"))]
+    if not dirs or missing:
+        print(f"error: need run folders holding rounds.csv or scenario folders holding "
+              f"comparison.csv; neither: {', '.join(missing)}"
+              if missing else "usage: python -m analysis.plots DIR [DIR ...]", file=sys.stderr)
         return 2
-    for run_dir in run_dirs:
-        for path in plot_run(run_dir):
+    for folder in dirs:
+        run = (Path(folder) / "rounds.csv").is_file()
+        for path in plot_run(folder) if run else comparison_figures(folder):
             print(path)
     return 0
 

@@ -61,8 +61,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-report", action="store_true",
                         help="do not write report.md and the study figures at the end")
     parser.add_argument("--no-figures", action="store_true",
-                        help="do not draw each run's own figures (about a second per run; a "
-                             "sweep of re-timed cells spends most of its time on them)")
+                        help="draw no figures, neither each run's (about a second per run; a "
+                             "sweep of re-timed cells spends most of its time on them) nor the "
+                             "comparison's; `python -m analysis.plots DIR` draws them later")
     return parser.parse_args(argv)
 
 
@@ -185,14 +186,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if code:
         return code
-    from analysis.plots import plot_run
+    if not args.no_figures:  # runs draw nothing themselves (worker processes, Ray tasks)
+        from analysis.plots import plot_run
 
-    for cell in [] if args.no_figures else todo:  # runs draw nothing themselves (worker
-        plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")  # processes, Ray tasks)
+        for cell in todo:
+            plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")
     root = out / scenario.name
     from analysis.compare import write_comparison
 
-    written = ", ".join(p.name for p in write_comparison(root, scenario.report.accuracy_targets))
+    written = ", ".join(p.name for p in write_comparison(root, scenario.report.accuracy_targets,
+                                                         figures=not args.no_figures))
     if not args.no_report:
         from analysis.report import write_report
 

@@ -1,7 +1,10 @@
 """Datasets kept in memory as normalised float tensors (no per-client DataLoader).
 
-Fashion-MNIST is read by torchvision from the Debian package `dataset-fashion-mnist`
-(/usr/share/datasets/fashion-mnist, gzipped IDX files) or from a user `data_dir`. CIFAR-10,
+Fashion-MNIST is read from the Debian package `dataset-fashion-mnist`
+(/usr/share/datasets/fashion-mnist, gzipped IDX files) or from a user `data_dir`: the IDX files
+torchvision reads, parsed here with NumPy (a 16-byte header and the pixels) because importing
+torchvision costs each process about 2.5 s (it imports torch._dynamo), more than a re-timed
+sweep cell; tests check the arrays equal torchvision's. CIFAR-10,
 CIFAR-100 and CINIC-10 cannot be downloaded here; they are read from `data_dir` in their
 standard formats (the "python version" pickles of CIFAR, CINIC-10's class folders of PNGs).
 """
@@ -22,12 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-import torchvision
 from PIL import Image
 
 PathLike = str | Path | None
 
 DEBIAN_FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
+                         "Shirt", "Sneaker", "Bag", "Ankle boot")
 FASHION_MNIST_FILES = (
     "train-images-idx3-ubyte",
     "train-labels-idx1-ubyte",
@@ -83,19 +87,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SCALA_NETSIM_CACHE", default))
 
 
-def _fashion_mnist_root(data_dir: Path) -> Path:
-    """A torchvision root (ROOT/FashionMNIST/raw/<idx files>) for the IDX files in `data_dir`.
+def _fashion_mnist_files(data_dir: Path) -> list[tuple[Path, Path]]:
+    """(file to read, file the user gave) for each of FASHION_MNIST_FILES in `data_dir`.
 
-    `data_dir` may already be such a root, hold the raw IDX files, or hold them gzipped (the
-    Debian package's layout); gzipped files are unpacked once into the cache.
+    `data_dir` may be a torchvision root (DIR/FashionMNIST/raw/<idx files>), hold the IDX
+    files, or hold them gzipped (the Debian package's layout). Plain files are read where they
+    are; a gzipped file is unpacked once into the cache, under a name that carries its size and
+    modification time, so that a replaced file is unpacked again.
     """
-    if all((data_dir / "FashionMNIST" / "raw" / f).is_file() for f in FASHION_MNIST_FILES):
-        return data_dir
+    torchvision_raw = data_dir / "FashionMNIST" / "raw"
+    if all((torchvision_raw / f).is_file() for f in FASHION_MNIST_FILES):
+        return [(torchvision_raw / f, torchvision_raw / f) for f in FASHION_MNIST_FILES]
     plain = [data_dir / f for f in FASHION_MNIST_FILES]
     packed = [data_dir / (f + ".gz") for f in FASHION_MNIST_FILES]
-    if not all(p.is_file() or g.is_file() for p, g in zip(plain, packed, strict=True)):
-        missing = [f for f, p, g in zip(FASHION_MNIST_FILES, plain, packed, strict=True)
-                   if not (p.is_file() or g.is_file())]
+    missing = [f for f, p, g in zip(FASHION_MNIST_FILES, plain, packed, strict=True)
+               if not (p.is_file() or g.is_file())]
+    if missing:
         raise DataNotFoundError(
             f"data.data_dir: Fashion-MNIST files {missing} (.gz or unpacked) not found in "
             f"{data_dir}; install them with `apt-get install dataset-fashion-mnist` "
@@ -103,20 +110,43 @@ def _fashion_mnist_root(data_dir: Path) -> Path:
             f"holding them"
         )
     digest = hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
-    root = cache_dir() / "fashion_mnist" / digest
-    raw = root / "FashionMNIST" / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
+    cache = cache_dir() / "fashion_mnist" / digest
+    files = []
     for name, p, g in zip(FASHION_MNIST_FILES, plain, packed, strict=True):
-        target = raw / name
-        if target.is_file():
+        if p.is_file():
+            files.append((p, p))
             continue
-        # Unpack to a temporary file and rename: an interrupted unpack leaves nothing
-        # half-written under the file's name.
-        with (tempfile.NamedTemporaryFile(dir=raw, delete=False) as tmp,
-              open(p, "rb") if p.is_file() else gzip.open(g, "rb") as src):
-            shutil.copyfileobj(src, tmp)
-        os.replace(tmp.name, target)
-    return root
+        stat = g.stat()
+        target = cache / f"{name}.{stat.st_size}.{stat.st_mtime_ns}"
+        if not target.is_file():
+            cache.mkdir(parents=True, exist_ok=True)
+            # Unpack to a temporary file and rename: an interrupted unpack leaves nothing
+            # half-written under the file's name.
+            with (tempfile.NamedTemporaryFile(dir=cache, delete=False) as tmp,
+                  gzip.open(g, "rb") as src):
+                shutil.copyfileobj(src, tmp)
+            os.replace(tmp.name, target)
+        files.append((target, g))
+    return files
+
+
+def read_idx(path: Path, source: Path | None = None) -> torch.Tensor:
+    """An IDX file of unsigned bytes (magic 0x00000800 + number of dimensions, big-endian
+    dimension sizes, then the data), as a uint8 tensor of those dimensions. Errors name
+    `source` (the file the user gave, when `path` is its unpacked copy)."""
+    source = path if source is None else source
+    raw = bytearray(path.read_bytes())      # writable: the tensor shares it, no copy
+    magic = int.from_bytes(raw[:4], "big")
+    ndim = magic - 0x0800
+    if not 1 <= ndim <= 3:
+        raise DataNotFoundError(f"data.data_dir: {source} is not an IDX file of unsigned bytes "
+                                f"(magic number {magic:#010x})")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(shape)):
+        raise DataNotFoundError(f"data.data_dir: {source} holds {data.size} bytes of data, its "
+                                f"header says {shape}")
+    return torch.from_numpy(data.reshape(shape))
 
 
 def _to_32x32(images_uint8: torch.Tensor, mean: float, std: float) -> torch.Tensor:
@@ -136,18 +166,17 @@ def load_fashion_mnist(data_dir: PathLike = None, train_samples: int | None = No
             f"with `apt-get install dataset-fashion-mnist` (files land in "
             f"{DEBIAN_FASHION_MNIST_DIR}) or set data.data_dir to a directory holding the IDX files"
         )
-    root = _fashion_mnist_root(data_dir)
-    train = torchvision.datasets.FashionMNIST(root, train=True, download=False)
-    test = torchvision.datasets.FashionMNIST(root, train=False, download=False)
-    train_x, train_y = train.data[:train_samples], train.targets[:train_samples]
-    test_x, test_y = test.data[:test_samples], test.targets[:test_samples]
+    train_x, train_y, test_x, test_y = (read_idx(path, source)
+                                        for path, source in _fashion_mnist_files(data_dir))
+    train_x, train_y = train_x[:train_samples], train_y[:train_samples]
+    test_x, test_y = test_x[:test_samples], test_y[:test_samples]
     return Dataset(
         name="fashion_mnist",
         train_x=_to_32x32(train_x, FASHION_MNIST_MEAN, FASHION_MNIST_STD),
         train_y=train_y.to(torch.int64),
         test_x=_to_32x32(test_x, FASHION_MNIST_MEAN, FASHION_MNIST_STD),
         test_y=test_y.to(torch.int64),
-        class_names=tuple(train.classes),
+        class_names=FASHION_MNIST_CLASSES,
     )
 
 

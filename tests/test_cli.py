@@ -110,4 +110,9 @@ def test_no_figures_leaves_the_run_figures_to_analysis_plots(cli, tmp_path):
     assert plots_main([str(run_dir)]) == 0
     assert sorted(p.name for p in run_dir.glob("*.png")) == [
         "accuracy_vs_rounds.png", "accuracy_vs_time.png", "latency_breakdown.png"]
+    scenario_dir = tmp_path / "quickstart"
+    assert (scenario_dir / "comparison.csv").is_file() and not list(scenario_dir.glob("*.png"))
+    assert plots_main([str(scenario_dir)]) == 0
+    assert sorted(p.name for p in scenario_dir.glob("*.png")) == [
+        "accuracy_vs_rounds.png", "accuracy_vs_time.png"]
     assert plots_main([str(tmp_path / "nothing")]) == 2

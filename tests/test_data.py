@@ -10,10 +10,14 @@ import torch
 from scala_netsim.data import (
     CIFAR10_CLASSES,
     DEBIAN_FASHION_MNIST_DIR,
+    FASHION_MNIST_CLASSES,
+    FASHION_MNIST_FILES,
     RGB_STATS,
     DataNotFoundError,
+    _fashion_mnist_files,
     load_dataset,
     load_fashion_mnist,
+    read_idx,
 )
 
 
@@ -61,6 +65,15 @@ def test_loads_idx_files_from_a_data_dir(tmp_path, compress):
     assert (ds.num_classes, ds.in_channels) == (10, 1)
 
 
+def test_a_replaced_gzipped_file_is_unpacked_again(tmp_path):
+    folder = tmp_path / "fmnist"
+    folder.mkdir()
+    make_idx_dir(folder, compress=True)
+    assert load_fashion_mnist(folder).train_y.tolist() == [0, 1, 2, 3, 4, 5]
+    write_idx(folder / "train-labels-idx1-ubyte", np.array([9, 8, 7, 6, 5, 4]), compress=True)
+    assert load_fashion_mnist(folder).train_y.tolist() == [9, 8, 7, 6, 5, 4]
+
+
 def test_first_n_samples_slices():
     ds = load_dataset("fashion_mnist", None, train_samples=100, test_samples=50)
     assert len(ds.train_y) == 100 and len(ds.test_y) == 50
@@ -73,6 +86,38 @@ def test_debian_package_is_the_default_source():
     assert ds.train_x.shape == (60000, 1, 32, 32) and ds.test_x.shape == (10000, 1, 32, 32)
     assert torch.bincount(ds.train_y).tolist() == [6000] * 10
     assert ds.class_names[0] == "T-shirt/top"
+
+
+def test_idx_files_read_as_torchvision_reads_them(tmp_path):
+    """The package parses the IDX files itself (no torchvision import); the arrays, labels and
+    class names are torchvision's, on the real files."""
+    torchvision = pytest.importorskip("torchvision")
+    files = [path for path, _ in _fashion_mnist_files(DEBIAN_FASHION_MNIST_DIR)]
+    root = tmp_path / "torchvision"                 # the layout torchvision reads: the same files
+    (root / "FashionMNIST").mkdir(parents=True)
+    (root / "FashionMNIST" / "raw").symlink_to(files[0].parent)
+    for path, name in zip(files, FASHION_MNIST_FILES, strict=True):
+        (path.parent / name).symlink_to(path.name)
+    for train, images, labels in ((True, *files[:2]), (False, *files[2:])):
+        ref = torchvision.datasets.FashionMNIST(root, train=train, download=False)
+        assert torch.equal(read_idx(images), ref.data)
+        assert torch.equal(read_idx(labels).long(), ref.targets)
+    assert tuple(ref.classes) == FASHION_MNIST_CLASSES
+    assert torch.equal(load_fashion_mnist(root).test_y, ref.targets)   # torchvision's layout
+
+
+def test_a_file_that_is_not_idx_is_refused_with_its_path(tmp_path):
+    folder = tmp_path / "fmnist"
+    folder.mkdir()
+    make_idx_dir(folder, compress=False)
+    (folder / "train-labels-idx1-ubyte").write_bytes(b"<html>not found</html>")
+    with pytest.raises(DataNotFoundError, match="train-labels-idx1-ubyte is not an IDX file"):
+        load_fashion_mnist(folder)
+    make_idx_dir(folder, compress=False)
+    data = (folder / "t10k-images-idx3-ubyte").read_bytes()
+    (folder / "t10k-images-idx3-ubyte").write_bytes(data[:-5])     # truncated
+    with pytest.raises(DataNotFoundError, match=r"header says \(4, 28, 28\)"):
+        load_fashion_mnist(folder)
 
 
 def test_missing_data_says_how_to_get_it(tmp_path):
