@@ -55,7 +55,8 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         if not (folder / "summary.json").is_file():
             continue  # a cell not run (yet)
         summary = json.loads((folder / "summary.json").read_text())
-        scenario = yaml.safe_load((folder / "scenario.yaml").read_text())
+        scenario = yaml.load((folder / "scenario.yaml").read_text(),
+                             Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
         row["retimed"] = bool(summary.get("retimed_from"))

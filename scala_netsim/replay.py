@@ -48,7 +48,13 @@ from scala_netsim.events import (
     SERVER_ID,
     EventKind,
 )
-from scala_netsim.scenario import Scenario, ScenarioError, learning_identity, validate_scenario
+from scala_netsim.scenario import (
+    Scenario,
+    ScenarioError,
+    learning_identity,
+    read_written_yaml,
+    validate_scenario,
+)
 
 FINISHED = ("completed", "diverged")   # statuses of a run that can be re-timed
 
@@ -142,7 +148,7 @@ class Record:
                                   f"differs from the one in summary.json): damaged, edited or "
                                   f"from another run")
         try:
-            scenario = validate_scenario(yaml.safe_load((folder / "scenario.yaml").read_text()))
+            scenario = validate_scenario(read_written_yaml(folder / "scenario.yaml"))
         except (OSError, yaml.YAMLError, ScenarioError) as exc:
             raise RecordError(f"{where}/scenario.yaml: not a valid scenario ({exc})") from None
         algorithm = summary.get("algorithm")

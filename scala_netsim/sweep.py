@@ -27,6 +27,7 @@ from scala_netsim.scenario import (
     Scenario,
     ScenarioError,
     learning_identity,
+    read_written_yaml,
     set_dotted,
     training_identity,
     validate_scenario,
@@ -134,7 +135,7 @@ def cell_state(cell: SweepCell) -> str:
     if not written.is_file():
         return "new"
     try:
-        earlier = validate_scenario(yaml.safe_load(written.read_text()))
+        earlier = validate_scenario(read_written_yaml(written))
     except (yaml.YAMLError, ScenarioError):
         return "other"
     if training_identity(earlier) != training_identity(cell.scenario):
