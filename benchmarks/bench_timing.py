@@ -19,7 +19,7 @@ from collections.abc import Generator
 import simpy
 import torch
 
-from scala_netsim.run import Run, build_world
+from scala_netsim.run import Run, build_world, objects_so_far_frozen
 from scala_netsim.scenario import load_scenario
 from scala_netsim.sweep import cell_dataset
 
@@ -47,8 +47,9 @@ def timing_run(num_clients: int, participation: float, rounds: int, partition: s
     run = Run(scenario, "scala", world, torch.device("cpu"))
     setup_s = time.perf_counter() - start
     start = time.perf_counter()
-    while not run.finished:
-        run.step()
+    with objects_so_far_frozen():   # as execute_run simulates
+        while not run.finished:
+            run.step()
     sim_s = time.perf_counter() - start
     start = time.perf_counter()
     problems = run.problems()

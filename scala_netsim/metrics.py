@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scala_netsim.events import Event, EventKind
+from scala_netsim.events import EVENT_COLUMNS, EventKind
 
 if TYPE_CHECKING:
     from scala_netsim.algorithms.contract import Evaluation
@@ -34,12 +34,16 @@ TOTAL_OF = {
     EventKind.SERVER_STEP: ("server_flops", False),
 }
 BUCKETS = ("compute_time_s", "uplink_time_s", "downlink_time_s", "server_time_s", "idle_time_s")
+# Positions in an event row (EventLog.rows, Event.as_row): rounds of a timing-only run of
+# 10,000 clients have thousands of events, read here as the plain rows the log keeps.
+T_START, T_END, KIND, PAYLOAD, FLOPS = (EVENT_COLUMNS.index(c) for c in (
+    "t_start_s", "t_end_s", "kind", "payload_bytes", "flops"))
 
 
-def critical_path_s(events: Sequence[Event], round_start_s: float,
+def critical_path_s(events: Sequence[Sequence], round_start_s: float,
                     round_end_s: float) -> dict[str, float]:
     """Seconds of the round's critical path spent in each bucket; they add up to the round's
-    duration.
+    duration. `events` are the round's event rows (EventLog.rows).
 
     Walks back from the round's end: the event that ends at the current instant was on the
     critical path (every step starts the moment the step it waits for ends), so take it and
@@ -47,17 +51,17 @@ def critical_path_s(events: Sequence[Event], round_start_s: float,
     to the latest earlier end counts as idle.
     """
     times = dict.fromkeys(BUCKETS, 0.0)
-    ending_at: dict[float, Event] = {}
+    ending_at: dict[float, Sequence] = {}
     for e in events:
-        if e.t_end_s > e.t_start_s:
-            ending_at.setdefault(e.t_end_s, e)   # the first logged event that ends then
+        if e[T_END] > e[T_START]:
+            ending_at.setdefault(e[T_END], e)   # the first logged event that ends then
     ends = sorted(ending_at)
     t = round_end_s
     while t > round_start_s:
         e = ending_at.get(t)
         if e is not None:
-            times[CRITICAL_PATH_BUCKET[e.kind]] += e.t_end_s - e.t_start_s
-            t = e.t_start_s
+            times[CRITICAL_PATH_BUCKET[e[KIND]]] += e[T_END] - e[T_START]
+            t = e[T_START]
             continue
         i = bisect.bisect_left(ends, t)
         previous = max(ends[i - 1], round_start_s) if i > 0 else round_start_s
@@ -66,15 +70,16 @@ def critical_path_s(events: Sequence[Event], round_start_s: float,
     return times
 
 
-def round_row(round_: int, events: Sequence[Event], round_start_s: float, round_end_s: float,
-              num_clients: int, evaluation: Evaluation | None = None) -> dict:
-    """One row of rounds.csv: bytes each way, FLOPs on clients and server, the critical path,
-    the number of participants and, in evaluated rounds, the test metrics (`evaluation`, an
-    `Evaluation`; test_acc is NaN in the other rounds)."""
+def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
+              round_end_s: float, num_clients: int, evaluation: Evaluation | None = None) -> dict:
+    """One row of rounds.csv from the round's event rows (EventLog.rows; an event's kind may be
+    the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
+    and server, the critical path, the number of participants and, in evaluated rounds, the
+    test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other rounds)."""
     totals = dict.fromkeys(("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"), 0)
-    for e in events:  # one pass: a timing-only round of 10,000 clients has thousands of events
-        column, moved = TOTAL_OF[e.kind]
-        totals[column] += e.payload_bytes if moved else e.flops
+    for e in events:  # one pass
+        column, moved = TOTAL_OF[e[KIND]]
+        totals[column] += e[PAYLOAD] if moved else e[FLOPS]
     row = {"round": round_, "sim_time_s": round_end_s,
            "round_time_s": round_end_s - round_start_s, **totals}
     row.update(critical_path_s(events, round_start_s, round_end_s))

@@ -116,7 +116,7 @@ def test_the_allocator_is_told_each_clients_gain_payload_and_compute_time():
 def test_critical_path_fills_the_round_and_the_next_round_starts_where_it_ended():
     sim = build()
     sim.run_round(1, [0, 1])
-    row = round_row(1, sim.log.events, 0.0, sim.env.now, 2)
+    row = round_row(1, sim.log.rows, 0.0, sim.env.now, 2)
     assert sum(row[b] for b in BUCKETS) == pytest.approx(sim.env.now, rel=1e-12)
     assert row["idle_time_s"] == 0.0 and row["server_time_s"] > 0
     # the critical path of SCALA's round: the slower client's chain plus the server steps

@@ -20,8 +20,8 @@ def books():
     sim.run_round(1, [0, 1])
     start = sim.env.now
     sim.run_round(2, [0, 1])
-    rows = [round_row(1, [e for e in sim.log.events if e.round == 1], 0.0, start, 2),
-            round_row(2, [e for e in sim.log.events if e.round == 2], start, sim.env.now, 2)]
+    rows = [round_row(1, [r for r in sim.log.rows if r[2] == 1], 0.0, start, 2),
+            round_row(2, [r for r in sim.log.rows if r[2] == 2], start, sim.env.now, 2)]
     return (events_frame(sim.log.events), pd.DataFrame(rows), grants_frame(sim.link.grants),
             transfers_frame(sim.link.transfers))
 
