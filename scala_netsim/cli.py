@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"estimated run time on this machine: {format_duration(estimate_s)} for "
               f"{len(trained)} run(s) one after another"
               + (f", spread over {args.jobs} jobs" if args.jobs > 1 else ""))
-    else:
+    elif not todo:
         print("every run is finished already (--force reruns them); rebuilding the report")
 
     write_sweep_index(scenario, cells, out)

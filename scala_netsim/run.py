@@ -30,11 +30,11 @@ from scala_netsim.engine import (
     grants_frame,
     transfers_frame,
 )
-from scala_netsim.events import EventLog
+from scala_netsim.events import DEMAND_COLUMNS, EVENT_COLUMNS, EventLog
 from scala_netsim.invariants import InvariantError, check_run
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
-from scala_netsim.results import write_atomic, write_csv, write_json, write_text
+from scala_netsim.results import write_atomic, write_csv, write_json, write_rows_csv, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
 from scala_netsim.seeds import Seeds
 from scala_netsim.timing import timing_trainer
@@ -55,13 +55,27 @@ class World:
 
 def client_partition(scenario: Scenario, dataset: Dataset) -> list[np.ndarray]:
     """Each client's training-sample indices, reproducibly from the seed (PartitionError when
-    the partition cannot be made, e.g. a client would get no sample)."""
+    the partition cannot be made, e.g. a client would get no sample).
+
+    The last few partitions are kept (the CLI checks a scenario's partition before it runs,
+    then builds the run's world from it; 10,000 clients' take seconds), keyed by the dataset
+    object, which the entry holds so that its id cannot be reused by another."""
     part = scenario.data.partition
-    return make_partition(
-        part.kind, dataset.train_y.cpu().numpy(), scenario.data.num_clients,
-        dataset.num_classes, Seeds(scenario.seed).numpy("partition"),
-        alpha=getattr(part, "alpha", None), beta=getattr(part, "beta", None),
-        samples_per_client=getattr(part, "samples_per_client", None))
+    key = (id(dataset), part.model_dump_json(), scenario.data.num_clients, scenario.seed)
+    hit = _PARTITIONS.pop(key, None)
+    if hit is None:
+        hit = (dataset, make_partition(
+            part.kind, dataset.train_y.cpu().numpy(), scenario.data.num_clients,
+            dataset.num_classes, Seeds(scenario.seed).numpy("partition"),
+            alpha=getattr(part, "alpha", None), beta=getattr(part, "beta", None),
+            samples_per_client=getattr(part, "samples_per_client", None)))
+    _PARTITIONS[key] = hit                      # most recently used last
+    while len(_PARTITIONS) > 4:
+        del _PARTITIONS[next(iter(_PARTITIONS))]
+    return hit[1]
+
+
+_PARTITIONS: dict[tuple, tuple[Dataset, list[np.ndarray]]] = {}
 
 
 def build_world(scenario: Scenario, dataset: Dataset) -> World:
@@ -291,21 +305,39 @@ class Checkpointer:
 
 class RunWriter:
     """The files of one run folder: scenario.yaml and clients.csv at the start, rounds.csv
-    and events.csv rewritten (atomically) as the run goes, summary.json at the end."""
+    and events.csv rewritten (atomically) as the run goes, summary.json at the end.
+
+    Each rewrite writes the whole table, which grows with the run: `flush(run)` (after an
+    evaluated round) is skipped while less than FLUSH_PACE times the last rewrite's duration
+    has passed since it, so that rewriting costs at most ~1/FLUSH_PACE of the run's wall time
+    (every evaluated round while the files are small; a 500-round run's 400,000-event table
+    takes seconds to write). `flush(run, now=True)` (checkpoints, the end, a divergence)
+    always writes."""
+
+    FLUSH_PACE = 20.0
 
     def __init__(self, folder: Path, scenario: Scenario, world: World) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         write_text(self.folder / "scenario.yaml", scenario_yaml(scenario))
         write_csv(self.folder / "clients.csv", clients_frame(world))
+        self._next_flush = 0.0   # perf_counter time before which a flush is skipped
 
-    def flush(self, run: Run) -> None:
+    def flush(self, run: Run, now: bool = False) -> None:
+        start = time.perf_counter()
+        if not now and start < self._next_flush:
+            return
+        self._write(run)
+        end = time.perf_counter()
+        self._next_flush = end + self.FLUSH_PACE * (end - start)
+
+    def _write(self, run: Run) -> None:
         rounds = pd.DataFrame(run.rows)
         if run.scenario.timing_only:   # nothing was evaluated
             rounds = rounds.drop(columns="test_acc")
         write_csv(self.folder / "rounds.csv", rounds)
-        write_csv(self.folder / "events.csv", run.log.frame())
-        write_csv(self.folder / "demands.csv", run.log.demands_frame())
+        write_rows_csv(self.folder / "events.csv", EVENT_COLUMNS, run.log.rows)
+        write_rows_csv(self.folder / "demands.csv", DEMAND_COLUMNS, run.log.demands)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing
@@ -367,7 +399,11 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
     wall_start = time.perf_counter()
     folder = Path(folder)
     checkpointer = Checkpointer(folder / "checkpoint.pt", checkpoint_identity(scenario, algorithm))
-    state = checkpointer.load() if resume and trainer is None else None
+    # a replay or a timing-only run takes seconds to minutes: never checkpointed, its files
+    # are written when it ends (rewriting a growing events.csv every few rounds would cost
+    # more than the simulation)
+    at_the_end = trainer is not None or scenario.timing_only
+    state = checkpointer.load() if resume and not at_the_end else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
         for stale in ("summary.json", "checkpoint.pt"):
             (folder / stale).unlink(missing_ok=True)
@@ -383,17 +419,17 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
         row = run.step()
         if progress is not None:
             progress(row["round"], row["sim_time_s"], row["test_acc"])
-        if trainer is not None:   # a replay takes seconds: its files are written at the end
+        if at_the_end:
             continue
-        if run.diverged:
-            writer.flush(run)
-        elif row["round"] % tr.checkpoint_every == 0 and row["round"] < tr.rounds:
-            writer.flush(run)
+        if run.diverged or run.finished:
+            writer.flush(run, now=True)
+        elif row["round"] % tr.checkpoint_every == 0:
+            writer.flush(run, now=True)
             checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
-        elif not math.isnan(row["test_acc"]) or run.finished:
+        elif not math.isnan(row["test_acc"]):
             writer.flush(run)
-    if trainer is not None:
-        writer.flush(run)
+    if at_the_end:
+        writer.flush(run, now=True)
     problems = run.problems()
     status = ("invariant violation" if problems else
               f"diverged at round {run.round}" if run.diverged else "completed")

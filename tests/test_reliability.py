@@ -131,6 +131,43 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert rounds["round"].iloc[0] == 1
 
 
+def test_rewriting_the_growing_tables_is_paced_by_what_it_costs(make_run, tmp_path, monkeypatch):
+    """flush(run) after an evaluated round is skipped until FLUSH_PACE x the last rewrite's
+    duration has passed; flush(run, now=True) (checkpoints, the end) always writes."""
+    from scala_netsim.run import RunWriter
+
+    run = make_run("fedavg", training={"rounds": 3})
+    monkeypatch.setattr(RunWriter, "FLUSH_PACE", 1e9)  # any rewrite: the next one in decades
+    writer = RunWriter(tmp_path, run.scenario, run.world)
+    run.step()
+    writer.flush(run)                                   # the first flush writes
+    run.step()
+    writer.flush(run)                                   # too soon: skipped
+    assert len(pd.read_csv(tmp_path / "rounds.csv")) == 1
+    run.step()
+    writer.flush(run, now=True)
+    assert len(pd.read_csv(tmp_path / "rounds.csv")) == 3
+    assert len(pd.read_csv(tmp_path / "events.csv")) == len(run.log)
+
+
+def test_rows_are_written_as_pandas_writes_their_table(tmp_path):
+    """events.csv and demands.csv are written from the log's rows with the csv module: the
+    bytes pandas would write for the same table, on values of every kind the log holds."""
+    import numpy as np
+
+    from scala_netsim.results import write_csv, write_rows_csv
+
+    columns = ("t_start_s", "t_end_s", "round", "kind", "payload_bytes", "flops")
+    rows = [(0.0, 1e-07, 1, "model_download", 123_456_789_012, 0),
+            (0.1 + 0.2, 2.5e17, 2, "server_step", 0, np.int64(9_007_199_254_740_993)),
+            (np.float64(1 / 3), 1234.5, 3, "client_forward", 7, 5)]
+    for name, data in (("rows", rows), ("empty", [])):
+        write_rows_csv(tmp_path / f"{name}.csv", columns, data)
+        write_csv(tmp_path / f"{name}_pandas.csv", pd.DataFrame(data, columns=list(columns)))
+        assert ((tmp_path / f"{name}.csv").read_bytes()
+                == (tmp_path / f"{name}_pandas.csv").read_bytes())
+
+
 def test_a_diverging_algorithm_stops_and_the_others_still_run(cli, tmp_path):
     code, out, err = cli(QUICKSTART, "--out", tmp_path, *TINY, "--set", "training.rounds=4",
                          "--set", "algorithms=[fedprox, fedavg]", "--set", "fedprox.mu=1e30")

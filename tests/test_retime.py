@@ -178,6 +178,7 @@ def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path
         summary = json.loads((got / "summary.json").read_text())
         assert summary["timing_only"] is True and "final_acc" not in summary
         assert [p.name for p in got.glob("*.png")] == ["latency_breakdown.png"]
+        assert not (got / "checkpoint.pt").exists()   # written at the end, never checkpointed
     # the report and the comparison draw no accuracy: nothing was measured
     root = tmp_path / "golden"
     assert "results: " in proc.stdout and "accuracy_vs_time.png" not in proc.stdout
