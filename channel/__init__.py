@@ -5,7 +5,14 @@ durations and turns them into simulated time. Swappable models are registered by
 scenario uses: `PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
 """
 
-from channel.bandwidth import ALLOCATORS, BandwidthAllocator, EqualShareAllocator, LinkDemand
+from channel.bandwidth import (
+    ALLOCATORS,
+    BandwidthAllocator,
+    EqualShareAllocator,
+    LinkDemand,
+    MinMaxLatencyAllocator,
+    ProportionalAllocator,
+)
 from channel.compute import compute_time_s, sample_flops_per_s
 from channel.geometry import drop_clients_uniform_disk
 from channel.link import LINK_MODELS, AdaptiveShannonLink, Direction, LinkModel
@@ -23,6 +30,8 @@ __all__ = [
     "EqualShareAllocator",
     "LinkDemand",
     "LinkModel",
+    "MinMaxLatencyAllocator",
+    "ProportionalAllocator",
     "Macro3gpp36814",
     "PathLossModel",
     "airtime_s",

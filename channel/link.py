@@ -15,6 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from channel.radio import shannon_rate_bps
+from channel.units import dbm_to_w
 
 
 class Direction(str, Enum):
@@ -39,6 +40,12 @@ class LinkModel(ABC):
         """The rate of a transfer that starts at `time_s` on a sub-band of `bandwidth_hz`
         between the base station and a client whose large-scale power gain is `gain_linear`."""
 
+    def allocation_radio(self, direction: Direction) -> tuple[float, float, bool] | None:
+        """(transmit power W, noise PSD W/Hz, whether the power is spread over the band) for
+        allocators that weigh the clients' rates (channel.bandwidth.LinkDemand); None when the
+        model has no such settings."""
+        return None
+
 
 class AdaptiveShannonLink(LinkModel):
     """Rate adapted to the channel, at Shannon capacity r = b log2(1 + p g / (N0 b)); never an
@@ -62,6 +69,12 @@ class AdaptiveShannonLink(LinkModel):
         if direction is Direction.UPLINK:
             return self.client_tx_power_w
         return self.bs_tx_power_w * bandwidth_hz / self.downlink_bandwidth_hz
+
+    def allocation_radio(self, direction: Direction) -> tuple[float, float, bool]:
+        noise = float(dbm_to_w(self.noise_psd_dbm_per_hz))
+        if direction is Direction.UPLINK:
+            return self.client_tx_power_w, noise, False
+        return self.bs_tx_power_w, noise, True
 
     def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
                  time_s: float, rng: np.random.Generator | None) -> float:

@@ -13,6 +13,7 @@ A protocol is one communication pattern; it calls the trainer contract of its pa
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -149,6 +150,12 @@ class WirelessLink:
         self._rate_bps.clear()
         self._airtime_s.clear()
         for direction, demand in demands.items():
+            radio = self.model.allocation_radio(direction)
+            if radio is not None:
+                power_w, noise_psd_w_per_hz, constant_psd = radio
+                demand = dataclasses.replace(
+                    demand, tx_power_w=np.full(len(demand), power_w),
+                    noise_psd_w_per_hz=noise_psd_w_per_hz, constant_psd=constant_psd)
             shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
             self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist(),
                                                      strict=True))
