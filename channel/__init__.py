@@ -14,6 +14,7 @@ from channel.bandwidth import (
     ProportionalAllocator,
 )
 from channel.compute import compute_time_s, sample_flops_per_s
+from channel.fading import FADING_KINDS, fading_power_gain, shadowing_db
 from channel.geometry import drop_clients_uniform_disk
 from channel.link import LINK_MODELS, AdaptiveShannonLink, Direction, LinkModel
 from channel.pathloss import PATHLOSS_MODELS, Macro3gpp36814, PathLossModel
@@ -21,6 +22,7 @@ from channel.radio import airtime_s, noise_power_w, shannon_rate_bps, snr_linear
 from channel.units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
 
 __all__ = [
+    "FADING_KINDS",
     "ALLOCATORS",
     "LINK_MODELS",
     "PATHLOSS_MODELS",
@@ -39,9 +41,11 @@ __all__ = [
     "db_to_linear",
     "dbm_to_w",
     "drop_clients_uniform_disk",
+    "fading_power_gain",
     "linear_to_db",
     "noise_power_w",
     "sample_flops_per_s",
+    "shadowing_db",
     "shannon_rate_bps",
     "snr_linear",
     "w_to_dbm",

@@ -95,6 +95,10 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
         server_flops_per_s=comp.server_flops_per_s,
         uplink_bandwidth_hz=net.uplink_bandwidth_hz,
         downlink_bandwidth_hz=net.downlink_bandwidth_hz,
+        # its own stream: the same draws whatever the algorithm or the other settings
+        shadowing_db=(channel.shadowing_db(net.shadowing_std_db, scenario.data.num_clients,
+                                           seeds.numpy("shadowing"))
+                      if net.shadowing_std_db > 0 else None),
     )
     return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
                  cell, seeds)
@@ -113,7 +117,8 @@ def clients_frame(world: World) -> pd.DataFrame:
     frame = pd.DataFrame({
         "client_id": np.arange(len(world.client_indices)),
         "distance_m": world.cell.distance_m,
-        "pathloss_db": world.cell.pathloss_db,
+        "pathloss_db": world.cell.pathloss_db,     # the distance's alone
+        **({} if world.cell.shadowing_db is None else {"shadowing_db": world.cell.shadowing_db}),
         "flops_per_s": world.cell.flops_per_s,
         "num_samples": [len(ix) for ix in world.client_indices],
     })

@@ -106,6 +106,9 @@ class NetworkConfig(_Strict):
     client_tx_power_w: float = Field(default=0.2, gt=0)
     bs_tx_power_w: float = Field(default=1.0, gt=0)
     noise_psd_dbm_per_hz: float = -174.0
+    # log-normal shadowing (dB) added to each client's path loss, drawn once at the drop
+    # (3GPP TR 36.814 Table A.2.1.1.2-3: 8 dB in the macro cell); 0 = none
+    shadowing_std_db: float = Field(default=0.0, ge=0)
     link: LinkConfig = Field(default_factory=LinkConfig)
     allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
 

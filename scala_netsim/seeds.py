@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-STREAMS = ("partition", "drop", "flops", "selection", "model", "batches", "link")
+STREAMS = ("partition", "drop", "flops", "selection", "model", "batches", "link", "shadowing")
 
 
 class Seeds:

@@ -144,3 +144,49 @@ def test_proportional_and_the_fallbacks():
     assert channel.ProportionalAllocator().allocate_hz(9e6, all_silent).tolist() == [3e6] * 3
     for allocator in (channel.MinMaxLatencyAllocator(), channel.ProportionalAllocator()):
         assert allocator.allocate_hz(9e6, empty).size == 0
+
+
+# --- the radio model in the cell -----------------------------------------------------------
+def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
+    from conftest import tiny_scenario
+
+    from scala_netsim.run import build_world, clients_frame
+    from scala_netsim.seeds import Seeds
+
+    plain = build_world(tiny_scenario("scala"), fashion_slice)
+    assert plain.cell.shadowing_db is None and "shadowing_db" not in clients_frame(plain)
+    shadowed = {algorithm: build_world(tiny_scenario(algorithm, network={
+        "shadowing_std_db": 8.0}), fashion_slice) for algorithm in ("scala", "fedavg")}
+    x = shadowed["scala"].cell.shadowing_db
+    assert np.array_equal(x, shadowed["fedavg"].cell.shadowing_db)   # whatever the algorithm
+    assert x.std() > 1.0 and np.array_equal(x, shadowing_db(8.0, 10, Seeds(0).numpy("shadowing")))
+    # the path loss stays the distance's; the gain carries both; the drop is unchanged
+    cell = shadowed["scala"].cell
+    assert np.array_equal(cell.distance_m, plain.cell.distance_m)
+    assert np.array_equal(cell.pathloss_db, plain.cell.pathloss_db)
+    assert cell.gain_linear == pytest.approx(10 ** (-(cell.pathloss_db + x) / 10), rel=1e-12)
+    frame = clients_frame(shadowed["scala"])
+    assert frame["shadowing_db"].tolist() == x.tolist()
+    assert list(frame.columns[:5]) == ["client_id", "distance_m", "pathloss_db",
+                                       "shadowing_db", "flops_per_s"]
+
+
+def test_a_negative_shadowing_spread_is_refused_with_its_field():
+    from conftest import tiny_scenario
+
+    from scala_netsim.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"network\.shadowing_std_db: must be >= 0\.0, "
+                                            r"got -3\.0"):
+        tiny_scenario("scala", network={"shadowing_std_db": -3.0})
+
+
+@pytest.mark.parametrize("allocation", ["proportional", "min_max_latency"])
+def test_a_round_under_each_allocator_splits_the_whole_band(make_run, allocation):
+    run = make_run("scala", network={"allocation": allocation, "shadowing_std_db": 8.0})
+    run.step()
+    grants = run.link.grants
+    for direction in ("uplink", "downlink"):
+        shares = [g.bandwidth_hz for g in grants if g.direction.value == direction]
+        assert len(shares) == 3 and sum(shares) == pytest.approx(20e6, rel=1e-12)
+    assert not run.problems()
