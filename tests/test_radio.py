@@ -148,10 +148,10 @@ def test_proportional_and_the_fallbacks():
 
 # --- the radio model in the cell -----------------------------------------------------------
 def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
-    from conftest import tiny_scenario
-
     from scala_netsim.run import build_world, clients_frame
     from scala_netsim.seeds import Seeds
+
+    from conftest import tiny_scenario
 
     plain = build_world(tiny_scenario("scala"), fashion_slice)
     assert plain.cell.shadowing_db is None and "shadowing_db" not in clients_frame(plain)
@@ -172,9 +172,9 @@ def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
 
 
 def test_a_negative_shadowing_spread_is_refused_with_its_field():
-    from conftest import tiny_scenario
-
     from scala_netsim.scenario import ScenarioError
+
+    from conftest import tiny_scenario
 
     with pytest.raises(ScenarioError, match=r"network\.shadowing_std_db: must be >= 0\.0, "
                                             r"got -3\.0"):

@@ -66,7 +66,8 @@ def test_names_come_from_the_registries():
     (problem,) = problems_of({"name": "x", "network": {"pathloss": "free_space"}})
     assert problem == "network.pathloss: must be one of '3gpp_36814_macro', got 'free_space'"
     (problem,) = problems_of({"name": "x", "network": {"allocation": "greedy"}})
-    assert problem == "network.allocation: must be one of 'equal', got 'greedy'"
+    assert problem == ("network.allocation: must be one of 'equal', 'proportional' or "
+                       "'min_max_latency', got 'greedy'")
     (problem,) = problems_of({"name": "x", "network": {"link": {"mode": "ideal"}}})
     assert problem == "network.link.mode: must be one of 'adaptive', got 'ideal'"
     (problem,) = problems_of({"name": "x", "fedprox": {"mus": 0.1}})
