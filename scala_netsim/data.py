@@ -138,7 +138,7 @@ def read_idx(path: Path, source: Path | None = None) -> torch.Tensor:
     raw = bytearray(path.read_bytes())      # writable: the tensor shares it, no copy
     magic = int.from_bytes(raw[:4], "big")
     ndim = magic - 0x0800
-    if not 1 <= ndim <= 3:
+    if not 1 <= ndim <= 3 or len(raw) < 4 + 4 * ndim:
         raise DataNotFoundError(f"data.data_dir: {source} is not an IDX file of unsigned bytes "
                                 f"(magic number {magic:#010x})")
     shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))

@@ -115,7 +115,7 @@ class WirelessLink:
     run's books can be checked against them. They are kept as plain rows (`grant_rows`,
     `transfer_rows`): a tuple of numbers and text is untracked by the garbage collector, whereas
     a dataclass or NamedTuple per transfer, millions in a timing-only run, made every
-    collection walk them all (a third of the time of a 10,000-client run).
+    collection walk them all (about a fifth of the time of a 10,000-client run).
     """
 
     def __init__(self, env: simpy.Environment, cell: Cell, model: channel.LinkModel,

@@ -370,7 +370,9 @@ def objects_so_far_frozen() -> Iterator[None]:
     out of the garbage collector's full collections while the body runs (gc.freeze), and give
     them back afterwards (gc.unfreeze), so that nothing frozen outlives the run. A timing-only
     run of 10,000 clients spent ~20 % of its time in full collections walking them again and
-    again; none of them becomes garbage while a run simulates."""
+    again. Cyclic garbage among them waits for the first full collection after the run (what
+    reference counting frees is freed at once, as always). gc.unfreeze also releases what a
+    caller had frozen before the run."""
     gc.freeze()
     try:
         yield
@@ -392,6 +394,7 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
 
     With `trainer` (a replay, scala_netsim.replay) nothing is trained: the run is timed with
     that trainer, never checkpointed, and summary.json names the source (`retimed_from`).
+    A timing-only run is not checkpointed either; both write their files once, at the end.
     """
     with objects_so_far_frozen():
         return _execute_run(scenario, algorithm, world, device, folder, setting, progress,

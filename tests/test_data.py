@@ -110,9 +110,10 @@ def test_a_file_that_is_not_idx_is_refused_with_its_path(tmp_path):
     folder = tmp_path / "fmnist"
     folder.mkdir()
     make_idx_dir(folder, compress=False)
-    (folder / "train-labels-idx1-ubyte").write_bytes(b"<html>not found</html>")
-    with pytest.raises(DataNotFoundError, match="train-labels-idx1-ubyte is not an IDX file"):
-        load_fashion_mnist(folder)
+    for junk in (b"<html>not found</html>", b"\x00\x00\x08\x03\x00\x00"):  # a cut header
+        (folder / "train-labels-idx1-ubyte").write_bytes(junk)
+        with pytest.raises(DataNotFoundError, match="train-labels-idx1-ubyte is not an IDX"):
+            load_fashion_mnist(folder)
     make_idx_dir(folder, compress=False)
     data = (folder / "t10k-images-idx3-ubyte").read_bytes()
     (folder / "t10k-images-idx3-ubyte").write_bytes(data[:-5])     # truncated
