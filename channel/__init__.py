@@ -14,7 +14,7 @@ from channel.bandwidth import (
     ProportionalAllocator,
 )
 from channel.compute import compute_time_s, sample_flops_per_s
-from channel.fading import FADING_KINDS, fading_power_gain, shadowing_db
+from channel.fading import FADING_KINDS, Fading, fading_power_gain, shadowing_db
 from channel.geometry import drop_clients_uniform_disk
 from channel.link import LINK_MODELS, AdaptiveShannonLink, Direction, LinkModel
 from channel.pathloss import PATHLOSS_MODELS, Macro3gpp36814, PathLossModel
@@ -30,6 +30,7 @@ __all__ = [
     "BandwidthAllocator",
     "Direction",
     "EqualShareAllocator",
+    "Fading",
     "LinkDemand",
     "LinkModel",
     "MinMaxLatencyAllocator",

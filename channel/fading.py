@@ -15,6 +15,8 @@ SNR). With ARQ and a fresh draw per attempt, attempts are geometric, truncated a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import exp1
@@ -49,6 +51,25 @@ def fading_power_gain(kind: str, rng: np.random.Generator | None, size: int | No
         imag = np.sqrt(1 / (k + 1)) * scattered[1]
         return real * real + imag * imag
     raise ValueError(f"fading kind must be one of {FADING_KINDS}, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class Fading:
+    """Block fading of a cell: `kind` (FADING_KINDS), the Rician K factor in dB, and its
+    `coherence`: "round" (one draw per client, direction and round: the channel is constant
+    over a round) or "transfer" (a fresh draw for every transfer)."""
+
+    kind: str = "none"
+    k_factor_db: float | None = None
+    coherence: str = "round"
+
+    def draw(self, rng: np.random.Generator | None) -> float:
+        """One power gain |h|^2."""
+        return float(fading_power_gain(self.kind, rng, k_factor_db=self.k_factor_db))
+
+    @property
+    def fades(self) -> bool:
+        return self.kind != "none"
 
 
 def required_snr(rate_bps: ArrayLike, bandwidth_hz: ArrayLike) -> np.ndarray:

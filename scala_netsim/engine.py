@@ -120,8 +120,13 @@ class WirelessLink:
 
     def __init__(self, env: simpy.Environment, cell: Cell, model: channel.LinkModel,
                  allocator: channel.BandwidthAllocator, log: EventLog,
-                 seed: np.random.SeedSequence) -> None:
+                 seed: np.random.SeedSequence, fading: channel.Fading | None = None,
+                 fading_seed: np.random.SeedSequence | None = None) -> None:
         self.env, self.cell, self.model, self.allocator, self.log = env, cell, model, allocator, log
+        self.fading = channel.Fading() if fading is None else fading
+        self._fading_seed = fading_seed
+        self._fading_rngs: dict[int, np.random.Generator] = {}
+        self._round_fading: dict[tuple[Direction, int], float] = {}
         self.grant_rows: list[tuple] = []       # Grant.as_row()
         self.transfer_rows: list[tuple] = []    # TransferRate's fields
         self.round = 0
@@ -149,12 +154,39 @@ class WirelessLink:
                 np.random.SeedSequence(self._seed.entropy, spawn_key=(*self._seed.spawn_key, k)))
         return self._rngs[k]
 
+    def fading_gain(self, direction: Direction, k: int) -> float:
+        """|h|^2 of client k's channel in `direction` now. Per round: one draw per (client,
+        round, direction), each from its own child of the fading stream, so that client k's
+        channel in round r is the same whatever the algorithm did before. Per transfer: the
+        client's next draw from its own fading stream (the i-th transfer of client k sees the
+        same draw in every run of the scenario)."""
+        fading = self.fading
+        if not fading.fades:
+            return 1.0
+        seed = self._fading_seed
+        if fading.coherence == "round":
+            key = (direction, k)
+            if key not in self._round_fading:
+                rng = np.random.default_rng(np.random.SeedSequence(
+                    seed.entropy, spawn_key=(*seed.spawn_key, k, self.round,
+                                             direction is Direction.DOWNLINK)))
+                self._round_fading[key] = fading.draw(rng)
+            return self._round_fading[key]
+        if k not in self._fading_rngs:
+            self._fading_rngs[k] = np.random.default_rng(
+                np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)))
+        return fading.draw(self._fading_rngs[k])
+
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
         """Split each band among the round's clients according to their demand."""
         self.round = round_
         self._rate_bps.clear()
         self._airtime_s.clear()
+        self._round_fading.clear()
         for direction, demand in demands.items():
+            if self.fading.fades and self.fading.coherence == "round":  # known for the round
+                demand = dataclasses.replace(demand, gain_linear=demand.gain_linear * np.array(
+                    [self.fading_gain(direction, int(k)) for k in demand.client_ids]))
             radio = self.model.allocation_radio(direction)
             if radio is not None:
                 power_w, noise_psd_w_per_hz, constant_psd = radio
@@ -177,7 +209,8 @@ class WirelessLink:
 
     def _rate_and_airtime(self, direction: Direction, k: int,
                           payload_bytes: int) -> tuple[float, float]:
-        if self.model.varies_per_transfer:
+        if self.model.varies_per_transfer or (self.fading.fades
+                                              and self.fading.coherence == "transfer"):
             rate_bps = self._rate(direction, k)
             return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps))
         key = (direction, k)
@@ -190,8 +223,12 @@ class WirelessLink:
         return rate_bps, self._airtime_s[key]
 
     def _rate(self, direction: Direction, k: int) -> float:
-        """The link model's rate for client k now, on its sub-band in `direction`."""
-        return self.model.rate_bps(direction, self.cell.gain_linear[k],
+        """The link model's rate for client k now, on its sub-band in `direction`, at its
+        large-scale gain times its fading gain."""
+        gain = self.cell.gain_linear[k]
+        if self.fading.fades:
+            gain = gain * self.fading_gain(direction, k)
+        return self.model.rate_bps(direction, gain,
                                    self._bandwidth_hz[direction][k], self.env.now,
                                    self.rng(k) if self.model.draws else None)
 

@@ -168,8 +168,12 @@ class Run:
         """A fresh SimPy clock at `time_s` with the cell's link and the algorithm's protocol."""
         self.env = simpy.Environment(initial_time=time_s)
         allocator = channel.ALLOCATORS[self.scenario.network.allocation]()
+        fading = self.scenario.network.fading
         self.link = WirelessLink(self.env, self.world.cell, link_model(self.scenario), allocator,
-                                 self.log, self.world.seeds.sequence("link"))
+                                 self.log, self.world.seeds.sequence("link"),
+                                 channel.Fading(fading.kind, fading.k_factor_db,
+                                                fading.coherence),
+                                 self.world.seeds.sequence("fading"))
         self.link.grant_rows, self.link.transfer_rows = grant_rows, transfer_rows
         self.protocol = self._protocol_class(self.env, self.world.cell, self.trainer, self.link,
                                              self.log, self.scenario.training.local_iters)

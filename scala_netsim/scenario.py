@@ -97,6 +97,24 @@ class LinkConfig(_Strict):
     mode: Literal[tuple(channel.LINK_MODELS)] = "adaptive"
 
 
+class FadingConfig(_Strict):
+    """Small-scale block fading (channel.fading): |h|^2 per client and direction, drawn per
+    round or per transfer from the `fading` seed stream."""
+    kind: Literal[channel.FADING_KINDS] = "none"
+    k_factor_db: float | None = None      # Rician K factor (line of sight over scattered power)
+    coherence: Literal["round", "transfer"] = "round"
+
+    @model_validator(mode="after")
+    def _k_factor_with_rician_only(self) -> FadingConfig:
+        if self.kind == "rician" and self.k_factor_db is None:
+            raise ValueError("k_factor_db: required with kind rician (the power of the line-of-"
+                             "sight path over the scattered power, in dB)")
+        if self.kind != "rician" and self.k_factor_db is not None:
+            raise ValueError(f"k_factor_db: only with kind rician, got {self.k_factor_db} with "
+                             f"kind {self.kind}")
+        return self
+
+
 class NetworkConfig(_Strict):
     radius_m: float = Field(default=500.0, gt=0)
     min_distance_m: float = Field(default=35.0, ge=0)
@@ -109,6 +127,7 @@ class NetworkConfig(_Strict):
     # log-normal shadowing (dB) added to each client's path loss, drawn once at the drop
     # (3GPP TR 36.814 Table A.2.1.1.2-3: 8 dB in the macro cell); 0 = none
     shadowing_std_db: float = Field(default=0.0, ge=0)
+    fading: FadingConfig = Field(default_factory=FadingConfig)
     link: LinkConfig = Field(default_factory=LinkConfig)
     allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
 

@@ -12,7 +12,8 @@ import zlib
 
 import numpy as np
 
-STREAMS = ("partition", "drop", "flops", "selection", "model", "batches", "link", "shadowing")
+STREAMS = ("partition", "drop", "flops", "selection", "model", "batches", "link", "shadowing",
+           "fading")
 
 
 class Seeds:

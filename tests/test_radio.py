@@ -190,3 +190,54 @@ def test_a_round_under_each_allocator_splits_the_whole_band(make_run, allocation
         shares = [g.bandwidth_hz for g in grants if g.direction.value == direction]
         assert len(shares) == 3 and sum(shares) == pytest.approx(20e6, rel=1e-12)
     assert not run.problems()
+
+
+def transfer_rates(run):
+    """(round, client, kind) -> the rates of its transfers, in order."""
+    rates = {}
+    for t in run.link.transfers:
+        e = run.log.rows[t.event_index]
+        rates.setdefault((e[2], e[4], e[5]), []).append(t.rate_bps)
+    return rates
+
+
+def test_block_fading_per_round_is_one_draw_per_client_direction_and_round(make_run):
+    fading = {"fading": {"kind": "rayleigh", "coherence": "round"}}
+    runs = {a: make_run(a, network=fading, training={"rounds": 2}) for a in ("scala", "fedavg")}
+    for run in runs.values():
+        run.step()
+        run.step()
+    plain = make_run("scala")
+    plain.step()
+    rates = {a: transfer_rates(r) for a, r in runs.items()}
+    link = runs["scala"].link
+    for (r, k, kind), values in rates["scala"].items():
+        assert len(set(values)) == 1                  # constant over the round
+        if kind == "model_download":                  # the same channel whatever the algorithm
+            assert rates["fedavg"][(r, k, kind)] == values
+    # the rate is Shannon's at the large-scale gain times the draw of (client, round, direction)
+    e = next(i for i, row in enumerate(runs["scala"].log.rows) if row[5] == "activation_upload")
+    row = runs["scala"].log.rows[e]
+    k, r = row[4], row[2]
+    link.round = r
+    link._round_fading.clear()
+    h2 = link.fading_gain(channel.Direction.UPLINK, k)
+    t = next(t for t in link.transfers if t.event_index == e)
+    expected = channel.shannon_rate_bps(t.bandwidth_hz, 0.2,
+                                        runs["scala"].world.cell.gain_linear[k] * h2, -174.0)
+    assert t.rate_bps == pytest.approx(float(expected), rel=1e-12)
+    # the same clients (selection does not look at the network), other rates than unfaded
+    unfaded = transfer_rates(plain)
+    round_1 = [key for key in rates["scala"] if key[0] == 1]
+    assert sorted(round_1) == sorted(unfaded)
+    assert all(unfaded[key][0] != rates["scala"][key][0] for key in round_1)
+
+
+def test_block_fading_per_transfer_draws_again_for_each_transfer(make_run):
+    run = make_run("scala", network={"fading": {"kind": "rician", "k_factor_db": 3.0,
+                                                "coherence": "transfer"}})
+    run.step()
+    uploads = [v for (r, k, kind), v in transfer_rates(run).items()
+               if kind == "activation_upload"]
+    assert all(len(set(v)) == len(v) == 2 for v in uploads)   # T = 2, two draws
+    assert not run.problems()
