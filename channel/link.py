@@ -40,6 +40,14 @@ class LinkModel(ABC):
         """The rate of a transfer that starts at `time_s` on a sub-band of `bandwidth_hz`
         between the base station and a client whose large-scale power gain is `gain_linear`."""
 
+    #: at most this many attempts per transfer (ARQ); an attempt fails when `succeeds` says so
+    max_attempts: ClassVar[int] = 1
+
+    def succeeds(self, direction: Direction, gain_linear: float, bandwidth_hz: float) -> bool:
+        """Does an attempt at the channel's instantaneous gain `gain_linear` (fading included)
+        get through? Always, unless the model has outages."""
+        return True
+
     def allocation_radio(self, direction: Direction) -> tuple[float, float, bool] | None:
         """(transmit power W, noise PSD W/Hz, whether the power is spread over the band) for
         allocators that weigh the clients' rates (channel.bandwidth.LinkDemand); None when the
@@ -82,4 +90,30 @@ class AdaptiveShannonLink(LinkModel):
                                       gain_linear, self.noise_psd_dbm_per_hz))
 
 
-LINK_MODELS: dict[str, type[LinkModel]] = {m.name: m for m in (AdaptiveShannonLink,)}
+class FixedRateLink(AdaptiveShannonLink):
+    """Sends at a fixed `target_rate_bps`; an attempt fails (outage) when the instantaneous
+    capacity b log2(1 + p g |h|^2 / (N0 b)) is below it, and is repeated (ARQ) up to
+    `max_attempts` times in all; the engine draws the fading gain of each attempt (a fresh one
+    per attempt when the fading's coherence is one transfer)."""
+
+    name = "fixed_rate"
+
+    def __init__(self, client_tx_power_w: float, bs_tx_power_w: float,
+                 downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float,
+                 target_rate_bps: float, max_attempts: int) -> None:
+        super().__init__(client_tx_power_w, bs_tx_power_w, downlink_bandwidth_hz,
+                         noise_psd_dbm_per_hz)
+        self.target_rate_bps = target_rate_bps
+        self.max_attempts = max_attempts
+
+    def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
+                 time_s: float, rng: np.random.Generator | None) -> float:
+        return self.target_rate_bps
+
+    def succeeds(self, direction: Direction, gain_linear: float, bandwidth_hz: float) -> bool:
+        return super().rate_bps(direction, gain_linear, bandwidth_hz, 0.0, None) \
+            >= self.target_rate_bps
+
+
+LINK_MODELS: dict[str, type[LinkModel]] = {m.name: m for m in (AdaptiveShannonLink,
+                                                                FixedRateLink)}

@@ -86,11 +86,17 @@ class Grant:
 
 
 class TransferRate(NamedTuple):
-    """The sub-band and rate a transfer used; `event_index` is its position in the log."""
+    """The sub-band and rate a transfer used and its number of attempts (ARQ; it lasts
+    attempts * bits / rate); `event_index` is its position in the log."""
 
     event_index: int
     bandwidth_hz: float
     rate_bps: float
+    attempts: int = 1
+
+
+class TransferLost(RuntimeError):  # noqa: N818 (what happened, as the message says)
+    """A transfer that failed all its attempts (fixed-rate link in outage)."""
 
 
 def grants_frame(grants: Sequence[Grant | tuple]) -> pd.DataFrame:
@@ -101,9 +107,9 @@ def grants_frame(grants: Sequence[Grant | tuple]) -> pd.DataFrame:
 
 
 def transfers_frame(transfers: Sequence[TransferRate]) -> pd.DataFrame:
-    """The transfer rates as a table (event_index, bandwidth_hz, rate_bps)."""
+    """The transfer rates as a table (event_index, bandwidth_hz, rate_bps, attempts)."""
     return pd.DataFrame(transfers,
-                        columns=["event_index", "bandwidth_hz", "rate_bps"])
+                        columns=["event_index", "bandwidth_hz", "rate_bps", "attempts"])
 
 
 class WirelessLink:
@@ -226,11 +232,26 @@ class WirelessLink:
         """The link model's rate for client k now, on its sub-band in `direction`, at its
         large-scale gain times its fading gain."""
         gain = self.cell.gain_linear[k]
-        if self.fading.fades:
+        if self.fading.fades and self.model.max_attempts == 1:  # ARQ models: in _attempts
             gain = gain * self.fading_gain(direction, k)
         return self.model.rate_bps(direction, gain,
                                    self._bandwidth_hz[direction][k], self.env.now,
                                    self.rng(k) if self.model.draws else None)
+
+    def _attempts(self, direction: Direction, k: int, kind: EventKind) -> int:
+        """Attempts until one gets through at the channel's gain (large-scale times fading:
+        the same all round under per-round coherence, a fresh draw per attempt under
+        per-transfer coherence); TransferLost when none of max_attempts does."""
+        bandwidth_hz, model = self._bandwidth_hz[direction][k], self.model
+        for attempt in range(1, model.max_attempts + 1):
+            gain = self.cell.gain_linear[k] * self.fading_gain(direction, k)
+            if model.succeeds(direction, gain, bandwidth_hz):
+                return attempt
+        raise TransferLost(
+            f"network.link: client {k}'s {kind.value} in round {self.round} was lost: "
+            f"{model.max_attempts} attempt(s) at {model.target_rate_bps:.6g} bit/s on "
+            f"{bandwidth_hz:.6g} Hz all failed (outage); lower network.link.target_rate_bps, "
+            f"raise network.link.max_attempts, or use mode adaptive")
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Timeout:
@@ -240,9 +261,12 @@ class WirelessLink:
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         bandwidth_hz = self._bandwidth_hz[direction][k]
         rate_bps, airtime_s = self._rate_and_airtime(direction, k, payload_bytes)
+        attempts = 1 if self.model.max_attempts == 1 else self._attempts(direction, k, kind)
+        if attempts > 1:
+            airtime_s = airtime_s * attempts
 
         def record(_: simpy.Event) -> None:
-            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps))
+            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts))
             self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
 
         transfer = self.env.timeout(airtime_s)

@@ -99,12 +99,14 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
         if not np.array_equal(expected_hz, used_hz):
             problems.append(f"{int(np.sum(expected_hz != used_hz))} transfers used another "
                             f"sub-band than their client was granted that round")
-        expected_s = moved["payload_bytes"].to_numpy() * 8.0 / transfers["rate_bps"].to_numpy()
+        expected_s = (transfers["attempts"].to_numpy() * moved["payload_bytes"].to_numpy()
+                      * 8.0 / transfers["rate_bps"].to_numpy())
         duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
         error = np.abs(duration_s - expected_s) / np.maximum(expected_s, 1e-300)
         if (error >= REL_TOL).any():
-            problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last payload "
-                            f"bits / their rate (largest relative error {error.max():.3g})")
+            problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last attempts x "
+                            f"payload bits / their rate (largest relative error "
+                            f"{error.max():.3g})")
 
     kind = events["kind"]
     sums = pd.DataFrame({

@@ -107,10 +107,13 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
 def link_model(scenario: Scenario) -> channel.LinkModel:
     """The scenario's link model (network.link.mode), with the cell's radio settings."""
     net = scenario.network
-    return channel.LINK_MODELS[net.link.mode](
-        client_tx_power_w=net.client_tx_power_w, bs_tx_power_w=net.bs_tx_power_w,
-        downlink_bandwidth_hz=net.downlink_bandwidth_hz,
-        noise_psd_dbm_per_hz=net.noise_psd_dbm_per_hz)
+    radio = {"client_tx_power_w": net.client_tx_power_w, "bs_tx_power_w": net.bs_tx_power_w,
+             "downlink_bandwidth_hz": net.downlink_bandwidth_hz,
+             "noise_psd_dbm_per_hz": net.noise_psd_dbm_per_hz}
+    if net.link.mode == "fixed_rate":
+        radio.update(target_rate_bps=net.link.target_rate_bps,
+                     max_attempts=net.link.max_attempts)
+    return channel.LINK_MODELS[net.link.mode](**radio)
 
 
 def clients_frame(world: World) -> pd.DataFrame:
@@ -266,7 +269,7 @@ class Run:
         self.diverged = state["diverged"]
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0,
                             [tuple(g) for g in state["grants"]],
-                            [tuple(t) for t in state["transfers"]])
+                            [(*t, 1)[:4] for t in state["transfers"]])  # 3-tuples: 1 try
 
 
 CHECKPOINT_FORMAT = 3

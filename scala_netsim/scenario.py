@@ -93,8 +93,21 @@ class TrainingConfig(_Strict):
 
 
 class LinkConfig(_Strict):
-    """How a transfer's rate is set (channel.LINK_MODELS)."""
+    """How a transfer's rate is set (channel.LINK_MODELS): adaptive (Shannon rate, never an
+    outage) or fixed_rate (target_rate_bps; an attempt below capacity fails, ARQ repeats it up
+    to max_attempts in all)."""
     mode: Literal[tuple(channel.LINK_MODELS)] = "adaptive"
+    target_rate_bps: float | None = Field(default=None, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _target_with_fixed_rate(self) -> LinkConfig:
+        if self.mode == "fixed_rate" and self.target_rate_bps is None:
+            raise ValueError("target_rate_bps: required with mode fixed_rate (bit/s)")
+        if self.mode != "fixed_rate" and self.target_rate_bps is not None:
+            raise ValueError(f"target_rate_bps: only with mode fixed_rate, got "
+                             f"{self.target_rate_bps} with mode {self.mode}")
+        return self
 
 
 class FadingConfig(_Strict):

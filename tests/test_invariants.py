@@ -44,11 +44,11 @@ def test_each_corruption_is_caught(books):
     def longer_upload(e, r, g, t):
         i = e.index[e.kind == "activation_upload"][0]
         e.loc[i, "t_end_s"] *= 1 + 1e-6
-    assert "do not last payload bits / their rate" in corrupted(books, longer_upload)
+    assert "do not last attempts x payload bits / their rate" in corrupted(books, longer_upload)
 
     def wrong_rate(e, r, g, t):
         t.loc[3, "rate_bps"] *= 1.001
-    assert "do not last payload bits / their rate" in corrupted(books, wrong_rate)
+    assert "do not last attempts x payload bits / their rate" in corrupted(books, wrong_rate)
 
     def extra_bytes(e, r, g, t):
         e.loc[e.index[e.kind == "model_upload"][0], "payload_bytes"] += 1

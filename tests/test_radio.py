@@ -241,3 +241,46 @@ def test_block_fading_per_transfer_draws_again_for_each_transfer(make_run):
                if kind == "activation_upload"]
     assert all(len(set(v)) == len(v) == 2 for v in uploads)   # T = 2, two draws
     assert not run.problems()
+
+
+def test_fixed_rate_links_retransmit_until_an_attempt_is_below_capacity(make_run):
+    """Per-transfer Rayleigh fading at a rate near the clients' mean capacity: some transfers
+    take several attempts, each lasts attempts x bits / R, and the attempts are those the
+    fading draws give (recomputed here from the same streams)."""
+    run = make_run("scala", network={
+        "fading": {"kind": "rayleigh", "coherence": "transfer"},
+        "link": {"mode": "fixed_rate", "target_rate_bps": 2e7, "max_attempts": 30}},
+        training={"rounds": 2})
+    run.step()
+    run.step()
+    transfers = run.link.transfers
+    assert all(t.rate_bps == 2e7 for t in transfers)
+    attempts = [t.attempts for t in transfers]
+    assert max(attempts) > 1 and min(attempts) == 1
+    for t in transfers:
+        row = run.log.rows[t.event_index]
+        assert row[1] - row[0] == pytest.approx(t.attempts * row[6] * 8 / 2e7, rel=1e-12)
+    assert not run.problems()
+    # an attempt count that disagrees with the duration is caught by the invariants
+    run.link.transfer_rows[0] = (*run.link.transfer_rows[0][:3], 99)
+    assert any("attempts x payload bits" in p for p in run.problems())
+
+
+def test_a_transfer_that_exhausts_its_attempts_names_client_and_round(make_run, tmp_path):
+    from scala_netsim.engine import TransferLost
+
+    run = make_run("fedavg", network={"link": {"mode": "fixed_rate", "target_rate_bps": 1e12,
+                                               "max_attempts": 2}})
+    with pytest.raises(TransferLost, match=r"client \d+'s model_download in round 1 was lost: "
+                                           r"2 attempt\(s\) at 1e\+12 bit/s"):
+        run.step()
+
+
+def test_the_cli_stops_a_lost_transfer_with_exit_2(cli, tmp_path):
+    from conftest import ROOT
+
+    code, out, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
+                         "--set", "data.train_samples=600", "--set", "data.test_samples=100",
+                         "--set", "algorithms=[fedavg]", "--set", "training.rounds=1",
+                         "--set", "network.link={mode: fixed_rate, target_rate_bps: 1.0e12}")
+    assert code == 2 and "was lost" in err and "target_rate_bps" in err

@@ -69,7 +69,7 @@ def test_names_come_from_the_registries():
     assert problem == ("network.allocation: must be one of 'equal', 'proportional' or "
                        "'min_max_latency', got 'greedy'")
     (problem,) = problems_of({"name": "x", "network": {"link": {"mode": "ideal"}}})
-    assert problem == "network.link.mode: must be one of 'adaptive', got 'ideal'"
+    assert problem == "network.link.mode: must be one of 'adaptive' or 'fixed_rate', got 'ideal'"
     (problem,) = problems_of({"name": "x", "fedprox": {"mus": 0.1}})
     assert problem.startswith("fedprox.mus: unknown key; did you mean 'mu'?")
 
