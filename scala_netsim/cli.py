@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     problem = check_writable(out)
     if problem:
         return fail(problem)
+    from scala_netsim.run import cell_edge_warning
+
+    for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in cells))):
+        print(f"warning: {warning}", file=sys.stderr)
     if scenario.timing_only:
         from scala_netsim.algorithms.registry import ALGORITHMS
 

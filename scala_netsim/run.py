@@ -116,6 +116,31 @@ def link_model(scenario: Scenario) -> channel.LinkModel:
     return channel.LINK_MODELS[net.link.mode](**radio)
 
 
+def cell_edge_warning(scenario: Scenario) -> str | None:
+    """For a fixed-rate link: a warning when a client at the cell edge (radius_m, no shadowing,
+    no fading) could not reach network.link.target_rate_bps even on the whole band of a
+    direction; it would then lose every transfer unless fading lifts its channel. None
+    otherwise. (A warning, not a refusal: with fading or shadowing such a cell can work.)"""
+    net = scenario.network
+    if net.link.mode != "fixed_rate":
+        return None
+    model = link_model(scenario)
+    edge_pathloss_db = channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(net.radius_m)
+    gain = float(channel.db_to_linear(-edge_pathloss_db))
+    short = []
+    for direction, band_hz in ((channel.Direction.UPLINK, net.uplink_bandwidth_hz),
+                               (channel.Direction.DOWNLINK, net.downlink_bandwidth_hz)):
+        capacity = channel.AdaptiveShannonLink.rate_bps(model, direction, gain, band_hz, 0.0,
+                                                        None)
+        if capacity < net.link.target_rate_bps:
+            short.append(f"{direction.value} {capacity:.4g} bit/s on all {band_hz:.4g} Hz")
+    if not short:
+        return None
+    return (f"network.link.target_rate_bps: {net.link.target_rate_bps:.4g} bit/s is above what "
+            f"a client at the cell edge ({net.radius_m:g} m, no fading) can reach: "
+            f"{'; '.join(short)}; such clients lose every transfer unless fading lifts them")
+
+
 def clients_frame(world: World) -> pd.DataFrame:
     frame = pd.DataFrame({
         "client_id": np.arange(len(world.client_indices)),

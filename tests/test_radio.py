@@ -284,3 +284,5 @@ def test_the_cli_stops_a_lost_transfer_with_exit_2(cli, tmp_path):
                          "--set", "algorithms=[fedavg]", "--set", "training.rounds=1",
                          "--set", "network.link={mode: fixed_rate, target_rate_bps: 1.0e12}")
     assert code == 2 and "was lost" in err and "target_rate_bps" in err
+    assert "warning: network.link.target_rate_bps: 1e+12 bit/s is above what a client at the " \
+           "cell edge" in err
