@@ -40,8 +40,10 @@ class LinkModel(ABC):
         """The rate of a transfer that starts at `time_s` on a sub-band of `bandwidth_hz`
         between the base station and a client whose large-scale power gain is `gain_linear`."""
 
-    #: at most this many attempts per transfer (ARQ); an attempt fails when `succeeds` says so
-    max_attempts: ClassVar[int] = 1
+    #: can an attempt fail (`succeeds`)? Then the engine draws each attempt's fading and
+    #: repeats a failed one (ARQ) up to `max_attempts` in all
+    outages: ClassVar[bool] = False
+    max_attempts: int = 1
 
     def succeeds(self, direction: Direction, gain_linear: float, bandwidth_hz: float) -> bool:
         """Does an attempt at the channel's instantaneous gain `gain_linear` (fading included)
@@ -97,6 +99,7 @@ class FixedRateLink(AdaptiveShannonLink):
     per attempt when the fading's coherence is one transfer)."""
 
     name = "fixed_rate"
+    outages = True
 
     def __init__(self, client_tx_power_w: float, bs_tx_power_w: float,
                  downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float,

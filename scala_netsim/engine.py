@@ -232,7 +232,7 @@ class WirelessLink:
         """The link model's rate for client k now, on its sub-band in `direction`, at its
         large-scale gain times its fading gain."""
         gain = self.cell.gain_linear[k]
-        if self.fading.fades and self.model.max_attempts == 1:  # ARQ models: in _attempts
+        if self.fading.fades and not self.model.outages:  # models with outages: _attempts
             gain = gain * self.fading_gain(direction, k)
         return self.model.rate_bps(direction, gain,
                                    self._bandwidth_hz[direction][k], self.env.now,
@@ -261,7 +261,7 @@ class WirelessLink:
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         bandwidth_hz = self._bandwidth_hz[direction][k]
         rate_bps, airtime_s = self._rate_and_airtime(direction, k, payload_bytes)
-        attempts = 1 if self.model.max_attempts == 1 else self._attempts(direction, k, kind)
+        attempts = self._attempts(direction, k, kind) if self.model.outages else 1
         if attempts > 1:
             airtime_s = airtime_s * attempts
 

@@ -269,11 +269,12 @@ def test_fixed_rate_links_retransmit_until_an_attempt_is_below_capacity(make_run
 def test_a_transfer_that_exhausts_its_attempts_names_client_and_round(make_run, tmp_path):
     from scala_netsim.engine import TransferLost
 
-    run = make_run("fedavg", network={"link": {"mode": "fixed_rate", "target_rate_bps": 1e12,
-                                               "max_attempts": 2}})
-    with pytest.raises(TransferLost, match=r"client \d+'s model_download in round 1 was lost: "
-                                           r"2 attempt\(s\) at 1e\+12 bit/s"):
-        run.step()
+    for attempts in (1, 2):
+        run = make_run("fedavg", network={"link": {
+            "mode": "fixed_rate", "target_rate_bps": 1e12, "max_attempts": attempts}})
+        with pytest.raises(TransferLost, match=rf"client \d+'s model_download in round 1 was "
+                                               rf"lost: {attempts} attempt\(s\) at 1e\+12 bit/s"):
+            run.step()
 
 
 def test_the_cli_stops_a_lost_transfer_with_exit_2(cli, tmp_path):
