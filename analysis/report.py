@@ -22,14 +22,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
-from scala_netsim.results import write_text  # noqa: E402
+from scala_netsim.results import read_written_yaml, write_text  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9
 
@@ -55,8 +54,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         if not (folder / "summary.json").is_file():
             continue  # a cell not run (yet)
         summary = json.loads((folder / "summary.json").read_text())
-        scenario = yaml.load((folder / "scenario.yaml").read_text(),
-                             Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        scenario = read_written_yaml(folder / "scenario.yaml")
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
         row["retimed"] = bool(summary.get("retimed_from"))

@@ -71,6 +71,16 @@ class Fading:
     def fades(self) -> bool:
         return self.kind != "none"
 
+    @property
+    def per_round(self) -> bool:
+        """One draw per client, direction and round."""
+        return self.fades and self.coherence == "round"
+
+    @property
+    def per_transfer(self) -> bool:
+        """A fresh draw for every transfer (and every attempt of one)."""
+        return self.fades and self.coherence == "transfer"
+
 
 def required_snr(rate_bps: ArrayLike, bandwidth_hz: ArrayLike) -> np.ndarray:
     """The SNR at which b log2(1 + snr) = R: 2^(R/b) - 1."""

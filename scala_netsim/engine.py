@@ -99,11 +99,10 @@ class TransferLost(RuntimeError):  # noqa: N818 (what happened, as the message s
     """A transfer that failed all its attempts (fixed-rate link in outage)."""
 
 
-def grants_frame(grants: Sequence[Grant | tuple]) -> pd.DataFrame:
-    """The grants (or their rows) as a table (round, client_id, direction, bandwidth_hz), for
-    the invariants."""
-    return pd.DataFrame([g.as_row() if isinstance(g, Grant) else g for g in grants],
-                        columns=["round", "client_id", "direction", "bandwidth_hz"])
+def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
+    """The grants' rows (Grant.as_row) as a table (round, client_id, direction, bandwidth_hz),
+    for the invariants."""
+    return pd.DataFrame(grant_rows, columns=["round", "client_id", "direction", "bandwidth_hz"])
 
 
 def transfers_frame(transfers: Sequence[TransferRate]) -> pd.DataFrame:
@@ -144,6 +143,8 @@ class WirelessLink:
         # same messages every local iteration: the radio math runs once per kind of message)
         self._rate_bps: dict[tuple[Direction, int], float] = {}
         self._airtime_s: dict[tuple[Direction, int, int], float] = {}
+        # what an allocator weighing the clients' rates needs of the link model (fixed)
+        self._radio = {d: model.allocation_radio(d) for d in Direction}
 
     @property
     def grants(self) -> list[Grant]:
@@ -170,7 +171,7 @@ class WirelessLink:
         if not fading.fades:
             return 1.0
         seed = self._fading_seed
-        if fading.coherence == "round":
+        if fading.per_round:
             key = (direction, k)
             if key not in self._round_fading:
                 rng = np.random.default_rng(np.random.SeedSequence(
@@ -190,10 +191,10 @@ class WirelessLink:
         self._airtime_s.clear()
         self._round_fading.clear()
         for direction, demand in demands.items():
-            if self.fading.fades and self.fading.coherence == "round":  # known for the round
+            if self.fading.per_round:  # known for the round: the allocator may weigh it
                 demand = dataclasses.replace(demand, gain_linear=demand.gain_linear * np.array(
                     [self.fading_gain(direction, int(k)) for k in demand.client_ids]))
-            radio = self.model.allocation_radio(direction)
+            radio = self._radio[direction]
             if radio is not None:
                 power_w, noise_psd_w_per_hz, constant_psd = radio
                 demand = dataclasses.replace(
@@ -215,8 +216,7 @@ class WirelessLink:
 
     def _rate_and_airtime(self, direction: Direction, k: int,
                           payload_bytes: int) -> tuple[float, float]:
-        if self.model.varies_per_transfer or (self.fading.fades
-                                              and self.fading.coherence == "transfer"):
+        if self.model.varies_per_transfer or self.fading.per_transfer:
             rate_bps = self._rate(direction, k)
             return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps))
         key = (direction, k)

@@ -48,11 +48,11 @@ from scala_netsim.events import (
     SERVER_ID,
     EventKind,
 )
+from scala_netsim.results import read_written_yaml
 from scala_netsim.scenario import (
     Scenario,
     ScenarioError,
     learning_identity,
-    read_written_yaml,
     validate_scenario,
 )
 

@@ -346,13 +346,6 @@ def apply_overrides(document: dict, overrides: list[str], source: str = "--set")
     return document
 
 
-def read_written_yaml(path: Path) -> Any:
-    """A YAML file this package wrote (a run folder's scenario.yaml), read with libyaml's
-    parser when PyYAML has it (10x faster; the same objects: construction is PyYAML's own).
-    Users' files go through load_scenario, whose error messages are PyYAML's."""
-    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
     """Read, override and validate a scenario file."""
     path = Path(path)

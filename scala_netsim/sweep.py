@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scala_netsim.results import write_json
+from scala_netsim.results import read_written_yaml, write_json
 from scala_netsim.scenario import (
     Scenario,
     ScenarioError,
     learning_identity,
-    read_written_yaml,
     set_dotted,
     training_identity,
     validate_scenario,

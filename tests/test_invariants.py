@@ -22,7 +22,7 @@ def books():
     sim.run_round(2, [0, 1])
     rows = [round_row(1, [r for r in sim.log.rows if r[2] == 1], 0.0, start, 2),
             round_row(2, [r for r in sim.log.rows if r[2] == 2], start, sim.env.now, 2)]
-    return (events_frame(sim.log.events), pd.DataFrame(rows), grants_frame(sim.link.grants),
+    return (events_frame(sim.log.events), pd.DataFrame(rows), grants_frame(sim.link.grant_rows),
             transfers_frame(sim.link.transfers))
 
 
