@@ -17,6 +17,15 @@ def time_to_accuracy_s(rounds: pd.DataFrame, target: float) -> float:
     return float(hit["sim_time_s"].iloc[0]) if len(hit) else float("nan")
 
 
+def energy_to_accuracy_j(rounds: pd.DataFrame, target: float) -> float:
+    """The clients' energy (J, rounds.csv's client_energy_j summed) until the test accuracy
+    first reaches `target` (NaN if never)."""
+    reached = (rounds["test_acc"] >= target).to_numpy()
+    if not reached.any():
+        return float("nan")
+    return float(rounds["client_energy_j"].to_numpy()[:reached.argmax() + 1].sum())
+
+
 def find_runs(scenario_dir: Path | str,
               algorithms: Collection[str] | None = None) -> Iterator[tuple[dict, Path]]:
     """(summary, run folder) of every finished run under OUT/<scenario>/, sweep cells
@@ -30,7 +39,8 @@ def find_runs(scenario_dir: Path | str,
 def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds: pd.DataFrame,
             targets: Sequence[float]) -> dict:
     """A run's comparison row: its swept values, accuracy, simulated time to each target
-    accuracy, totals."""
+    accuracy, totals; for a run that records energy, the clients' energy in total, split, and
+    until each target accuracy."""
     row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
            **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
            "status": summary["status"],
@@ -41,6 +51,11 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
         row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
     row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes", "downlink_bytes",
                                         "client_flops", "server_flops", "wall_time_s")})
+    if "client_energy_j" in rounds:   # a run that records energy (scala_netsim.radio_record)
+        row.update({k: summary[k] for k in ("client_energy_j", "client_transmit_energy_j",
+                                            "client_compute_energy_j")})
+        for target in targets:
+            row[f"energy_to_{target:g}_j"] = energy_to_accuracy_j(rounds, target)
     row["folder"] = str(Path(folder).relative_to(scenario_dir))
     return row
 

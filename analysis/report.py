@@ -78,6 +78,14 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
             "client_GFLOP": summary["client_flops"] / GFLOP,
             "client_GFLOP_per_round": summary["client_flops"] / GFLOP / done,
             "server_GFLOP": summary["server_flops"] / GFLOP,
+            # the spread of the round's latency over the run's rounds
+            "round_time_mean_s": float(rounds["round_time_s"].mean()),
+            "round_time_std_s": float(rounds["round_time_s"].std(ddof=0)),
+            "round_time_p95_s": float(rounds["round_time_s"].quantile(0.95)),
+            "round_time_max_s": float(rounds["round_time_s"].max()),
+            "energy_J": row.get("client_energy_j", math.nan),
+            "energy_J_per_round": row.get("client_energy_j", math.nan) / done,
+            "transmit_J_per_round": row.get("client_transmit_energy_j", math.nan) / done,
         })
         rows.append(row)
         curves[row["folder"]] = rounds.dropna(subset=["test_acc"])[
@@ -183,6 +191,25 @@ def cost_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
                      mean_std(g["uplink_MB"], digits=1), mean_std(g["downlink_MB"], digits=1),
                      mean_std(g["client_GFLOP_per_round"], digits=1),
                      mean_std(g["client_GFLOP"], digits=0), mean_std(g["server_GFLOP"], digits=0)])
+    return markdown_table(header, rows)
+
+
+def latency_energy_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
+    """The round's latency (its mean, spread and tail over the rounds of a run, then mean ±
+    std over seeds) and, when the runs record it, the clients' energy per round and in all."""
+    energy = bool(np.isfinite(runs["energy_J"]).any())
+    header = ["algorithm", *map(short, keys), "round time mean (s)", "std over rounds (s)",
+              "95th percentile (s)", "max (s)",
+              *(["client energy / round (J)", "of which sending (J)", "client energy total (kJ)"]
+                if energy else [])]
+    rows = []
+    for algorithm, setting, g in groups(runs, keys):
+        rows.append([algorithm, *map(_fmt_value, setting.values()),
+                     mean_std(g["round_time_mean_s"]), mean_std(g["round_time_std_s"]),
+                     mean_std(g["round_time_p95_s"]), mean_std(g["round_time_max_s"]),
+                     *([mean_std(g["energy_J_per_round"], digits=1),
+                        mean_std(g["transmit_J_per_round"], digits=2),
+                        mean_std(g["energy_J"], 1e-3, digits=2)] if energy else [])])
     return markdown_table(header, rows)
 
 
@@ -470,7 +497,8 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 def choose_target(runs: pd.DataFrame, keys: Sequence[str],
                   targets: Sequence[float]) -> float | None:
     """The highest accuracy target every seed of at least half of the (algorithm, setting)
-    groups reaches; None when no group reaches any target."""
+    groups reaches; None when no group reaches any target (the same target in the latency-
+    and the energy-accuracy figure)."""
     gs = groups(runs, keys)
     for target in sorted(targets, reverse=True):
         reached = sum(bool(np.isfinite(g[f"time_to_{target:g}_s"]).all()) for _, _, g in gs)
@@ -482,12 +510,27 @@ def choose_target(runs: pd.DataFrame, keys: Sequence[str],
     return None
 
 
+def _energy_unit(span_j: float) -> tuple[float, str]:
+    """(joules per unit, axis label) for the clients' energy."""
+    return (1e3, "clients' energy (kJ)") if span_j >= 1e4 else (1.0, "clients' energy (J)")
+
+
+#: what a trade-off figure puts on x: the cost column until the target accuracy, the
+#: run's total, the unit chooser, and how the caption names it
+TRADE_OFFS = {
+    "latency": ("time_to_{target:g}_s", "total_sim_time_s", time_unit, "simulated time"),
+    "energy": ("energy_to_{target:g}_j", "energy_J", _energy_unit, "clients' energy"),
+}
+
+
 def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
-                            path: Path) -> tuple[str, list[str]]:
-    """Each (algorithm, setting) a point: simulated time to the target accuracy against final
-    accuracy, error bars over seeds, the Pareto front marked. -> (caption, front labels)."""
+                            path: Path, cost: str = "latency") -> tuple[str, list[str]]:
+    """Each (algorithm, setting) a point: the cost (`cost`: simulated time, or the clients'
+    energy, TRADE_OFFS) until the target accuracy against final accuracy, error bars over
+    seeds, the Pareto front marked. -> (caption, front labels)."""
     target = choose_target(runs, keys, targets)
-    column = f"time_to_{target:g}_s" if target is not None else "total_sim_time_s"
+    until, total, unit_of, cost_name = TRADE_OFFS[cost]
+    column = until.format(target=target) if target is not None else total
     points, labels, algs, notes, missed = [], [], [], [], []
     for algorithm, setting, g in groups(runs, keys):
         label = group_label(algorithm, setting)
@@ -502,8 +545,8 @@ def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Se
         algs.append(algorithm)
         notes.append(" ".join(f"{short(k)}={_fmt_value(v)}" for k, v in setting.items()))
     fig, ax = plt.subplots(figsize=(8.5, 5.8))
-    span = max([p[0] for p in points], default=float(runs["total_sim_time_s"].max()))
-    divisor, t_label = time_unit(span)
+    span = max([p[0] for p in points], default=float(runs[total].max()))
+    divisor, t_label = unit_of(span)
     front = pareto_front([(p[0], p[1]) for p in points])
     colors = {a: f"C{i % 10}" for i, a in enumerate(dict.fromkeys(runs["algorithm"]))}
     for p, algorithm, note in zip(points, algs, notes, strict=True):
@@ -531,11 +574,11 @@ def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Se
                         textcoords="offset points", ha="right", color="gray")
         ax.text(right, ax.get_ylim()[0], "target not\nreached", fontsize=7, ha="center",
                 va="bottom", color="gray")
-    what = (f"simulated time to {100 * target:g} % test accuracy" if target is not None
-            else "simulated time of the whole run (no group reached any accuracy target)")
+    what = (f"{cost_name} to {100 * target:g} % test accuracy" if target is not None
+            else f"{cost_name} of the whole run (no group reached any accuracy target)")
     ax.set_xlabel(f"{what} ({t_label.split('(')[-1]}")
     ax.set_ylabel("final test accuracy (%)")
-    ax.set_title("latency-accuracy trade-off (mean ± std over seeds); up and left is better")
+    ax.set_title(f"{cost}-accuracy trade-off (mean ± std over seeds); up and left is better")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
@@ -583,6 +626,16 @@ def write_report(scenario_dir: Path | str) -> Path:
         "",
         cost_table(runs, keys),
         "",
+        "## Round latency" + (" and energy" if np.isfinite(runs["energy_J"]).any() else ""),
+        "",
+        "The round's simulated time over the rounds of each run (mean, standard deviation, "
+        "95th percentile, maximum), then mean ± std of those over seeds"
+        + ("; the clients' energy (sending: p x airtime of every attempt; computing: kappa x "
+           "FLOPs x (FLOP/s)^2, scala_netsim.radio_record)."
+           if np.isfinite(runs["energy_J"]).any() else "."),
+        "",
+        latency_energy_table(runs, keys),
+        "",
         "## Figures",
         "",
     ]
@@ -618,6 +671,14 @@ def write_report(scenario_dir: Path | str) -> Path:
                   f"x: {what}; y: final test accuracy. Circled and joined: the Pareto front.",
                   "", "![](figures/latency_accuracy.png)", "",
                   "Pareto front (fastest first): " + (", ".join(front) or "empty"), ""]
+        if np.isfinite(runs["energy_J"]).any():
+            what, front = latency_accuracy_figure(runs, keys, targets,
+                                                  figures / "energy_accuracy.png", "energy")
+            lines += ["### Energy-accuracy trade-off", "",
+                      f"x: {what}; y: final test accuracy. Circled and joined: the Pareto "
+                      f"front.", "", "![](figures/energy_accuracy.png)", "",
+                      "Pareto front (least energy first): " + (", ".join(front) or "empty"),
+                      ""]
     path = scenario_dir / "report.md"
     write_text(path, "\n".join(lines))
     return path

@@ -50,6 +50,11 @@ class LinkModel(ABC):
         get through? Always, unless the model has outages."""
         return True
 
+    def tx_power_w(self, direction: Direction, bandwidth_hz: float) -> float:
+        """The power the sender radiates on a sub-band of `bandwidth_hz` in `direction` (W;
+        NaN when the model has no notion of it)."""
+        return float("nan")
+
     def allocation_radio(self, direction: Direction) -> tuple[float, float, bool] | None:
         """(transmit power W, noise PSD W/Hz, whether the power is spread over the band) for
         allocators that weigh the clients' rates (channel.bandwidth.LinkDemand); None when the

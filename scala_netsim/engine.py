@@ -86,13 +86,20 @@ class Grant:
 
 
 class TransferRate(NamedTuple):
-    """The sub-band and rate a transfer used and its number of attempts (ARQ; it lasts
-    attempts * bits / rate); `event_index` is its position in the log."""
+    """The sub-band and rate a transfer used, its number of attempts (ARQ; it lasts
+    attempts * bits / rate), the channel's power gain it saw (large-scale times fading; of the
+    attempt that got through) and the power radiated on its sub-band; `event_index` is its
+    position in the log."""
 
     event_index: int
     bandwidth_hz: float
     rate_bps: float
     attempts: int = 1
+    gain_linear: float = float("nan")
+    tx_power_w: float = float("nan")
+
+
+TRANSFER_COLUMNS = TransferRate._fields
 
 
 class TransferLost(RuntimeError):  # noqa: N818 (what happened, as the message says)
@@ -105,10 +112,9 @@ def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame(grant_rows, columns=["round", "client_id", "direction", "bandwidth_hz"])
 
 
-def transfers_frame(transfers: Sequence[TransferRate]) -> pd.DataFrame:
-    """The transfer rates as a table (event_index, bandwidth_hz, rate_bps, attempts)."""
-    return pd.DataFrame(transfers,
-                        columns=["event_index", "bandwidth_hz", "rate_bps", "attempts"])
+def transfers_frame(transfers: Sequence[tuple]) -> pd.DataFrame:
+    """The transfers (TransferRate or its rows) as a table, one column per field."""
+    return pd.DataFrame(transfers, columns=list(TRANSFER_COLUMNS))
 
 
 class WirelessLink:
@@ -138,10 +144,11 @@ class WirelessLink:
         self._bandwidth_hz: dict[Direction, dict[int, float]] = {d: {} for d in Direction}
         self._seed = seed
         self._rngs: dict[int, np.random.Generator] = {}
-        # when the link model's rate does not vary within a round: (direction, client) -> rate
-        # and (direction, client, payload bytes) -> airtime for this round (a client sends the
-        # same messages every local iteration: the radio math runs once per kind of message)
-        self._rate_bps: dict[tuple[Direction, int], float] = {}
+        # when the link model's rate does not vary within a round: (direction, client) ->
+        # (rate, gain) and (direction, client, payload bytes) -> airtime for this round (a
+        # client sends the same messages every local iteration: the radio math runs once per
+        # kind of message)
+        self._rate_bps: dict[tuple[Direction, int], tuple[float, float]] = {}
         self._airtime_s: dict[tuple[Direction, int, int], float] = {}
         # what an allocator weighing the clients' rates needs of the link model (fixed)
         self._radio = {d: model.allocation_radio(d) for d in Direction}
@@ -153,6 +160,19 @@ class WirelessLink:
     @property
     def transfers(self) -> list[TransferRate]:
         return [TransferRate(*t) for t in self.transfer_rows]
+
+    def stream_states(self) -> dict[str, dict[int, dict]]:
+        """Where each client's own streams stand (per-transfer fading, the link model's): what
+        a checkpoint keeps, so that a resumed run draws what the uninterrupted run draws."""
+        return {name: {k: g.bit_generator.state for k, g in streams.items()}
+                for name, streams in (("fading", self._fading_rngs), ("link", self._rngs))}
+
+    def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None:
+        for name, streams in (("fading", self._fading_rngs), ("link", self._rngs)):
+            for k, state in states.get(name, {}).items():
+                generator = np.random.default_rng()
+                generator.bit_generator.state = state
+                streams[int(k)] = generator
 
     def rng(self, k: int) -> np.random.Generator:
         """Client k's own random stream for the link model (the same whatever the algorithm)."""
@@ -215,38 +235,40 @@ class WirelessLink:
         return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
 
     def _rate_and_airtime(self, direction: Direction, k: int,
-                          payload_bytes: int) -> tuple[float, float]:
+                          payload_bytes: int) -> tuple[float, float, float]:
+        """(rate, airtime, the gain the rate was given) of a transfer of client k now."""
         if self.model.varies_per_transfer or self.fading.per_transfer:
-            rate_bps = self._rate(direction, k)
-            return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps))
+            rate_bps, gain = self._rate(direction, k)
+            return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps)), gain
         key = (direction, k)
         if key not in self._rate_bps:
             self._rate_bps[key] = self._rate(direction, k)
-        rate_bps = self._rate_bps[key]
+        rate_bps, gain = self._rate_bps[key]
         key = (direction, k, payload_bytes)
         if key not in self._airtime_s:
             self._airtime_s[key] = float(channel.airtime_s(payload_bytes, rate_bps))
-        return rate_bps, self._airtime_s[key]
+        return rate_bps, self._airtime_s[key], gain
 
-    def _rate(self, direction: Direction, k: int) -> float:
+    def _rate(self, direction: Direction, k: int) -> tuple[float, float]:
         """The link model's rate for client k now, on its sub-band in `direction`, at its
-        large-scale gain times its fading gain."""
+        large-scale gain times its fading gain; and that gain."""
         gain = self.cell.gain_linear[k]
         if self.fading.fades and not self.model.outages:  # models with outages: _attempts
             gain = gain * self.fading_gain(direction, k)
         return self.model.rate_bps(direction, gain,
                                    self._bandwidth_hz[direction][k], self.env.now,
-                                   self.rng(k) if self.model.draws else None)
+                                   self.rng(k) if self.model.draws else None), float(gain)
 
-    def _attempts(self, direction: Direction, k: int, kind: EventKind) -> int:
+    def _attempts(self, direction: Direction, k: int, kind: EventKind) -> tuple[int, float]:
         """Attempts until one gets through at the channel's gain (large-scale times fading:
         the same all round under per-round coherence, a fresh draw per attempt under
-        per-transfer coherence); TransferLost when none of max_attempts does."""
+        per-transfer coherence), and the gain of the one that did; TransferLost when none of
+        max_attempts does."""
         bandwidth_hz, model = self._bandwidth_hz[direction][k], self.model
         for attempt in range(1, model.max_attempts + 1):
             gain = self.cell.gain_linear[k] * self.fading_gain(direction, k)
             if model.succeeds(direction, gain, bandwidth_hz):
-                return attempt
+                return attempt, float(gain)
         raise TransferLost(
             f"network.link: client {k}'s {kind.value} in round {self.round} was lost: "
             f"{model.max_attempts} attempt(s) at {model.target_rate_bps:.6g} bit/s on "
@@ -260,13 +282,16 @@ class WirelessLink:
         makes millions of these)."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         bandwidth_hz = self._bandwidth_hz[direction][k]
-        rate_bps, airtime_s = self._rate_and_airtime(direction, k, payload_bytes)
-        attempts = self._attempts(direction, k, kind) if self.model.outages else 1
-        if attempts > 1:
+        rate_bps, airtime_s, gain = self._rate_and_airtime(direction, k, payload_bytes)
+        attempts = 1
+        if self.model.outages:
+            attempts, gain = self._attempts(direction, k, kind)
             airtime_s = airtime_s * attempts
+        tx_power_w = self.model.tx_power_w(direction, bandwidth_hz)
 
         def record(_: simpy.Event) -> None:
-            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts))
+            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
+                                       tx_power_w))
             self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
 
         transfer = self.env.timeout(airtime_s)

@@ -8,6 +8,8 @@ tested against hand-worked values in the test suite).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -28,6 +30,22 @@ class InvariantError(AssertionError):
         super().__init__("run invariants violated:\n" + "\n".join(f"  {p}" for p in self.problems))
 
 
+@dataclass(frozen=True)
+class RadioSettings:
+    """What recomputing events.csv's radio and energy columns takes beyond the events: the
+    noise PSD (W/Hz), whether rates are Shannon's on the recorded gain (`adaptive` links), the
+    energy coefficient kappa and each client's FLOP/s (clients.csv)."""
+
+    noise_psd_w_per_hz: float
+    shannon_rates: bool
+    energy_coefficient: float
+    flops_per_s: np.ndarray
+
+
+def _relative_error(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    return np.abs(value - expected) / np.maximum(np.abs(expected), 1e-300)
+
+
 def _overlapping(frame: pd.DataFrame) -> np.ndarray:
     """Owners (client_id) with two intervals, consecutive by start, that overlap."""
     owner = frame["client_id"].to_numpy()
@@ -41,7 +59,7 @@ def _overlapping(frame: pd.DataFrame) -> np.ndarray:
 
 def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
               transfers: pd.DataFrame, band_hz: dict[str, float],
-              pipelined_clients: bool = False) -> list[str]:
+              pipelined_clients: bool = False, radio: RadioSettings | None = None) -> list[str]:
     """Problems found (empty when the run's books balance).
 
     `events` and `rounds` are events.csv and rounds.csv; `grants` has one row per (round,
@@ -58,7 +76,8 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
       never overlapping, the bandwidth in use never exceeds the band);
     - every transfer lasts payload bits / the rate it was given (relative error below 1e-9);
     - bytes and FLOPs per round equal the sums over the events; the last round's sim_time_s
-      is the end of its last event.
+      is the end of its last event;
+    - with `radio` (events.csv has scala_netsim.radio_record's columns): `check_radio`.
     """
     problems = []
     if (events["t_end_s"] < events["t_start_s"]).any():
@@ -120,10 +139,81 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
         if bad.any():
             problems.append(f"rounds.csv {column} differs from the sum over events.csv in "
                             f"rounds {list(bad[bad].index[:5])}")
+    if radio is not None:
+        problems.extend(check_radio(events, rounds, band_hz, radio))
     if len(rounds) and len(events):
         last = rounds["round"].iloc[-1]
         end = events.loc[events["round"] == last, "t_end_s"].max()
         if not np.isclose(rounds["sim_time_s"].iloc[-1], end, rtol=REL_TOL, atol=0):
             problems.append(f"last round's sim_time_s {rounds['sim_time_s'].iloc[-1]!r} is not "
                             f"the end of its last event {end!r}")
+    return problems
+
+
+def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, float],
+                radio: RadioSettings) -> list[str]:
+    """Problems in events.csv's radio and energy columns, recomputed from the columns alone:
+
+    - every transfer lasts attempts x payload_bytes x 8 / rate_bps (relative 1e-9);
+    - on an adaptive link, rate_bps = bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) /
+      (N0 bandwidth_hz)) (relative 1e-9);
+    - the sub-bands the round's transfers used sum to at most the band, in each direction;
+    - energy_j: tx_power_w x its airtime (attempts x bits / rate_bps) for uploads, kappa x
+      flops x (FLOP/s)^2 for client computations, 0 for everything else; rounds.csv's energy
+      columns are its sums.
+    """
+    problems = []
+    kind = events["kind"]
+    is_up, is_down = kind.isin(UPLINK).to_numpy(), kind.isin(DOWNLINK).to_numpy()
+    moved = events[is_up | is_down]
+    duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
+    bandwidth_hz, rate_bps = moved["bandwidth_hz"].to_numpy(), moved["rate_bps"].to_numpy()
+    airtime_s = moved["attempts"].to_numpy() * moved["payload_bytes"].to_numpy() * 8.0 / rate_bps
+    error = _relative_error(duration_s, airtime_s)
+    if (error >= REL_TOL).any():
+        problems.append(f"events.csv: {int((error >= REL_TOL).sum())} transfers do not last "
+                        f"attempts x payload_bytes x 8 / rate_bps (largest relative error "
+                        f"{np.nanmax(error):.3g})")
+    if radio.shannon_rates and len(moved):
+        snr = (moved["tx_power_w"].to_numpy() * 10.0 ** (moved["gain_db"].to_numpy() / 10.0)
+               / (radio.noise_psd_w_per_hz * bandwidth_hz))
+        error = _relative_error(rate_bps, bandwidth_hz * np.log2(1.0 + snr))
+        if (error >= REL_TOL).any():
+            problems.append(f"events.csv: {int((error >= REL_TOL).sum())} transfers' rate_bps "
+                            f"is not bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) / (N0 "
+                            f"bandwidth_hz)) (largest relative error {np.nanmax(error):.3g})")
+    used = moved.assign(direction=np.where(moved["kind"].isin(UPLINK), "uplink", "downlink"))
+    per_client = used.groupby(["round", "direction", "client_id"])["bandwidth_hz"].max()
+    for (r, direction), total_hz in per_client.groupby(level=[0, 1]).sum().items():
+        if total_hz > band_hz[direction] * (1 + REL_TOL):
+            problems.append(f"events.csv: round {r}: the {direction} sub-bands used sum to "
+                            f"{total_hz:.6g} Hz, more than the band's "
+                            f"{band_hz[direction]:.6g} Hz")
+    expected_j = np.zeros(len(events))
+    sent = events[is_up]
+    expected_j[is_up] = sent["tx_power_w"].to_numpy() * (
+        sent["attempts"].to_numpy() * sent["payload_bytes"].to_numpy() * 8.0
+        / sent["rate_bps"].to_numpy())
+    computes = kind.isin(COMPUTE).to_numpy() & (events["client_id"].to_numpy() >= 0)
+    f = radio.flops_per_s[events["client_id"].to_numpy()[computes]]
+    expected_j[computes] = radio.energy_coefficient * events["flops"].to_numpy()[computes] * f * f
+    energy_j = events["energy_j"].to_numpy()
+    bad = np.abs(energy_j - expected_j) > REL_TOL * np.abs(expected_j)
+    if bad.any():
+        problems.append(f"events.csv: {int(bad.sum())} events' energy_j is not tx_power_w x "
+                        f"attempts x payload bits / rate_bps (uploads), kappa x flops x "
+                        f"(FLOP/s)^2 (client computations) or 0 (the rest)")
+    if "client_energy_j" in rounds:
+        sums = pd.DataFrame({
+            "client_energy_j": energy_j,
+            "client_transmit_energy_j": np.where(is_up, energy_j, 0.0),
+            "client_compute_energy_j": np.where(is_up, 0.0, energy_j),
+            "round": events["round"].to_numpy()}).groupby("round").sum().reindex(
+                rounds["round"], fill_value=0.0)
+        for column in sums.columns:
+            error = _relative_error(rounds[column].to_numpy(), sums[column].to_numpy())
+            if (error >= REL_TOL).any():
+                problems.append(f"rounds.csv {column} differs from the sum of events.csv's "
+                                f"energy_j in rounds "
+                                f"{list(rounds['round'][error >= REL_TOL][:5])}")
     return problems

@@ -71,11 +71,13 @@ def critical_path_s(events: Sequence[Sequence], round_start_s: float,
 
 
 def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
-              round_end_s: float, num_clients: int, evaluation: Evaluation | None = None) -> dict:
+              round_end_s: float, num_clients: int, evaluation: Evaluation | None = None,
+              energy: dict[str, float] | None = None) -> dict:
     """One row of rounds.csv from the round's event rows (EventLog.rows; an event's kind may be
     the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
-    and server, the critical path, the number of participants and, in evaluated rounds, the
-    test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other rounds)."""
+    and server, the critical path, the number of participants, the clients' energy when the
+    run records it (`energy`, scala_netsim.radio_record.round_energy) and, in evaluated rounds,
+    the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other rounds)."""
     totals = dict.fromkeys(("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"), 0)
     for e in events:  # one pass
         column, moved = TOTAL_OF[e[KIND]]
@@ -84,6 +86,8 @@ def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
            "round_time_s": round_end_s - round_start_s, **totals}
     row.update(critical_path_s(events, round_start_s, round_end_s))
     row["num_clients"] = num_clients
+    if energy is not None:
+        row.update(energy)
     row["test_acc"] = float("nan")
     if evaluation is not None:
         row.update(test_acc=evaluation.accuracy, test_loss=evaluation.loss,

@@ -48,6 +48,7 @@ from scala_netsim.events import (
     SERVER_ID,
     EventKind,
 )
+from scala_netsim.radio_record import RADIO_COLUMNS
 from scala_netsim.results import read_written_yaml
 from scala_netsim.scenario import (
     Scenario,
@@ -156,12 +157,17 @@ class Record:
             raise RecordError(f"{where}: summary.json's algorithm {algorithm!r} is not the "
                               f"one run of its scenario.yaml ({list(scenario.algorithms)})")
         read = EXACT_FLOATS   # evaluations are copied bit for bit
-        events = pd.read_csv(folder / "events.csv", **read)
+        with open(folder / "events.csv") as f:
+            header = tuple(f.readline().rstrip("\n").split(","))
         demands = pd.read_csv(folder / "demands.csv", **read)
-        rounds = pd.read_csv(folder / "rounds.csv", **read)
-        if tuple(events.columns) != EVENT_COLUMNS or tuple(demands.columns) != DEMAND_COLUMNS:
+        if header not in (EVENT_COLUMNS, EVENT_COLUMNS + RADIO_COLUMNS) \
+                or tuple(demands.columns) != DEMAND_COLUMNS:
             raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
-                              f"{EVENT_COLUMNS} and {DEMAND_COLUMNS}")
+                              f"{EVENT_COLUMNS} (and, with the radio model, "
+                              f"{RADIO_COLUMNS}) and {DEMAND_COLUMNS}")
+        # what was sent and computed is all a replay needs (the radio columns are timing)
+        events = pd.read_csv(folder / "events.csv", usecols=list(EVENT_COLUMNS), **read)
+        rounds = pd.read_csv(folder / "rounds.csv", **read)
         unknown = set(events["kind"]) - set(_KIND_CODE)
         if unknown:
             raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")

@@ -31,9 +31,17 @@ from scala_netsim.engine import (
     transfers_frame,
 )
 from scala_netsim.events import DEMAND_COLUMNS, EVENT_COLUMNS, EventLog
-from scala_netsim.invariants import InvariantError, check_run
+from scala_netsim.invariants import InvariantError, RadioSettings, check_run
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
+from scala_netsim.radio_record import (
+    ENERGY_COLUMNS,
+    RADIO_COLUMNS,
+    radio_columns,
+    recorded,
+    round_energy,
+    rows_with_columns,
+)
 from scala_netsim.results import write_atomic, write_csv, write_json, write_rows_csv, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
 from scala_netsim.seeds import Seeds
@@ -189,6 +197,7 @@ class Run:
         self.best = (math.nan, 0)            # (accuracy, round)
         self.diverged = False
         self._protocol_class = spec.protocol
+        self.records_radio = recorded(scenario)
         self._simulate_from(0.0, [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
@@ -221,6 +230,7 @@ class Run:
         r = self.round + 1
         selected = self.selector.select(self.scenario.num_participants, self.selection_rng)
         start_s, first_event = self.env.now, len(self.log)
+        first_transfer = len(self.link.transfer_rows)
         self.protocol.run_round(r, selected)
         loss = self.trainer.round_loss
         self.diverged = loss is not None and not torch.isfinite(loss).item()
@@ -230,19 +240,46 @@ class Run:
                                                self.world.dataset.test_y)  # None: timing only
             if evaluation is not None and not evaluation.accuracy <= self.best[0]:
                 self.best = (evaluation.accuracy, r)
-        row = round_row(r, self.log.rows[first_event:], start_s, self.env.now, len(selected),
-                        evaluation)
+        rows, energy = self.log.rows[first_event:], None
+        if self.records_radio:
+            energy = round_energy(self._radio_columns(rows, first_event, first_transfer), rows)
+        row = round_row(r, rows, start_s, self.env.now, len(selected), evaluation, energy)
         self.rows.append(row)
         return row
 
+    def _radio_columns(self, rows: list[tuple], first_event: int,
+                       first_transfer: int) -> dict[str, np.ndarray]:
+        return radio_columns(rows, first_event, self.link.transfer_rows[first_transfer:],
+                             self.world.cell.flops_per_s,
+                             self.scenario.compute.energy_coefficient)
+
+    def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
+        """events.csv: its columns and rows (with the radio and energy columns when the run
+        records them)."""
+        if not self.records_radio:
+            return EVENT_COLUMNS, self.log.rows
+        return (EVENT_COLUMNS + RADIO_COLUMNS,
+                rows_with_columns(self.log.rows, self._radio_columns(self.log.rows, 0, 0)))
+
+    def radio_settings(self) -> RadioSettings | None:
+        """What the invariants need to recompute the radio columns (None when not recorded)."""
+        if not self.records_radio:
+            return None
+        net = self.scenario.network
+        return RadioSettings(noise_psd_w_per_hz=float(channel.dbm_to_w(net.noise_psd_dbm_per_hz)),
+                             shannon_rates=net.link.mode == "adaptive",
+                             energy_coefficient=self.scenario.compute.energy_coefficient,
+                             flops_per_s=self.world.cell.flops_per_s)
+
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (see scala_netsim.invariants)."""
-        return check_run(self.log.frame(), pd.DataFrame(self.rows),
+        columns, rows = self.event_table()
+        return check_run(pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows),
                          grants_frame(self.link.grant_rows),
                          transfers_frame(self.link.transfer_rows),
                          {"uplink": self.world.cell.uplink_bandwidth_hz,
                           "downlink": self.world.cell.downlink_bandwidth_hz},
-                         self.protocol.pipelined_clients)
+                         self.protocol.pipelined_clients, self.radio_settings())
 
     def summary(self, status: str, setting: dict, wall_time_s: float,
                 resumed_from_round: int | None, device: torch.device,
@@ -268,6 +305,8 @@ class Run:
             "downlink_bytes": int(frame["downlink_bytes"].sum()),
             "client_flops": int(frame["client_flops"].sum()),
             "server_flops": int(frame["server_flops"].sum()),
+            **{column: float(frame[column].sum()) for column in ENERGY_COLUMNS
+               if column in frame},
             "wall_time_s": wall_time_s,
             "resumed_from_round": resumed_from_round,
             "retimed_from": retimed_from,
@@ -283,7 +322,8 @@ class Run:
                 "demands": list(self.log.demands), "rounds": list(self.rows),
                 "best": list(self.best), "diverged": self.diverged,
                 "grants": list(self.link.grant_rows),
-                "transfers": list(self.link.transfer_rows)}
+                "transfers": list(self.link.transfer_rows),
+                "link_streams": self.link.stream_states()}
 
     def load_state_dict(self, state: dict) -> None:
         self.trainer.load_state_dict(state["trainer"])
@@ -294,10 +334,11 @@ class Run:
         self.diverged = state["diverged"]
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0,
                             [tuple(g) for g in state["grants"]],
-                            [(*t, 1)[:4] for t in state["transfers"]])  # 3-tuples: 1 try
+                            [tuple(t) for t in state["transfers"]])
+        self.link.load_stream_states(state["link_streams"])
 
 
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4   # 4: transfers carry their gain and power; the link's streams
 
 
 class CheckpointError(ValueError):
@@ -373,7 +414,7 @@ class RunWriter:
         if run.scenario.timing_only:   # nothing was evaluated
             rounds = rounds.drop(columns="test_acc")
         write_csv(self.folder / "rounds.csv", rounds)
-        write_rows_csv(self.folder / "events.csv", EVENT_COLUMNS, run.log.rows)
+        write_rows_csv(self.folder / "events.csv", *run.event_table())
         write_rows_csv(self.folder / "demands.csv", DEMAND_COLUMNS, run.log.demands)
 
     def summary(self, data: dict) -> None:

@@ -143,6 +143,9 @@ class NetworkConfig(_Strict):
     fading: FadingConfig = Field(default_factory=FadingConfig)
     link: LinkConfig = Field(default_factory=LinkConfig)
     allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
+    # write the radio and energy columns (scala_netsim.radio_record) even when no part of the
+    # radio model above is on (they are written whenever one is)
+    record_radio: bool = False
 
     @model_validator(mode="after")
     def _radius_above_min_distance(self) -> NetworkConfig:
@@ -156,6 +159,8 @@ class ComputeConfig(_Strict):
     client_flops_per_s: tuple[Annotated[float, Field(gt=0)],
                               Annotated[float, Field(gt=0)]] = (1e9, 1e10)
     server_flops_per_s: float = Field(default=1e13, gt=0)
+    # kappa of the CMOS energy model E = kappa FLOPs f^2, J s^2 per FLOP^3 (channel.energy)
+    energy_coefficient: float = Field(default=1e-28, ge=0)
 
     @model_validator(mode="after")
     def _range_ordered(self) -> ComputeConfig:
@@ -200,9 +205,12 @@ def _fields() -> dict:
         "compute": (ComputeConfig, Field(default_factory=ComputeConfig)),
         **sections,
         "report": (ReportConfig, Field(default_factory=ReportConfig)),
-        # dotted key -> list of values; every combination is run with every algorithm
-        # (scala_netsim.sweep). Values are checked cell by cell when the sweep is expanded.
-        "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]],
+        # dotted key -> list of values, or a name of your own -> named cases (case name ->
+        # {dotted key: value, ...}: keys that vary together); every combination is run with
+        # every algorithm (scala_netsim.sweep). Values are checked cell by cell when the
+        # sweep is expanded.
+        "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]
+                       | Annotated[dict[str, dict[str, Any]], Field(min_length=1)]],
                   Field(default_factory=dict)),
     }
 
@@ -235,11 +243,20 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         problems.append(f"training.batch_size: must be >= the number of participating "
                         f"clients ({scenario.num_participants}), got "
                         f"{scenario.training.batch_size}")
-    for key in scenario.sweep:
-        if key.split(".")[0] in ("name", "algorithms", "sweep"):
-            problems.append(f"sweep: {key!r} cannot be swept (sweepable: any other dotted "
-                            f"key, e.g. training.local_iters or seed; algorithms are "
-                            f"always crossed with the sweep)")
+    for key, values in scenario.sweep.items():
+        keys = [key]
+        if isinstance(values, dict):   # named cases
+            if key in type(scenario).model_fields or "." in key:
+                problems.append(f"sweep: {key!r} names cases: it must be a name of your own, "
+                                f"neither a scenario key nor dotted (e.g. channel)")
+            keys = [k for case in values.values() for k in case]
+            problems.extend(f"sweep.{key}.{case}: a case sets at least one dotted key"
+                            for case, settings in values.items() if not settings)
+        for k in dict.fromkeys(keys):
+            if k.split(".")[0] in ("name", "algorithms", "sweep"):
+                problems.append(f"sweep: {k!r} cannot be swept (sweepable: any other dotted "
+                                f"key, e.g. training.local_iters or seed; algorithms are "
+                                f"always crossed with the sweep)")
     if len(set(scenario.algorithms)) != len(scenario.algorithms):
         problems.append(f"algorithms: each algorithm at most once, got {scenario.algorithms}")
     for name in dict.fromkeys(scenario.algorithms):

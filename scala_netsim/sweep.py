@@ -79,6 +79,15 @@ def setting_folder_name(setting: Sequence[tuple[str, Any]]) -> str:
     return ",".join(f"{names[key]}={format_value(v)}" for key, v in setting if key != "seed")
 
 
+def sweep_choices(sweep: dict) -> list[list[tuple[str, Any, dict[str, Any]]]]:
+    """Per sweep entry, its choices: (entry, value as the setting records it, {dotted key:
+    value} to set). A list of values: (key, value, {key: value}); named cases: (name, case
+    name, the case's settings)."""
+    return [[(key, case, dict(settings)) for case, settings in values.items()]
+            if isinstance(values, dict) else [(key, v, {key: v}) for v in values]
+            for key, values in sweep.items()]
+
+
 def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
     """Every cell of the scenario (its algorithms crossed with its sweep), each validated.
 
@@ -87,15 +96,16 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
     """
     base = scenario.model_dump(mode="json")
     base["sweep"] = {}
-    keys = list(scenario.sweep)
+    cases = {key for key, values in scenario.sweep.items() if isinstance(values, dict)}
     cells, problems, folders = [], [], {}
-    for values in itertools.product(*scenario.sweep.values()):
-        setting = tuple(zip(keys, values, strict=True))
+    for choices in itertools.product(*sweep_choices(scenario.sweep)):
+        setting = tuple((entry, value) for entry, value, _ in choices)
         where = ", ".join(f"{k}={format_value(v)}" for k, v in setting) or "(no sweep)"
         for algorithm in scenario.algorithms:
             document = copy.deepcopy(base)
             document["algorithms"] = [algorithm]
-            found = [f"sweep {key}: {p}" for key, value in setting
+            found = [f"sweep {key}: {p}" for _, _, settings in choices
+                     for key, value in settings.items()
                      if (p := set_dotted(document, key, value))]
             try:
                 cell_scenario = None if found else validate_scenario(document)
@@ -106,7 +116,8 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                 continue
             # the values as validated (YAML reads 1e6 as text; the scenario says it is a float)
             resolved = cell_scenario.model_dump(mode="json")
-            cell_setting = tuple((key, get_dotted(resolved, key)) for key, _ in setting)
+            cell_setting = tuple((key, value if key in cases else get_dotted(resolved, key))
+                                 for key, value in setting)
             folder = Path(out_dir) / scenario.name / algorithm
             name = setting_folder_name(cell_setting)
             folder = (folder / name if name else folder) / f"seed{cell_scenario.seed}"

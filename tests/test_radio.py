@@ -1,6 +1,8 @@
 """The radio model's draws against their closed forms (Monte Carlo, 10^5 draws, within 1 %),
 and the bandwidth allocators against a general-purpose solver."""
 
+import copy
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
@@ -262,7 +264,8 @@ def test_fixed_rate_links_retransmit_until_an_attempt_is_below_capacity(make_run
         assert row[1] - row[0] == pytest.approx(t.attempts * row[6] * 8 / 2e7, rel=1e-12)
     assert not run.problems()
     # an attempt count that disagrees with the duration is caught by the invariants
-    run.link.transfer_rows[0] = (*run.link.transfer_rows[0][:3], 99)
+    first = run.link.transfer_rows[0]
+    run.link.transfer_rows[0] = (*first[:3], 99, *first[4:])
     assert any("attempts x payload bits" in p for p in run.problems())
 
 
@@ -287,3 +290,212 @@ def test_the_cli_stops_a_lost_transfer_with_exit_2(cli, tmp_path):
     assert code == 2 and "was lost" in err and "target_rate_bps" in err
     assert "warning: network.link.target_rate_bps: 1e+12 bit/s is above what a client at the " \
            "cell edge" in err
+
+
+# --- bad input -------------------------------------------------------------------------------
+@pytest.mark.parametrize("network, compute, message", [
+    ({"fading": {"kind": "nakagami"}}, {},
+     "network.fading.kind: must be one of 'none', 'rayleigh' or 'rician', got 'nakagami'"),
+    ({"fading": {"kind": "rayleigh", "k_factor_db": 3.0}}, {},
+     "network.fading.k_factor_db: only with kind rician, got 3.0 with kind rayleigh"),
+    ({"fading": {"kind": "rician"}}, {},
+     "network.fading.k_factor_db: required with kind rician"),
+    ({"fading": {"kind": "rayleigh", "coherence": "slot"}}, {},
+     "network.fading.coherence: must be one of 'round' or 'transfer', got 'slot'"),
+    ({"link": {"mode": "fixed_rate", "target_rate_bps": 0}}, {},
+     "network.link.target_rate_bps: must be > 0.0, got 0"),
+    ({"link": {"mode": "fixed_rate", "target_rate_bps": -1e6}}, {},
+     "network.link.target_rate_bps: must be > 0.0, got -1000000.0"),
+    ({"link": {"mode": "fixed_rate", "target_rate_bps": 1e6, "max_attempts": 0}}, {},
+     "network.link.max_attempts: must be >= 1, got 0"),
+    ({"link": {"mode": "fixed_rate"}}, {},
+     "network.link.target_rate_bps: required with mode fixed_rate"),
+    ({"link": {"target_rate_bps": 1e6}}, {},
+     "network.link.target_rate_bps: only with mode fixed_rate, got 1000000.0 with mode adaptive"),
+    ({"record_radio": "sometimes"}, {}, "network.record_radio: input should be a valid boolean"),
+    ({}, {"energy_coefficient": -1e-28}, "compute.energy_coefficient: must be >= 0.0, got -1e-28"),
+])
+def test_bad_radio_settings_name_field_value_and_what_is_allowed(network, compute, message):
+    from scala_netsim.scenario import ScenarioError, validate_scenario
+
+    with pytest.raises(ScenarioError) as error:
+        validate_scenario({"name": "x", "network": network, "compute": compute})
+    assert any(p.startswith(message) for p in error.value.problems), error.value.problems
+
+
+def test_the_cli_refuses_a_bad_radio_setting_with_exit_2_and_writes_nothing(cli, tmp_path):
+    from conftest import ROOT
+
+    code, out, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
+                         "--set", "network.fading={kind: rician}")
+    assert code == 2 and "network.fading.k_factor_db: required with kind rician" in err
+    assert not any(tmp_path.iterdir())
+
+
+# --- the events contract: radio and energy columns -----------------------------------------
+def events_table(run):
+    import pandas as pd
+
+    columns, rows = run.event_table()
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def check(run, events):
+    """The run's invariants on `events` (events.csv as the run would write it)."""
+    import pandas as pd
+
+    from scala_netsim.engine import grants_frame, transfers_frame
+    from scala_netsim.invariants import check_run
+
+    cell = run.world.cell
+    return check_run(events, pd.DataFrame(run.rows), grants_frame(run.link.grant_rows),
+                     transfers_frame(run.link.transfer_rows),
+                     {"uplink": cell.uplink_bandwidth_hz, "downlink": cell.downlink_bandwidth_hz},
+                     run.protocol.pipelined_clients, run.radio_settings())
+
+
+def test_a_default_cell_writes_todays_columns_and_record_radio_adds_the_contract(make_run):
+    from scala_netsim.events import EVENT_COLUMNS
+    from scala_netsim.radio_record import ENERGY_COLUMNS, RADIO_COLUMNS
+
+    plain, recorded = make_run("scala"), make_run("scala", network={"record_radio": True})
+    plain.step()
+    recorded.step()
+    assert plain.event_table()[0] == EVENT_COLUMNS and not set(ENERGY_COLUMNS) & set(plain.rows[0])
+    assert recorded.event_table()[0] == EVENT_COLUMNS + RADIO_COLUMNS
+    # the same run: the first eight columns and the round's other figures are unchanged
+    assert [r[:8] for r in recorded.event_table()[1]] == plain.log.rows
+    same = {k: v for k, v in recorded.rows[0].items() if k not in ENERGY_COLUMNS}
+    assert str(same) == str(plain.rows[0])                  # (NaN test_acc: compared as text)
+    assert list(recorded.rows[0])[13:16] == list(ENERGY_COLUMNS)   # after num_clients
+
+
+@pytest.mark.parametrize("network", [
+    {"shadowing_std_db": 8.0, "fading": {"kind": "rayleigh", "coherence": "round"},
+     "allocation": "min_max_latency"},
+    {"shadowing_std_db": 8.0, "fading": {"kind": "rician", "k_factor_db": 6.0,
+                                         "coherence": "transfer"}},
+])
+def test_every_duration_rate_and_joule_recomputes_from_the_columns_alone(make_run, network):
+    """What an independent checker does with events.csv and the cell's settings: no engine."""
+    run = make_run("scala", network=network)
+    run.step()
+    events = events_table(run)
+    n0, p_up = float(channel.dbm_to_w(-174.0)), 0.2
+    moved = events[events["bandwidth_hz"] > 0]
+    assert set(moved["kind"]) == {"model_download", "activation_upload", "gradient_download",
+                                  "model_upload"}
+    assert len(moved) == (events["payload_bytes"] > 0).sum()
+    b, g = moved["bandwidth_hz"], 10 ** (moved["gain_db"] / 10)
+    assert (moved["t_end_s"] - moved["t_start_s"]).to_numpy() == pytest.approx(
+        (moved["attempts"] * moved["payload_bytes"] * 8 / moved["rate_bps"]).to_numpy(), rel=1e-9)
+    assert moved["rate_bps"].to_numpy() == pytest.approx(
+        (b * np.log2(1 + moved["tx_power_w"] * g / (n0 * b))).to_numpy(), rel=1e-9)
+    up = moved["kind"].isin(["activation_upload", "model_upload"])
+    assert (moved.loc[up, "tx_power_w"] == p_up).all()
+    assert moved.loc[~up, "tx_power_w"].to_numpy() == pytest.approx(
+        (1.0 * moved.loc[~up, "bandwidth_hz"] / 20e6).to_numpy(), rel=1e-12)
+    # the gain is the client's shadowed path loss plus its fading draw (which varies)
+    cell = run.world.cell
+    loss_db = (cell.pathloss_db + cell.shadowing_db)[moved["client_id"].to_numpy()]
+    fading_db = moved["gain_db"].to_numpy() + loss_db
+    assert np.ptp(fading_db) > 1.0
+    for _, frame in moved.assign(up=up).groupby(["round", "up"]):
+        assert frame.groupby("client_id")["bandwidth_hz"].max().sum() == pytest.approx(20e6)
+    # energy: p x airtime up, nothing down, kappa FLOPs f^2 for client compute, nothing on the
+    # server; rounds.csv sums them
+    assert moved.loc[up, "energy_j"].to_numpy() == pytest.approx(
+        (p_up * (moved.loc[up, "t_end_s"] - moved.loc[up, "t_start_s"])).to_numpy(), rel=1e-9)
+    assert (moved.loc[~up, "energy_j"] == 0).all()
+    compute = events[events["kind"].isin(["client_forward", "client_backward"])]
+    f = cell.flops_per_s[compute["client_id"].to_numpy()]
+    assert compute["energy_j"].to_numpy() == pytest.approx(
+        1e-28 * compute["flops"].to_numpy() * f ** 2, rel=1e-12)
+    assert (events.loc[events["kind"] == "server_step", ["energy_j", "bandwidth_hz"]] == 0).all(
+        axis=None)
+    row = run.rows[0]
+    assert row["client_energy_j"] == pytest.approx(events["energy_j"].sum(), rel=1e-12)
+    assert row["client_transmit_energy_j"] == pytest.approx(moved.loc[up, "energy_j"].sum())
+    assert row["client_compute_energy_j"] == pytest.approx(compute["energy_j"].sum())
+    assert not check(run, events)
+
+
+def test_the_invariants_catch_a_corrupted_rate_gain_sub_band_or_joule(make_run):
+    run = make_run("fedavg", network={"shadowing_std_db": 8.0, "allocation": "proportional"})
+    run.step()
+    events = events_table(run)
+    assert not check(run, events)
+    upload = events.index[events["kind"] == "model_upload"][0]
+
+    def corrupted(column, factor):
+        bad = events.copy()
+        bad.loc[upload, column] *= factor
+        return "\n".join(check(run, bad))
+
+    text = corrupted("rate_bps", 1.001)
+    assert "1 transfers do not last attempts x payload_bytes x 8 / rate_bps" in text
+    assert "1 transfers' rate_bps is not bandwidth_hz log2(1 + tx_power_w" in text
+    assert "rate_bps is not bandwidth_hz log2" in corrupted("gain_db", 1.01)
+    assert "the uplink sub-bands used sum to" in corrupted("bandwidth_hz", 50.0)
+    assert "1 events' energy_j is not tx_power_w x" in corrupted("energy_j", 1.01)
+    rows = [dict(r) for r in run.rows]
+    rows[0]["client_transmit_energy_j"] *= 1.01
+    run.rows = rows
+    assert "rounds.csv client_transmit_energy_j differs from the sum" in "\n".join(
+        check(run, events))
+
+
+def test_a_fixed_rate_transfer_spends_energy_on_every_attempt(make_run):
+    run = make_run("scala", network={
+        "fading": {"kind": "rayleigh", "coherence": "transfer"},
+        "link": {"mode": "fixed_rate", "target_rate_bps": 2e7, "max_attempts": 30}})
+    run.step()
+    events = events_table(run)
+    up = events[events["kind"] == "activation_upload"]
+    assert up["attempts"].max() > 1 and (up["rate_bps"] == 2e7).all()
+    assert up["energy_j"].to_numpy() == pytest.approx(
+        (0.2 * up["attempts"] * up["payload_bytes"] * 8 / 2e7).to_numpy(), rel=1e-12)
+    # the recorded gain is that of the attempt that got through: its capacity reaches R
+    b = up["bandwidth_hz"]
+    capacity = b * np.log2(1 + 0.2 * 10 ** (up["gain_db"] / 10)
+                           / (float(channel.dbm_to_w(-174.0)) * b))
+    assert (capacity >= 2e7).all()
+    assert not check(run, events)
+
+
+@pytest.mark.parametrize("algorithm", ["scala", "splitfed_v1"])
+def test_under_min_max_every_client_ends_its_first_forward_and_upload_together(make_run,
+                                                                              algorithm):
+    """Min-max latency, no fading inside the round: each participant's first client forward
+    plus activation upload (the step the allocator balanced) lasts the same."""
+    run = make_run(algorithm, network={"shadowing_std_db": 8.0, "allocation": "min_max_latency"})
+    run.step()
+    events = events_table(run)
+    first = events[(events["local_iter"] == 0)
+                   & events["kind"].isin(["client_forward", "activation_upload"])]
+    spent = (first["t_end_s"] - first["t_start_s"]).groupby(first["client_id"]).sum()
+    assert len(spent) == 3 and spent.max() == pytest.approx(spent.min(), rel=1e-9)
+    equal = make_run(algorithm, network={"shadowing_std_db": 8.0})
+    equal.step()
+    events = events_table(equal)
+    first = events[(events["local_iter"] == 0)
+                   & events["kind"].isin(["client_forward", "activation_upload"])]
+    unequal = (first["t_end_s"] - first["t_start_s"]).groupby(first["client_id"]).sum()
+    assert unequal.max() > spent.max() * 1.01     # equal shares leave someone slower
+
+
+def test_a_run_resumed_from_its_state_continues_the_same_radio_records(make_run):
+    """Checkpoints keep each transfer's gain and power: a run restored after round 1 writes
+    the events and rounds of the uninterrupted run (per-transfer fading streams included)."""
+    network = {"shadowing_std_db": 8.0, "allocation": "min_max_latency",
+               "fading": {"kind": "rayleigh", "coherence": "transfer"},
+               "link": {"mode": "fixed_rate", "target_rate_bps": 1e6, "max_attempts": 30}}
+    whole = make_run("scala", network=network)
+    whole.step()
+    state = copy.deepcopy(whole.state_dict())   # (a checkpoint is written at once)
+    whole.step()
+    resumed = make_run("scala", network=network)
+    resumed.load_state_dict(state)
+    resumed.step()
+    assert resumed.event_table() == whole.event_table()
+    assert str(resumed.rows) == str(whole.rows)

@@ -193,3 +193,28 @@ def test_timing_only_refuses_an_algorithm_whose_messages_change(golden_run, tmp_
     proc = run_golden(tmp_path, "--timing-only", "--set", "algorithms=[fedconcat]")
     assert proc.returncode == 2
     assert "timing_only: fedconcat cannot be timed without training" in proc.stderr
+
+
+def test_a_cell_with_the_radio_model_re_times_byte_identical_to_its_training(golden_run,
+                                                                             tmp_path, capsys):
+    """Shadowing, per-transfer fading, fixed-rate ARQ and min-max allocation change only the
+    timeline: the golden runs re-timed under them equal the same cell trained for real, radio
+    and energy columns included."""
+    from scala_netsim.retime import main
+
+    radio = ["network.shadowing_std_db=8", "network.allocation=min_max_latency",
+             "network.fading={kind: rayleigh, coherence: transfer}",
+             "network.link={mode: fixed_rate, target_rate_bps: 1.0e6, max_attempts: 30}"]
+    algorithms = ["scala", "splitfed_v2", "fedavg"]
+    real = run_golden(tmp_path / "real", "--set", f"algorithms=[{', '.join(algorithms)}]",
+                      *(a for item in radio for a in ("--set", item)))
+    assert real.returncode == 0, real.stderr
+    for algorithm in algorithms:
+        out = tmp_path / "retimed" / algorithm
+        assert main([str(golden_run.run_dir(algorithm)), *(a for item in radio
+                                                           for a in ("--set", item)),
+                     "--out", str(out)]) == 0, capsys.readouterr().err
+        want = tmp_path / "real" / "golden" / algorithm / "seed3"
+        for name in RECORD_FILES:
+            assert (out / name).read_bytes() == (want / name).read_bytes(), (algorithm, name)
+        assert "energy_j" in (out / "events.csv").read_text().splitlines()[0]

@@ -77,7 +77,29 @@ def test_folder_names_use_whole_keys_when_short_names_clash():
                                             "x.uplink_bandwidth_hz=2,split=S3")
 
 
+def test_named_cases_set_several_keys_together_and_name_the_folder(tmp_path):
+    cases = {"plain": {"network.fading": {"kind": "none"}},
+             "arq": {"network.fading": {"kind": "rayleigh", "coherence": "transfer"},
+                     "network.link": {"mode": "fixed_rate", "target_rate_bps": 1e6}}}
+    cells = expand_sweep(scenario(sweep={"channel": cases, "seed": [0, 1]}), tmp_path)
+    assert len(cells) == 2 * 2 * 2
+    by_case = {(c.algorithm, dict(c.setting)["channel"], c.scenario.seed): c for c in cells}
+    arq = by_case[("scala", "arq", 1)]
+    assert arq.folder.relative_to(tmp_path).as_posix() == "s/scala/channel=arq/seed1"
+    assert arq.setting == (("channel", "arq"), ("seed", 1))
+    assert arq.scenario.network.link.mode == "fixed_rate"
+    assert arq.scenario.network.fading.coherence == "transfer"
+    plain = by_case[("fedavg", "plain", 0)].scenario.network
+    assert plain.link.mode == "adaptive" and plain.fading.kind == "none"
+
+
 @pytest.mark.parametrize("sweep, message", [
+    ({"network": {"a": {"network.allocation": "equal"}}},
+     "sweep: 'network' names cases: it must be a name of your own"),
+    ({"cases": {"a": {}}}, "sweep.cases.a: a case sets at least one dotted key"),
+    ({"cases": {"a": {"name": "other"}}}, "'name' cannot be swept"),
+    ({"cases": {"a": {"network.link": {"mode": "fixed_rate"}}}},
+     "sweep cell cases=a: network.link.target_rate_bps: required with mode fixed_rate"),
     ({"training.local_iters": [1, 0]},
      "sweep cell training.local_iters=0: training.local_iters: must be >= 1, got 0"),
     ({"training.local_iter": [1]}, "training.local_iter"),
@@ -120,7 +142,7 @@ def test_tiny_sweep_with_two_jobs_then_rerun_skips_then_force(cli, tmp_path):
         assert f"(figures/{figure})" in report
     tables = [line for line in report.splitlines() if line.startswith("| scala") or
               line.startswith("| fedavg")]
-    assert len(tables) == 2 * 4                       # 4 groups (algorithm x T) per table
+    assert len(tables) == 3 * 4                       # 4 groups (algorithm x T) per table
     for row in tables:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert all(cells) and "nan" not in row, row
@@ -248,3 +270,41 @@ def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_pa
     assert "90 %: scala before fedavg at every uplink_bandwidth_hz where both reach it " \
            "(1-10 MHz); no crossover" in texts
     assert not [t for t in texts if t.startswith("95 %")]
+
+
+@pytest.mark.slow
+def test_a_radio_sweep_of_named_cases_is_re_timed_and_reports_energy(cli, tmp_path):
+    """Channel cases differing only in the network: one training per algorithm, the other
+    cases re-timed; the files carry the radio and energy columns and the report their table
+    and the energy-accuracy figure."""
+    cases = ("sweep={channel: {plain: {network.record_radio: true}, "
+             "faded: {network.fading: {kind: rayleigh, coherence: transfer}, "
+             "network.link: {mode: fixed_rate, target_rate_bps: 1.0e6, max_attempts: 30}, "
+             "network.allocation: min_max_latency}}}")
+    code, out, err = cli(QUICKSTART, "--out", tmp_path, *TINY, "--set", cases,
+                         "--set", "algorithms=[scala, fedavg]",
+                         "--set", "network.shadowing_std_db=8")
+    assert code == 0, err
+    assert "2 cell(s) differ from another only in network.*/compute.*" in out
+    root = tmp_path / "quickstart"
+    for algorithm in ("scala", "fedavg"):
+        plain, faded = (root / algorithm / f"channel={c}" / "seed0" for c in ("plain", "faded"))
+        summary = json.loads((faded / "summary.json").read_text())
+        assert summary["retimed_from"] and summary["status"] == "completed"
+        assert summary["client_energy_j"] == pytest.approx(
+            summary["client_transmit_energy_j"] + summary["client_compute_energy_j"])
+        events = pd.read_csv(faded / "events.csv")
+        assert list(events.columns[-6:]) == ["bandwidth_hz", "gain_db", "rate_bps", "attempts",
+                                             "tx_power_w", "energy_j"]
+        a, b = (pd.read_csv(f / "rounds.csv") for f in (plain, faded))
+        assert a["test_acc"].tolist() == b["test_acc"].tolist()     # the same learning
+        # the same computations (summed in another order: the events end in another order)
+        assert b["client_compute_energy_j"].to_numpy() == pytest.approx(
+            a["client_compute_energy_j"].to_numpy(), rel=1e-12)
+        assert not (a["round_time_s"] == b["round_time_s"]).all()   # another timeline
+    comparison = pd.read_csv(root / "comparison.csv")
+    assert {"client_energy_j", "energy_to_0.6_j"} <= set(comparison.columns)
+    report = (root / "report.md").read_text()
+    assert "## Round latency and energy" in report and "client energy / round (J)" in report
+    assert (root / "figures" / "energy_accuracy.png").stat().st_size > 10_000
+    assert "(figures/energy_accuracy.png)" in report

@@ -1,0 +1,101 @@
+"""The radio and energy columns of a run's records, derived from its events and the link's
+transfer rows (scala_netsim.engine.TransferRate), so that an independent checker can recompute
+every duration and every joule from events.csv alone.
+
+events.csv gains, per event (RADIO_COLUMNS):
+- `bandwidth_hz`: the sub-band a transfer used (0 for computations and server steps);
+- `gain_db`: the channel's total power gain of the transfer, -(path loss + shadowing) plus the
+  fading gain |h|^2 in dB (of the attempt that got through; 0 for computations);
+- `rate_bps`: the rate it was sent at (0 for computations);
+- `attempts`: how many times it was sent (ARQ; 1 for everything else);
+- `tx_power_w`: the power radiated on the sub-band (the client's on the uplink, the base
+  station's share P_bs b / W_dl on the downlink; 0 for computations);
+- `energy_j`: the energy the CLIENT spends on the event: p * attempts * bits / rate for its
+  uploads (every attempt counted), kappa * FLOPs * f_k^2 for its computations
+  (channel.energy), 0 for downloads (receiving is not modelled) and server steps.
+
+rounds.csv gains ENERGY_COLUMNS: the clients' energy in the round, in total and split into
+sending and computing. The columns are written when the cell uses any part of the radio model
+(`recorded`): a default cell's files keep their columns, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from channel.energy import compute_energy_j, transmit_energy_j
+from scala_netsim.events import CLIENT_COMPUTE_KINDS, EVENT_COLUMNS, UPLINK_KINDS
+
+if TYPE_CHECKING:
+    from scala_netsim.scenario import Scenario
+
+RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
+ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")
+_UPLINK = frozenset(k.value for k in UPLINK_KINDS)
+_COMPUTE = frozenset(k.value for k in CLIENT_COMPUTE_KINDS)
+_KIND, _CLIENT, _PAYLOAD, _FLOPS = (EVENT_COLUMNS.index(c) for c in (
+    "kind", "client_id", "payload_bytes", "flops"))
+
+
+def recorded(scenario: Scenario) -> bool:
+    """Does the run record the radio and energy columns? When the cell has shadowing, fading,
+    a link other than the adaptive one or an allocator other than equal shares, or when
+    `network.record_radio` asks for them."""
+    net = scenario.network
+    return (net.record_radio or net.shadowing_std_db > 0 or net.fading.kind != "none"
+            or net.link.mode != "adaptive" or net.allocation != "equal")
+
+
+def radio_columns(rows: Sequence[Sequence], first_event: int,
+                  transfer_rows: Sequence[Sequence], flops_per_s: np.ndarray,
+                  energy_coefficient: float) -> dict[str, np.ndarray]:
+    """RADIO_COLUMNS of the event rows `rows` (EventLog.rows from position `first_event`),
+    given the link's transfer rows of those events (TransferRate fields: event_index,
+    bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w), each client's FLOP/s and the
+    effective switched capacitance kappa."""
+    n = len(rows)
+    out = {"bandwidth_hz": np.zeros(n), "gain_db": np.zeros(n), "rate_bps": np.zeros(n),
+           "attempts": np.ones(n, dtype=np.int64), "tx_power_w": np.zeros(n),
+           "energy_j": np.zeros(n)}
+    if not n:
+        return out
+    kind = np.array([r[_KIND] for r in rows], dtype=object)
+    client = np.array([r[_CLIENT] for r in rows], dtype=np.int64)
+    if len(transfer_rows):
+        moved = np.array([t[:6] for t in transfer_rows], dtype=float)
+        at = moved[:, 0].astype(np.int64) - first_event
+        payload_bits = 8.0 * np.array([rows[i][_PAYLOAD] for i in at], dtype=float)
+        out["bandwidth_hz"][at] = moved[:, 1]
+        out["rate_bps"][at] = moved[:, 2]
+        out["attempts"][at] = moved[:, 3].astype(np.int64)
+        with np.errstate(divide="ignore"):
+            out["gain_db"][at] = 10.0 * np.log10(moved[:, 4])
+        out["tx_power_w"][at] = moved[:, 5]
+        up = np.isin(kind[at], list(_UPLINK))
+        airtime_s = moved[up, 3] * payload_bits[up] / moved[up, 2]
+        out["energy_j"][at[up]] = transmit_energy_j(moved[up, 5], airtime_s)
+    computes = np.flatnonzero(np.isin(kind, list(_COMPUTE)))
+    if len(computes):
+        flops = np.array([rows[i][_FLOPS] for i in computes], dtype=float)
+        out["energy_j"][computes] = compute_energy_j(energy_coefficient, flops,
+                                                     flops_per_s[client[computes]])
+    return out
+
+
+def round_energy(columns: dict[str, np.ndarray], rows: Sequence[Sequence]) -> dict[str, float]:
+    """ENERGY_COLUMNS of a round from its events' `radio_columns`."""
+    energy = columns["energy_j"]
+    sending = np.array([r[_KIND] in _UPLINK for r in rows], dtype=bool)
+    transmit, total = float(energy[sending].sum()), float(energy.sum())
+    return {"client_energy_j": total, "client_transmit_energy_j": transmit,
+            "client_compute_energy_j": float(energy[~sending].sum())}
+
+
+def rows_with_columns(rows: Sequence[Sequence],
+                      columns: dict[str, np.ndarray]) -> list[tuple]:
+    """Each event row followed by its RADIO_COLUMNS values (plain Python numbers)."""
+    extra = zip(*(columns[c].tolist() for c in RADIO_COLUMNS), strict=True)
+    return [(*r, *x) for r, x in zip(rows, extra, strict=True)]
