@@ -145,10 +145,10 @@ class WirelessLink:
         self._seed = seed
         self._rngs: dict[int, np.random.Generator] = {}
         # when the link model's rate does not vary within a round: (direction, client) ->
-        # (rate, gain) and (direction, client, payload bytes) -> airtime for this round (a
+        # (rate, gain, power) and (direction, client, payload bytes) -> airtime for this round (a
         # client sends the same messages every local iteration: the radio math runs once per
         # kind of message)
-        self._rate_bps: dict[tuple[Direction, int], tuple[float, float]] = {}
+        self._rate_bps: dict[tuple[Direction, int], tuple[float, float, float]] = {}
         self._airtime_s: dict[tuple[Direction, int, int], float] = {}
         # what an allocator weighing the clients' rates needs of the link model (fixed)
         self._radio = {d: model.allocation_radio(d) for d in Direction}
@@ -235,29 +235,30 @@ class WirelessLink:
         return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
 
     def _rate_and_airtime(self, direction: Direction, k: int,
-                          payload_bytes: int) -> tuple[float, float, float]:
-        """(rate, airtime, the gain the rate was given) of a transfer of client k now."""
+                          payload_bytes: int) -> tuple[float, float, float, float]:
+        """(rate, airtime, the gain the rate was given, transmit power) of a transfer of
+        client k now."""
         if self.model.varies_per_transfer or self.fading.per_transfer:
-            rate_bps, gain = self._rate(direction, k)
-            return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps)), gain
+            rate_bps, gain, tx_power_w = self._rate(direction, k)
+            return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps)), gain, tx_power_w
         key = (direction, k)
         if key not in self._rate_bps:
             self._rate_bps[key] = self._rate(direction, k)
-        rate_bps, gain = self._rate_bps[key]
+        rate_bps, gain, tx_power_w = self._rate_bps[key]
         key = (direction, k, payload_bytes)
         if key not in self._airtime_s:
             self._airtime_s[key] = float(channel.airtime_s(payload_bytes, rate_bps))
-        return rate_bps, self._airtime_s[key], gain
+        return rate_bps, self._airtime_s[key], gain, tx_power_w
 
-    def _rate(self, direction: Direction, k: int) -> tuple[float, float]:
+    def _rate(self, direction: Direction, k: int) -> tuple[float, float, float]:
         """The link model's rate for client k now, on its sub-band in `direction`, at its
-        large-scale gain times its fading gain; and that gain."""
-        gain = self.cell.gain_linear[k]
+        large-scale gain times its fading gain; that gain; the power on the sub-band."""
+        gain, bandwidth_hz = self.cell.gain_linear[k], self._bandwidth_hz[direction][k]
         if self.fading.fades and not self.model.outages:  # models with outages: _attempts
             gain = gain * self.fading_gain(direction, k)
-        return self.model.rate_bps(direction, gain,
-                                   self._bandwidth_hz[direction][k], self.env.now,
-                                   self.rng(k) if self.model.draws else None), float(gain)
+        return (self.model.rate_bps(direction, gain, bandwidth_hz, self.env.now,
+                                    self.rng(k) if self.model.draws else None), float(gain),
+                self.model.tx_power_w(direction, bandwidth_hz))
 
     def _attempts(self, direction: Direction, k: int, kind: EventKind) -> tuple[int, float]:
         """Attempts until one gets through at the channel's gain (large-scale times fading:
@@ -282,12 +283,12 @@ class WirelessLink:
         makes millions of these)."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         bandwidth_hz = self._bandwidth_hz[direction][k]
-        rate_bps, airtime_s, gain = self._rate_and_airtime(direction, k, payload_bytes)
+        rate_bps, airtime_s, gain, tx_power_w = self._rate_and_airtime(direction, k,
+                                                                       payload_bytes)
         attempts = 1
         if self.model.outages:
             attempts, gain = self._attempts(direction, k, kind)
             airtime_s = airtime_s * attempts
-        tx_power_w = self.model.tx_power_w(direction, bandwidth_hz)
 
         def record(_: simpy.Event) -> None:
             self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
