@@ -80,6 +80,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
             "server_GFLOP": summary["server_flops"] / GFLOP,
             # the spread of the round's latency over the run's rounds
             "round_time_mean_s": float(rounds["round_time_s"].mean()),
+            "round_time_median_s": float(rounds["round_time_s"].median()),
             "round_time_std_s": float(rounds["round_time_s"].std(ddof=0)),
             "round_time_p95_s": float(rounds["round_time_s"].quantile(0.95)),
             "round_time_max_s": float(rounds["round_time_s"].max()),
@@ -199,14 +200,14 @@ def latency_energy_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     std over seeds) and, when the runs record it, the clients' energy per round and in all."""
     energy = bool(np.isfinite(runs["energy_J"]).any())
     header = ["algorithm", *map(short, keys), "round time mean (s)", "std over rounds (s)",
-              "95th percentile (s)", "max (s)",
+              "median (s)", "95th percentile (s)", "max (s)",
               *(["client energy / round (J)", "of which sending (J)", "client energy total (kJ)"]
                 if energy else [])]
     rows = []
     for algorithm, setting, g in groups(runs, keys):
         rows.append([algorithm, *map(_fmt_value, setting.values()),
                      mean_std(g["round_time_mean_s"]), mean_std(g["round_time_std_s"]),
-                     mean_std(g["round_time_p95_s"]), mean_std(g["round_time_max_s"]),
+                     mean_std(g["round_time_median_s"]), mean_std(g["round_time_p95_s"]), mean_std(g["round_time_max_s"]),
                      *([mean_std(g["energy_J_per_round"], digits=1),
                         mean_std(g["transmit_J_per_round"], digits=2),
                         mean_std(g["energy_J"], 1e-3, digits=2)] if energy else [])])
@@ -325,7 +326,8 @@ def _format_sweep_axis(ax: Axes, key: str, x: np.ndarray, ticks: list[str] | Non
     if log_x:
         ax.set_xscale("log")
     if ticks is not None:
-        ax.set_xticks(x, ticks)
+        long = max(map(len, ticks)) > 10   # long case names: slanted, so they do not overlap
+        ax.set_xticks(x, ticks, rotation=20 if long else 0, ha="right" if long else "center")
     elif divisor != 1.0:
         ax.xaxis.set_major_formatter(
             matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / divisor:g}"))
@@ -629,7 +631,7 @@ def write_report(scenario_dir: Path | str) -> Path:
         "## Round latency" + (" and energy" if np.isfinite(runs["energy_J"]).any() else ""),
         "",
         "The round's simulated time over the rounds of each run (mean, standard deviation, "
-        "95th percentile, maximum), then mean ± std of those over seeds"
+        "median, 95th percentile, maximum), then mean ± std of those over seeds"
         + ("; the clients' energy (sending: p x airtime of every attempt; computing: kappa x "
            "FLOPs x (FLOP/s)^2, scala_netsim.radio_record)."
            if np.isfinite(runs["energy_J"]).any() else "."),
