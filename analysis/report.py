@@ -207,7 +207,7 @@ def latency_energy_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     for algorithm, setting, g in groups(runs, keys):
         rows.append([algorithm, *map(_fmt_value, setting.values()),
                      mean_std(g["round_time_mean_s"]), mean_std(g["round_time_std_s"]),
-                     mean_std(g["round_time_median_s"]), mean_std(g["round_time_p95_s"]), mean_std(g["round_time_max_s"]),
+                     *(mean_std(g[f"round_time_{s}_s"]) for s in ("median", "p95", "max")),
                      *([mean_std(g["energy_J_per_round"], digits=1),
                         mean_std(g["transmit_J_per_round"], digits=2),
                         mean_std(g["energy_J"], 1e-3, digits=2)] if energy else [])])

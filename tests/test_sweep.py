@@ -174,7 +174,7 @@ def test_analysis_command_rebuilds_the_report_and_refuses_an_empty_folder(golden
     assert main([str(root)]) == 0
     assert (root / "report.md").is_file() and (root / "figures" / "latency_accuracy.png").is_file()
     report = (root / "report.md").read_text()
-    assert report.count("| fedconcat |") == 2              # one row in each table
+    assert report.count("| fedconcat |") == 3              # one row in each table
     assert main([str(tmp_path / "nothing")]) == 2
     assert "no such results folder" in capsys.readouterr().err
 
