@@ -22,12 +22,15 @@ COMPARED = ("rounds.csv", "events.csv", "demands.csv", "summary.json")
 VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
 
 
-def run_golden(out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_golden(out: Path, *extra: str, env: dict | None = None,
+               figures: bool = False) -> subprocess.CompletedProcess:
     """The CLI on the golden scenario, results under out/golden/<algorithm>/seed3/; `extra`
-    arguments and `env` variables are added."""
+    arguments and `env` variables are added. No figures unless `figures` (drawing them took
+    about a third of a golden run's time, and only one test looks at them)."""
     env = {**os.environ, **PINNED_ENV, **(env or {})}
     return subprocess.run([sys.executable, "-m", "scala_netsim", str(SCENARIO), "--out", str(out),
-                           "--no-progress", "--no-report", *extra],
+                           "--no-progress", "--no-report", *([] if figures else ["--no-figures"]),
+                           *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
 
 

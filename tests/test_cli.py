@@ -54,7 +54,7 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     (every sweep cell is validated by test_every_study_sweep_expands_to_valid_cells); the
     default scenarios' timing files are those of the code before the radio model."""
     code, out, err = cli(ROOT / "scenarios" / scenario, "--out", tmp_path, *SMALL,
-                         "--set", "sweep={}", "--no-report")
+                         "--set", "sweep={}", "--no-report", "--no-figures")
     assert code == 0, err
     name = scenario.removesuffix(".yaml")
     algorithms = load_scenario(ROOT / "scenarios" / scenario).algorithms

@@ -23,7 +23,8 @@ TINY = ["--set", "data.train_samples=2000", "--set", "data.test_samples=200",
         "--set", "data.num_clients=20", "--set", "training.participation=0.25",
         "--set", "training.local_iters=2", "--set", "training.batch_size=40",
         "--set", "training.eval_every=2", "--set", "training.checkpoint_every=2",
-        "--set", "algorithms=[scala, splitfed_v2]", "--no-progress", "--no-report"]
+        "--set", "algorithms=[scala, splitfed_v2]", "--no-progress", "--no-report",
+        "--no-figures"]
 
 
 def files(out, algorithm):

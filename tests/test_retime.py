@@ -168,7 +168,8 @@ def test_retime_writes_a_run_folder_timed_under_the_new_cell(golden_run, tmp_pat
 def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path):
     """Times, bytes and FLOPs of every event equal the real run's, with no accuracy."""
     algorithms = ["scala", "splitfed_v2", "sfl_local_loss", "splitfed_v3", "fedprox"]
-    proc = run_golden(tmp_path, "--timing-only", "--set", f"algorithms=[{', '.join(algorithms)}]")
+    proc = run_golden(tmp_path, "--timing-only", "--set", f"algorithms=[{', '.join(algorithms)}]",
+                      figures=True)
     assert proc.returncode == 0, proc.stderr
     for algorithm in algorithms:
         got = tmp_path / "golden" / algorithm / "seed3"
