@@ -171,9 +171,10 @@ class GoldenRun:
 
 @pytest.fixture(scope="session")
 def golden_run(tmp_path_factory) -> GoldenRun:
-    """One CLI run of tests/golden/scenario.yaml: every algorithm, 2 rounds, 600 images."""
+    """One CLI run of tests/golden/scenario.yaml: every algorithm, 2 rounds, 600 images, with
+    its figures (the results layout is checked on it)."""
     out = tmp_path_factory.mktemp("golden")
-    proc = run_golden(out)
+    proc = run_golden(out, figures=True)
     assert proc.returncode == 0, proc.stderr
     return GoldenRun(out / "golden", proc)
 

@@ -25,8 +25,8 @@ VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
 def run_golden(out: Path, *extra: str, env: dict | None = None,
                figures: bool = False) -> subprocess.CompletedProcess:
     """The CLI on the golden scenario, results under out/golden/<algorithm>/seed3/; `extra`
-    arguments and `env` variables are added. No figures unless `figures` (drawing them took
-    about a third of a golden run's time, and only one test looks at them)."""
+    arguments and `env` variables are added. No figures unless `figures` (drawing them takes
+    about a third of a golden run's time; only the layout tests look at them)."""
     env = {**os.environ, **PINNED_ENV, **(env or {})}
     return subprocess.run([sys.executable, "-m", "scala_netsim", str(SCENARIO), "--out", str(out),
                            "--no-progress", "--no-report", *([] if figures else ["--no-figures"]),
