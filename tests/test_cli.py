@@ -135,7 +135,7 @@ def test_help_lists_the_options(capsys):
 
 @pytest.mark.parametrize("scenario, cells", [("local_iters", 36), ("participation", 36),
                                              ("split_points", 15), ("bandwidth", 162),
-                                             ("fading", 24), ("allocation", 9)])
+                                             ("fading", 24), ("allocation", 18)])
 def test_every_study_sweep_expands_to_valid_cells(tmp_path, scenario, cells):
     expanded = expand_sweep(load_scenario(ROOT / "scenarios" / f"{scenario}.yaml"), tmp_path)
     assert len(expanded) == cells
