@@ -91,10 +91,15 @@ class AdaptiveShannonLink(LinkModel):
             return self.client_tx_power_w, noise, False
         return self.bs_tx_power_w, noise, True
 
-    def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
-                 time_s: float, rng: np.random.Generator | None) -> float:
+    def capacity_bps(self, direction: Direction, gain_linear: float,
+                     bandwidth_hz: float) -> float:
+        """Shannon capacity b log2(1 + p g / (N0 b)) of a sub-band at power gain g."""
         return float(shannon_rate_bps(bandwidth_hz, self.tx_power_w(direction, bandwidth_hz),
                                       gain_linear, self.noise_psd_dbm_per_hz))
+
+    def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
+                 time_s: float, rng: np.random.Generator | None) -> float:
+        return self.capacity_bps(direction, gain_linear, bandwidth_hz)
 
 
 class FixedRateLink(AdaptiveShannonLink):
@@ -119,8 +124,7 @@ class FixedRateLink(AdaptiveShannonLink):
         return self.target_rate_bps
 
     def succeeds(self, direction: Direction, gain_linear: float, bandwidth_hz: float) -> bool:
-        return super().rate_bps(direction, gain_linear, bandwidth_hz, 0.0, None) \
-            >= self.target_rate_bps
+        return self.capacity_bps(direction, gain_linear, bandwidth_hz) >= self.target_rate_bps
 
 
 LINK_MODELS: dict[str, type[LinkModel]] = {m.name: m for m in (AdaptiveShannonLink,

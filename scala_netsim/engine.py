@@ -117,6 +117,13 @@ def transfers_frame(transfers: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame(transfers, columns=list(TRANSFER_COLUMNS))
 
 
+def child_rng(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
+    """A generator on the child of `seed` named by `key` (its spawn key extended by it): the
+    same draws whatever else drew from `seed`."""
+    return np.random.default_rng(np.random.SeedSequence(seed.entropy,
+                                                        spawn_key=(*seed.spawn_key, *key)))
+
+
 class WirelessLink:
     """The cell's orthogonal up- and downlink. At the start of each round the allocator splits
     both bands among the participants, given what each needs; a transfer lasts payload bits /
@@ -177,8 +184,7 @@ class WirelessLink:
     def rng(self, k: int) -> np.random.Generator:
         """Client k's own random stream for the link model (the same whatever the algorithm)."""
         if k not in self._rngs:
-            self._rngs[k] = np.random.default_rng(
-                np.random.SeedSequence(self._seed.entropy, spawn_key=(*self._seed.spawn_key, k)))
+            self._rngs[k] = child_rng(self._seed, k)
         return self._rngs[k]
 
     def fading_gain(self, direction: Direction, k: int) -> float:
@@ -194,14 +200,11 @@ class WirelessLink:
         if fading.per_round:
             key = (direction, k)
             if key not in self._round_fading:
-                rng = np.random.default_rng(np.random.SeedSequence(
-                    seed.entropy, spawn_key=(*seed.spawn_key, k, self.round,
-                                             direction is Direction.DOWNLINK)))
-                self._round_fading[key] = fading.draw(rng)
+                self._round_fading[key] = fading.draw(
+                    child_rng(seed, k, self.round, direction is Direction.DOWNLINK))
             return self._round_fading[key]
         if k not in self._fading_rngs:
-            self._fading_rngs[k] = np.random.default_rng(
-                np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)))
+            self._fading_rngs[k] = child_rng(seed, k)
         return fading.draw(self._fading_rngs[k])
 
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:

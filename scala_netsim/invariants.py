@@ -121,7 +121,7 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
         expected_s = (transfers["attempts"].to_numpy() * moved["payload_bytes"].to_numpy()
                       * 8.0 / transfers["rate_bps"].to_numpy())
         duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
-        error = np.abs(duration_s - expected_s) / np.maximum(expected_s, 1e-300)
+        error = _relative_error(duration_s, expected_s)
         if (error >= REL_TOL).any():
             problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last attempts x "
                             f"payload bits / their rate (largest relative error "

@@ -138,8 +138,7 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
     short = []
     for direction, band_hz in ((channel.Direction.UPLINK, net.uplink_bandwidth_hz),
                                (channel.Direction.DOWNLINK, net.downlink_bandwidth_hz)):
-        capacity = channel.AdaptiveShannonLink.rate_bps(model, direction, gain, band_hz, 0.0,
-                                                        None)
+        capacity = model.capacity_bps(direction, gain, band_hz)
         if capacity < net.link.target_rate_bps:
             short.append(f"{direction.value} {capacity:.4g} bit/s on all {band_hz:.4g} Hz")
     if not short:
