@@ -215,7 +215,6 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
     """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
     from the cell `plan` maps each to (training any that cannot be re-timed). -> exit code
     (0, 1 or 2)."""
-    from scala_netsim.engine import TransferLost
     from scala_netsim.estimate import format_duration
     from scala_netsim.invariants import InvariantError
     from scala_netsim.replay import RecordError, TimelineDiverged
@@ -255,7 +254,7 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
                       f"real", flush=True)
                 summary = run_one(cell, device, not args.no_progress)
             report(cell, summary)
-    except (CheckpointError, ScenarioError, TransferLost) as exc:
+    except (CheckpointError, ScenarioError) as exc:
         return fail(str(exc))
     except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1
         print(f"error: {exc}", file=sys.stderr)

@@ -102,8 +102,34 @@ class TransferRate(NamedTuple):
 TRANSFER_COLUMNS = TransferRate._fields
 
 
-class TransferLost(RuntimeError):  # noqa: N818 (what happened, as the message says)
-    """A transfer that failed all its attempts (fixed-rate link in outage)."""
+class TransferLost(Exception):  # noqa: N818 (what happened, as the message says)
+    """Thrown into a client's process when one of its transfers failed all its attempts
+    (fixed-rate link in outage): the client is dropped from the round."""
+
+
+class RoundRules(NamedTuple):
+    """How the network may drop clients from a round (the scenario's training section).
+
+    `deadline_s`: a client whose round is not done this long after the round's start (its
+    model upload, or for SplitFedV3 its last step, not finished) is dropped. `step_deadline_s`
+    (algorithms with a barrier): the server waits this long for each local iteration's
+    activations, from the moment it is ready for them (the round's start, then the end of its
+    previous step), steps on those that came and drops the others. `keep` (over-selection):
+    the round keeps its first `keep` finishers (model uploads; for a barrier, activations of
+    the first local iteration) and drops the others then."""
+
+    deadline_s: float | None = None
+    step_deadline_s: float | None = None
+    keep: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return (self.deadline_s is not None or self.step_deadline_s is not None
+                or self.keep is not None)
+
+
+#: why a client left a round (rounds.csv counts each: num_dropped_<reason>)
+DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
 
 
 def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
@@ -159,6 +185,8 @@ class WirelessLink:
         self._airtime_s: dict[tuple[Direction, int, int], float] = {}
         # what an allocator weighing the clients' rates needs of the link model (fixed)
         self._radio = {d: model.allocation_radio(d) for d in Direction}
+        # the protocol's book of steps in flight, when clients can be dropped (else None)
+        self.drops: Drops | None = None
 
     @property
     def grants(self) -> list[Grant]:
@@ -263,64 +291,137 @@ class WirelessLink:
                                     self.rng(k) if self.model.draws else None), float(gain),
                 self.model.tx_power_w(direction, bandwidth_hz))
 
-    def _attempts(self, direction: Direction, k: int, kind: EventKind) -> tuple[int, float]:
+    def _attempts(self, direction: Direction, k: int) -> tuple[int, float, bool]:
         """Attempts until one gets through at the channel's gain (large-scale times fading:
         the same all round under per-round coherence, a fresh draw per attempt under
-        per-transfer coherence), and the gain of the one that did; TransferLost when none of
-        max_attempts does."""
+        per-transfer coherence), the gain of the last one, and whether it got through (False
+        when all max_attempts failed: the transfer is lost)."""
         bandwidth_hz, model = self._bandwidth_hz[direction][k], self.model
         for attempt in range(1, model.max_attempts + 1):
             gain = self.cell.gain_linear[k] * self.fading_gain(direction, k)
             if model.succeeds(direction, gain, bandwidth_hz):
-                return attempt, float(gain)
-        raise TransferLost(
-            f"network.link: client {k}'s {kind.value} in round {self.round} was lost: "
-            f"{model.max_attempts} attempt(s) at {model.target_rate_bps:.6g} bit/s on "
-            f"{bandwidth_hz:.6g} Hz all failed (outage); lower network.link.target_rate_bps, "
-            f"raise network.link.max_attempts, or use mode adaptive")
+                return attempt, float(gain), True
+        return model.max_attempts, float(gain), False
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
-                  direction: Direction) -> simpy.Timeout:
+                  direction: Direction) -> simpy.Event:
         """A timeout lasting the message's airtime that records the transfer when it ends
         (before the process waiting on it resumes: a callback, not a generator, as a process
-        makes millions of these)."""
+        makes millions of these). A transfer lost after all its attempts is an event that
+        fails with TransferLost when the last attempt ends."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         bandwidth_hz = self._bandwidth_hz[direction][k]
         rate_bps, airtime_s, gain, tx_power_w = self._rate_and_airtime(direction, k,
                                                                        payload_bytes)
-        attempts = 1
+        attempts, delivered = 1, True
         if self.model.outages:
-            attempts, gain = self._attempts(direction, k, kind)
+            attempts, gain, delivered = self._attempts(direction, k)
             airtime_s = airtime_s * attempts
+        transfer = self.env.timeout(airtime_s)
 
         def record(_: simpy.Event) -> None:
             self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
                                        tx_power_w))
             self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
 
-        transfer = self.env.timeout(airtime_s)
-        transfer.callbacks.append(record)
-        return transfer
+        if self.drops is None:
+            transfer.callbacks.append(record)
+            return transfer
+
+        def cut(done: int | None = None) -> None:
+            """Recorded up to now, not completed, with the share of its bytes sent so far
+            (`done`: all of them, as a transfer lost after its last attempt)."""
+            if done is None:
+                done = payload_bytes if airtime_s <= 0 else min(
+                    payload_bytes, int(payload_bytes * (self.env.now - start) / airtime_s))
+            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
+                                       tx_power_w))
+            self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind, done)
+
+        if delivered:
+            return self.drops.track(k, transfer, record, cut, local_iter)
+        lost = self.env.event()
+
+        def give_up(_: simpy.Event) -> None:
+            cut(payload_bytes)
+            lost.fail(TransferLost(k, kind.value, self.round))
+
+        self.drops.track(k, transfer, give_up, cut, local_iter)
+        return lost
+
+
+class Drops:
+    """Who may still be dropped from the round and what each client (and the server,
+    SERVER_ID) has in flight, so that a client dropped mid-round has its step cut at that
+    moment and recorded as not completed; who finished and who was dropped, and why."""
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.open = False
+        self.active: set[int] = set()       # selected, neither finished nor dropped
+        self.finished: list[int] = []       # in the order they finished
+        self.dropped: list[tuple[int, str]] = []   # (client, reason) in the order dropped
+        self.processes: dict[int, list[simpy.Process]] = {}
+        self.local_iter: dict[int, int] = {}    # the step each client is in
+        self._inflight: dict[int, dict[simpy.Event, tuple[Any, Any]]] = {}
+
+    def begin(self, round_: int, selected: Sequence[int]) -> None:
+        self.round, self.open = round_, True
+        self.active = {int(k) for k in selected}
+        self.finished, self.dropped = [], []
+        self.processes, self.local_iter, self._inflight = {}, {}, {}
+
+    def track(self, owner: int, timeout: simpy.Event, record: Any, cut: Any,
+              local_iter: int | None = None) -> simpy.Event:
+        """`timeout` ends `owner`'s step: `record` logs it then; `cut()` logs it up to now if
+        its owner is dropped first."""
+        steps = self._inflight.setdefault(owner, {})
+
+        def done(event: simpy.Event) -> None:
+            del steps[timeout]
+            record(event)
+
+        steps[timeout] = (done, cut)
+        timeout.callbacks.append(done)
+        if local_iter is not None:
+            self.local_iter[owner] = local_iter
+        return timeout
+
+    def cut(self, owner: int) -> None:
+        """Cut every step `owner` has in flight now (in the order they began)."""
+        for timeout, (done, cut) in self._inflight.pop(owner, {}).items():
+            timeout.callbacks.remove(done)
+            cut()
 
 
 class Protocol(ABC):
     """One algorithm's communication pattern, simulated a round at a time. Subclasses write
     the SimPy processes of a round and call the trainer contract `trainer_contract`; the real
-    computation is the trainer's."""
+    computation is the trainer's.
+
+    When clients can be dropped (RoundRules, or a link that loses transfers) every process of
+    a round runs guarded: a dropped client's processes are interrupted, its steps in flight
+    cut and recorded up to the drop (events.completed 0), a `client_dropped` event marks the
+    drop, and the trainer is told (`Trainer.drop_client`)."""
 
     trainer_contract: ClassVar[type[Trainer]] = Trainer
     pipelined_clients: ClassVar[bool] = False  # may a client compute while its uplink is busy?
+    has_barrier: ClassVar[bool] = False        # does the server wait for every client's step?
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
-                 log: EventLog, local_iters: int) -> None:
+                 log: EventLog, local_iters: int, rules: RoundRules = RoundRules()) -> None:
         if not isinstance(trainer, self.trainer_contract):
             raise TypeError(f"{type(self).__name__} needs a {self.trainer_contract.__name__}, "
                             f"got {type(trainer).__name__}")
         self.env, self.cell, self.trainer, self.link, self.log = env, cell, trainer, link, log
         self.local_iters = local_iters
+        self.rules = rules
         self.server_cpu = simpy.Resource(env, capacity=1)
         self.round = 0
         self._compute_s: dict[tuple[int, int], float] = {}  # (client, FLOPs) -> seconds
+        # the book of drops, when clients can be dropped; None keeps the plain, faster path
+        self.drops = Drops() if rules.active or link.model.outages else None
+        link.drops = self.drops
 
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
@@ -329,8 +430,79 @@ class Protocol(ABC):
         self.trainer.round_loss = None
         self.trainer.begin_round(selected)
         self.link.begin_round(round_, self.demands(selected))
+        drops = self.drops
+        if drops is not None:
+            drops.begin(round_, selected)
+            if self.rules.deadline_s is not None:
+                self.env.timeout(self.rules.deadline_s).callbacks.append(self._expire)
         self.env.run(until=self.env.all_of(self.round_processes(selected)))
+        if drops is not None:
+            drops.open = False
         self.trainer.end_round()
+
+    # --- drops ----------------------------------------------------------------------------
+    def _spawn(self, owner: int, body: Generator) -> simpy.Process:
+        """`body` as a process of `owner` (a client, or SERVER_ID), guarded when clients can
+        be dropped."""
+        if self.drops is None:
+            return self.env.process(body)
+        process = self.env.process(self._guarded(owner, body))
+        self.drops.processes.setdefault(owner, []).append(process)
+        return process
+
+    def _guarded(self, owner: int, body: Generator) -> Generator[simpy.Event, Any, None]:
+        try:
+            yield from body
+        except simpy.Interrupt:   # dropped (or the round's deadline passed): stop here
+            pass
+        except TransferLost:      # one of its transfers failed all its attempts
+            self._drop(owner, "lost")
+
+    def _drop(self, k: int, reason: str) -> None:
+        """Drop client k from the round now: its steps in flight are cut, its processes
+        stopped, a client_dropped event recorded."""
+        drops = self.drops
+        if k not in drops.active:
+            return
+        drops.active.discard(k)
+        drops.dropped.append((k, reason))
+        self._stop(k)
+        self.log.record(self.env.now, self.env.now, self.round,
+                        drops.local_iter.get(k, MODEL_TRANSFER), k, EventKind.CLIENT_DROPPED)
+        self.trainer.drop_client(k)
+        self._left(k)
+
+    def _stop(self, owner: int) -> None:
+        """Cut `owner`'s steps in flight and interrupt its processes (but the running one)."""
+        self.drops.cut(owner)
+        for process in self.drops.processes.get(owner, ()):
+            if process.is_alive and process is not self.env.active_process:
+                process.interrupt()
+
+    def _left(self, k: int) -> None:
+        """Client k was dropped (a barrier stops waiting for it)."""
+
+    def _finish(self, k: int) -> None:
+        """Client k's round is done (its model is in, or SplitFedV3 keeps it). Over-selection
+        without a barrier: the first `keep` to finish are kept, the others dropped then."""
+        drops = self.drops
+        drops.active.discard(k)
+        drops.finished.append(k)
+        keep = self.rules.keep
+        if keep is not None and not self.has_barrier and len(drops.finished) == keep:
+            for other in sorted(drops.active):
+                self._drop(other, "over_selection")
+
+    def _expire(self, _: simpy.Event) -> None:
+        """The round's deadline: every client still in the round is dropped, and what the
+        others (or the server) still had going is cut."""
+        drops = self.drops
+        if not drops.open:   # the round ended before its deadline
+            return
+        for k in sorted(drops.active):
+            self._drop(k, "deadline")
+        for owner in sorted(drops.processes):
+            self._stop(owner)
 
     def demands(self, selected: Sequence[int]) -> dict[Direction, channel.LinkDemand]:
         """What each participant needs from each band in one local step (for the allocator)."""
@@ -354,31 +526,47 @@ class Protocol(ABC):
     def _compute(self, local_iter: int, k: int, kind: EventKind, flops: int) -> simpy.Timeout:
         """Client k computes `flops` at its FLOP/s, starting now: a timeout that records the
         step when it ends; yield it to wait for the end."""
-        start = self.env.now
         key = (k, flops)
         if key not in self._compute_s:
             self._compute_s[key] = float(channel.compute_time_s(flops, self.cell.flops_per_s[k]))
+        return self._timed(k, k, local_iter, kind, self._compute_s[key], flops)
+
+    def _timed(self, owner: int, who: int, local_iter: int, kind: EventKind, duration_s: float,
+               flops: int) -> simpy.Timeout:
+        """A computation of `flops` lasting `duration_s` from now, recorded when it ends (a
+        callback: before the process waiting on it resumes); when clients can be dropped, cut
+        (the FLOPs done so far recorded) if its owner is dropped first."""
+        start = self.env.now
 
         def record(_: simpy.Event) -> None:
-            self.log.record(start, self.env.now, self.round, local_iter, k, kind, 0, flops)
+            self.log.record(start, self.env.now, self.round, local_iter, who, kind, 0, flops)
 
-        compute = self.env.timeout(self._compute_s[key])
-        compute.callbacks.append(record)
-        return compute
+        timeout = self.env.timeout(duration_s)
+        if self.drops is None:
+            timeout.callbacks.append(record)
+            return timeout
+
+        def cut() -> None:
+            done = flops if duration_s <= 0 else min(
+                flops, int(flops * (self.env.now - start) / duration_s))
+            self.log.record_cut(start, self.env.now, self.round, local_iter, who, kind, 0, done)
+
+        return self.drops.track(owner, timeout, record, cut,
+                                None if who == SERVER_ID else local_iter)
 
     def _server_compute(self, local_iter: int, client_id: int,
                         uploads: Sequence[ActivationMessage]
                         ) -> Generator[simpy.Event, Any, ServerStep]:
         """Wait for the server processor (FIFO), then run the server step on `uploads` at the
-        moment the server starts it and hold the processor for its FLOPs / server FLOP/s."""
+        moment the server starts it and hold the processor for its FLOPs / server FLOP/s. The
+        step belongs to the process of `client_id` (SERVER_ID: the server's own)."""
         with self.server_cpu.request() as turn:
             yield turn
-            start = self.env.now
             result = self.trainer.server_step(uploads)
-            yield self.env.timeout(float(channel.compute_time_s(
-                result.flops, self.cell.server_flops_per_s)))
-            self.log.record(start, self.env.now, self.round, local_iter, client_id,
-                            EventKind.SERVER_STEP, 0, result.flops)
+            yield self._timed(client_id, client_id, local_iter, EventKind.SERVER_STEP,
+                              float(channel.compute_time_s(result.flops,
+                                                           self.cell.server_flops_per_s)),
+                              result.flops)
         return result
 
     def _download_model(self, k: int) -> Generator[simpy.Event, Any, None]:
@@ -390,19 +578,33 @@ class Protocol(ABC):
         message = self.trainer.client_model_upload(k)
         yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
         self.trainer.server_receive_model(message)
+        if self.drops is not None:
+            self._finish(k)
 
 
 class ConcatSplitProtocol(Protocol):
     """SCALA and CA-SFL: model download; T x (client forward, activation upload, barrier on
-    all activations, ONE server step, gradient downloads, client backward); model upload."""
+    all activations, ONE server step, gradient downloads, client backward); model upload.
+
+    With a step deadline the barrier waits at most that long (from the moment the server is
+    ready for the iteration) and the server steps on the activations that came; the others'
+    clients are dropped. With over-selection the first local iteration's barrier keeps the
+    first `keep` activations to arrive and drops the other clients then."""
 
     trainer_contract = ConcatSplitTrainer
+    has_barrier = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        meetings = [_Meeting(self.env, selected) for _ in range(self.local_iters)]
-        procs = [self.env.process(self._client(k, meetings)) for k in selected]
-        procs.append(self.env.process(self._server(meetings)))
+        keep = self.rules.keep
+        self._meetings = [_Meeting(self.env, selected, keep if t == 0 else None)
+                          for t in range(self.local_iters)]
+        procs = [self._spawn(k, self._client(k, self._meetings)) for k in selected]
+        procs.append(self._spawn(SERVER_ID, self._server(self._meetings)))
         return procs
+
+    def _left(self, k: int) -> None:
+        for meeting in self._meetings:
+            meeting.leave(k)
 
     def _client(self, k: int, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
         trainer = self.trainer
@@ -418,8 +620,20 @@ class ConcatSplitProtocol(Protocol):
         yield from self._upload_model(k)
 
     def _server(self, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
+        step_deadline_s = self.rules.step_deadline_s
         for t, meeting in enumerate(meetings):
-            arrived = yield meeting.all_in           # barrier: wait for every client
+            if step_deadline_s is None:
+                yield meeting.all_in                 # barrier: wait for every client
+            else:                                    # ... or until the step deadline
+                yield meeting.all_in | self.env.timeout(step_deadline_s)
+            arrived = list(meeting.arrived)
+            if self.drops is not None:
+                came = {m.client_id for m in arrived}
+                reason = "step_deadline" if not meeting.all_in.triggered else "over_selection"
+                for k in sorted(meeting.waiting - came):
+                    self._drop(k, reason)
+            if not arrived:                          # nobody left in the round
+                return
             arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
             step = yield from self._server_compute(t, SERVER_ID, arrived)
             for reply in step.replies:
@@ -428,12 +642,15 @@ class ConcatSplitProtocol(Protocol):
 
 class _Meeting:
     """One local iteration of a concatenated round at the server: the activations in the order
-    they arrive, `all_in` (fires with them when the last client's has), and one event per
-    client that fires with its gradients. Plain SimPy events: a Store would cost two more
-    scheduler steps per message, on the hottest path of a SCALA run."""
+    they arrive, `all_in` (fires with them when the last client's has, or the first `quorum`
+    clients' have), and one event per client that fires with its gradients. Plain SimPy
+    events: a Store would cost two more scheduler steps per message, on the hottest path of a
+    SCALA run."""
 
-    def __init__(self, env: simpy.Environment, clients: Sequence[int]) -> None:
-        self.size = len(clients)
+    def __init__(self, env: simpy.Environment, clients: Sequence[int],
+                 quorum: int | None = None) -> None:
+        self.size = len(clients) if quorum is None else min(quorum, len(clients))
+        self.waiting = {int(k) for k in clients}   # clients still in the round
         self.arrived: list[ActivationMessage] = []
         self.all_in = env.event()
         self.replies = {k: env.event() for k in clients}
@@ -442,6 +659,16 @@ class _Meeting:
         self.arrived.append(upload)
         if len(self.arrived) == self.size:
             self.all_in.succeed(self.arrived)
+
+    def leave(self, k: int) -> None:
+        """Client k was dropped: the barrier no longer waits for it."""
+        if k not in self.waiting:
+            return
+        self.waiting.discard(k)
+        if not any(m.client_id == k for m in self.arrived):
+            self.size = min(self.size, len(self.waiting))
+            if len(self.arrived) >= self.size and not self.all_in.triggered:
+                self.all_in.succeed(self.arrived)
 
 
 class PerClientSplitProtocol(Protocol):
@@ -453,7 +680,7 @@ class PerClientSplitProtocol(Protocol):
     trainer_contract = PerClientSplitTrainer
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        return [self.env.process(self._client(k)) for k in selected]
+        return [self._spawn(k, self._client(k)) for k in selected]
 
     def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
         yield from self._download_model(k)
@@ -487,6 +714,8 @@ class KeptModelSplitProtocol(PerClientSplitProtocol):
 
     def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
         self.trainer.client_keep(k)
+        if self.drops is not None:
+            self._finish(k)
         yield from ()
 
 
@@ -500,7 +729,7 @@ class LocalLossProtocol(Protocol):
     pipelined_clients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        return [self.env.process(self._client(k)) for k in selected]
+        return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         uplink = simpy.Resource(self.env, capacity=1)  # the client's own uplink: FIFO
@@ -510,7 +739,7 @@ class LocalLossProtocol(Protocol):
             step = self.trainer.client_local_step(k, t)
             yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
             yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
-            shipments.append(self.env.process(self._ship(t, step.upload, uplink)))
+            shipments.append(self._spawn(k, self._ship(t, step.upload, uplink)))
         with uplink.request() as turn:
             yield turn
             yield from self._upload_model(k)
@@ -532,7 +761,7 @@ class FederatedProtocol(Protocol):
     trainer_contract = FederatedTrainer
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        return [self.env.process(self._client(k)) for k in selected]
+        return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         yield from self._download_model(k)

@@ -26,6 +26,7 @@ class EventKind(str, Enum):
     GRADIENT_DOWNLOAD = "gradient_download"
     CLIENT_BACKWARD = "client_backward"
     MODEL_UPLOAD = "model_upload"
+    CLIENT_DROPPED = "client_dropped"   # zero duration: the client left the round here
 
     @property
     def is_uplink(self) -> bool:
@@ -81,6 +82,10 @@ class Event:             # rows are read back as Events round by round
 
 
 EVENT_COLUMNS = tuple(f.name for f in fields(Event))
+#: events.csv's column when clients can be dropped (deadlines, over-selection, lost transfers):
+#: 0 for a step cut short by its client's drop (or a transfer lost after all its attempts),
+#: 1 otherwise; it follows EVENT_COLUMNS
+COMPLETED_COLUMN = "completed"
 
 
 def events_frame(events: Iterable[Event]) -> pd.DataFrame:
@@ -104,6 +109,21 @@ class EventLog:
     def __init__(self, rows: Iterable[Sequence] = (), demands: Iterable[Sequence] = ()) -> None:
         self.rows: list[tuple] = [tuple(r) for r in rows]
         self.demands: list[tuple] = [tuple(d) for d in demands]
+        self.cut: list[int] = []   # positions of the steps that did not complete, ascending
+
+    def record_cut(self, t_start_s: float, t_end_s: float, round_: int, local_iter: int,
+                   client_id: int, kind: EventKind, payload_bytes: int = 0,
+                   flops: int = 0) -> None:
+        """A step that did not complete (cut short at t_end_s, or a transfer lost)."""
+        self.cut.append(len(self.rows))
+        self.record(t_start_s, t_end_s, round_, local_iter, client_id, kind, payload_bytes, flops)
+
+    def completed(self) -> list[int]:
+        """The COMPLETED_COLUMN of every row."""
+        flags = [1] * len(self.rows)
+        for i in self.cut:
+            flags[i] = 0
+        return flags
 
     def record(self, t_start_s: float, t_end_s: float, round_: int, local_iter: int,
                client_id: int, kind: EventKind, payload_bytes: int = 0, flops: int = 0) -> None:

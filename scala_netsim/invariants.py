@@ -57,6 +57,22 @@ def _overlapping(frame: pd.DataFrame) -> np.ndarray:
     return np.unique(owner[1:][bad])
 
 
+def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.ndarray) -> int:
+    """How many of the transfer events `moved` do not last attempts x payload bits / rate
+    (relative 1e-9); a transfer cut short (events.csv `completed` 0) records the bytes it got
+    through, so it lasts at least that and less than one byte more."""
+    duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
+    payload = moved["payload_bytes"].to_numpy()
+    expected_s = attempts * payload * 8.0 / rate_bps
+    bad = _relative_error(duration_s, expected_s) >= REL_TOL
+    if "completed" in moved:
+        cut = moved["completed"].to_numpy() == 0
+        slack = REL_TOL * np.maximum(duration_s, 1e-300)
+        above_next = duration_s > attempts * (payload + 1) * 8.0 / rate_bps + slack
+        bad = np.where(cut, (duration_s + slack < expected_s) | above_next, bad)
+    return int(bad.sum())
+
+
 def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
               transfers: pd.DataFrame, band_hz: dict[str, float],
               pipelined_clients: bool = False, radio: RadioSettings | None = None) -> list[str]:
@@ -118,14 +134,11 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
         if not np.array_equal(expected_hz, used_hz):
             problems.append(f"{int(np.sum(expected_hz != used_hz))} transfers used another "
                             f"sub-band than their client was granted that round")
-        expected_s = (transfers["attempts"].to_numpy() * moved["payload_bytes"].to_numpy()
-                      * 8.0 / transfers["rate_bps"].to_numpy())
-        duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
-        error = _relative_error(duration_s, expected_s)
-        if (error >= REL_TOL).any():
-            problems.append(f"{int((error >= REL_TOL).sum())} transfers do not last attempts x "
-                            f"payload bits / their rate (largest relative error "
-                            f"{error.max():.3g})")
+        bad = _misfit_durations(moved, transfers["attempts"].to_numpy(),
+                                transfers["rate_bps"].to_numpy())
+        if bad:
+            problems.append(f"{bad} transfers do not last attempts x payload bits / their "
+                            f"rate (cut ones: the bytes they got through)")
 
     kind = events["kind"]
     sums = pd.DataFrame({
@@ -166,14 +179,11 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
     kind = events["kind"]
     is_up, is_down = kind.isin(UPLINK).to_numpy(), kind.isin(DOWNLINK).to_numpy()
     moved = events[is_up | is_down]
-    duration_s = (moved["t_end_s"] - moved["t_start_s"]).to_numpy()
     bandwidth_hz, rate_bps = moved["bandwidth_hz"].to_numpy(), moved["rate_bps"].to_numpy()
-    airtime_s = moved["attempts"].to_numpy() * moved["payload_bytes"].to_numpy() * 8.0 / rate_bps
-    error = _relative_error(duration_s, airtime_s)
-    if (error >= REL_TOL).any():
-        problems.append(f"events.csv: {int((error >= REL_TOL).sum())} transfers do not last "
-                        f"attempts x payload_bytes x 8 / rate_bps (largest relative error "
-                        f"{np.nanmax(error):.3g})")
+    bad = _misfit_durations(moved, moved["attempts"].to_numpy(), rate_bps)
+    if bad:
+        problems.append(f"events.csv: {bad} transfers do not last attempts x payload_bytes x 8 "
+                        f"/ rate_bps (cut ones, completed 0: the bytes they got through)")
     if radio.shannon_rates and len(moved):
         snr = (moved["tx_power_w"].to_numpy() * 10.0 ** (moved["gain_db"].to_numpy() / 10.0)
                / (radio.noise_psd_w_per_hz * bandwidth_hz))
@@ -216,4 +226,82 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
                 problems.append(f"rounds.csv {column} differs from the sum of events.csv's "
                                 f"energy_j in rounds "
                                 f"{list(rounds['round'][error >= REL_TOL][:5])}")
+    return problems
+
+
+@dataclass(frozen=True)
+class DropSettings:
+    """What checking who contributed takes beyond the records: each client's label counts
+    (clients.csv's label_<c>) and the round's aggregations (round, group, client_id, weight;
+    None when the trainer reports none, e.g. a re-timing)."""
+
+    label_counts: np.ndarray
+    aggregations: pd.DataFrame | None = None
+
+
+def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFrame,
+                drops: DropSettings) -> list[str]:
+    """Problems in the records of who the network dropped (a run whose clients can be
+    dropped: events.csv has `completed` and `client_dropped` events, rounds.csv the
+    num_selected ... label_bias_tv columns):
+
+    - num_selected is the round's selected clients (its rows of demands.csv), num_dropped its
+      client_dropped events, and num_selected = num_contributing + num_dropped;
+    - contrib_label_<c> are the label counts summed over the contributors (selected, not
+      dropped);
+    - a dropped client has no event after its drop in that round (none ends later, none is
+      recorded after it);
+    - every aggregation's weights sum to 1; each average was over the round's contributors
+      exactly (FedConcat's per-cluster averages: together over the contributors).
+    """
+    problems = []
+    dropped = events[events["kind"] == EventKind.CLIENT_DROPPED.value]
+    by_round = rounds.set_index("round")
+    selected = demands.groupby("round")["client_id"].apply(list)
+    gone = dropped.groupby("round")["client_id"].apply(set)
+    contributors = {}
+    for r in by_round.index:
+        chosen = selected.get(r, [])
+        out = gone.get(r, set())
+        contributors[r] = [k for k in chosen if k not in out]
+        row = by_round.loc[r]
+        if row["num_selected"] != len(chosen) or row["num_dropped"] != len(out) or \
+                row["num_selected"] != row["num_contributing"] + row["num_dropped"]:
+            problems.append(f"round {r}: num_selected {row['num_selected']}, num_contributing "
+                            f"{row['num_contributing']}, num_dropped {row['num_dropped']} do "
+                            f"not match its {len(chosen)} selected clients and {len(out)} "
+                            f"client_dropped events")
+        counts = (drops.label_counts[contributors[r]].sum(axis=0) if contributors[r]
+                  else np.zeros(drops.label_counts.shape[1], dtype=int))
+        recorded = row[[f"contrib_label_{c}" for c in range(len(counts))]].to_numpy()
+        if not np.array_equal(recorded.astype(np.int64), counts.astype(np.int64)):
+            problems.append(f"round {r}: contrib_label_* are not the contributors' label counts")
+    position = pd.Series(np.arange(len(events)), index=events.index)
+    for index, drop in dropped.iterrows():
+        mine = events[(events["round"] == drop["round"]) & (events["client_id"] == drop["client_id"])
+                      & (events.index != index)]
+        later = (mine["t_end_s"] > drop["t_end_s"] * (1 + REL_TOL)) | \
+            (position[mine.index] > position[index])
+        if later.any():
+            problems.append(f"round {drop['round']}: client {drop['client_id']} has "
+                            f"{int(later.sum())} events after its drop")
+    if drops.aggregations is not None:
+        for (r, group), frame in drops.aggregations.groupby(["round", "group"]):
+            if abs(frame["weight"].sum() - 1.0) > REL_TOL:
+                problems.append(f"round {r}: the {group} aggregation's weights sum to "
+                                f"{frame['weight'].sum()!r}, not 1")
+            if not str(group).startswith("cluster") and \
+                    sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
+                problems.append(f"round {r}: the {group} aggregation averaged clients "
+                                f"{sorted(frame['client_id'])}, not the contributors "
+                                f"{sorted(contributors.get(r, []))}")
+        averaged = set(drops.aggregations["round"])
+        silent = [r for r, ks in contributors.items() if ks and r not in averaged]
+        if silent:
+            problems.append(f"rounds {silent[:5]}: contributors but no aggregation")
+        clusters = drops.aggregations[drops.aggregations["group"].str.startswith("cluster")]
+        for r, frame in clusters.groupby("round"):
+            if sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
+                problems.append(f"round {r}: the cluster aggregations averaged clients "
+                                f"{sorted(frame['client_id'])}, not the contributors")
     return problems

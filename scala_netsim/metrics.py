@@ -32,6 +32,7 @@ TOTAL_OF = {
     EventKind.CLIENT_FORWARD: ("client_flops", False),
     EventKind.CLIENT_BACKWARD: ("client_flops", False),
     EventKind.SERVER_STEP: ("server_flops", False),
+    EventKind.CLIENT_DROPPED: None,   # a mark, no cost
 }
 BUCKETS = ("compute_time_s", "uplink_time_s", "downlink_time_s", "server_time_s", "idle_time_s")
 # Positions in an event row (EventLog.rows, Event.as_row): rounds of a timing-only run of
@@ -72,22 +73,27 @@ def critical_path_s(events: Sequence[Sequence], round_start_s: float,
 
 def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
               round_end_s: float, num_clients: int, evaluation: Evaluation | None = None,
-              energy: dict[str, float] | None = None) -> dict:
+              energy: dict[str, float] | None = None, drops: dict | None = None) -> dict:
     """One row of rounds.csv from the round's event rows (EventLog.rows; an event's kind may be
     the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
     and server, the critical path, the number of participants, the clients' energy when the
-    run records it (`energy`, scala_netsim.radio_record.round_energy) and, in evaluated rounds,
+    run records it (`energy`, scala_netsim.radio_record.round_energy), who contributed when
+    clients can be dropped (`drops`, scala_netsim.run.drop_columns) and, in evaluated rounds,
     the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other rounds)."""
     totals = dict.fromkeys(("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"), 0)
     for e in events:  # one pass
-        column, moved = TOTAL_OF[e[KIND]]
-        totals[column] += e[PAYLOAD] if moved else e[FLOPS]
+        total = TOTAL_OF[e[KIND]]
+        if total is not None:
+            column, moved = total
+            totals[column] += e[PAYLOAD] if moved else e[FLOPS]
     row = {"round": round_, "sim_time_s": round_end_s,
            "round_time_s": round_end_s - round_start_s, **totals}
     row.update(critical_path_s(events, round_start_s, round_end_s))
     row["num_clients"] = num_clients
     if energy is not None:
         row.update(energy)
+    if drops is not None:
+        row.update(drops)
     row["test_acc"] = float("nan")
     if evaluation is not None:
         row.update(test_acc=evaluation.accuracy, test_loss=evaluation.loss,

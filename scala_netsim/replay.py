@@ -42,6 +42,7 @@ from scala_netsim.algorithms.contract import (
 )
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.events import (
+    COMPLETED_COLUMN,
     DEMAND_COLUMNS,
     EVENT_COLUMNS,
     MODEL_TRANSFER,
@@ -160,17 +161,22 @@ class Record:
         with open(folder / "events.csv") as f:
             header = tuple(f.readline().rstrip("\n").split(","))
         demands = pd.read_csv(folder / "demands.csv", **read)
-        if header not in (EVENT_COLUMNS, EVENT_COLUMNS + RADIO_COLUMNS) \
-                or tuple(demands.columns) != DEMAND_COLUMNS:
+        allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
+                   for radio in ((), RADIO_COLUMNS)]
+        if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
             raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
-                              f"{EVENT_COLUMNS} (and, with the radio model, "
-                              f"{RADIO_COLUMNS}) and {DEMAND_COLUMNS}")
+                              f"{EVENT_COLUMNS} (and, where clients can be dropped, "
+                              f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}) and "
+                              f"{DEMAND_COLUMNS}")
         # what was sent and computed is all a replay needs (the radio columns are timing)
         events = pd.read_csv(folder / "events.csv", usecols=list(EVENT_COLUMNS), **read)
         rounds = pd.read_csv(folder / "rounds.csv", **read)
         unknown = set(events["kind"]) - set(_KIND_CODE)
         if unknown:
             raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")
+        if (events["kind"] == EventKind.CLIENT_DROPPED.value).any():
+            raise RecordError(f"{where}: its run dropped clients, so what it learned depended "
+                              f"on its network; it cannot be re-timed")
         expected = list(range(1, len(rounds) + 1))
         if rounds["round"].tolist() != expected or len(rounds) != summary.get("rounds"):
             raise RecordError(f"{where}/rounds.csv: rounds are not 1..{summary.get('rounds')}")
@@ -268,6 +274,10 @@ class Replayer:
         self._steps, self._server_order = self.record.round_steps(r)
         self._next_server = 0
         self._participants = sorted(recorded)
+
+    def drop_client(self, k: int) -> None:
+        raise TimelineDiverged(self.round, f"client {k} is dropped (a transfer lost after all "
+                               f"its attempts): what the round learns changes")
 
     def end_round(self) -> None:
         missed = [key for key, step in self._steps.items() if step[2] != 1]

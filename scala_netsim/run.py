@@ -25,13 +25,21 @@ from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
 from scala_netsim.engine import (
+    DROP_REASONS,
     Cell,
+    RoundRules,
     WirelessLink,
     grants_frame,
     transfers_frame,
 )
-from scala_netsim.events import DEMAND_COLUMNS, EVENT_COLUMNS, EventLog
-from scala_netsim.invariants import InvariantError, RadioSettings, check_run
+from scala_netsim.events import COMPLETED_COLUMN, DEMAND_COLUMNS, EVENT_COLUMNS, EventLog
+from scala_netsim.invariants import (
+    DropSettings,
+    InvariantError,
+    RadioSettings,
+    check_drops,
+    check_run,
+)
 from scala_netsim.metrics import round_row
 from scala_netsim.partition import label_counts, make_partition
 from scala_netsim.radio_record import (
@@ -162,14 +170,63 @@ def clients_frame(world: World) -> pd.DataFrame:
     return frame
 
 
+def round_rules(scenario: Scenario) -> RoundRules:
+    """The scenario's deadlines and over-selection for the engine."""
+    tr = scenario.training
+    keep = scenario.num_participants if scenario.num_selected > scenario.num_participants else None
+    return RoundRules(tr.deadline_s, tr.step_deadline_s, keep)
+
+
+def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
+                 label_counts: np.ndarray) -> dict:
+    """rounds.csv's columns on who the network dropped (when it can): how many clients were
+    selected, contributed (were aggregated) and were dropped (in all and per reason), the
+    contributors' label counts, and the total variation distance between the contributors'
+    label distribution and the selected clients' (NaN when nobody contributed)."""
+    gone = {k for k, _ in dropped}
+    contributors = [k for k in selected if k not in gone]
+    selected_counts = label_counts[selected].sum(axis=0)
+    counts = label_counts[contributors].sum(axis=0) if contributors else 0 * selected_counts
+    row = {"num_selected": len(selected), "num_contributing": len(contributors),
+           "num_dropped": len(dropped)}
+    row.update({f"num_dropped_{reason}": sum(r == reason for _, r in dropped)
+                for reason in DROP_REASONS})
+    row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
+    row["label_bias_tv"] = (label_bias_tv(counts, selected_counts) if contributors
+                            else math.nan)
+    return row
+
+
+def label_bias_tv(counts: np.ndarray, reference: np.ndarray) -> float:
+    """Total variation distance 1/2 sum_c |p_c - q_c| between the label distributions of two
+    count vectors."""
+    p, q = np.asarray(counts, float), np.asarray(reference, float)
+    return float(0.5 * np.abs(p / p.sum() - q / q.sum()).sum())
+
+
 def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> TrainerSetup:
     """What the scenario's trainers are built from (scala_netsim.algorithms.common)."""
     tr, ds = scenario.training, world.dataset
     return TrainerSetup(
         data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
-        sgd=SGDSettings(tr.batch_size, tr.lr, tr.momentum, tr.weight_decay),
+        sgd=SGDSettings(scenario.selected_batch_size, tr.lr, tr.momentum, tr.weight_decay),
         arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
         rounds=tr.rounds, seeds=world.seeds, device=device)
+
+
+def drop_summary(frame: pd.DataFrame) -> dict:
+    """summary.json's figures on drops from rounds.csv: the fraction of selected clients
+    dropped (and per reason), the label bias (label_bias_tv) averaged over the rounds that
+    had a contributor, and how many rounds had none."""
+    selected = int(frame["num_selected"].sum())
+    return {
+        "dropped_fraction": int(frame["num_dropped"].sum()) / selected,
+        **{f"dropped_fraction_{reason}": int(frame[f"num_dropped_{reason}"].sum()) / selected
+           for reason in DROP_REASONS},
+        "label_bias_tv": (float(frame["label_bias_tv"].mean())
+                          if frame["label_bias_tv"].notna().any() else math.nan),
+        "rounds_without_contributor": int((frame["num_contributing"] == 0).sum()),
+    }
 
 
 class Run:
@@ -197,6 +254,10 @@ class Run:
         self.diverged = False
         self._protocol_class = spec.protocol
         self.records_radio = recorded(scenario)
+        self.records_drops = scenario.drops_clients
+        #: (round, what was averaged, client, weight) of every aggregation (when clients can
+        #: be dropped and the trainer reports them: scala_netsim.invariants.check_drops)
+        self.aggregation_rows: list[tuple] = []
         self._simulate_from(0.0, [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
@@ -212,7 +273,8 @@ class Run:
                                  self.world.seeds.sequence("fading"))
         self.link.grant_rows, self.link.transfer_rows = grant_rows, transfer_rows
         self.protocol = self._protocol_class(self.env, self.world.cell, self.trainer, self.link,
-                                             self.log, self.scenario.training.local_iters)
+                                             self.log, self.scenario.training.local_iters,
+                                             round_rules(self.scenario))
 
     @property
     def round(self) -> int:
@@ -227,7 +289,7 @@ class Run:
         """Simulate the next round. -> its row of rounds.csv."""
         tr = self.scenario.training
         r = self.round + 1
-        selected = self.selector.select(self.scenario.num_participants, self.selection_rng)
+        selected = self.selector.select(self.scenario.num_selected, self.selection_rng)
         start_s, first_event = self.env.now, len(self.log)
         first_transfer = len(self.link.transfer_rows)
         self.protocol.run_round(r, selected)
@@ -242,7 +304,13 @@ class Run:
         rows, energy = self.log.rows[first_event:], None
         if self.records_radio:
             energy = round_energy(self._radio_columns(rows, first_event, first_transfer), rows)
-        row = round_row(r, rows, start_s, self.env.now, len(selected), evaluation, energy)
+        drops = None
+        if self.records_drops:
+            drops = drop_columns([int(k) for k in selected], self.protocol.drops.dropped,
+                                 self.world.label_counts)
+            self.aggregation_rows.extend((r, *a) for a in getattr(self.trainer, "aggregations",
+                                                                  ()))
+        row = round_row(r, rows, start_s, self.env.now, len(selected), evaluation, energy, drops)
         self.rows.append(row)
         return row
 
@@ -253,12 +321,16 @@ class Run:
                              self.scenario.compute.energy_coefficient)
 
     def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
-        """events.csv: its columns and rows (with the radio and energy columns when the run
-        records them)."""
-        if not self.records_radio:
-            return EVENT_COLUMNS, self.log.rows
-        return (EVENT_COLUMNS + RADIO_COLUMNS,
-                rows_with_columns(self.log.rows, self._radio_columns(self.log.rows, 0, 0)))
+        """events.csv: its columns and rows (with the `completed` column when clients can be
+        dropped, the radio and energy columns when the run records them)."""
+        columns, rows = EVENT_COLUMNS, self.log.rows
+        if self.records_drops:
+            columns = columns + (COMPLETED_COLUMN,)
+            rows = [(*row, done) for row, done in zip(rows, self.log.completed(), strict=True)]
+        if self.records_radio:
+            columns = columns + RADIO_COLUMNS
+            rows = rows_with_columns(rows, self._radio_columns(self.log.rows, 0, 0))
+        return columns, rows
 
     def radio_settings(self) -> RadioSettings | None:
         """What the invariants need to recompute the radio columns (None when not recorded)."""
@@ -273,12 +345,19 @@ class Run:
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (see scala_netsim.invariants)."""
         columns, rows = self.event_table()
-        return check_run(pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows),
-                         grants_frame(self.link.grant_rows),
-                         transfers_frame(self.link.transfer_rows),
-                         {"uplink": self.world.cell.uplink_bandwidth_hz,
-                          "downlink": self.world.cell.downlink_bandwidth_hz},
-                         self.protocol.pipelined_clients, self.radio_settings())
+        events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows)
+        problems = check_run(events, rounds, grants_frame(self.link.grant_rows),
+                             transfers_frame(self.link.transfer_rows),
+                             {"uplink": self.world.cell.uplink_bandwidth_hz,
+                              "downlink": self.world.cell.downlink_bandwidth_hz},
+                             self.protocol.pipelined_clients, self.radio_settings())
+        if self.records_drops:
+            aggregations = (pd.DataFrame(self.aggregation_rows,
+                                         columns=["round", "group", "client_id", "weight"])
+                            if hasattr(self.trainer, "aggregations") else None)
+            problems.extend(check_drops(events, rounds, self.log.demands_frame(), DropSettings(
+                self.world.label_counts, aggregations)))
+        return problems
 
     def summary(self, status: str, setting: dict, wall_time_s: float,
                 resumed_from_round: int | None, device: torch.device,
@@ -306,6 +385,7 @@ class Run:
             "server_flops": int(frame["server_flops"].sum()),
             **{column: float(frame[column].sum()) for column in ENERGY_COLUMNS
                if column in frame},
+            **(drop_summary(frame) if self.records_drops else {}),
             "wall_time_s": wall_time_s,
             "resumed_from_round": resumed_from_round,
             "retimed_from": retimed_from,
@@ -322,13 +402,16 @@ class Run:
                 "best": list(self.best), "diverged": self.diverged,
                 "grants": list(self.link.grant_rows),
                 "transfers": list(self.link.transfer_rows),
-                "link_streams": self.link.stream_states()}
+                "link_streams": self.link.stream_states(),
+                "cut": list(self.log.cut), "aggregations": list(self.aggregation_rows)}
 
     def load_state_dict(self, state: dict) -> None:
         self.trainer.load_state_dict(state["trainer"])
         self.selection_rng.bit_generator.state = state["selection_rng"]
         self.log.rows = [tuple(e) for e in state["events"]]
         self.log.demands = [tuple(d) for d in state["demands"]]
+        self.log.cut = list(state["cut"])
+        self.aggregation_rows = [tuple(a) for a in state["aggregations"]]
         self.rows, self.best = list(state["rounds"]), tuple(state["best"])
         self.diverged = state["diverged"]
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0,
@@ -337,7 +420,8 @@ class Run:
         self.link.load_stream_states(state["link_streams"])
 
 
-CHECKPOINT_FORMAT = 4   # 4: transfers carry their gain and power; the link's streams
+CHECKPOINT_FORMAT = 5   # 5: cut steps and aggregations (drops); 4: transfers carry their
+#                         gain and power, the link's streams
 
 
 class CheckpointError(ValueError):

@@ -13,6 +13,7 @@ channel.
 from __future__ import annotations
 
 import difflib
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -90,6 +91,14 @@ class TrainingConfig(_Strict):
     participation: float = Field(default=0.1, gt=0, le=1)
     eval_every: int = Field(default=10, ge=1)
     checkpoint_every: int = Field(default=10, ge=1)
+    # seconds from a round's start (its first model download) by which a client's model must
+    # be in (SplitFedV3: its last step done); later clients are dropped. null = no deadline
+    deadline_s: float | None = Field(default=None, gt=0)
+    # algorithms with a barrier (scala, ca_sfl): seconds the server waits for each local
+    # iteration's activations from the moment it is ready for them; later clients dropped
+    step_deadline_s: float | None = Field(default=None, gt=0)
+    # select ceil((1 + x) n) clients and keep the first n to finish (0 = select n)
+    over_selection: float = Field(default=0.0, ge=0)
 
 
 class LinkConfig(_Strict):
@@ -182,8 +191,36 @@ class Scenario(_Strict):
 
     @property
     def num_participants(self) -> int:
-        """r * K clients take part in every round (at least one)."""
+        """r * K clients take part in every round (at least one): n, the clients kept."""
         return max(1, round(self.training.participation * self.data.num_clients))
+
+    @property
+    def num_selected(self) -> int:
+        """ceil((1 + over_selection) n) clients are selected every round (n without
+        over-selection)."""
+        n, x = self.num_participants, self.training.over_selection
+        return n if x == 0 else math.ceil((1 + x) * n - 1e-9)   # (1.1 * 10 is 11.000...02)
+
+    @property
+    def selected_batch_size(self) -> int:
+        """The batch B apportioned among the selected clients: B itself, or with
+        over-selection round(B m / n), so that each client's B_k is what it would be among n
+        and the n kept clients' batch is about B."""
+        n, m, batch = self.num_participants, self.num_selected, self.training.batch_size
+        return batch if m == n else round(batch * m / n)
+
+    @property
+    def network_shapes_learning(self) -> bool:
+        """Do deadlines or over-selection let the clock decide who is aggregated?"""
+        tr = self.training
+        return (tr.deadline_s is not None or tr.step_deadline_s is not None
+                or tr.over_selection > 0)
+
+    @property
+    def drops_clients(self) -> bool:
+        """Can the network drop clients from a round (deadlines, over-selection, or a link that
+        loses transfers)? Such runs record who contributed (scala_netsim.run)."""
+        return self.network_shapes_learning or self.network.link.mode == "fixed_rate"
 
 
 def _fields() -> dict:
@@ -239,10 +276,27 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
             problems.append(f"data.partition.alpha: num_clients*alpha must be divisible by "
                             f"the {num_classes} classes, got {scenario.data.num_clients}*"
                             f"{part.alpha} = {scenario.data.num_clients * part.alpha}")
-    if scenario.training.batch_size < scenario.num_participants:
+    tr = scenario.training
+    if tr.batch_size < scenario.num_participants:
         problems.append(f"training.batch_size: must be >= the number of participating "
                         f"clients ({scenario.num_participants}), got "
                         f"{scenario.training.batch_size}")
+    if scenario.num_selected > scenario.data.num_clients:
+        problems.append(f"training.over_selection: selects ceil((1 + {tr.over_selection:g}) x "
+                        f"{scenario.num_participants}) = {scenario.num_selected} clients, more "
+                        f"than the {scenario.data.num_clients} there are (data.num_clients); "
+                        f"allowed: at most {scenario.data.num_clients / scenario.num_participants - 1:.4g}")
+    barrier = [a for a in scenario.algorithms if ALGORITHMS[a].protocol.has_barrier]
+    if tr.step_deadline_s is not None and not barrier:
+        with_barrier = [name for name, spec in ALGORITHMS.items() if spec.protocol.has_barrier]
+        problems.append(f"training.step_deadline_s: only for algorithms with a barrier "
+                        f"({', '.join(with_barrier)}); {', '.join(scenario.algorithms)} "
+                        f"{'has' if len(scenario.algorithms) == 1 else 'have'} none, got "
+                        f"{tr.step_deadline_s}")
+    if scenario.timing_only and barrier and scenario.drops_clients:
+        problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
+                        f"fixed-rate link steps the server on the clients left, batches no "
+                        f"timing-only run has metered; set timing_only: false")
     for key, values in scenario.sweep.items():
         keys = [key]
         if isinstance(values, dict):   # named cases

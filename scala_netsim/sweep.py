@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.results import read_written_yaml, write_json
 from scala_netsim.scenario import (
     Scenario,
@@ -104,6 +105,10 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
         for algorithm in scenario.algorithms:
             document = copy.deepcopy(base)
             document["algorithms"] = [algorithm]
+            if not ALGORITHMS[algorithm].protocol.has_barrier:
+                # a step deadline bounds a barrier: the cells of the scenario's algorithms
+                # without one do not carry it (nor learn differently for it)
+                document["training"]["step_deadline_s"] = None
             found = [f"sweep {key}: {p}" for _, _, settings in choices
                      for key, value in settings.items()
                      if (p := set_dotted(document, key, value))]
@@ -240,10 +245,11 @@ def learning_key(cell: SweepCell) -> tuple[str, str] | None:
     """Cells with the same key learn the same trajectory (same algorithm and learning
     settings, seed included; they differ at most in network.* and compute.*); None for an
     algorithm whose selection looks at the network (never re-timed)."""
-    from scala_netsim.algorithms.registry import ALGORITHMS
-
-    if ALGORITHMS[cell.algorithm].selector.uses_network or cell.scenario.timing_only:
-        return None   # (a timing-only run records no accuracy to replay; it is cheap anyway)
+    if (ALGORITHMS[cell.algorithm].selector.uses_network or cell.scenario.timing_only
+            or cell.scenario.network_shapes_learning):
+        # (a timing-only run records no accuracy to replay, it is cheap anyway; under
+        # deadlines or over-selection the clock decides who is aggregated)
+        return None
     return cell.algorithm, yaml.safe_dump(learning_identity(cell.scenario), sort_keys=True)
 
 

@@ -63,6 +63,10 @@ class TimingMeter:
             self._seen |= needed
             inner.begin_round(selected)
 
+    def drop_client(self, k: int) -> None:
+        if self._live:
+            self.inner.drop_client(k)
+
     def end_round(self) -> None:
         if self._live:
             self.inner.end_round()

@@ -167,6 +167,10 @@ class TrainerBase(Trainer, ExchangesModels):
         self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay))
         self.client_batch_sizes: dict[int, int] = {}
         self._uploads: list[ModelMessage] = []
+        self.dropped: set[int] = set()   # the round's clients the network dropped
+        #: the round's aggregations: (what was averaged, client, its weight); the weights of
+        #: each sum to 1 over the clients averaged (checked by the run's invariants)
+        self.aggregations: list[tuple[str, int, float]] = []
 
     def begin_round(self, selected: Sequence[int]) -> None:
         """Assign each selected client its batch size B_k proportional to |D_k|."""
@@ -175,6 +179,27 @@ class TrainerBase(Trainer, ExchangesModels):
         self.client_batch_sizes = dict(zip(selected, sizes, strict=True))
         self.slots.clear(len(selected))
         self._uploads.clear()
+        self.dropped = set()
+        self.aggregations = []
+
+    def drop_client(self, k: int) -> None:
+        self.dropped.add(k)
+
+    def contributors(self) -> list[int]:
+        """The round's clients the network did not drop, in the order they were selected."""
+        return [k for k in self.client_batch_sizes if k not in self.dropped]
+
+    def average_into(self, group: str, target: nn.Module, client_ids: Sequence[int],
+                     sources: Sequence[Sequence[torch.Tensor]]) -> None:
+        """target <- the |D_k|-weighted average of `sources` (client_ids' models); nothing
+        when there is none (a round in which every client was dropped keeps the model)."""
+        if not client_ids:
+            return
+        weights = [self.sampler.num_samples(k) for k in client_ids]
+        weighted_average_(target, sources, weights)
+        total = float(sum(weights))
+        self.aggregations.extend((group, int(k), w / total)
+                                 for k, w in zip(client_ids, weights, strict=True))
 
     def next_batch(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         idx = self.sampler.next_batch(k, self.client_batch_sizes[k])
@@ -197,10 +222,11 @@ class TrainerBase(Trainer, ExchangesModels):
         # must not depend on which upload the clock delivered first
         bisect.insort(self._uploads, message, key=lambda m: m.client_id)
 
-    def aggregate_uploads(self, target: nn.Module) -> None:
-        """target <- sum_k |D_k| w_k / sum_k |D_k| over the uploaded models (FedAvg)."""
-        weights = [self.sampler.num_samples(m.client_id) for m in self._uploads]
-        weighted_average_(target, [m.tensors for m in self._uploads], weights)
+    def aggregate_uploads(self, target: nn.Module, group: str = "client") -> None:
+        """target <- sum_k |D_k| w_k / sum_k |D_k| over the uploaded models (FedAvg): those of
+        the clients that were not dropped; unchanged when there is none."""
+        self.average_into(group, target, [m.client_id for m in self._uploads],
+                          [m.tensors for m in self._uploads])
 
     def end_round(self) -> None:
         self.aggregate_uploads(self.client_template)

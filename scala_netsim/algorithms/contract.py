@@ -14,8 +14,8 @@ a TypeError when the trainer is built). Every FLOP count comes from the real com
     split, local loss      LocalLossProtocol        LocalLossTrainer
     federated              FederatedProtocol        FederatedTrainer
 
-Every round is: begin_round(selected); the pattern's calls; end_round(). Evaluation and
-checkpoints happen between rounds.
+Every round is: begin_round(selected); the pattern's calls (and drop_client(k) for each
+client the network drops); end_round(). Evaluation and checkpoints happen between rounds.
 """
 
 from __future__ import annotations
@@ -120,6 +120,11 @@ class Trainer(ABC):
     @abstractmethod
     def end_round(self) -> None:
         """Finish the round: aggregate what the participants sent."""
+
+    def drop_client(self, k: int) -> None:
+        """The network dropped client k from the round (a deadline, a lost transfer,
+        over-selection): what it sent so far was received and used, what it would still have
+        sent never comes, and it is not aggregated at the end of the round."""
 
     @abstractmethod
     def step_demand(self, k: int) -> StepDemand:

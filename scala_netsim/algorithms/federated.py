@@ -28,7 +28,7 @@ from scala_netsim.algorithms.contract import Evaluation, FederatedTrainer, Local
 from scala_netsim.flops import MetaPlanner
 from scala_netsim.messages import ModelMessage
 from scala_netsim.models import features_and_head, init_linear_
-from scala_netsim.training import evaluate, weighted_average_
+from scala_netsim.training import evaluate
 
 
 def fedlc_calibration(label_counts: torch.Tensor, tau: float) -> torch.Tensor:
@@ -234,6 +234,9 @@ class FedDyn(FedProx):
     def end_round(self) -> None:
         # FedDyn server: h <- h - alpha/K sum_k (w_k - w); w <- mean_k w_k - h/alpha
         uploads = [m.tensors for m in self._uploads]
+        if not uploads:   # every client dropped: the model and h stay as they are
+            return
+        self.aggregations.extend(("client", m.client_id, 1 / len(uploads)) for m in self._uploads)
         with torch.no_grad():
             for i, (p, g, h) in enumerate(zip(self.model.parameters(), self._global_params,
                                               self._dyn_server_h, strict=True)):
@@ -385,9 +388,8 @@ class FedConcat(TrainerBase, FederatedTrainer):
             return
         for c, model in enumerate(self.cluster_models):
             members = [m for m in self._uploads if self.cluster_of[m.client_id] == c]
-            if members:
-                weighted_average_(model, [m.tensors for m in members],
-                                  [self.sampler.num_samples(m.client_id) for m in members])
+            self.average_into(f"cluster{c}", model, [m.client_id for m in members],
+                              [m.tensors for m in members])
 
     def step_demand(self, k: int) -> StepDemand:
         """What client k trains, up and down (the encoders too, the first time they come

@@ -55,6 +55,10 @@ class SplitTrainer(TrainerBase):
         optimizer.zero_grad(set_to_none=True)
         return flops
 
+    def drop_client(self, k: int) -> None:
+        super().drop_client(k)
+        self._pending.pop(k, None)   # its gradient never comes
+
     def step_demand(self, k: int) -> StepDemand:
         """Activations and labels up, their gradient down, after the client forward pass."""
         batch = self.client_batch_sizes[k]

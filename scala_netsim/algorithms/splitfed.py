@@ -35,7 +35,7 @@ from scala_netsim.flops import MetaPlanner
 from scala_netsim.losses import logit_adjusted_cross_entropy
 from scala_netsim.messages import ActivationMessage, GradientMessage
 from scala_netsim.models import init_linear_
-from scala_netsim.training import evaluate, weighted_average_
+from scala_netsim.training import evaluate
 
 
 class PerClientServer(SplitTrainer):
@@ -89,9 +89,10 @@ class ServerCopies(PerClientServer):
         return self.server_slots[k]
 
     def average_server_copies(self) -> None:
-        ids = list(self.client_batch_sizes)
-        weighted_average_(self.server_model, [state_tensors(self.server_slots[k][0]) for k in ids],
-                          [self.sampler.num_samples(k) for k in ids])
+        """The server copies of the clients that were not dropped, |D_k|-weighted."""
+        ids = self.contributors()
+        self.average_into("server", self.server_model,
+                          ids, [state_tensors(self.server_slots[k][0]) for k in ids])
 
 
 class SplitFedV1(ServerCopies, PerClientSplitTrainer):
