@@ -289,7 +289,7 @@ def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFram
         for (r, group), frame in drops.aggregations.groupby(["round", "group"]):
             if abs(frame["weight"].sum() - 1.0) > REL_TOL:
                 problems.append(f"round {r}: the {group} aggregation's weights sum to "
-                                f"{frame['weight'].sum()!r}, not 1")
+                                f"{float(frame['weight'].sum())!r}, not 1")
             if not str(group).startswith("cluster") and \
                     sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
                 problems.append(f"round {r}: the {group} aggregation averaged clients "
