@@ -105,13 +105,13 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
         for algorithm in scenario.algorithms:
             document = copy.deepcopy(base)
             document["algorithms"] = [algorithm]
+            found = [f"sweep {key}: {p}" for _, _, settings in choices
+                     for key, value in settings.items()
+                     if (p := set_dotted(document, key, value))]
             if not ALGORITHMS[algorithm].protocol.has_barrier:
                 # a step deadline bounds a barrier: the cells of the scenario's algorithms
                 # without one do not carry it (nor learn differently for it)
                 document["training"]["step_deadline_s"] = None
-            found = [f"sweep {key}: {p}" for _, _, settings in choices
-                     for key, value in settings.items()
-                     if (p := set_dotted(document, key, value))]
             try:
                 cell_scenario = None if found else validate_scenario(document)
             except ScenarioError as exc:
