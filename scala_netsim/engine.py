@@ -434,7 +434,10 @@ class Protocol(ABC):
         if drops is not None:
             drops.begin(round_, selected)
             if self.rules.deadline_s is not None:
-                self.env.timeout(self.rules.deadline_s).callbacks.append(self._expire)
+                # (a round that ends earlier leaves its deadline in the queue: `_expire`
+                # ignores it when it comes, in a later round)
+                deadline = self.env.timeout(self.rules.deadline_s, value=round_)
+                deadline.callbacks.append(self._expire)
         self.env.run(until=self.env.all_of(self.round_processes(selected)))
         if drops is not None:
             drops.open = False
@@ -493,11 +496,11 @@ class Protocol(ABC):
             for other in sorted(drops.active):
                 self._drop(other, "over_selection")
 
-    def _expire(self, _: simpy.Event) -> None:
+    def _expire(self, deadline: simpy.Event) -> None:
         """The round's deadline: every client still in the round is dropped, and what the
         others (or the server) still had going is cut."""
         drops = self.drops
-        if not drops.open:   # the round ended before its deadline
+        if deadline.value != drops.round or not drops.open:   # its round ended before it
             return
         for k in sorted(drops.active):
             self._drop(k, "deadline")

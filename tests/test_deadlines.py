@@ -270,3 +270,16 @@ def test_a_replay_refuses_a_record_with_drops_and_a_drop_of_its_own(fashion_slic
     assert code == 0, err                  # a lost transfer no longer stops the run
     with pytest.raises(RecordError, match="dropped clients"):
         Record.load(tmp_path / "quickstart" / "fedavg" / "seed0")
+
+
+def test_a_round_that_ends_early_leaves_no_deadline_to_the_next(fashion_slice):
+    """Round 1 ends well before its deadline; the stale deadline comes during round 2 and
+    must not drop round 2's clients (round 2 has its own deadline)."""
+    free = three_client_run(fashion_slice, "fedavg", {"rounds": 2})
+    free.step()
+    finish = max(ends(free, EventKind.MODEL_UPLOAD).values())
+    run = three_client_run(fashion_slice, "fedavg", {"rounds": 2, "deadline_s": 1.5 * finish})
+    first, second = run.step(), run.step()
+    assert first["num_dropped"] == second["num_dropped"] == 0
+    assert second["round_time_s"] == pytest.approx(first["round_time_s"], rel=0.2)
+    assert not run.problems()
