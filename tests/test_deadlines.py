@@ -283,3 +283,53 @@ def test_a_round_that_ends_early_leaves_no_deadline_to_the_next(fashion_slice):
     assert first["num_dropped"] == second["num_dropped"] == 0
     assert second["round_time_s"] == pytest.approx(first["round_time_s"], rel=0.2)
     assert not run.problems()
+
+
+# --- bad input -------------------------------------------------------------------------------
+@pytest.mark.parametrize("document, message", [
+    ({"training": {"deadline_s": 0}}, "training.deadline_s: must be > 0.0, got 0"),
+    ({"training": {"deadline_s": -5.0}}, "training.deadline_s: must be > 0.0, got -5.0"),
+    ({"training": {"step_deadline_s": 0.0}, "algorithms": ["scala"]},
+     "training.step_deadline_s: must be > 0.0, got 0.0"),
+    ({"training": {"step_deadline_s": 2.0}, "algorithms": ["fedavg", "splitfed_v1"]},
+     "training.step_deadline_s: only for algorithms with a barrier (scala, ca_sfl); fedavg, "
+     "splitfed_v1 have none, got 2.0"),
+    ({"training": {"over_selection": -0.1}}, "training.over_selection: must be >= 0.0, got -0.1"),
+    ({"data": {"num_clients": 20}, "training": {"participation": 0.5, "over_selection": 1.5}},
+     "training.over_selection: selects ceil((1 + 1.5) x 10) = 25 clients, more than the 20 "
+     "there are (data.num_clients); allowed: at most 1"),
+    ({"timing_only": True, "training": {"deadline_s": 30.0}, "algorithms": ["scala"]},
+     "timing_only: scala with deadlines, over-selection or a fixed-rate link"),
+])
+def test_bad_deadline_settings_name_field_value_and_what_is_allowed(document, message):
+    from scala_netsim.scenario import ScenarioError, validate_scenario
+
+    with pytest.raises(ScenarioError) as error:
+        validate_scenario({"name": "x", **document})
+    assert any(p.startswith(message) for p in error.value.problems), error.value.problems
+
+
+def test_a_step_deadline_stays_with_the_algorithms_that_have_a_barrier(tmp_path):
+    from scala_netsim.scenario import validate_scenario
+    from scala_netsim.sweep import expand_sweep
+
+    scenario = validate_scenario({"name": "x", "algorithms": ["scala", "fedavg"],
+                                  "training": {"deadline_s": 60.0, "step_deadline_s": 2.0}})
+    cells = {c.algorithm: c.scenario.training for c in expand_sweep(scenario, tmp_path)}
+    assert (cells["scala"].step_deadline_s, cells["scala"].deadline_s) == (2.0, 60.0)
+    assert (cells["fedavg"].step_deadline_s, cells["fedavg"].deadline_s) == (None, 60.0)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("training.deadline_s=0", "training.deadline_s: must be > 0.0, got 0"),
+    ("training.step_deadline_s=1.0", "training.step_deadline_s: only for algorithms with a "
+                                     "barrier"),
+    ("training.over_selection=-1", "training.over_selection: must be >= 0.0, got -1"),
+    ("training.over_selection=2", "training.over_selection: selects ceil((1 + 2) x 10) = 30"),
+])
+def test_the_cli_refuses_bad_deadlines_with_exit_2_and_writes_nothing(cli, tmp_path, setting,
+                                                                      message):
+    code, _, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
+                       "--set", "algorithms=[fedavg]", "--set", setting)
+    assert code == 2 and message in err, err
+    assert not any(tmp_path.iterdir())

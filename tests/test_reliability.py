@@ -57,7 +57,12 @@ def test_the_timing_trace_ignores_the_machines_speed(tmp_path):
 
 
 def test_resume_after_sigkill_gives_the_uninterrupted_files(cli, tmp_path):
-    rounds = ["--set", "training.rounds=10"]
+    """A deadline run (round and step deadlines under shadowing and per-transfer Rayleigh
+    fading, so that who is dropped changes from round to round) killed half way and resumed
+    writes the files of the uninterrupted run."""
+    rounds = ["--set", "training.rounds=10", "--set", "training.deadline_s=1.4",
+              "--set", "training.step_deadline_s=0.6", "--set", "network.shadowing_std_db=8",
+              "--set", "network.fading={kind: rayleigh, coherence: transfer}"]
     assert cli(QUICKSTART, "--out", tmp_path / "whole", *TINY, *rounds)[0] == 0
 
     out = tmp_path / "killed"
@@ -79,6 +84,8 @@ def test_resume_after_sigkill_gives_the_uninterrupted_files(cli, tmp_path):
     summary = json.loads((files(out, "splitfed_v2") / "summary.json").read_text())
     assert 4 <= summary["resumed_from_round"] < 10 and summary["status"] == "completed"
     for algorithm in ("scala", "splitfed_v2"):
+        dropped = pd.read_csv(files(out, algorithm) / "rounds.csv")["num_dropped"]
+        assert 0 < dropped.sum() < 50, (algorithm, dropped.tolist())   # some, not all
         for name in ("rounds.csv", "events.csv", "clients.csv"):
             assert filecmp.cmp(files(tmp_path / "whole", algorithm) / name,
                                files(out, algorithm) / name, shallow=False), (algorithm, name)
