@@ -40,7 +40,9 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
             targets: Sequence[float]) -> dict:
     """A run's comparison row: its swept values, accuracy, simulated time to each target
     accuracy, totals; for a run that records energy, the clients' energy in total, split, and
-    until each target accuracy."""
+    until each target accuracy; for a run whose clients can be dropped, the fraction dropped
+    (in all and per reason), the label bias (mean TV distance) and the rounds without a
+    contributor."""
     row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
            **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
            "status": summary["status"],
@@ -56,6 +58,10 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
                                             "client_compute_energy_j")})
         for target in targets:
             row[f"energy_to_{target:g}_j"] = energy_to_accuracy_j(rounds, target)
+    if "dropped_fraction" in summary:   # a run whose clients can be dropped (issue 12)
+        row.update({k: v for k, v in summary.items()
+                    if k.startswith("dropped_fraction") or k in ("label_bias_tv",
+                                                                 "rounds_without_contributor")})
     row["folder"] = str(Path(folder).relative_to(scenario_dir))
     return row
 

@@ -8,9 +8,9 @@ and rounds.csv.
     python -m analysis OUT/<scenario>
 """
 
-import contextlib
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -162,17 +162,21 @@ def accuracy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[fl
     """Accuracy and simulated time per group; `with_accuracy` False (timing-only runs): the
     simulated time alone."""
     targets = targets if with_accuracy else []
+    drops = "dropped_fraction" in runs   # runs whose clients can be dropped
     header = ["algorithm", *map(short, keys), "seeds",
               *(["final acc (%)", "best acc (%)"] if with_accuracy else []),
               "time / round (s)", "total sim. time (s)",
-              *(f"time to {100 * t:g} % (s)" for t in targets)]
+              *(f"time to {100 * t:g} % (s)" for t in targets),
+              *(["dropped (%)", "label bias (TV)"] if drops else [])]
     rows = []
     for algorithm, setting, g in groups(runs, keys):
         accuracy = [mean_std(g["final_acc"], 100), mean_std(g["best_acc"], 100)]
         rows.append([algorithm, *map(_fmt_value, setting.values()), len(g),
                      *(accuracy if with_accuracy else []),
                      mean_std(g["time_per_round_s"]), mean_std(g["total_sim_time_s"], digits=0),
-                     *(reach_text(g[f"time_to_{t:g}_s"]) for t in targets)])
+                     *(reach_text(g[f"time_to_{t:g}_s"]) for t in targets),
+                     *([mean_std(g["dropped_fraction"], 100, digits=1),
+                        mean_std(g["label_bias_tv"], digits=3)] if drops else [])])
     return markdown_table(header, rows)
 
 
@@ -193,6 +197,57 @@ def cost_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
                      mean_std(g["client_GFLOP_per_round"], digits=1),
                      mean_std(g["client_GFLOP"], digits=0), mean_std(g["server_GFLOP"], digits=0)])
     return markdown_table(header, rows)
+
+
+def drops_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
+    """Who the network dropped (runs whose clients can be dropped): the fraction of selected
+    clients dropped, in all and per reason, the label bias (total variation distance between
+    the contributors' and the selected clients' label distributions, averaged over rounds),
+    the rounds nobody contributed to, and the accuracy, mean ± std over seeds."""
+    header = ["algorithm", *map(short, keys), "dropped (%)", "deadline (%)",
+              "step deadline (%)", "lost transfer (%)", "over-selection (%)",
+              "label bias (TV)", "rounds without contributor", "final acc (%)"]
+    rows = []
+    for algorithm, setting, g in groups(runs, keys):
+        rows.append([algorithm, *map(_fmt_value, setting.values()),
+                     mean_std(g["dropped_fraction"], 100, digits=1),
+                     *(mean_std(g[f"dropped_fraction_{reason}"], 100, digits=1)
+                       for reason in ("deadline", "step_deadline", "lost", "over_selection")),
+                     mean_std(g["label_bias_tv"], digits=3),
+                     mean_std(g["rounds_without_contributor"], digits=1),
+                     mean_std(g["final_acc"], 100)])
+    return markdown_table(header, rows)
+
+
+DROPS_PANELS = (
+    ("final_acc", 100, "final test accuracy (%)"),
+    ("dropped_fraction", 100, "clients dropped (% of selected)"),
+    ("label_bias_tv", 1, "label bias (TV distance)"),
+)
+
+
+def drops_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) -> None:
+    """Final accuracy, the fraction of clients dropped and the label bias against one swept
+    key (a deadline), one line per algorithm (and per value of the other swept keys), bands
+    over seeds."""
+    values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
+        for ax, (column, scale, ylabel) in zip(axes, DROPS_PANELS, strict=True):
+            per_seed = g.pivot_table(index="seed", columns=key, values=column,
+                                     aggfunc="first").reindex(columns=values)
+            _band(ax, x, scale * per_seed.to_numpy(), f"C{i % 10}",
+                  group_label(algorithm, setting))
+            ax.set_ylabel(ylabel)
+    for ax in axes:
+        _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"accuracy, drops and label bias against {key} (mean ± 1 std over seeds)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def latency_energy_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
@@ -219,8 +274,10 @@ def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str, label: str | No
           marker: str = "o") -> np.ndarray:
     """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
     values = np.asarray(values, dtype=float)
-    mean = np.nanmean(values, axis=0)
-    std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
+    with warnings.catch_warnings():   # a value no seed has (e.g. no drop records): a gap
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(values, axis=0)
+        std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
     ax.plot(x, mean, color=color, marker=marker, ms=3, lw=1.4, label=label)
     ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
     return mean
@@ -312,8 +369,8 @@ def _sweep_axis(runs: pd.DataFrame, key: str) -> tuple[list, np.ndarray, list[st
     numbers), whether the axis is logarithmic, and the label scale: frequencies read better in
     MHz (the data stay in Hz)."""
     values = list(dict.fromkeys(runs[key]))
-    with contextlib.suppress(TypeError):   # values that do not sort keep the sweep's order
-        values = sorted(values)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        values = sorted(values)   # names (of cases, models...) keep the sweep's order
     x, ticks, log_x = _axis_values(values)
     in_mhz = key.endswith("_hz") and ticks is None and x.max() >= 1e6
     divisor, unit = (1e6, " MHz") if in_mhz else (1.0, "")
@@ -638,9 +695,17 @@ def write_report(scenario_dir: Path | str) -> Path:
         "",
         latency_energy_table(runs, keys),
         "",
-        "## Figures",
-        "",
     ]
+    if "dropped_fraction" in runs:
+        lines += [
+            "## Drops and label bias", "",
+            "Clients the network dropped from their round (a deadline, a step deadline at a "
+            "barrier, a transfer lost after all its attempts, over-selection), as a share of "
+            "the clients selected; label bias: the total variation distance between the label "
+            "distribution of the clients aggregated and that of the clients selected, averaged "
+            "over the rounds that had a contributor (summary.json `label_bias_tv`).", "",
+            drops_table(runs, keys), ""]
+    lines += ["## Figures", ""]
     if measured:
         accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)
         accuracy_figure(runs, curves, keys, figures / "accuracy_vs_rounds.png", over_time=False)
@@ -657,6 +722,12 @@ def write_report(scenario_dir: Path | str) -> Path:
                   "client computation per round.", "", f"![](figures/{file})", ""]
         lines += ([f"- crossover: {t}" for t in texts] or
                   ["- no crossover of the time-per-round curves in the swept range"]) + [""]
+        if measured and "dropped_fraction" in runs:
+            file = f"accuracy_vs_{short(key)}.png"
+            drops_figure(runs, key, keys, figures / file)
+            lines += [f"### Accuracy, drops and label bias against {key}", "",
+                      "Final test accuracy, the share of selected clients dropped and the "
+                      "label bias (TV distance) per value.", "", f"![](figures/{file})", ""]
         if measured and pd.api.types.is_numeric_dtype(runs[key]):
             file = f"time_to_accuracy_{short(key)}.png"
             texts = time_to_target_figure(runs, key, keys, targets, figures / file)

@@ -128,6 +128,8 @@ class RoundRules(NamedTuple):
                 or self.keep is not None)
 
 
+NO_RULES = RoundRules()   # nobody is dropped but for a lost transfer
+
 #: why a client left a round (rounds.csv counts each: num_dropped_<reason>)
 DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
 
@@ -409,7 +411,7 @@ class Protocol(ABC):
     has_barrier: ClassVar[bool] = False        # does the server wait for every client's step?
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
-                 log: EventLog, local_iters: int, rules: RoundRules = RoundRules()) -> None:
+                 log: EventLog, local_iters: int, rules: RoundRules = NO_RULES) -> None:
         if not isinstance(trainer, self.trainer_contract):
             raise TypeError(f"{type(self).__name__} needs a {self.trainer_contract.__name__}, "
                             f"got {type(trainer).__name__}")
@@ -482,7 +484,7 @@ class Protocol(ABC):
             if process.is_alive and process is not self.env.active_process:
                 process.interrupt()
 
-    def _left(self, k: int) -> None:
+    def _left(self, k: int) -> None:  # noqa: B027 (a hook: only a barrier needs it)
         """Client k was dropped (a barrier stops waiting for it)."""
 
     def _finish(self, k: int) -> None:

@@ -278,8 +278,8 @@ def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFram
             problems.append(f"round {r}: contrib_label_* are not the contributors' label counts")
     position = pd.Series(np.arange(len(events)), index=events.index)
     for index, drop in dropped.iterrows():
-        mine = events[(events["round"] == drop["round"]) & (events["client_id"] == drop["client_id"])
-                      & (events.index != index)]
+        mine = events[(events["round"] == drop["round"])
+                      & (events["client_id"] == drop["client_id"]) & (events.index != index)]
         later = (mine["t_end_s"] > drop["t_end_s"] * (1 + REL_TOL)) | \
             (position[mine.index] > position[index])
         if later.any():

@@ -282,10 +282,11 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
                         f"clients ({scenario.num_participants}), got "
                         f"{scenario.training.batch_size}")
     if scenario.num_selected > scenario.data.num_clients:
+        most = scenario.data.num_clients / scenario.num_participants - 1
         problems.append(f"training.over_selection: selects ceil((1 + {tr.over_selection:g}) x "
                         f"{scenario.num_participants}) = {scenario.num_selected} clients, more "
                         f"than the {scenario.data.num_clients} there are (data.num_clients); "
-                        f"allowed: at most {scenario.data.num_clients / scenario.num_participants - 1:.4g}")
+                        f"allowed: at most {most:.4g}")
     barrier = [a for a in scenario.algorithms if ALGORITHMS[a].protocol.has_barrier]
     if tr.step_deadline_s is not None and not barrier:
         with_barrier = [name for name, spec in ALGORITHMS.items() if spec.protocol.has_barrier]

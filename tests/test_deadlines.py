@@ -1,6 +1,7 @@
 """The network shapes the learning: round and step deadlines, over-selection and lost
 transfers drop clients, with exact values worked out from the timeline."""
 
+import json
 import math
 
 import numpy as np
@@ -9,10 +10,11 @@ import pytest
 import torch
 
 import channel
-from conftest import N0_DBM_PER_HZ, ROOT, tiny_cell, tiny_scenario
 from scala_netsim.algorithms.common import state_tensors
 from scala_netsim.events import EventKind
 from scala_netsim.run import Run, build_world, label_bias_tv
+
+from conftest import N0_DBM_PER_HZ, ROOT, tiny_cell, tiny_scenario
 
 # Three clients on a line from the base station: two near, one at the cell edge; equal FLOP/s,
 # so the far client's slow radio alone makes it late.
@@ -257,19 +259,43 @@ def test_a_run_that_cannot_drop_writes_no_drop_records(make_run):
     assert run.protocol.drops is None
 
 
-def test_a_replay_refuses_a_record_with_drops_and_a_drop_of_its_own(fashion_slice, cli,
-                                                                    tmp_path):
+@pytest.mark.slow
+def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli, tmp_path):
+    """Two deadline cases under shadowing and fading: each cell is trained (the clock decides
+    what is learned, so nothing is re-timed), the records carry the drop columns, the report
+    its drops table and the accuracy-against-deadline figure; a record with drops is refused
+    as the source of a re-timing."""
     from scala_netsim.replay import Record, RecordError
 
-    scenario = ROOT / "scenarios" / "quickstart.yaml"
-    base = ["--set", "data.train_samples=600", "--set", "data.test_samples=100",
-            "--set", "algorithms=[fedavg]", "--set", "training.rounds=1",
-            "--no-progress", "--no-report", "--no-figures"]
-    code, _, err = cli(scenario, "--out", tmp_path, *base,
-                       "--set", "network.link={mode: fixed_rate, target_rate_bps: 1.0e12}")
-    assert code == 0, err                  # a lost transfer no longer stops the run
+    cases = ("sweep={deadline: {none: {training.deadline_s: null}, "
+             "tight: {training.deadline_s: 14.0}}}")
+    code, out, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
+                         "--set", "data.train_samples=2000", "--set", "data.test_samples=200",
+                         "--set", "training.rounds=2", "--set", "training.local_iters=2",
+                         "--set", "training.eval_every=1", "--set", "algorithms=[fedavg]",
+                         "--set", "network.shadowing_std_db=8",
+                         "--set", "network.fading={kind: rayleigh, coherence: transfer}",
+                         "--set", cases, "--no-progress")
+    assert code == 0, err
+    assert "re-timed" not in out
+    root = tmp_path / "quickstart"
+    tight = root / "fedavg" / "deadline=tight" / "seed0"
+    rounds = pd.read_csv(tight / "rounds.csv")
+    assert (rounds["num_dropped_deadline"] > 0).all() and (rounds["num_contributing"] > 0).all()
+    summary = json.loads((tight / "summary.json").read_text())
+    assert summary["dropped_fraction"] == rounds["num_dropped"].sum() / rounds[
+        "num_selected"].sum()
+    assert summary["label_bias_tv"] == pytest.approx(rounds["label_bias_tv"].mean())
+    none = pd.read_csv(root / "fedavg" / "deadline=none" / "seed0" / "rounds.csv")
+    assert "num_dropped" not in none      # no deadline, an adaptive link: nobody can be dropped
+    comparison = pd.read_csv(root / "comparison.csv")
+    assert {"dropped_fraction", "label_bias_tv"} <= set(comparison.columns)
+    report = (root / "report.md").read_text()
+    assert "## Drops and label bias" in report and "label bias (TV)" in report
+    assert "(figures/accuracy_vs_deadline.png)" in report
+    assert (root / "figures" / "accuracy_vs_deadline.png").stat().st_size > 10_000
     with pytest.raises(RecordError, match="dropped clients"):
-        Record.load(tmp_path / "quickstart" / "fedavg" / "seed0")
+        Record.load(tight)
 
 
 def test_a_round_that_ends_early_leaves_no_deadline_to_the_next(fashion_slice):

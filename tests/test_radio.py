@@ -294,7 +294,8 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
     assert "warning: network.link.target_rate_bps: 1e+12 bit/s is above what a client at the " \
            "cell edge" in err
     rounds = pd.read_csv(tmp_path / "quickstart" / "fedavg" / "seed0" / "rounds.csv")
-    assert rounds["num_dropped_lost"].tolist() == [10] and rounds["num_contributing"].tolist() == [0]
+    assert rounds["num_dropped_lost"].tolist() == [10]
+    assert rounds["num_contributing"].tolist() == [0]
 
 
 # --- bad input -------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ class Trainer(ABC):
     def end_round(self) -> None:
         """Finish the round: aggregate what the participants sent."""
 
-    def drop_client(self, k: int) -> None:
+    def drop_client(self, k: int) -> None:  # noqa: B027 (a hook: most trainers need nothing)
         """The network dropped client k from the round (a deadline, a lost transfer,
         over-selection): what it sent so far was received and used, what it would still have
         sent never comes, and it is not aggregated at the end of the round."""
