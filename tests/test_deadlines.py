@@ -185,6 +185,28 @@ def test_over_selection_keeps_the_first_finishers_of_a_hand_computed_timeline(fa
     assert not run.problems()
 
 
+def test_scala_over_selection_keeps_the_first_activations_of_the_first_iteration(
+        fashion_slice):
+    scenario = tiny_scenario("scala", data={"num_clients": 4, "partition": {"kind": "iid"}},
+                             training={"participation": 0.5, "over_selection": 1.0,
+                                       "rounds": 1})
+    world = build_world(scenario, fashion_slice)
+    world.cell = tiny_cell((300.0, 120.0, 400.0, 60.0), (2e9, 8e9, 5e9, 1e9))
+    run = Run(scenario, "scala", world, torch.device("cpu"))
+    row = run.step()
+    events = events_of(run)
+    first = events.query("kind == 'activation_upload' and local_iter == 0 and completed == 1")
+    kept = sorted(first["client_id"])
+    assert len(kept) == 2 and row["num_dropped_over_selection"] == 2
+    drops = events[events["kind"] == "client_dropped"]
+    assert (drops["t_end_s"] == first["t_end_s"].max()).all()   # at the second arrival
+    steps = events[events["kind"] == "server_step"]
+    assert len(steps) == 2 and sorted(k for _, k, _ in run.trainer.aggregations) == kept
+    gradients = events[events["kind"] == "gradient_download"]
+    assert sorted(set(gradients["client_id"])) == kept
+    assert not run.problems()
+
+
 def test_a_lost_transfer_drops_its_client(make_run):
     """A fixed rate no client reaches: every model download is lost after its attempts; each
     client is dropped when its last attempt ends, nobody contributes, the model is kept."""
