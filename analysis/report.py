@@ -219,6 +219,30 @@ def drops_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     return markdown_table(header, rows)
 
 
+def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> str:
+    """What each value of a swept key (a deadline) costs each algorithm against the key's
+    first value (the baseline): the change in final and best accuracy, seed by seed (the same
+    seed: the same partition, cell and selections), mean ± std over seeds in percentage
+    points, beside the share of clients dropped and the label bias."""
+    values = list(dict.fromkeys(runs[key]))
+    others = [k for k in keys if k != key]
+    header = ["algorithm", *map(short, others), short(key), "dropped (%)", "label bias (TV)",
+              "Δ final acc vs " + _fmt_value(values[0]) + " (pp)",
+              "Δ best acc (pp)", "seeds paired"]
+    rows = []
+    for algorithm, setting, g in groups(runs, others):
+        base = g[g[key] == values[0]].set_index("seed")
+        for value in values[1:]:
+            here = g[g[key] == value].set_index("seed")
+            seeds = sorted(set(base.index) & set(here.index))
+            rows.append([algorithm, *map(_fmt_value, setting.values()), _fmt_value(value),
+                         mean_std(here["dropped_fraction"], 100, digits=1),
+                         mean_std(here["label_bias_tv"], digits=3),
+                         *(mean_std(here.loc[seeds, c] - base.loc[seeds, c], 100)
+                           for c in ("final_acc", "best_acc")), len(seeds)])
+    return markdown_table(header, rows)
+
+
 DROPS_PANELS = (
     ("final_acc", 100, "final test accuracy (%)"),
     ("dropped_fraction", 100, "clients dropped (% of selected)"),
@@ -705,6 +729,11 @@ def write_report(scenario_dir: Path | str) -> Path:
             "distribution of the clients aggregated and that of the clients selected, averaged "
             "over the rounds that had a contributor (summary.json `label_bias_tv`).", "",
             drops_table(runs, keys), ""]
+        for key in keys:
+            if runs[key].nunique() >= 2 and measured:
+                lines += [f"What each {key} costs in accuracy against "
+                          f"{_fmt_value(runs[key].iloc[0])}, seed by seed:", "",
+                          paired_change_table(runs, key, keys), ""]
     lines += ["## Figures", ""]
     if measured:
         accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)

@@ -315,6 +315,8 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
     report = (root / "report.md").read_text()
     assert "## Drops and label bias" in report and "label bias (TV)" in report
     assert "(figures/accuracy_vs_deadline.png)" in report
+    assert "What each deadline costs in accuracy against none, seed by seed" in report
+    assert "| fedavg | tight |" in report and "Δ final acc vs none (pp)" in report
     assert (root / "figures" / "accuracy_vs_deadline.png").stat().st_size > 10_000
     with pytest.raises(RecordError, match="dropped clients"):
         Record.load(tight)
