@@ -226,6 +226,7 @@ def test_a_lost_transfer_drops_its_client(make_run):
     assert not run.problems()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["splitfed_v1", "splitfed_v2", "splitfed_v3",
                                        "sfl_local_loss", "ca_sfl", "fedconcat", "feddyn"])
 def test_every_pattern_drops_at_the_round_deadline_and_balances_its_books(fashion_slice,

@@ -282,6 +282,7 @@ def test_a_transfer_that_exhausts_its_attempts_drops_its_client(make_run):
         assert not run.problems()
 
 
+@pytest.mark.slow
 def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
     from conftest import ROOT
 
