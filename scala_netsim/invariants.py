@@ -276,15 +276,17 @@ def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFram
         recorded = row[[f"contrib_label_{c}" for c in range(len(counts))]].to_numpy()
         if not np.array_equal(recorded.astype(np.int64), counts.astype(np.int64)):
             problems.append(f"round {r}: contrib_label_* are not the contributors' label counts")
-    position = pd.Series(np.arange(len(events)), index=events.index)
-    for index, drop in dropped.iterrows():
-        mine = events[(events["round"] == drop["round"])
-                      & (events["client_id"] == drop["client_id"]) & (events.index != index)]
-        later = (mine["t_end_s"] > drop["t_end_s"] * (1 + REL_TOL)) | \
-            (position[mine.index] > position[index])
-        if later.any():
-            problems.append(f"round {drop['round']}: client {drop['client_id']} has "
-                            f"{int(later.sum())} events after its drop")
+    marks = pd.DataFrame({"round": dropped["round"], "client_id": dropped["client_id"],
+                          "drop_s": dropped["t_end_s"],
+                          "drop_at": np.flatnonzero(events["kind"].to_numpy()
+                                                    == EventKind.CLIENT_DROPPED.value)})
+    ordered = events[["round", "client_id", "t_end_s"]].assign(at=np.arange(len(events)))
+    theirs = ordered.merge(marks, on=["round", "client_id"])     # the dropped clients' events
+    theirs = theirs[theirs["at"] != theirs["drop_at"]]
+    later = theirs[(theirs["t_end_s"] > theirs["drop_s"] * (1 + REL_TOL))
+                   | (theirs["at"] > theirs["drop_at"])]
+    for (r, k), frame in later.groupby(["round", "client_id"]):
+        problems.append(f"round {r}: client {k} has {len(frame)} events after its drop")
     if drops.aggregations is not None:
         for (r, group), frame in drops.aggregations.groupby(["round", "group"]):
             if abs(frame["weight"].sum() - 1.0) > REL_TOL:
