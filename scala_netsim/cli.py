@@ -230,8 +230,11 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
         accuracy = ("timing only" if summary.get("timing_only") else
                     f"best accuracy {summary['best_acc']:.2%} (round {summary['best_round']}), "
                     f"final {summary['final_acc']:.2%}")
+        drops = ("" if "dropped_fraction" not in summary else
+                 f", {summary['dropped_fraction']:.1%} of selected clients dropped (label bias "
+                 f"TV {summary['label_bias_tv']:.3f})")
         print(f"{cell.label}: {how}, {accuracy}, simulated "
-              f"time {format_duration(summary['total_sim_time_s'])}, wall time "
+              f"time {format_duration(summary['total_sim_time_s'])}{drops}, wall time "
               f"{format_duration(summary['wall_time_s'])}", flush=True)
 
     try:

@@ -3,6 +3,7 @@ transfers drop clients, with exact values worked out from the timeline."""
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -301,6 +302,8 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
                          "--set", cases, "--no-progress")
     assert code == 0, err
     assert "re-timed" not in out
+    assert re.search(r"fedavg deadline=tight: completed, .* of selected clients dropped \(label "
+                     r"bias TV 0\.\d{3}\)", out), out
     root = tmp_path / "quickstart"
     tight = root / "fedavg" / "deadline=tight" / "seed0"
     rounds = pd.read_csv(tight / "rounds.csv")
