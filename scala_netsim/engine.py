@@ -365,35 +365,31 @@ class Drops:
         self.dropped: list[tuple[int, str]] = []   # (client, reason) in the order dropped
         self.processes: dict[int, list[simpy.Process]] = {}
         self.local_iter: dict[int, int] = {}    # the step each client is in
-        self._inflight: dict[int, dict[simpy.Event, tuple[Any, Any]]] = {}
+        self._steps: dict[int, list[tuple[simpy.Event, Any, Any]]] = {}
 
     def begin(self, round_: int, selected: Sequence[int]) -> None:
         self.round, self.open = round_, True
         self.active = {int(k) for k in selected}
         self.finished, self.dropped = [], []
-        self.processes, self.local_iter, self._inflight = {}, {}, {}
+        self.processes, self.local_iter, self._steps = {}, {}, {}
 
     def track(self, owner: int, timeout: simpy.Event, record: Any, cut: Any,
               local_iter: int | None = None) -> simpy.Event:
         """`timeout` ends `owner`'s step: `record` logs it then; `cut()` logs it up to now if
         its owner is dropped first."""
-        steps = self._inflight.setdefault(owner, {})
-
-        def done(event: simpy.Event) -> None:
-            del steps[timeout]
-            record(event)
-
-        steps[timeout] = (done, cut)
-        timeout.callbacks.append(done)
+        timeout.callbacks.append(record)
+        self._steps.setdefault(owner, []).append((timeout, record, cut))
         if local_iter is not None:
             self.local_iter[owner] = local_iter
         return timeout
 
     def cut(self, owner: int) -> None:
-        """Cut every step `owner` has in flight now (in the order they began)."""
-        for timeout, (done, cut) in self._inflight.pop(owner, {}).items():
-            timeout.callbacks.remove(done)
-            cut()
+        """Cut every step `owner` has in flight now (in the order they began): those whose
+        timeout has not been processed yet (its callbacks not run)."""
+        for timeout, record, cut in self._steps.pop(owner, ()):
+            if timeout.callbacks is not None:
+                timeout.callbacks.remove(record)
+                cut()
 
 
 class Protocol(ABC):
