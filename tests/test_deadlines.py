@@ -228,10 +228,13 @@ def test_a_lost_transfer_drops_its_client(make_run):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["splitfed_v1", "splitfed_v2", "splitfed_v3",
-                                       "sfl_local_loss", "ca_sfl", "fedconcat", "feddyn"])
-def test_every_pattern_drops_at_the_round_deadline_and_balances_its_books(fashion_slice,
-                                                                          algorithm):
+@pytest.mark.parametrize("algorithm", ["splitfed_v1", "splitfed_v3", "sfl_local_loss",
+                                       "fedconcat", "feddyn"])
+def test_each_pattern_drops_at_the_round_deadline_and_balances_its_books(fashion_slice,
+                                                                        algorithm):
+    """The patterns and aggregations not covered above (SplitFedV2: the SIGKILL test of
+    tests/test_reliability.py; CA-SFL: SCALA's protocol): the late client is dropped and not
+    averaged, and the books balance."""
     free = three_client_run(fashion_slice, algorithm)
     free.step()
     kind = (EventKind.CLIENT_BACKWARD if algorithm == "splitfed_v3"
@@ -295,7 +298,7 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
              "tight: {training.deadline_s: 14.0}}}")
     code, out, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
                          "--set", "data.train_samples=2000", "--set", "data.test_samples=200",
-                         "--set", "training.rounds=2", "--set", "training.local_iters=2",
+                         "--set", "training.rounds=1", "--set", "training.local_iters=2",
                          "--set", "training.eval_every=1", "--set", "algorithms=[fedavg]",
                          "--set", "network.shadowing_std_db=8",
                          "--set", "network.fading={kind: rayleigh, coherence: transfer}",
