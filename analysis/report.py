@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
+from scala_netsim.events import DROP_REASONS  # noqa: E402
 from scala_netsim.results import read_written_yaml, write_text  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9
@@ -199,20 +200,24 @@ def cost_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     return markdown_table(header, rows)
 
 
+DROP_REASON_NAMES = {"deadline": "deadline", "step_deadline": "step deadline",
+                     "lost": "lost transfer", "over_selection": "over-selection"}
+
+
 def drops_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     """Who the network dropped (runs whose clients can be dropped): the fraction of selected
     clients dropped, in all and per reason, the label bias (total variation distance between
     the contributors' and the selected clients' label distributions, averaged over rounds),
     the rounds nobody contributed to, and the accuracy, mean ± std over seeds."""
-    header = ["algorithm", *map(short, keys), "dropped (%)", "deadline (%)",
-              "step deadline (%)", "lost transfer (%)", "over-selection (%)",
+    header = ["algorithm", *map(short, keys), "dropped (%)",
+              *(f"{DROP_REASON_NAMES[reason]} (%)" for reason in DROP_REASONS),
               "label bias (TV)", "rounds without contributor", "final acc (%)"]
     rows = []
     for algorithm, setting, g in groups(runs, keys):
         rows.append([algorithm, *map(_fmt_value, setting.values()),
                      mean_std(g["dropped_fraction"], 100, digits=1),
                      *(mean_std(g[f"dropped_fraction_{reason}"], 100, digits=1)
-                       for reason in ("deadline", "step_deadline", "lost", "over_selection")),
+                       for reason in DROP_REASONS),
                      mean_std(g["label_bias_tv"], digits=3),
                      mean_std(g["rounds_without_contributor"], digits=1),
                      mean_std(g["final_acc"], 100)])

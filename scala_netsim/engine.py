@@ -130,8 +130,13 @@ class RoundRules(NamedTuple):
 
 NO_RULES = RoundRules()   # nobody is dropped but for a lost transfer
 
-#: why a client left a round (rounds.csv counts each: num_dropped_<reason>)
-DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
+
+def share_done(total: int, start_s: float, now_s: float, duration_s: float) -> int:
+    """Of a step of `total` bytes or FLOPs lasting `duration_s` from `start_s`, what is done
+    by `now_s` (rounded down): what a step cut short at `now_s` records."""
+    if duration_s <= 0:
+        return total
+    return min(total, int(total * (now_s - start_s) / duration_s))
 
 
 def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
@@ -334,8 +339,7 @@ class WirelessLink:
             """Recorded up to now, not completed, with the share of its bytes sent so far
             (`done`: all of them, as a transfer lost after its last attempt)."""
             if done is None:
-                done = payload_bytes if airtime_s <= 0 else min(
-                    payload_bytes, int(payload_bytes * (self.env.now - start) / airtime_s))
+                done = share_done(payload_bytes, start, self.env.now, airtime_s)
             self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
                                        tx_power_w))
             self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind, done)
@@ -359,7 +363,6 @@ class Drops:
 
     def __init__(self) -> None:
         self.round = 0
-        self.open = False
         self.active: set[int] = set()       # selected, neither finished nor dropped
         self.finished: list[int] = []       # in the order they finished
         self.dropped: list[tuple[int, str]] = []   # (client, reason) in the order dropped
@@ -368,7 +371,7 @@ class Drops:
         self._steps: dict[int, list[tuple[simpy.Event, Any, Any]]] = {}
 
     def begin(self, round_: int, selected: Sequence[int]) -> None:
-        self.round, self.open = round_, True
+        self.round = round_
         self.active = {int(k) for k in selected}
         self.finished, self.dropped = [], []
         self.processes, self.local_iter, self._steps = {}, {}, {}
@@ -437,8 +440,6 @@ class Protocol(ABC):
                 deadline = self.env.timeout(self.rules.deadline_s, value=round_)
                 deadline.callbacks.append(self._expire)
         self.env.run(until=self.env.all_of(self.round_processes(selected)))
-        if drops is not None:
-            drops.open = False
         self.trainer.end_round()
 
     # --- drops ----------------------------------------------------------------------------
@@ -498,8 +499,8 @@ class Protocol(ABC):
         """The round's deadline: every client still in the round is dropped, and what the
         others (or the server) still had going is cut."""
         drops = self.drops
-        if deadline.value != drops.round or not drops.open:   # its round ended before it
-            return
+        if deadline.value != drops.round:   # its round ended before it (the clock only runs
+            return                          # within a round: it comes in a later one)
         for k in sorted(drops.active):
             self._drop(k, "deadline")
         for owner in sorted(drops.processes):
@@ -548,9 +549,8 @@ class Protocol(ABC):
             return timeout
 
         def cut() -> None:
-            done = flops if duration_s <= 0 else min(
-                flops, int(flops * (self.env.now - start) / duration_s))
-            self.log.record_cut(start, self.env.now, self.round, local_iter, who, kind, 0, done)
+            self.log.record_cut(start, self.env.now, self.round, local_iter, who, kind, 0,
+                                share_done(flops, start, self.env.now, duration_s))
 
         return self.drops.track(owner, timeout, record, cut,
                                 None if who == SERVER_ID else local_iter)

@@ -86,6 +86,8 @@ EVENT_COLUMNS = tuple(f.name for f in fields(Event))
 #: 0 for a step cut short by its client's drop (or a transfer lost after all its attempts),
 #: 1 otherwise; it follows EVENT_COLUMNS
 COMPLETED_COLUMN = "completed"
+#: why a client left a round (rounds.csv counts each: num_dropped_<reason>)
+DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
 
 
 def events_frame(events: Iterable[Event]) -> pd.DataFrame:

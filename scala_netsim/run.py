@@ -25,14 +25,19 @@ from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
 from scala_netsim.engine import (
-    DROP_REASONS,
     Cell,
     RoundRules,
     WirelessLink,
     grants_frame,
     transfers_frame,
 )
-from scala_netsim.events import COMPLETED_COLUMN, DEMAND_COLUMNS, EVENT_COLUMNS, EventLog
+from scala_netsim.events import (
+    COMPLETED_COLUMN,
+    DEMAND_COLUMNS,
+    DROP_REASONS,
+    EVENT_COLUMNS,
+    EventLog,
+)
 from scala_netsim.invariants import (
     DropSettings,
     InvariantError,

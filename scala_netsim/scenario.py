@@ -220,7 +220,8 @@ class Scenario(_Strict):
     def drops_clients(self) -> bool:
         """Can the network drop clients from a round (deadlines, over-selection, or a link that
         loses transfers)? Such runs record who contributed (scala_netsim.run)."""
-        return self.network_shapes_learning or self.network.link.mode == "fixed_rate"
+        return (self.network_shapes_learning
+                or channel.LINK_MODELS[self.network.link.mode].outages)
 
 
 def _fields() -> dict:
