@@ -2,10 +2,25 @@
 
 import torch
 from torch import nn
+from torchvision.models.resnet import resnet18
 
-# AlexNet-14's split points: how many of its 14 layers run on the client.
+# Each architecture is a list of layers; a split point names how many of them run on the
+# client. The default split of each is the SCALA papers' (AlexNet: after the second
+# convolution block; ResNet-18: after the first residual stage; VGG-11: after its second
+# convolution block, ResSFL's and the journal's "second layer" cut).
 ALEXNET14_SPLITS = {"S1": 3, "S2": 6, "S3": 8, "S4": 10, "S5": 13}
-ARCHS = ("alexnet14",)
+# ResNet-18 layers: stem (3x3 conv, BN, ReLU), the four residual stages, pooling, classifier.
+# S1 after the first convolution, S2..S4 after the first, second and third stage (journal 5.6).
+RESNET18_SPLITS = {"S1": 1, "S2": 2, "S3": 3, "S4": 4}
+# VGG-11 (configuration A) layers: 8 conv blocks (conv, BN, ReLU) and 5 max-pools, then the
+# classifier. S1..S4 after the 1st, 2nd, 4th and 6th conv block, each with its max-pool.
+# S2 is ResSFL's VGG-11 "cut 2" (`cutlayer=4` in its reproduce/table3 scripts: two conv
+# blocks and two pools on the client, 128 x 8 x 8 activations for a 32 x 32 image).
+VGG11_CONFIG = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M")
+VGG11_SPLITS = {"S1": 2, "S2": 4, "S3": 7, "S4": 10}
+SPLITS = {"alexnet14": ALEXNET14_SPLITS, "resnet18": RESNET18_SPLITS, "vgg11": VGG11_SPLITS}
+ARCHS = tuple(SPLITS)
+DEFAULT_SPLITS = {"alexnet14": "S2", "resnet18": "S2", "vgg11": "S2"}
 
 
 class MaxPool2dToNCHW(nn.MaxPool2d):
@@ -41,19 +56,53 @@ def alexnet14_layers(in_channels: int, num_classes: int,
     ]
 
 
+def resnet18_layers(in_channels: int, num_classes: int) -> list[nn.Module]:
+    """ResNet-18 for 32x32 inputs (He et al. 2016; the CIFAR form: 3x3 stride-1 stem, no
+    max-pool): torchvision's network with that stem, as 7 layers (stem, 4 residual stages of
+    two BasicBlocks, global average pooling, classifier). BatchNorm after every convolution."""
+    net = resnet18(num_classes=num_classes)
+    stem = nn.Sequential(nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1,
+                                   bias=False), net.bn1, net.relu)
+    return [stem, net.layer1, net.layer2, net.layer3, net.layer4, net.avgpool,
+            nn.Sequential(nn.Flatten(), net.fc)]
+
+
+def vgg11_layers(in_channels: int, num_classes: int) -> list[nn.Module]:
+    """VGG-11 with BatchNorm for 32x32 inputs (Simonyan & Zisserman 2015, configuration A):
+    8 conv blocks (3x3 conv, BN, ReLU) and 5 max-pools leave 512 x 1 x 1, then one linear
+    classifier (the CIFAR form; no dropout, whose draws would not come from the run's seed)."""
+    layers: list[nn.Module] = []
+    for width in VGG11_CONFIG:
+        if width == "M":
+            layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+        else:
+            layers.append(nn.Sequential(nn.Conv2d(in_channels, width, kernel_size=3, padding=1),
+                                        nn.BatchNorm2d(width), nn.ReLU(inplace=True)))
+            in_channels = width
+    return [*layers, nn.Sequential(nn.Flatten(), nn.Linear(in_channels, num_classes))]
+
+
 def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
                       generator: torch.Generator,
                       fast_layout: bool = True) -> tuple[nn.Sequential, nn.Sequential]:
-    """(client_part, server_part) of `arch` cut at `split`, initialised from `generator`."""
-    if arch != "alexnet14":
+    """(client_part, server_part) of `arch` cut at `split`, initialised from `generator`.
+
+    `fast_layout` (AlexNet-14 only) changes memory layout, never values."""
+    if arch not in SPLITS:
         raise ValueError(f"model.arch: unknown {arch!r}; allowed: {list(ARCHS)}")
-    if split not in ALEXNET14_SPLITS:
-        raise ValueError(f"model.split: unknown {split!r}; allowed: {list(ALEXNET14_SPLITS)}")
-    layers = alexnet14_layers(in_channels, num_classes, fast_layout)
+    if split not in SPLITS[arch]:
+        raise ValueError(f"model.split: unknown {split!r} for {arch}; allowed: "
+                         f"{list(SPLITS[arch])}")
+    if arch == "alexnet14":
+        layers = alexnet14_layers(in_channels, num_classes, fast_layout)
+    elif arch == "resnet18":
+        layers = resnet18_layers(in_channels, num_classes)
+    else:
+        layers = vgg11_layers(in_channels, num_classes)
     _init_from(layers, generator)
-    if fast_layout:
+    if fast_layout and arch == "alexnet14":
         use_fast_layout_(layers)
-    cut = ALEXNET14_SPLITS[split]
+    cut = SPLITS[arch][split]
     return nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])
 
 
@@ -69,7 +118,9 @@ def use_fast_layout_(layers: list[nn.Module]) -> None:
 
 
 def _init_from(layers: list[nn.Module], generator: torch.Generator) -> None:
-    """PyTorch's default (Kaiming-uniform) initialisation, drawn from an explicit generator."""
+    """PyTorch's default initialisation, drawn from an explicit generator: convolutions and
+    linear layers Kaiming-uniform, BatchNorm weight 1 and bias 0 with fresh running statistics
+    (ResNet-18 included: not torchvision's fan-out normal draw, which uses the global RNG)."""
     for module in nn.Sequential(*layers).modules():
         if isinstance(module, (nn.Conv2d, nn.Linear)):
             fan_in = module.weight[0].numel()
@@ -77,7 +128,10 @@ def _init_from(layers: list[nn.Module], generator: torch.Generator) -> None:
             with torch.no_grad():
                 # kaiming_uniform_(a=sqrt(5)) as in nn.Conv2d.reset_parameters
                 module.weight.uniform_(-bound, bound, generator=generator)
-                module.bias.uniform_(-bound, bound, generator=generator)
+                if module.bias is not None:
+                    module.bias.uniform_(-bound, bound, generator=generator)
+        elif isinstance(module, nn.BatchNorm2d):
+            module.reset_parameters()
 
 
 @torch.no_grad()
@@ -99,7 +153,8 @@ def state_bytes(module: nn.Module) -> int:
 def features_and_head(client_part: nn.Sequential,
                       server_part: nn.Sequential) -> tuple[nn.Sequential, nn.Linear]:
     """(feature extractor, final linear classifier) sharing the split model's parameters:
-    the extractor maps an image to the penultimate features (AlexNet-14: 256 per sample)."""
+    the extractor maps an image to the penultimate features (AlexNet-14: 256 per sample,
+    ResNet-18 and VGG-11: 512)."""
     *server_layers, classifier = server_part
     flatten, linear = classifier
     return nn.Sequential(*client_part, *server_layers, flatten), linear

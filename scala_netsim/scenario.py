@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 import channel
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.models import ALEXNET14_SPLITS
+from scala_netsim.models import ARCHS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
 
@@ -77,8 +77,15 @@ class DataConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    arch: Literal["alexnet14"] = "alexnet14"
-    split: Literal[tuple(ALEXNET14_SPLITS)] = "S2"
+    arch: Literal[ARCHS] = "alexnet14"
+    split: str = "S2"  # every arch's default split is S2 (scala_netsim.models)
+
+    @model_validator(mode="after")
+    def _split_of_arch(self) -> ModelConfig:
+        if self.split not in SPLITS[self.arch]:
+            raise ValueError(f"split: {self.split!r} is not a split point of {self.arch}; "
+                             f"allowed: {', '.join(SPLITS[self.arch])}")
+        return self
 
 
 class TrainingConfig(_Strict):

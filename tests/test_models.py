@@ -1,7 +1,12 @@
+import dataclasses
+import math
+
 import pytest
 import torch
 
-from scala_netsim.models import ALEXNET14_SPLITS, build_split_model, state_bytes
+from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.events import EventKind
+from scala_netsim.models import ALEXNET14_SPLITS, SPLITS, build_split_model, state_bytes
 
 
 def gen():
@@ -54,3 +59,120 @@ def test_fast_layout_changes_memory_layout_not_values():
     torch.testing.assert_close(outputs[0], outputs[1], rtol=1e-4, atol=1e-5)
     for g0, g1 in zip(*grads, strict=False):
         torch.testing.assert_close(g0, g1, rtol=1e-3, atol=1e-4)
+
+
+# --- ResNet-18 and VGG-11 (the SCALA journal's models) ---------------------------------
+def torchvision_network(arch: str) -> torch.nn.Module:
+    """The same network built by torchvision's own code (its forward, not our layer list)."""
+    import torchvision
+
+    if arch == "resnet18":
+        net = torchvision.models.resnet18(num_classes=10)
+        net.conv1 = torch.nn.Conv2d(1, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        net.maxpool = torch.nn.Identity()
+        return net
+    # torchvision's VGG-11-BN features (configuration "A"), then the linear classifier
+    from torchvision.models.vgg import cfgs, make_layers
+
+    net = torch.nn.Sequential(make_layers(cfgs["A"], batch_norm=True), torch.nn.Flatten(),
+                              torch.nn.Linear(512, 10))
+    net[0][0] = torch.nn.Conv2d(1, 64, kernel_size=3, padding=1)
+    return net
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "vgg11"])
+def test_resnet18_and_vgg11_parts_compose_to_torchvisions_network(arch):
+    x = torch.randn(3, 1, 32, 32, generator=gen())
+    reference = torchvision_network(arch)
+    theirs = list(reference.state_dict())
+    for split in SPLITS[arch]:
+        client, server = build_split_model(arch, split, 1, 10, gen())
+        ours = torch.nn.Sequential(*client, *server).state_dict().values()
+        reference.load_state_dict(dict(zip(theirs, ours, strict=True)))  # the same order
+        for training in (True, False):  # batch statistics, then running statistics
+            for part in (client, server, reference):
+                part.train(training)
+            with torch.no_grad():
+                assert torch.equal(server(client(x)), reference(x)), (split, training)
+
+
+def test_resnet18_and_vgg11_sizes_and_activations():
+    # parameters: CIFAR ResNet-18 has 11,173,962 and VGG-11-BN 9,231,114 for 3-channel
+    # images; a 1-channel stem has 2 x 64 x 3 x 3 = 1,152 fewer weights
+    expected = {"resnet18": (11_172_810, {"S1": (64, 32, 32), "S2": (64, 32, 32),
+                                          "S3": (128, 16, 16), "S4": (256, 8, 8)}),
+                "vgg11": (9_229_962, {"S1": (64, 16, 16), "S2": (128, 8, 8),
+                                      "S3": (256, 4, 4), "S4": (512, 2, 2)})}
+    for arch, (params, shapes) in expected.items():
+        for split, shape in shapes.items():
+            client, server = build_split_model(arch, split, 1, 10, gen())
+            assert sum(p.numel() for m in (client, server) for p in m.parameters()) == params
+            assert client(torch.zeros(2, 1, 32, 32)).shape == (2, *shape)
+            # BatchNorm's running mean and variance (float32) and its batch counter (int64)
+            # travel with the client's weights
+            norms = [m for m in client.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+            assert norms
+            assert state_bytes(client) == (4 * sum(p.numel() for p in client.parameters())
+                                           + sum(8 * m.num_features + 8 for m in norms))
+
+
+def test_every_arch_lists_its_split_points_when_one_is_unknown():
+    with pytest.raises(ValueError, match=r"model.split: unknown 'S5' for resnet18; allowed: "
+                                         r"\['S1', 'S2', 'S3', 'S4'\]"):
+        build_split_model("resnet18", "S5", 1, 10, gen())
+    with pytest.raises(ValueError, match="model.arch: unknown 'vgg16'.*resnet18.*vgg11"):
+        build_split_model("vgg16", "S2", 1, 10, gen())
+
+
+def test_a_split_point_the_arch_lacks_is_refused_in_the_scenario(cli, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\nmodel: {arch: vgg11, split: S5}\n")
+    code, _, err = cli(str(path), "--out", str(tmp_path / "out"))
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert "model.split: 'S5' is not a split point of vgg11; allowed: S1, S2, S3, S4" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["resnet18", "vgg11"])
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_trains_a_round_of_every_model(make_run, fashion_slice, algorithm, arch):
+    """One round on 3 clients of the Fashion-MNIST slice (B = 3, one local iteration): the
+    events carry the model's real payloads, the invariants hold, the model's BatchNorm
+    statistics moved and the test accuracy is a number."""
+    data = dataclasses.replace(fashion_slice, test_x=fashion_slice.test_x[:10],
+                               test_y=fashion_slice.test_y[:10])
+    run = make_run(algorithm, data, model={"arch": arch},
+                   training={"batch_size": 3, "local_iters": 1, "eval_every": 1})
+    row = run.step()
+    assert run.problems() == []
+    assert 0.0 <= row["test_acc"] <= 1.0 and math.isfinite(row["test_loss"])
+
+    client, server = build_split_model(arch, "S2", 1, 10, gen())
+    sample = client(torch.zeros(1, 1, 32, 32))[0].numel()
+    protocol = ALGORITHMS[algorithm].protocol
+    models = {"FederatedProtocol": state_bytes(torch.nn.Sequential(client, server)),
+              "LocalLossProtocol": state_bytes(client) + (sample * 10 + 10) * 4}
+    kinds = set()
+    for e in run.log.events:
+        kinds.add(e.kind)
+        if e.kind is EventKind.ACTIVATION_UPLOAD:   # B_k = 1: float32 values, an int64 label
+            assert e.payload_bytes == sample * 4 + 8
+        elif e.kind is EventKind.GRADIENT_DOWNLOAD:
+            assert e.payload_bytes == sample * 4
+        elif e.kind in (EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD):
+            assert e.payload_bytes == models.get(protocol.__name__, state_bytes(client))
+        else:
+            assert e.flops > 0
+    assert EventKind.CLIENT_FORWARD in kinds and EventKind.CLIENT_BACKWARD in kinds
+
+    # the trained models' BatchNorm running variances are no longer their initial 1
+    # (SplitFedV3's global client model stays the initial one: each client keeps its own)
+    state = run.trainer.state_dict()
+    modules = dict(state["modules"])
+    if algorithm == "splitfed_v3":
+        names = list(modules.pop("client"))
+        modules.update({k: dict(zip(names, tensors, strict=True))
+                        for k, tensors in state["extra"]["own_models"].items()})
+    norms = [t for tensors in modules.values() for name, t in tensors.items()
+             if name.endswith("running_var")]
+    assert norms and all(not torch.equal(t, torch.ones_like(t)) for t in norms)

@@ -237,15 +237,27 @@ class FedDyn(FedProx):
         if not uploads:   # every client dropped: the model and h stay as they are
             return
         self.aggregations.extend(("client", m.client_id, 1 / len(uploads)) for m in self._uploads)
+        position = {name: i for i, name in enumerate(self.model.state_dict())}  # of uploads
         with torch.no_grad():
-            for i, (p, g, h) in enumerate(zip(self.model.parameters(), self._global_params,
-                                              self._dyn_server_h, strict=True)):
-                total = uploads[0][i].clone()
-                for u in uploads[1:]:
-                    total.add_(u[i])
+            for (name, p), g, h in zip(self.model.named_parameters(), self._global_params,
+                                       self._dyn_server_h, strict=True):
+                total = _sum_at(uploads, position[name])
                 # sum_k (w_k - w) = total - n w
                 h.sub_(total - len(uploads) * g, alpha=self.dyn_alpha / self._num_clients)
                 p.copy_(total.div_(len(uploads))).sub_(h, alpha=1 / self.dyn_alpha)
+            for name, b in self.model.named_buffers():  # BatchNorm statistics: their mean
+                if b.is_floating_point():                # (its batch counter: the first's)
+                    b.copy_(_sum_at(uploads, position[name]).div_(len(uploads)))
+                else:
+                    b.copy_(uploads[0][position[name]])
+
+
+def _sum_at(uploads: Sequence[Sequence[torch.Tensor]], i: int) -> torch.Tensor:
+    """sum_k uploads[k][i], in upload order (a new tensor)."""
+    total = uploads[0][i].clone()
+    for u in uploads[1:]:
+        total.add_(u[i])
+    return total
 
 
 class FedConcat(TrainerBase, FederatedTrainer):
