@@ -19,11 +19,14 @@ payload is the size of the encoded representation.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import torch
+
+from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage, tensor_bytes
 
 CODECS = ("none", "fp16", "int8", "topk")
 MODEL_CODECS = ("none", "fp16")
@@ -45,23 +48,32 @@ class Codec(ABC):
 
     @abstractmethod
     def transmit(self, x: torch.Tensor) -> Received:
-        """x as the receiver gets it, and the encoded size in bytes."""
+        """x (floating point) as the receiver gets it, and the encoded size in bytes."""
+
+    @abstractmethod
+    def size_bytes(self, numel: int, element_size: int) -> int:
+        """Encoded bytes of a floating-point tensor of `numel` elements of `element_size`
+        bytes each (what `transmit` sends; known before the tensor exists, for planning)."""
 
 
 class Uncompressed(Codec):
     name = "none"
 
     def transmit(self, x: torch.Tensor) -> Received:
-        return Received(x, x.numel() * x.element_size())
+        return Received(x, self.size_bytes(x.numel(), x.element_size()))
+
+    def size_bytes(self, numel: int, element_size: int) -> int:
+        return numel * element_size
 
 
 class Float16(Codec):
     name = "fp16"
 
     def transmit(self, x: torch.Tensor) -> Received:
-        if not x.is_floating_point():
-            return Received(x, x.numel() * x.element_size())
-        return Received(x.to(torch.float16).to(x.dtype), 2 * x.numel())
+        return Received(x.to(torch.float16).to(x.dtype), self.size_bytes(x.numel(), 4))
+
+    def size_bytes(self, numel: int, element_size: int) -> int:
+        return 2 * numel
 
 
 class Int8(Codec):
@@ -73,7 +85,10 @@ class Int8(Codec):
         step = (hi - lo) / 255
         step = torch.where(step > 0, step, torch.ones_like(step))  # a constant tensor
         q = torch.round((x - lo) / step).clamp_(0, 255).to(torch.uint8)
-        return Received(q.to(x.dtype) * step + lo, x.numel() + self.header_bytes)
+        return Received(q.to(x.dtype) * step + lo, self.size_bytes(x.numel(), 1))
+
+    def size_bytes(self, numel: int, element_size: int) -> int:
+        return numel + self.header_bytes
 
 
 def index_bytes(numel: int) -> int:
@@ -102,8 +117,10 @@ class TopK(Codec):
         index = flat.abs().topk(k, sorted=False).indices
         decoded = torch.zeros_like(flat)
         decoded[index] = flat[index]
-        return Received(decoded.view_as(x),
-                        k * (x.element_size() + index_bytes(flat.numel())))
+        return Received(decoded.view_as(x), self.size_bytes(flat.numel(), x.element_size()))
+
+    def size_bytes(self, numel: int, element_size: int) -> int:
+        return self.kept(numel) * (element_size + index_bytes(numel))
 
 
 def make_codec(name: str, topk_fraction: float = 0.1) -> Codec:
@@ -126,3 +143,57 @@ def transmit_state(codec: Codec, tensors: tuple[torch.Tensor, ...]
     received = [codec.transmit(t) if t.is_floating_point() else Uncompressed().transmit(t)
                 for t in tensors]
     return tuple(r.tensor for r in received), sum(r.payload_bytes for r in received)
+
+
+@dataclass(frozen=True)
+class Wire:
+    """How a run's messages cross the air: the codec of the cut-layer activations going up,
+    of their gradients coming down and of models either way. The default sends everything as
+    it is (the messages unchanged). Labels travel as they are."""
+
+    uplink: Codec = Uncompressed()
+    downlink: Codec = Uncompressed()
+    models: Codec = Uncompressed()
+
+    @classmethod
+    def of(cls, uplink: str = "none", downlink: str = "none", models: str = "none",
+           topk_fraction: float = 0.1) -> Wire:
+        return cls(make_codec(uplink, topk_fraction), make_codec(downlink, topk_fraction),
+                   make_codec(models, topk_fraction))
+
+    def up(self, message: ActivationMessage) -> ActivationMessage:
+        """The activations as the server decodes them."""
+        if isinstance(self.uplink, Uncompressed):
+            return message
+        received = self.uplink.transmit(message.activations)
+        return dataclasses.replace(message, activations=received.tensor,
+                                   wire_bytes=received.payload_bytes + tensor_bytes(message.labels))
+
+    def down(self, message: GradientMessage) -> GradientMessage:
+        """The gradients as the client decodes them."""
+        if isinstance(self.downlink, Uncompressed):
+            return message
+        received = self.downlink.transmit(message.gradients)
+        return dataclasses.replace(message, gradients=received.tensor,
+                                   wire_bytes=received.payload_bytes)
+
+    def model(self, message: ModelMessage) -> ModelMessage:
+        """A model as its receiver decodes it (either way)."""
+        if isinstance(self.models, Uncompressed):
+            return message
+        tensors, payload_bytes = transmit_state(self.models, message.tensors)
+        return dataclasses.replace(message, tensors=tensors, wire_bytes=payload_bytes)
+
+    def up_bytes(self, activation_bytes: int, element_size: int) -> int:
+        """Encoded bytes of activations of `activation_bytes` bytes uncompressed."""
+        return self.uplink.size_bytes(activation_bytes // element_size, element_size)
+
+    def down_bytes(self, gradient_bytes: int, element_size: int) -> int:
+        """Encoded bytes of gradients of `gradient_bytes` bytes uncompressed."""
+        return self.downlink.size_bytes(gradient_bytes // element_size, element_size)
+
+    def model_bytes(self, tensors: tuple[torch.Tensor, ...]) -> int:
+        """Encoded bytes of a model's state tensors."""
+        return sum(self.models.size_bytes(t.numel(), t.element_size())
+                   if t.is_floating_point() else t.numel() * t.element_size()
+                   for t in tensors)

@@ -408,6 +408,8 @@ class Protocol(ABC):
     trainer_contract: ClassVar[type[Trainer]] = Trainer
     pipelined_clients: ClassVar[bool] = False  # may a client compute while its uplink is busy?
     has_barrier: ClassVar[bool] = False        # does the server wait for every client's step?
+    sends_activations: ClassVar[bool] = False  # do clients upload cut-layer activations?
+    sends_gradients: ClassVar[bool] = False    # does the server send their gradients down?
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
                  log: EventLog, local_iters: int, rules: RoundRules = NO_RULES) -> None:
@@ -593,6 +595,8 @@ class ConcatSplitProtocol(Protocol):
     first `keep` activations to arrive and drops the other clients then."""
 
     trainer_contract = ConcatSplitTrainer
+    sends_activations = True
+    sends_gradients = True
     has_barrier = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
@@ -679,6 +683,8 @@ class PerClientSplitProtocol(Protocol):
     SplitFedV2's shared model is thus updated in the order the clock decides."""
 
     trainer_contract = PerClientSplitTrainer
+    sends_activations = True
+    sends_gradients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         return [self._spawn(k, self._client(k)) for k in selected]
@@ -727,6 +733,7 @@ class LocalLossProtocol(Protocol):
     comes back. The model upload follows the client's last activations on its uplink."""
 
     trainer_contract = LocalLossTrainer
+    sends_activations = True
     pipelined_clients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:

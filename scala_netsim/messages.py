@@ -1,9 +1,11 @@
 """Typed messages exchanged between clients and the server.
 
-Their sizes come from the real tensors they carry (numel * element_size), never from constants.
+Their sizes come from the real tensors they carry (numel * element_size), never from constants;
+a compressed message (scala_netsim.compression) carries what the receiver decoded and the size
+of the encoded representation, `wire_bytes`.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -19,10 +21,11 @@ class ModelMessage:
 
     client_id: int
     tensors: tuple
+    wire_bytes: int | None = field(default=None, kw_only=True)
 
     @property
     def payload_bytes(self) -> int:
-        return tensor_bytes(*self.tensors)
+        return tensor_bytes(*self.tensors) if self.wire_bytes is None else self.wire_bytes
 
 
 @dataclass(frozen=True)
@@ -33,10 +36,13 @@ class ActivationMessage:
     local_iter: int
     activations: torch.Tensor
     labels: torch.Tensor
+    wire_bytes: int | None = field(default=None, kw_only=True)   # labels included
 
     @property
     def payload_bytes(self) -> int:
-        return tensor_bytes(self.activations, self.labels)
+        if self.wire_bytes is None:
+            return tensor_bytes(self.activations, self.labels)
+        return self.wire_bytes
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,8 @@ class GradientMessage:
     client_id: int
     local_iter: int
     gradients: torch.Tensor
+    wire_bytes: int | None = field(default=None, kw_only=True)
 
     @property
     def payload_bytes(self) -> int:
-        return tensor_bytes(self.gradients)
+        return tensor_bytes(self.gradients) if self.wire_bytes is None else self.wire_bytes

@@ -23,6 +23,7 @@ from scala_netsim import __version__
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.compression import Wire
 from scala_netsim.data import Dataset
 from scala_netsim.engine import (
     Cell,
@@ -219,6 +220,17 @@ def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> Tra
         rounds=tr.rounds, seeds=world.seeds, device=device)
 
 
+def use_wire(trainer: Trainer, scenario: Scenario) -> None:
+    """Give the trainer the scenario's compression (scala_netsim.compression)."""
+    c = scenario.compression
+    if (c.uplink, c.downlink, c.models) == ("none", "none", "none"):
+        return
+    if not hasattr(trainer, "wire"):
+        raise ValueError(f"compression: {type(trainer).__name__} builds its messages without "
+                         f"a Wire (scala_netsim.compression), so it cannot compress them")
+    trainer.wire = Wire.of(c.uplink, c.downlink, c.models, c.topk_fraction)
+
+
 def drop_summary(frame: pd.DataFrame) -> dict:
     """summary.json's figures on drops from rounds.csv: the fraction of selected clients
     dropped (and per reason), the label bias (label_bias_tv) averaged over the rounds that
@@ -249,6 +261,8 @@ class Run:
         # `trainer`: one that answers the protocol without training (scala_netsim.replay)
         self.trainer = trainer or spec.trainer.from_setup(trainer_setup(scenario, world, device),
                                                           spec.section(scenario))
+        if trainer is None:
+            use_wire(self.trainer, scenario)
         if trainer is None and scenario.timing_only:
             self.trainer = timing_trainer(self.trainer, spec.protocol.trainer_contract)
         self.selector = spec.selector.from_label_counts(world.label_counts, spec.section(scenario))

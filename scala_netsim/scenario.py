@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 import channel
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.compression import CODECS, MODEL_CODECS
 from scala_netsim.models import ARCHS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
@@ -187,6 +188,15 @@ class ComputeConfig(_Strict):
         return self
 
 
+class CompressionConfig(_Strict):
+    """What crosses the air compressed (scala_netsim.compression): the cut-layer activations
+    going up, their gradients coming down, the models either way."""
+    uplink: Literal[CODECS] = "none"
+    downlink: Literal[CODECS] = "none"
+    topk_fraction: float = Field(default=0.1, gt=0, le=1)   # share of entries top-k keeps
+    models: Literal[MODEL_CODECS] = "none"
+
+
 class ReportConfig(_Strict):
     accuracy_targets: list[Annotated[float, Field(gt=0, le=1)]] = [0.6, 0.7, 0.8]
 
@@ -248,6 +258,7 @@ def _fields() -> dict:
         "algorithms": (list[Literal[tuple(ALGORITHMS)]], Field(default=["scala"], min_length=1)),
         "network": (NetworkConfig, Field(default_factory=NetworkConfig)),
         "compute": (ComputeConfig, Field(default_factory=ComputeConfig)),
+        "compression": (CompressionConfig, Field(default_factory=CompressionConfig)),
         **sections,
         "report": (ReportConfig, Field(default_factory=ReportConfig)),
         # dotted key -> list of values, or a name of your own -> named cases (case name ->
@@ -269,6 +280,24 @@ def scenario_model() -> type[Scenario]:
         _MODEL.clear()
         _MODEL[ALGORITHMS.version] = create_model("Scenario", __base__=Scenario, **_fields())
     return _MODEL[ALGORITHMS.version]
+
+
+def compression_problems(scenario: Scenario) -> list[str]:
+    """Cut-layer compression needs an algorithm that sends activations (uplink) or their
+    gradients (downlink); in a scenario that lists others too, only the cells of those that
+    send them carry it (scala_netsim.sweep). Models may be compressed for every algorithm."""
+    problems = []
+    for direction, flag, what in (("uplink", "sends_activations", "cut-layer activations"),
+                                  ("downlink", "sends_gradients", "activation gradients")):
+        codec = getattr(scenario.compression, direction)
+        if codec != "none" and not any(getattr(ALGORITHMS[a].protocol, flag)
+                                       for a in scenario.algorithms):
+            senders = [name for name, spec in ALGORITHMS.items() if getattr(spec.protocol, flag)]
+            problems.append(f"compression.{direction}: only for algorithms that send "
+                            f"{what} ({', '.join(senders)}); {', '.join(scenario.algorithms)} "
+                            f"send{'s' if len(scenario.algorithms) == 1 else ''} none, got "
+                            f"{codec!r} (compression.models applies to every algorithm)")
+    return problems
 
 
 def cross_field_problems(scenario: Scenario) -> list[str]:
@@ -302,6 +331,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
                         f"({', '.join(with_barrier)}); {', '.join(scenario.algorithms)} "
                         f"{'has' if len(scenario.algorithms) == 1 else 'have'} none, got "
                         f"{tr.step_deadline_s}")
+    problems.extend(compression_problems(scenario))
     if scenario.timing_only and barrier and scenario.drops_clients:
         problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
                         f"fixed-rate link steps the server on the clients left, batches no "

@@ -112,6 +112,11 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                 # a step deadline bounds a barrier: the cells of the scenario's algorithms
                 # without one do not carry it (nor learn differently for it)
                 document["training"]["step_deadline_s"] = None
+            protocol = ALGORITHMS[algorithm].protocol
+            if not protocol.sends_activations:   # likewise cut-layer compression
+                document["compression"]["uplink"] = "none"
+            if not protocol.sends_gradients:
+                document["compression"]["downlink"] = "none"
             try:
                 cell_scenario = None if found else validate_scenario(document)
             except ScenarioError as exc:

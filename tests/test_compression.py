@@ -14,6 +14,7 @@ from scala_netsim.compression import (
     make_codec,
     transmit_state,
 )
+from scala_netsim.events import EventKind
 
 
 def activations(shape=(32, 192, 2, 2), seed=0):
@@ -104,3 +105,92 @@ def test_make_codec_and_model_states_keep_integer_counters():
     for sent, got in zip(tensors[:-1], received[:-1], strict=True):
         assert got.dtype == torch.float32
         torch.testing.assert_close(got, sent, rtol=2.0**-11, atol=0)
+
+
+# --- in a run: the receiver trains on what it decodes, the events carry the encoded size --
+def compressed_run(make_run, algorithm, **compression):
+    run = make_run(algorithm, compression=compression)
+    trainer = run.trainer
+    selected = [0, 1, 2]
+    trainer.begin_round(selected)
+    for k in selected:
+        trainer.client_receive_model(trainer.client_model_download(k))
+    return run, trainer, selected
+
+
+def test_scala_server_trains_on_int8_activations_and_clients_on_topk_gradients(make_run):
+    run, trainer, selected = compressed_run(make_run, "scala", uplink="int8", downlink="topk",
+                                            topk_fraction=0.05)
+    uploads = []
+    for k in selected:
+        upload = trainer.client_forward(k, 0).upload
+        sent = trainer._pending[k].detach()       # what the client computed
+        assert torch.equal(upload.activations, Int8().transmit(sent).tensor)
+        assert not torch.equal(upload.activations, sent)
+        assert upload.payload_bytes == sent.numel() + 8 + 8 * len(upload.labels)
+        assert trainer.step_demand(k).upload_bytes == upload.payload_bytes
+        uploads.append(upload)
+    replies = trainer.server_step(uploads).replies
+    for reply, upload in zip(replies, uploads, strict=True):
+        numel = upload.activations.numel()
+        k = math.ceil(0.05 * numel)
+        assert (reply.gradients != 0).sum().item() == k
+        assert reply.payload_bytes == k * (4 + 2) == trainer.step_demand(reply.client_id
+                                                                         ).download_bytes
+        trainer.client_backward(reply)
+
+
+def test_fp16_models_arrive_in_half_precision_both_ways(make_run):
+    run, trainer, selected = compressed_run(make_run, "fedavg", models="fp16")
+    message = trainer.client_model_download(0)
+    floats = sum(t.numel() for t in message.tensors)
+    assert message.payload_bytes == 2 * floats == trainer.step_demand(0).download_bytes
+    for t in message.tensors:
+        assert torch.equal(t, t.half().float())      # what the client loads
+    full = tuple(trainer.model.state_dict().values())
+    assert any(not torch.equal(t, t.half().float()) for t in full)   # the server's is not
+
+
+def test_compressed_runs_keep_their_invariants_and_learn_differently(make_run):
+    accuracies = {}
+    for codec in ("none", "int8"):
+        run = make_run("splitfed_v1", compression={"uplink": codec, "downlink": codec})
+        for _ in range(2):
+            row = run.step()
+        assert run.problems() == []
+        accuracies[codec] = (row["test_acc"], row["test_loss"])
+        uploads = {e.payload_bytes for e in run.log.events
+                   if e.kind is EventKind.ACTIVATION_UPLOAD}
+        assert uploads == ({8 * 768 * 4 + 64} if codec == "none" else {8 * 768 + 8 + 64})
+    assert accuracies["none"] != accuracies["int8"]
+
+
+def test_cut_layer_compression_needs_an_algorithm_that_sends_activations(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nalgorithms: [fedavg, fedlc]\ncompression: {uplink: int8}\n")
+    code, _, err = cli(bad, "--out", tmp_path / "out")
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert ("compression.uplink: only for algorithms that send cut-layer activations (" in err
+            and "fedavg, fedlc send none, got 'int8' (compression.models applies" in err)
+    bad.write_text("name: bad\nalgorithms: [sfl_local_loss]\ncompression: {downlink: fp16}\n")
+    code, _, err = cli(bad, "--out", tmp_path / "out")
+    assert code == 2 and "compression.downlink: only for algorithms that send activation " \
+                         "gradients" in err
+    bad.write_text("name: bad\ncompression: {uplink: topk, topk_fraction: 0}\n")
+    code, _, err = cli(bad, "--out", tmp_path / "out")
+    assert code == 2 and "compression.topk_fraction: must be > 0" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mixed_scenario_compresses_only_the_cells_that_send_activations(tmp_path):
+    from scala_netsim.scenario import validate_scenario
+    from scala_netsim.sweep import expand_sweep
+
+    scenario = validate_scenario({"name": "mixed", "algorithms": ["scala", "fedavg"],
+                                  "compression": {"uplink": "int8", "downlink": "fp16",
+                                                  "models": "fp16"}})
+    cells = {c.algorithm: c.scenario.compression for c in expand_sweep(scenario, tmp_path)}
+    assert (cells["scala"].uplink, cells["scala"].downlink, cells["scala"].models) == \
+        ("int8", "fp16", "fp16")
+    assert (cells["fedavg"].uplink, cells["fedavg"].downlink, cells["fedavg"].models) == \
+        ("none", "none", "fp16")

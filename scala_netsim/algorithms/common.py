@@ -14,9 +14,10 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.contract import Evaluation, ExchangesModels, Trainer
+from scala_netsim.compression import Wire
 from scala_netsim.flops import FlopMeter
 from scala_netsim.losses import log_prior
-from scala_netsim.messages import ModelMessage, tensor_bytes
+from scala_netsim.messages import ModelMessage
 from scala_netsim.models import build_split_model
 from scala_netsim.seeds import Seeds
 from scala_netsim.training import ClientSampler, apportion_batch_sizes, evaluate, weighted_average_
@@ -148,6 +149,9 @@ class TrainerBase(Trainer, ExchangesModels):
     """
 
     fixed_step_costs = True   # FLOPs metered per (step kind, batch size); sizes from shapes
+    #: how messages cross the air (scala_netsim.compression); set by the run from the
+    #: scenario's compression section, plain by default
+    wire: Wire = Wire()
 
     def __init__(self, client_template: nn.Module, data: ClientData, sgd: SGDSettings,
                  batch_seed: int, extra_weight_decay: float = 0.0) -> None:
@@ -208,14 +212,14 @@ class TrainerBase(Trainer, ExchangesModels):
     # --- model exchange ------------------------------------------------------------------
     def client_model_download(self, k: int) -> ModelMessage:
         """The global model part a client trains, as sent to client k."""
-        return ModelMessage(k, state_tensors(self.client_template))
+        return self.wire.model(ModelMessage(k, state_tensors(self.client_template)))
 
     def client_receive_model(self, message: ModelMessage) -> None:
         self.slots.load(message.client_id, message.tensors)
 
     def client_model_upload(self, k: int) -> ModelMessage:
         """Client k's trained model, sent up at the end of the round."""
-        return ModelMessage(k, state_tensors(self.slots[k][0]))
+        return self.wire.model(ModelMessage(k, state_tensors(self.slots[k][0])))
 
     def server_receive_model(self, message: ModelMessage) -> None:
         # kept in client-id order, not arrival order: the aggregate's floating-point sums
@@ -233,7 +237,7 @@ class TrainerBase(Trainer, ExchangesModels):
 
     def model_bytes(self) -> int:
         """Bytes of the client model as sent either way."""
-        return tensor_bytes(*state_tensors(self.client_template))
+        return self.wire.model_bytes(state_tensors(self.client_template))
 
     # --- evaluation ----------------------------------------------------------------------
     @abstractmethod

@@ -339,11 +339,12 @@ class FedConcat(TrainerBase, FederatedTrainer):
 
     def client_model_download(self, k: int) -> ModelMessage:
         if not self.classifier_stage:
-            return ModelMessage(k, state_tensors(self.cluster_models[self.cluster_of[k]]))
+            return self.wire.model(ModelMessage(
+                k, state_tensors(self.cluster_models[self.cluster_of[k]])))
         tensors = state_tensors(self.classifier)
         if k not in self._has_encoders:  # the frozen encoders travel once per client
             tensors = sum((state_tensors(m[0]) for m in self.cluster_models), ()) + tensors
-        return ModelMessage(k, tensors)
+        return self.wire.model(ModelMessage(k, tensors))
 
     def client_receive_model(self, message: ModelMessage) -> None:
         k = message.client_id
@@ -391,8 +392,8 @@ class FedConcat(TrainerBase, FederatedTrainer):
 
     def client_model_upload(self, k: int) -> ModelMessage:
         if not self.classifier_stage:
-            return ModelMessage(k, state_tensors(self.slots[k][0]))
-        return ModelMessage(k, state_tensors(self.classifier_slots[k][0]))
+            return self.wire.model(ModelMessage(k, state_tensors(self.slots[k][0])))
+        return self.wire.model(ModelMessage(k, state_tensors(self.classifier_slots[k][0])))
 
     def end_round(self) -> None:
         if self.classifier_stage:
@@ -412,7 +413,7 @@ class FedConcat(TrainerBase, FederatedTrainer):
         if not self.classifier_stage:
             return StepDemand(download_bytes, download_bytes,
                               self._encoder_planner.train_step(batch))
-        upload_bytes = ModelMessage(k, state_tensors(self.classifier)).payload_bytes
+        upload_bytes = self.wire.model_bytes(state_tensors(self.classifier))
         return StepDemand(upload_bytes, download_bytes,
                           self._classifier_planner.train_step(batch))
 

@@ -42,7 +42,8 @@ class SplitTrainer(TrainerBase):
         model, _ = self.slots[k]
         activations, flops = self.meter.run(("client_forward", len(y)), model, x)
         self._pending[k] = activations
-        return Forward(ActivationMessage(k, local_iter, activations.detach(), y), flops)
+        return Forward(self.wire.up(ActivationMessage(k, local_iter, activations.detach(), y)),
+                       flops)
 
     def client_backward(self, reply: GradientMessage) -> int:
         """Client k backpropagates G_k through its model and takes one SGD step. -> FLOPs."""
@@ -64,7 +65,9 @@ class SplitTrainer(TrainerBase):
         batch = self.client_batch_sizes[k]
         flops, activation_bytes = self._planner.forward(batch)
         label_bytes = batch * self.train_y.element_size()
-        return StepDemand(activation_bytes + label_bytes, activation_bytes, flops)
+        element_size = self.train_x.element_size()
+        return StepDemand(self.wire.up_bytes(activation_bytes, element_size) + label_bytes,
+                          self.wire.down_bytes(activation_bytes, element_size), flops)
 
     def global_model(self) -> nn.Module:
         """The full model (global client part, then server part) for evaluation."""
@@ -121,7 +124,7 @@ class CASFL(SplitTrainer, ConcatSplitTrainer):
         clients_loss.backward(inputs=[activations])
         self.server_optimizer.step()
         self.note_loss(server_loss)
-        return [GradientMessage(m.client_id, m.local_iter, g)
+        return [self.wire.down(GradientMessage(m.client_id, m.local_iter, g))
                 for m, g in zip(uploads, activations.grad.split(sizes), strict=True)]
 
 

@@ -65,7 +65,7 @@ class PerClientServer(SplitTrainer):
         loss.backward()
         optimizer.step()
         self.note_loss(loss)
-        return GradientMessage(k, upload.local_iter, activations.grad)
+        return self.wire.down(GradientMessage(k, upload.local_iter, activations.grad))
 
 
 class ServerCopies(PerClientServer):
@@ -232,7 +232,7 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return LocalStep(forward_flops, backward_flops,
-                         ActivationMessage(k, local_iter, activations.detach(), y))
+                         self.wire.up(ActivationMessage(k, local_iter, activations.detach(), y)))
 
     def server_step(self, uploads: Sequence[ActivationMessage]) -> ServerStep:
         """One step of the shared server part on one client's activations; no reply."""
@@ -254,6 +254,7 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
         batch = self.client_batch_sizes[k]
         _, activation_bytes = self._planner.forward(batch)
         label_bytes = batch * self.train_y.element_size()
+        activation_bytes = self.wire.up_bytes(activation_bytes, self.train_x.element_size())
         return StepDemand(activation_bytes + label_bytes, self.model_bytes(),
                           self._planner.train_step(batch))
 
