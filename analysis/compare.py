@@ -36,9 +36,18 @@ def find_runs(scenario_dir: Path | str,
             yield summary, path.parent
 
 
+def late_accuracy(rounds: pd.DataFrame, share: float = 0.2) -> float:
+    """Mean test accuracy over the evaluations of the run's last `share` of rounds (rounds
+    after (1 - share) R): steadier than the final evaluation alone, which one noisy round
+    decides (NaN when none was evaluated there)."""
+    late = rounds[rounds["round"] > (1 - share) * rounds["round"].max()]
+    return float(late["test_acc"].mean()) if "test_acc" in late else float("nan")
+
+
 def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds: pd.DataFrame,
             targets: Sequence[float]) -> dict:
-    """A run's comparison row: its swept values, accuracy, simulated time to each target
+    """A run's comparison row: its swept values, accuracy (final, best, late_accuracy),
+    simulated time to each target
     accuracy, totals; for a run that records energy, the clients' energy in total, split, and
     until each target accuracy; for a run whose clients can be dropped, the fraction dropped
     (in all and per reason), the label bias (mean TV distance) and the rounds without a
@@ -48,7 +57,8 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
            "status": summary["status"],
            "final_acc": accuracy_of(summary, "final_acc"),
            "best_acc": accuracy_of(summary, "best_acc"),
-           "best_round": accuracy_of(summary, "best_round"), "rounds": summary["rounds"]}
+           "best_round": accuracy_of(summary, "best_round"),
+           "late_acc": late_accuracy(rounds), "rounds": summary["rounds"]}
     for target in targets:
         row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
     row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes", "downlink_bytes",

@@ -226,14 +226,15 @@ def drops_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
 
 def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> str:
     """What each value of a swept key (a deadline) costs each algorithm against the key's
-    first value (the baseline): the change in final and best accuracy, seed by seed (the same
+    first value (the baseline): the change in final, best and late accuracy (the mean over
+    the last fifth of the rounds, analysis.compare.late_accuracy), seed by seed (the same
     seed: the same partition, cell and selections), mean ± std over seeds in percentage
     points, beside the share of clients dropped and the label bias."""
     values = list(dict.fromkeys(runs[key]))
     others = [k for k in keys if k != key]
     header = ["algorithm", *map(short, others), short(key), "dropped (%)", "label bias (TV)",
               "Δ final acc vs " + _fmt_value(values[0]) + " (pp)",
-              "Δ best acc (pp)", "seeds paired"]
+              "Δ best acc (pp)", "Δ mean acc, last 20 % of rounds (pp)", "seeds paired"]
     rows = []
     for algorithm, setting, g in groups(runs, others):
         base = g[g[key] == values[0]].set_index("seed")
@@ -244,7 +245,7 @@ def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> st
                          mean_std(here["dropped_fraction"], 100, digits=1),
                          mean_std(here["label_bias_tv"], digits=3),
                          *(mean_std(here.loc[seeds, c] - base.loc[seeds, c], 100)
-                           for c in ("final_acc", "best_acc")), len(seeds)])
+                           for c in ("final_acc", "best_acc", "late_acc")), len(seeds)])
     return markdown_table(header, rows)
 
 
