@@ -5,6 +5,7 @@ import json
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis import accuracy_of, read_rounds
@@ -42,6 +43,32 @@ def late_accuracy(rounds: pd.DataFrame, share: float = 0.2) -> float:
     decides (NaN when none was evaluated there)."""
     late = rounds[rounds["round"] > (1 - share) * rounds["round"].max()]
     return float(late["test_acc"].mean()) if "test_acc" in late else float("nan")
+
+
+def class_losses(folder: Path | str, rounds: pd.DataFrame
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(per class, the share of the selected clients' samples of that class whose client was
+    not aggregated; per class, the test accuracy averaged over the last fifth of the rounds,
+    as late_accuracy), or None for a run without accuracies (timing-only). The selected
+    clients are demands.csv's rows, their labels clients.csv's; a run that records no drops
+    (no contrib_label columns: nobody could be dropped) lost nothing."""
+    accuracy_columns = [c for c in rounds.columns if c.startswith("acc_class_")]
+    if not accuracy_columns:
+        return None
+    late = rounds[rounds["round"] > 0.8 * rounds["round"].max()]
+    accuracy = late[accuracy_columns].mean().to_numpy()
+    columns = [c for c in rounds.columns if c.startswith("contrib_label_")]
+    if not columns:
+        return np.zeros(len(accuracy_columns)), accuracy
+    folder = Path(folder)
+    labels = pd.read_csv(folder / "clients.csv").set_index("client_id")
+    selected_ids = pd.read_csv(folder / "demands.csv", usecols=["client_id"])["client_id"]
+    classes = [c.removeprefix("contrib_") for c in columns]
+    selected = labels.loc[selected_ids, classes].to_numpy().sum(0).astype(float)
+    aggregated = rounds[columns].to_numpy().sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lost = np.where(selected > 0, 1 - aggregated / selected, np.nan)
+    return lost, accuracy
 
 
 def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds: pd.DataFrame,

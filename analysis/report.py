@@ -26,7 +26,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
-from analysis.compare import run_row  # noqa: E402
+from analysis.compare import class_losses, run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
 from scala_netsim.events import DROP_REASONS  # noqa: E402
 from scala_netsim.results import read_written_yaml, write_text  # noqa: E402
@@ -59,6 +59,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
         row["retimed"] = bool(summary.get("retimed_from"))
+        row["class_losses"] = class_losses(folder, rounds)
         row["timing_only"] = bool(summary.get("timing_only"))
         for key in summary.get("setting", {}):
             if key in row:
@@ -246,6 +247,38 @@ def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> st
                          mean_std(here["label_bias_tv"], digits=3),
                          *(mean_std(here.loc[seeds, c] - base.loc[seeds, c], 100)
                            for c in ("final_acc", "best_acc", "late_acc")), len(seeds)])
+    return markdown_table(header, rows)
+
+
+def class_cost_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> str:
+    """Which labels each value of a swept key (a deadline) took from aggregation and what it
+    cost them against the first value, seed by seed: per class, the share of its selected
+    samples not aggregated and the change in late test accuracy (mean over seeds), and the
+    Pearson correlation of the two over every (seed, class)."""
+    values = list(dict.fromkeys(runs[key]))
+    others = [k for k in keys if k != key]
+    header = ["algorithm", *map(short, others), short(key),
+              "samples lost per class (%)", "Δ late accuracy per class (pp)",
+              "correlation (seeds x classes)", "seeds paired"]
+    rows = []
+    for algorithm, setting, g in groups(runs, others):
+        base = g[g[key] == values[0]].set_index("seed")["class_losses"]
+        for value in values[1:]:
+            here = g[g[key] == value].set_index("seed")["class_losses"]
+            seeds = [s for s in sorted(set(base.index) & set(here.index))
+                     if base[s] is not None and here[s] is not None]
+            if not seeds:
+                continue
+            lost = np.array([here[s][0] for s in seeds])
+            change = np.array([here[s][1] - base[s][1] for s in seeds])
+            pairs = np.isfinite(lost) & np.isfinite(change)
+            x, y = lost[pairs], change[pairs]
+            correlation = (np.corrcoef(x, y)[0, 1]
+                           if len(x) > 2 and x.std() > 0 and y.std() > 0 else np.nan)
+            rows.append([algorithm, *map(_fmt_value, setting.values()), _fmt_value(value),
+                         " / ".join(f"{100 * v:.0f}" for v in np.nanmean(lost, 0)),
+                         " / ".join(f"{100 * v:+.1f}" for v in np.nanmean(change, 0)),
+                         f"{correlation:+.2f}", len(seeds)])
     return markdown_table(header, rows)
 
 
@@ -739,7 +772,12 @@ def write_report(scenario_dir: Path | str) -> Path:
             if runs[key].nunique() >= 2 and measured:
                 lines += [f"What each {key} costs in accuracy against "
                           f"{_fmt_value(runs[key].iloc[0])}, seed by seed:", "",
-                          paired_change_table(runs, key, keys), ""]
+                          paired_change_table(runs, key, keys), "",
+                          f"Which labels each {key} took, and what it cost them (classes 0 "
+                          f"to {len(runs['class_losses'].dropna().iloc[0][0]) - 1} in order; a "
+                          f"negative correlation: the classes that lost more samples lost "
+                          f"more accuracy):", "",
+                          class_cost_table(runs, key, keys), ""]
     lines += ["## Figures", ""]
     if measured:
         accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import channel
+from analysis.compare import class_losses
 from scala_netsim.algorithms.common import state_tensors
 from scala_netsim.events import EventKind
 from scala_netsim.run import Run, build_world, label_bias_tv
@@ -324,6 +325,19 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
     assert "(figures/accuracy_vs_deadline.png)" in report
     assert "What each deadline costs in accuracy against none, seed by seed" in report
     assert "| fedavg | tight |" in report and "Δ final acc vs none (pp)" in report
+    # which labels the deadline took: per class, 1 - aggregated / selected samples
+    clients = pd.read_csv(tight / "clients.csv").set_index("client_id")
+    selected = pd.read_csv(tight / "demands.csv")["client_id"]
+    labels = [f"label_{c}" for c in range(10)]
+    by_class = clients.loc[selected, labels].sum().to_numpy()
+    aggregated = rounds[[f"contrib_label_{c}" for c in range(10)]].sum().to_numpy()
+    lost, accuracy = class_losses(tight, rounds)
+    expected = np.where(by_class > 0, 1 - aggregated / np.maximum(by_class, 1), np.nan)
+    np.testing.assert_allclose(lost, expected)
+    assert np.nanmax(lost) > 0
+    np.testing.assert_allclose(accuracy, rounds[[f"acc_class_{c}" for c in range(10)]].mean())
+    cells = " / ".join(f"{100 * v:.0f}" for v in lost)
+    assert f"| fedavg | tight | {cells} |" in report and "correlation (seeds x classes)" in report
     assert (root / "figures" / "accuracy_vs_deadline.png").stat().st_size > 10_000
     with pytest.raises(RecordError, match="dropped clients"):
         Record.load(tight)
