@@ -158,7 +158,7 @@ def test_tiny_sweep_with_two_jobs_then_rerun_skips_then_force(cli, tmp_path):
     assert out.count("already completed, skipped") == 7
     assert "fedavg training.local_iters=2 seed=1: completed" in out
     code, out, err = cli(QUICKSTART, "--out", tmp_path, *TINY, *sweep, "--force", "--no-report",
-                         "--jobs", "2")
+                         "--no-figures")
     assert code == 0 and "skipped" not in out
     assert out.count(": completed") == 8
 
@@ -198,7 +198,8 @@ def test_ray_executor_runs_two_cells_on_a_local_ray_instance(tmp_path):
     try:
         proc = subprocess.run([sys.executable, "-m", "scala_netsim", str(QUICKSTART), "--out",
                                str(tmp_path / "out"), *TINY, "--set", "sweep={seed: [0, 1]}",
-                               "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"],
+                               "--no-figures", "--executor", "ray",
+                               "--ray-address", f"127.0.0.1:{port}"],
                               cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr
         for seed in (0, 1):
