@@ -2,6 +2,7 @@
 OUT/<scenario>/comparison.csv (and the figures of analysis.plots.comparison_figures)."""
 
 import json
+import math
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
@@ -37,12 +38,18 @@ def find_runs(scenario_dir: Path | str,
             yield summary, path.parent
 
 
-def late_accuracy(rounds: pd.DataFrame, share: float = 0.2) -> float:
-    """Mean test accuracy over the evaluations of the run's last `share` of rounds (rounds
-    after (1 - share) R): steadier than the final evaluation alone, which one noisy round
-    decides (NaN when none was evaluated there)."""
-    late = rounds[rounds["round"] > (1 - share) * rounds["round"].max()]
-    return float(late["test_acc"].mean()) if "test_acc" in late else float("nan")
+LATE_SHARE = 0.2   # "late": the last fifth of a run's rounds
+
+
+def late_rounds(rounds: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the run's last LATE_SHARE of rounds (rounds after (1 - LATE_SHARE) R)."""
+    return rounds[rounds["round"] > (1 - LATE_SHARE) * rounds["round"].max()]
+
+
+def late_accuracy(rounds: pd.DataFrame) -> float:
+    """Mean test accuracy over the evaluations of the late rounds: steadier than the final
+    evaluation alone, which one noisy round decides (NaN when none was evaluated there)."""
+    return float(late_rounds(rounds)["test_acc"].mean()) if "test_acc" in rounds else math.nan
 
 
 def class_losses(folder: Path | str, rounds: pd.DataFrame
@@ -55,8 +62,7 @@ def class_losses(folder: Path | str, rounds: pd.DataFrame
     accuracy_columns = [c for c in rounds.columns if c.startswith("acc_class_")]
     if not accuracy_columns:
         return None
-    late = rounds[rounds["round"] > 0.8 * rounds["round"].max()]
-    accuracy = late[accuracy_columns].mean().to_numpy()
+    accuracy = late_rounds(rounds)[accuracy_columns].mean().to_numpy()
     columns = [c for c in rounds.columns if c.startswith("contrib_label_")]
     if not columns:
         return np.zeros(len(accuracy_columns)), accuracy

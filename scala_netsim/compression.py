@@ -70,7 +70,8 @@ class Float16(Codec):
     name = "fp16"
 
     def transmit(self, x: torch.Tensor) -> Received:
-        return Received(x.to(torch.float16).to(x.dtype), self.size_bytes(x.numel(), 4))
+        return Received(x.to(torch.float16).to(x.dtype),
+                        self.size_bytes(x.numel(), x.element_size()))
 
     def size_bytes(self, numel: int, element_size: int) -> int:
         return 2 * numel
@@ -85,7 +86,7 @@ class Int8(Codec):
         step = (hi - lo) / 255
         step = torch.where(step > 0, step, torch.ones_like(step))  # a constant tensor
         q = torch.round((x - lo) / step).clamp_(0, 255).to(torch.uint8)
-        return Received(q.to(x.dtype) * step + lo, self.size_bytes(x.numel(), 1))
+        return Received(q.to(x.dtype) * step + lo, self.size_bytes(x.numel(), x.element_size()))
 
     def size_bytes(self, numel: int, element_size: int) -> int:
         return numel + self.header_bytes
