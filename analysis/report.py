@@ -276,8 +276,9 @@ def class_cost_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> str:
             correlation = (np.corrcoef(x, y)[0, 1]
                            if len(x) > 2 and x.std() > 0 and y.std() > 0 else np.nan)
             rows.append([algorithm, *map(_fmt_value, setting.values()), _fmt_value(value),
-                         " / ".join(f"{100 * v:.0f}" for v in np.nanmean(lost, 0)),
-                         " / ".join(f"{100 * v:+.1f}" for v in np.nanmean(change, 0)),
+                         # (pandas' mean skips NaN, a class no seed selected, quietly)
+                         " / ".join(f"{100 * v:.0f}" for v in pd.DataFrame(lost).mean()),
+                         " / ".join(f"{100 * v:+.1f}" for v in pd.DataFrame(change).mean()),
                          f"{correlation:+.2f}", len(seeds)])
     return markdown_table(header, rows)
 

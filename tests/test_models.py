@@ -80,6 +80,7 @@ def torchvision_network(arch: str) -> torch.nn.Module:
     return net
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["resnet18", "vgg11"])
 def test_resnet18_and_vgg11_parts_compose_to_torchvisions_network(arch):
     x = torch.randn(3, 1, 32, 32, generator=gen())
