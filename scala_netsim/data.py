@@ -53,6 +53,22 @@ CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog
                    "ship", "truck")
 
 
+def to_unit_range(dataset_name: str, images: torch.Tensor) -> torch.Tensor:
+    """Normalised images of a dataset back in [0, 1] (x std + mean per channel): what image
+    quality metrics (scala_netsim.privacy) compare."""
+    if dataset_name == "fashion_mnist":
+        mean, std = (FASHION_MNIST_MEAN,), (FASHION_MNIST_STD,)
+    elif dataset_name in RGB_STATS:
+        mean, std = RGB_STATS[dataset_name]
+    else:
+        raise ValueError(f"to_unit_range: no normalisation known for {dataset_name!r}; "
+                         f"allowed: {list(DATASETS)}")
+    shape = (1, len(mean), 1, 1)
+    mean_t = torch.tensor(mean, dtype=images.dtype, device=images.device).view(shape)
+    std_t = torch.tensor(std, dtype=images.dtype, device=images.device).view(shape)
+    return (images * std_t + mean_t).clamp_(0, 1)
+
+
 class DataNotFoundError(FileNotFoundError):
     """The dataset files are not where the scenario says they are."""
 

@@ -455,6 +455,20 @@ def checkpoint_identity(scenario: Scenario, algorithm: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def save_final_model(path: Path, trainer: Trainer) -> None:
+    """model.pt: the trained global model at the end of a run, {"modules": {name: state
+    dict}} as the trainer keeps them (split algorithms: "client" and "server"; FL: "client",
+    the whole model; FedConcat: its clusters and classifier), on the CPU, written atomically.
+    The attack (scala_netsim.attack) reads it. Nothing is written for a trainer that keeps no
+    "modules" in its state."""
+    modules = trainer.state_dict().get("modules")
+    if modules is None:
+        return
+    data = {"modules": {name: {k: t.detach().cpu() for k, t in state.items()}
+                        for name, state in modules.items()}}
+    write_atomic(path, lambda f: torch.save(data, f), binary=True)
+
+
 class Checkpointer:
     """checkpoint.pt of a run folder: the whole state of a run between rounds, written
     atomically, read back only if it was written for the same scenario and algorithm."""
@@ -616,6 +630,8 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
     problems = run.problems()
     status = ("invariant violation" if problems else
               f"diverged at round {run.round}" if run.diverged else "completed")
+    if status == "completed" and trainer is None and not scenario.timing_only:
+        save_final_model(folder / "model.pt", run.trainer)
     summary = run.summary(status, setting or {}, wall_before_s + time.perf_counter() - wall_start,
                           resumed_from, device, retimed_from)
     writer.summary(summary)

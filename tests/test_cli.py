@@ -160,3 +160,29 @@ def test_no_figures_leaves_the_run_figures_to_analysis_plots(cli, tmp_path):
     assert sorted(p.name for p in scenario_dir.glob("*.png")) == [
         "accuracy_vs_rounds.png", "accuracy_vs_time.png"]
     assert plots_main([str(tmp_path / "nothing")]) == 2
+
+
+def test_a_finished_run_leaves_its_final_model_which_scores_the_final_accuracy(cli, tmp_path):
+    """model.pt holds the global model at the end: loaded into a fresh split model it gives
+    exactly the final test accuracy of summary.json (on the same test slice)."""
+    import json
+
+    from scala_netsim.data import load_dataset
+    from scala_netsim.models import build_split_model
+    from scala_netsim.training import evaluate
+
+    code, _, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
+                       "--set", "data.train_samples=1000", "--set", "data.test_samples=200",
+                       "--set", "data.num_clients=10", "--set", "training.participation=0.3",
+                       "--set", "training.batch_size=30", "--set", "training.rounds=2",
+                       "--no-progress", "--no-figures", "--no-report")
+    assert code == 0, err
+    folder = tmp_path / "quickstart" / "scala" / "seed0"
+    modules = torch.load(folder / "model.pt", weights_only=True)["modules"]
+    assert set(modules) == {"client", "server"}
+    client, server = build_split_model("alexnet14", "S2", 1, 10, torch.Generator())
+    client.load_state_dict(modules["client"])
+    server.load_state_dict(modules["server"])
+    data = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)
+    accuracy, _, _ = evaluate(torch.nn.Sequential(client, server), data.test_x, data.test_y, 10)
+    assert accuracy == json.loads((folder / "summary.json").read_text())["final_acc"]

@@ -69,3 +69,21 @@ def test_ssim_equals_an_independent_implementation():
 def test_images_of_different_shapes_are_refused():
     with pytest.raises(ValueError, match=r"N x C x H x W of one shape, got \(2, 1, 8, 8\) and"):
         reconstruction_metrics(torch.zeros(2, 1, 8, 8), torch.zeros(2, 1, 8, 9))
+
+
+def test_normalised_images_come_back_to_their_pixels_in_0_1(fashion_slice):
+    import gzip
+
+    import numpy as np
+
+    from scala_netsim.data import DEBIAN_FASHION_MNIST_DIR, to_unit_range
+
+    back = to_unit_range("fashion_mnist", fashion_slice.test_x[:5])
+    assert back.min() >= 0 and back.max() <= 1
+    assert torch.all(back[..., :2, :] < 1e-6)           # the 2-pixel zero padding
+    with gzip.open(DEBIAN_FASHION_MNIST_DIR / "t10k-images-idx3-ubyte.gz") as f:
+        pixels = np.frombuffer(f.read(), dtype=np.uint8, offset=16)   # after the IDX header
+    raw = torch.from_numpy(pixels[:5 * 784].reshape(5, 28, 28).astype(np.float32)) / 255
+    torch.testing.assert_close(back[:, 0, 2:30, 2:30], raw, rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="no normalisation known for 'tiny'"):
+        to_unit_range("tiny", back)
