@@ -90,6 +90,30 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     return written
 
 
+def reconstruction_figure(originals: np.ndarray, reconstructions: np.ndarray, path: Path,
+                          title: str) -> Path:
+    """Original images (top row) above their reconstructions (bottom row); N x C x H x W
+    arrays in [0, 1] (one channel: grey)."""
+    originals, reconstructions = np.asarray(originals), np.asarray(reconstructions)
+    n = len(originals)
+    fig, axes = plt.subplots(2, n, figsize=(1.3 * n, 3.0), squeeze=False)
+    for row, images in enumerate((originals, reconstructions)):
+        for i, image in enumerate(images):
+            ax = axes[row][i]
+            picture = image.transpose(1, 2, 0)
+            ax.imshow(picture[..., 0] if picture.shape[-1] == 1 else picture,
+                      cmap="gray", vmin=0, vmax=1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+    axes[0][0].set_ylabel("original", fontsize=8)
+    axes[1][0].set_ylabel("reconstructed", fontsize=8)
+    fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
 def _curves(scenario_dir: Path, x_column: str,
             algorithms: Collection[str] | None) -> dict[str, list[np.ndarray]]:
     curves = {}

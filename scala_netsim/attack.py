@@ -1,0 +1,213 @@
+"""The model-inversion attack on what a client sends (ResSFL's recipe, Li et al., CVPR 2022).
+
+The attacker holds a white-box copy of the final global client-side model (the run's
+model.pt) and an auxiliary set: the first half of the test set. It computes that set's
+activations with the copy, trains a decoder to map activations back to images (MSE loss, Adam
+1e-3, batch 32, `epochs` passes), then reconstructs the other half of the test set from its
+activations. Scores: MSE, SSIM and PSNR on images in [0, 1], per image and then averaged
+(scala_netsim.privacy), mean and standard deviation over attack seeds.
+
+    python -m scala_netsim.attack RUN_DIR [--epochs 20] [--seeds 0 1 2]
+
+writes RUN_DIR/attack.json and RUN_DIR/attack.png (originals above their reconstructions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from scala_netsim.privacy import reconstruction_metrics
+from scala_netsim.scenario import Scenario
+
+DECODER_WIDTH = 64        # channels inside the attacker's decoder
+BATCH_SIZE, LEARNING_RATE = 32, 1e-3
+
+
+def inversion_decoder(activation_shape: Sequence[int], out_channels: int,
+                      image_size: int = 32, width: int = DECODER_WIDTH) -> nn.Sequential:
+    """A shallow convolutional decoder from C x H x W activations to out_channels x
+    image_size x image_size images in [0, 1]: a 3x3 convolution to `width` channels, one
+    stride-2 transposed convolution per doubling of H up to the image size (each with
+    BatchNorm and ReLU), a 3x3 convolution to the image's channels and a sigmoid."""
+    channels, height, width_in = activation_shape
+    doublings = math.log2(image_size / height)
+    if height != width_in or doublings < 0 or doublings != int(doublings):
+        raise ValueError(f"activations of {height} x {width_in} cannot be decoded to "
+                         f"{image_size} x {image_size} by doublings")
+    layers: list[nn.Module] = [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width),
+                               nn.ReLU()]
+    for _ in range(int(doublings)):
+        layers += [nn.ConvTranspose2d(width, width, 3, stride=2, padding=1, output_padding=1),
+                   nn.BatchNorm2d(width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Conv2d(width, out_channels, 3, padding=1), nn.Sigmoid())
+
+
+@torch.no_grad()
+def activations_of(client_model: nn.Module, images: torch.Tensor,
+                   chunk: int = 500) -> torch.Tensor:
+    """What the client would send for `images` (its model in evaluation mode)."""
+    client_model.eval()
+    return torch.cat([client_model(images[i:i + chunk]) for i in range(0, len(images), chunk)])
+
+
+def train_decoder(activations: torch.Tensor, images01: torch.Tensor, epochs: int,
+                  seed: int) -> nn.Sequential:
+    """The attacker's decoder trained on (activation, image in [0, 1]) pairs; its weights and
+    batch order drawn from `seed`."""
+    torch.manual_seed(seed)   # the decoder's initial weights (nn defaults use the global RNG)
+    decoder = inversion_decoder(tuple(activations.shape[1:]), images01.shape[1],
+                                images01.shape[-1]).to(activations.device)
+    optimizer = torch.optim.Adam(decoder.parameters(), lr=LEARNING_RATE)
+    order = torch.Generator().manual_seed(seed)
+    decoder.train()
+    for _ in range(epochs):
+        permutation = torch.randperm(len(images01), generator=order).to(activations.device)
+        for start in range(0, len(images01), BATCH_SIZE):
+            batch = permutation[start:start + BATCH_SIZE]
+            if len(batch) < 2:   # BatchNorm needs two samples
+                continue
+            loss = nn.functional.mse_loss(decoder(activations[batch]), images01[batch])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    return decoder.eval()
+
+
+@torch.no_grad()
+def reconstruct(decoder: nn.Module, activations: torch.Tensor, chunk: int = 500) -> torch.Tensor:
+    return torch.cat([decoder(activations[i:i + chunk])
+                      for i in range(0, len(activations), chunk)])
+
+
+def attack(client_model: nn.Module, aux_images01: torch.Tensor, aux_inputs: torch.Tensor,
+           target_images01: torch.Tensor, target_inputs: torch.Tensor, epochs: int,
+           seeds: Sequence[int]) -> tuple[dict, torch.Tensor]:
+    """Train a decoder per seed on the auxiliary pairs and score its reconstructions of the
+    targets. -> ({"mse"|"ssim"|"psnr_db": {"mean", "std", "per_seed"}}, the first seed's
+    reconstructions)."""
+    aux_activations = activations_of(client_model, aux_inputs)
+    target_activations = activations_of(client_model, target_inputs)
+    scores, first = {"mse": [], "ssim": [], "psnr_db": []}, None
+    for seed in seeds:
+        decoder = train_decoder(aux_activations, aux_images01, epochs, seed)
+        rebuilt = reconstruct(decoder, target_activations)
+        metrics = reconstruction_metrics(target_images01, rebuilt)
+        for name in scores:
+            scores[name].append(getattr(metrics, name))
+        first = rebuilt if first is None else first
+    summary = {name: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1))
+                      if len(v) > 1 else 0.0, "per_seed": v} for name, v in scores.items()}
+    return summary, first
+
+
+class AttackError(ValueError):
+    """The run folder cannot be attacked (says why and what is allowed)."""
+
+
+def attackable(algorithm: str) -> str | None:
+    """Why `algorithm`'s runs cannot be attacked, or None: the attack needs a global
+    client-side model whose activations go up."""
+    from scala_netsim.algorithms.registry import ALGORITHMS
+    from scala_netsim.engine import KeptModelSplitProtocol
+
+    protocol = ALGORITHMS[algorithm].protocol
+    if not protocol.sends_activations:
+        return f"{algorithm} sends no activations (its clients send whole models)"
+    if issubclass(protocol, KeptModelSplitProtocol):
+        return f"{algorithm} has no global client-side model (each client keeps its own)"
+    return None
+
+
+def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
+                    num_classes: int) -> nn.Module:
+    """The final global client-side model of a run (model.pt's "client")."""
+    from scala_netsim.models import build_split_model
+
+    path = run_dir / "model.pt"
+    if not path.is_file():
+        raise AttackError(f"{run_dir}: no model.pt (it is written when a trained run "
+                          f"completes)")
+    state = torch.load(path, map_location="cpu", weights_only=True)["modules"]["client"]
+    client, _ = build_split_model(scenario.model.arch, scenario.model.split, in_channels,
+                                  num_classes, torch.Generator(), fast_layout=False)
+    if any(k.startswith("body.") for k in state):   # SFL with local loss: body + aux head
+        state = {k.removeprefix("body."): v for k, v in state.items() if k.startswith("body.")}
+    client.load_state_dict(state)
+    return client
+
+
+def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0, 1, 2),
+               figure: bool = True) -> dict:
+    """Attack a finished run folder; writes attack.json (and attack.png) there."""
+    from scala_netsim.data import to_unit_range
+    from scala_netsim.results import read_written_yaml, write_json
+    from scala_netsim.scenario import validate_scenario
+    from scala_netsim.sweep import cell_dataset
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "scenario.yaml").is_file():
+        raise AttackError(f"{run_dir}: not a run folder (no scenario.yaml)")
+    scenario = validate_scenario(read_written_yaml(run_dir / "scenario.yaml"),
+                                 run_dir / "scenario.yaml")
+    algorithm = scenario.algorithms[0]
+    why = attackable(algorithm)
+    if why is not None:
+        raise AttackError(f"{run_dir}: {why}; the attack needs an algorithm that sends "
+                          f"activations from a global client-side model (scala, ca_sfl, "
+                          f"splitfed_v1, splitfed_v2, ...)")
+    if epochs < 1 or not seeds:
+        raise AttackError(f"epochs must be >= 1 and at least one seed, got {epochs}, {seeds}")
+    data = cell_dataset(scenario, "cpu")
+    client = client_model_of(run_dir, scenario, data.in_channels, data.num_classes)
+    half = len(data.test_y) // 2
+    images01 = to_unit_range(data.name, data.test_x)
+    scores, rebuilt = attack(client, images01[:half], data.test_x[:half], images01[half:],
+                             data.test_x[half:], epochs, seeds)
+    result = {"algorithm": algorithm, "arch": scenario.model.arch,
+              "split": scenario.model.split, "dataset": data.name,
+              "aux_images": half, "target_images": len(data.test_y) - half,
+              "epochs": epochs, "seeds": list(seeds), "batch_size": BATCH_SIZE,
+              "lr": LEARNING_RATE, "decoder_width": DECODER_WIDTH, **scores}
+    write_json(run_dir / "attack.json", result)
+    if figure:
+        from analysis.plots import reconstruction_figure
+
+        reconstruction_figure(images01[half:half + 8].numpy(), rebuilt[:8].numpy(),
+                              run_dir / "attack.png",
+                              title=f"{algorithm} {scenario.model.arch} {scenario.model.split}:"
+                                    f" test images (top) and the attack's reconstructions")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m scala_netsim.attack",
+        description="Model-inversion attack on a finished run's client-side model.")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--epochs", type=int, default=20,
+                        help="passes of the decoder over the auxiliary set (default 20)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--no-figure", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        result = run_attack(args.run_dir, args.epochs, args.seeds, not args.no_figure)
+    except AttackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.run_dir}: reconstruction MSE {result['mse']['mean']:.4f} ± "
+          f"{result['mse']['std']:.4f}, SSIM {result['ssim']['mean']:.4f} ± "
+          f"{result['ssim']['std']:.4f}, PSNR {result['psnr_db']['mean']:.2f} ± "
+          f"{result['psnr_db']['std']:.2f} dB over {len(args.seeds)} seed(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

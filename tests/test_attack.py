@@ -1,0 +1,71 @@
+"""The model-inversion attack: its decoder, that it learns, and the command on a run folder."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from scala_netsim.attack import inversion_decoder, main, reconstruct, train_decoder
+from scala_netsim.data import to_unit_range
+from scala_netsim.privacy import reconstruction_metrics
+
+from conftest import ROOT
+
+
+@pytest.mark.parametrize("shape", [(192, 2, 2), (128, 8, 8), (64, 32, 32), (8, 8, 8)])
+def test_the_decoder_maps_activations_of_any_cut_to_32x32_images_in_0_1(shape):
+    decoder = inversion_decoder(shape, out_channels=1)
+    images = decoder(torch.randn(3, *shape))
+    assert images.shape == (3, 1, 32, 32) and images.min() >= 0 and images.max() <= 1
+
+
+def test_the_decoder_refuses_activations_it_cannot_double_to_the_image():
+    with pytest.raises(ValueError, match="activations of 3 x 3 cannot be decoded to 32 x 32"):
+        inversion_decoder((16, 3, 3), out_channels=1)
+
+
+def test_the_attacker_learns_to_invert_what_it_sees(fashion_slice):
+    """Activations = the images themselves (nothing hidden): a few epochs of training bring
+    the reconstructions of unseen images far closer than an untrained decoder's, and the
+    same seed gives the same decoder."""
+    x = fashion_slice.test_x
+    images01 = to_unit_range("fashion_mnist", x)
+    aux, target = slice(0, 100), slice(100, 200)
+    scores = {}
+    for epochs in (1, 8):
+        decoder = train_decoder(x[aux], images01[aux], epochs, seed=0)
+        scores[epochs] = reconstruction_metrics(images01[target], reconstruct(decoder, x[target]))
+    assert scores[8].mse < 0.5 * scores[1].mse and scores[8].ssim > scores[1].ssim
+    again = train_decoder(x[aux], images01[aux], 1, seed=0)
+    assert reconstruction_metrics(images01[target], reconstruct(again, x[target])) == scores[1]
+
+
+@pytest.mark.slow
+def test_the_attack_command_scores_a_run_and_refuses_one_without_activations(cli, tmp_path,
+                                                                             capsys):
+    code, _, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
+                       "--set", "data.train_samples=1000", "--set", "data.test_samples=100",
+                       "--set", "data.num_clients=10", "--set", "training.participation=0.3",
+                       "--set", "training.batch_size=30", "--set", "training.rounds=1",
+                       "--set", "algorithms=[scala, fedavg]",
+                       "--no-progress", "--no-figures", "--no-report")
+    assert code == 0, err
+    scala = tmp_path / "quickstart" / "scala" / "seed0"
+    assert main([str(scala), "--epochs", "1", "--seeds", "0", "1"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads((scala / "attack.json").read_text())
+    assert (result["aux_images"], result["target_images"], result["seeds"]) == (50, 50, [0, 1])
+    for name in ("mse", "ssim", "psnr_db"):
+        per_seed = result[name]["per_seed"]
+        assert len(per_seed) == 2
+        assert result[name]["mean"] == pytest.approx(np.mean(per_seed))
+        assert result[name]["std"] == pytest.approx(np.std(per_seed, ddof=1))
+    assert 0 < result["mse"]["mean"] < 1 and 0 < result["psnr_db"]["mean"] < 100
+    assert f"reconstruction MSE {result['mse']['mean']:.4f}" in out
+    assert (scala / "attack.png").stat().st_size > 5_000
+
+    fedavg = tmp_path / "quickstart" / "fedavg" / "seed0"
+    assert main([str(fedavg)]) == 2
+    assert "fedavg sends no activations" in capsys.readouterr().err
+    assert not (fedavg / "attack.json").exists()
