@@ -632,6 +632,10 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
               f"diverged at round {run.round}" if run.diverged else "completed")
     if status == "completed" and trainer is None and not scenario.timing_only:
         save_final_model(folder / "model.pt", run.trainer)
+        if scenario.privacy is not None:
+            from scala_netsim.attack import run_attack
+
+            run_attack(folder, scenario.privacy.attack_epochs, scenario.privacy.attack_seeds)
     summary = run.summary(status, setting or {}, wall_before_s + time.perf_counter() - wall_start,
                           resumed_from, device, retimed_from)
     writer.summary(summary)

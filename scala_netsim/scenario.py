@@ -197,6 +197,12 @@ class CompressionConfig(_Strict):
     models: Literal[MODEL_CODECS] = "none"
 
 
+class PrivacyConfig(_Strict):
+    """Run the model-inversion attack (scala_netsim.attack) on each completed run."""
+    attack_epochs: int = Field(default=20, ge=1)
+    attack_seeds: list[Annotated[int, Field(ge=0)]] = Field(default=[0, 1, 2], min_length=1)
+
+
 class ReportConfig(_Strict):
     accuracy_targets: list[Annotated[float, Field(gt=0, le=1)]] = [0.6, 0.7, 0.8]
 
@@ -260,6 +266,8 @@ def _fields() -> dict:
         "compute": (ComputeConfig, Field(default_factory=ComputeConfig)),
         "compression": (CompressionConfig, Field(default_factory=CompressionConfig)),
         **sections,
+        # null: no attack; a section: attack every completed run at its end
+        "privacy": (PrivacyConfig | None, None),
         "report": (ReportConfig, Field(default_factory=ReportConfig)),
         # dotted key -> list of values, or a name of your own -> named cases (case name ->
         # {dotted key: value, ...}: keys that vary together); every combination is run with
@@ -332,6 +340,13 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
                         f"{'has' if len(scenario.algorithms) == 1 else 'have'} none, got "
                         f"{tr.step_deadline_s}")
     problems.extend(compression_problems(scenario))
+    if scenario.privacy is not None:
+        from scala_netsim.attack import attackable
+
+        reasons = [attackable(a) for a in scenario.algorithms]
+        if all(reasons):
+            problems.append(f"privacy: the attack needs an algorithm that sends activations "
+                            f"from a global client-side model; {'; '.join(reasons)}")
     if scenario.timing_only and barrier and scenario.drops_clients:
         problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
                         f"fixed-rate link steps the server on the clients left, batches no "

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.attack import attackable
 from scala_netsim.results import read_written_yaml, write_json
 from scala_netsim.scenario import (
     Scenario,
@@ -117,6 +118,8 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                 document["compression"]["uplink"] = "none"
             if not protocol.sends_gradients:
                 document["compression"]["downlink"] = "none"
+            if attackable(algorithm) is not None:   # and the attack
+                document["privacy"] = None
             try:
                 cell_scenario = None if found else validate_scenario(document)
             except ScenarioError as exc:

@@ -42,19 +42,21 @@ def test_the_attacker_learns_to_invert_what_it_sees(fashion_slice):
 
 
 @pytest.mark.slow
-def test_the_attack_command_scores_a_run_and_refuses_one_without_activations(cli, tmp_path,
-                                                                             capsys):
+def test_a_privacy_section_attacks_each_run_that_can_be_attacked(cli, tmp_path, capsys):
+    """`privacy:` attacks SCALA's run at its end and leaves FedAvg's alone; the command on the
+    same folder, same seeds, writes the same attack.json; FedAvg's folder is refused."""
     code, _, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
                        "--set", "data.train_samples=1000", "--set", "data.test_samples=100",
                        "--set", "data.num_clients=10", "--set", "training.participation=0.3",
                        "--set", "training.batch_size=30", "--set", "training.rounds=1",
                        "--set", "algorithms=[scala, fedavg]",
+                       "--set", "privacy={attack_epochs: 1, attack_seeds: [0, 1]}",
                        "--no-progress", "--no-figures", "--no-report")
     assert code == 0, err
     scala = tmp_path / "quickstart" / "scala" / "seed0"
-    assert main([str(scala), "--epochs", "1", "--seeds", "0", "1"]) == 0
-    out = capsys.readouterr().out
-    result = json.loads((scala / "attack.json").read_text())
+    fedavg = tmp_path / "quickstart" / "fedavg" / "seed0"
+    written = (scala / "attack.json").read_text()
+    result = json.loads(written)
     assert (result["aux_images"], result["target_images"], result["seeds"]) == (50, 50, [0, 1])
     for name in ("mse", "ssim", "psnr_db"):
         per_seed = result[name]["per_seed"]
@@ -62,10 +64,23 @@ def test_the_attack_command_scores_a_run_and_refuses_one_without_activations(cli
         assert result[name]["mean"] == pytest.approx(np.mean(per_seed))
         assert result[name]["std"] == pytest.approx(np.std(per_seed, ddof=1))
     assert 0 < result["mse"]["mean"] < 1 and 0 < result["psnr_db"]["mean"] < 100
-    assert f"reconstruction MSE {result['mse']['mean']:.4f}" in out
     assert (scala / "attack.png").stat().st_size > 5_000
+    assert not (fedavg / "attack.json").exists()
+    assert "privacy: null" in (fedavg / "scenario.yaml").read_text()
 
-    fedavg = tmp_path / "quickstart" / "fedavg" / "seed0"
+    assert main([str(scala), "--epochs", "1", "--seeds", "0", "1"]) == 0
+    assert f"reconstruction MSE {result['mse']['mean']:.4f}" in capsys.readouterr().out
+    assert (scala / "attack.json").read_text() == written          # the same attack again
     assert main([str(fedavg)]) == 2
     assert "fedavg sends no activations" in capsys.readouterr().err
     assert not (fedavg / "attack.json").exists()
+
+
+def test_a_privacy_section_without_an_attackable_algorithm_is_refused(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nalgorithms: [fedavg, splitfed_v3]\nprivacy: {}\n")
+    code, _, err = cli(bad, "--out", tmp_path / "out")
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert ("privacy: the attack needs an algorithm that sends activations from a global "
+            "client-side model; fedavg sends no activations" in err)
+    assert "splitfed_v3 has no global client-side model" in err
