@@ -32,11 +32,13 @@ BATCH_SIZE, LEARNING_RATE = 32, 1e-3
 
 
 def inversion_decoder(activation_shape: Sequence[int], out_channels: int,
-                      image_size: int = 32, width: int = DECODER_WIDTH) -> nn.Sequential:
+                      image_size: int = 32, width: int = DECODER_WIDTH,
+                      sigmoid: bool = True) -> nn.Sequential:
     """A shallow convolutional decoder from C x H x W activations to out_channels x
-    image_size x image_size images in [0, 1]: a 3x3 convolution to `width` channels, one
-    stride-2 transposed convolution per doubling of H up to the image size (each with
-    BatchNorm and ReLU), a 3x3 convolution to the image's channels and a sigmoid."""
+    image_size x image_size images: a 3x3 convolution to `width` channels, one stride-2
+    transposed convolution per doubling of H up to the image size (each with BatchNorm and
+    ReLU), a 3x3 convolution to the image's channels, then a sigmoid (images in [0, 1]) or
+    nothing (`sigmoid` False: normalised images)."""
     channels, height, width_in = activation_shape
     doublings = math.log2(image_size / height)
     if height != width_in or doublings < 0 or doublings != int(doublings):
@@ -47,7 +49,8 @@ def inversion_decoder(activation_shape: Sequence[int], out_channels: int,
     for _ in range(int(doublings)):
         layers += [nn.ConvTranspose2d(width, width, 3, stride=2, padding=1, output_padding=1),
                    nn.BatchNorm2d(width), nn.ReLU()]
-    return nn.Sequential(*layers, nn.Conv2d(width, out_channels, 3, padding=1), nn.Sigmoid())
+    layers.append(nn.Conv2d(width, out_channels, 3, padding=1))
+    return nn.Sequential(*layers, *([nn.Sigmoid()] if sigmoid else []))
 
 
 @torch.no_grad()
@@ -136,8 +139,15 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
         raise AttackError(f"{run_dir}: no model.pt (it is written when a trained run "
                           f"completes)")
     state = torch.load(path, map_location="cpu", weights_only=True)["modules"]["client"]
-    client, _ = build_split_model(scenario.model.arch, scenario.model.split, in_channels,
-                                  num_classes, torch.Generator(), fast_layout=False)
+    client, server = build_split_model(scenario.model.arch, scenario.model.split, in_channels,
+                                       num_classes, torch.Generator(), fast_layout=False)
+    if scenario.algorithms[0] == "scala_pe":   # its client part ends in the bottleneck
+        from scala_netsim.algorithms.scala import with_bottleneck
+
+        config = scenario.scala_pe
+        client, _ = with_bottleneck(client, server, (in_channels, 32, 32),
+                                    config.bottleneck_channels, config.bottleneck_stride,
+                                    torch.Generator())
     if any(k.startswith("body.") for k in state):   # SFL with local loss: body + aux head
         state = {k.removeprefix("body."): v for k, v in state.items() if k.startswith("body.")}
     client.load_state_dict(state)

@@ -117,12 +117,17 @@ def use_fast_layout_(layers: list[nn.Module]) -> None:
             layer.weight.data = layer.weight.data.to(memory_format=torch.channels_last)
 
 
+def init_layers_(layers: list[nn.Module], generator: torch.Generator) -> None:
+    """PyTorch's default initialisation, drawn from an explicit generator: convolutions
+    (transposed too) and linear layers Kaiming-uniform, BatchNorm weight 1 and bias 0 with
+    fresh running statistics (ResNet-18 included: not torchvision's fan-out normal draw,
+    which uses the global RNG)."""
+    _init_from(layers, generator)
+
+
 def _init_from(layers: list[nn.Module], generator: torch.Generator) -> None:
-    """PyTorch's default initialisation, drawn from an explicit generator: convolutions and
-    linear layers Kaiming-uniform, BatchNorm weight 1 and bias 0 with fresh running statistics
-    (ResNet-18 included: not torchvision's fan-out normal draw, which uses the global RNG)."""
     for module in nn.Sequential(*layers).modules():
-        if isinstance(module, (nn.Conv2d, nn.Linear)):
+        if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
             fan_in = module.weight[0].numel()
             bound = 1.0 / fan_in**0.5
             with torch.no_grad():

@@ -84,3 +84,56 @@ def test_a_privacy_section_without_an_attackable_algorithm_is_refused(cli, tmp_p
     assert ("privacy: the attack needs an algorithm that sends activations from a global "
             "client-side model; fedavg sends no activations" in err)
     assert "splitfed_v3 has no global client-side model" in err
+
+
+# --- SCALA-PE ----------------------------------------------------------------------------
+def scala_pe_step(make_run, **config):
+    """Three clients of SCALA-PE (its section: `config`) up to client 0's backward:
+    (trainer, client 0's model, its reply)."""
+    run = make_run("scala_pe", scala_pe=config)
+    trainer = run.trainer
+    trainer.begin_round([0, 1, 2])
+    for k in (0, 1, 2):
+        trainer.client_receive_model(trainer.client_model_download(k))
+    uploads = [trainer.client_forward(k, 0).upload for k in (0, 1, 2)]
+    reply = trainer.server_step(uploads).replies[0]
+    return trainer, trainer.slots[0][0], reply
+
+
+@pytest.mark.parametrize("coef", [0.0, 0.7])
+def test_scala_pe_regulariser_gradient_equals_autograd_of_the_stated_loss(make_run, coef):
+    """Client 0's weight gradient is that of <A, G> - coef MSE(decoder(A), X): SCALA's
+    gradient through the returned G, minus coef times the simulated attacker's reconstruction
+    error (decoder as it was, in evaluation mode); the decoder then takes its own step."""
+    import copy
+
+    trainer, model, reply = scala_pe_step(make_run, coef=coef)
+    images = trainer._inputs[0]
+    decoder, optimizer = trainer.decoder(0)
+    reference, reference_decoder = copy.deepcopy(model), copy.deepcopy(decoder).eval()
+    activations = reference(images)
+    loss = (activations * reply.gradients).sum() - coef * torch.nn.functional.mse_loss(
+        reference_decoder(activations), images)
+    loss.backward()
+    before = [p.detach().clone() for p in decoder.parameters()]
+    trainer._private_backward(model, trainer._pending[0], reply.gradients, images, decoder,
+                              optimizer)
+    for got, want in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-7)
+    assert any(not torch.equal(p, b) for p, b in zip(decoder.parameters(), before, strict=True))
+
+
+def test_scala_pe_bottleneck_shrinks_what_is_sent(make_run):
+    """AlexNet-14 at S2 sends 192 x 2 x 2 floats a sample; SCALA-PE's C8S1 bottleneck 8 x 2 x 2
+    (and s = 2: 8 x 1 x 1); the model carries the two bottleneck convolutions."""
+    from scala_netsim.models import build_split_model, state_bytes
+
+    client = build_split_model("alexnet14", "S2", 1, 10, torch.Generator())[0]
+    for stride, per_sample in ((1, 8 * 2 * 2), (2, 8 * 1 * 1)):
+        trainer, model, reply = scala_pe_step(make_run, bottleneck_stride=stride)
+        upload_bytes = trainer.step_demand(0).upload_bytes
+        batch = trainer.client_batch_sizes[0]
+        assert upload_bytes == batch * (4 * per_sample + 8)
+        assert reply.gradients.shape[1:].numel() == per_sample
+        assert state_bytes(model) == state_bytes(client) + 4 * (192 * 8 * 9 + 8)
+

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.algorithms.scala import with_bottleneck
 from scala_netsim.events import EventKind
 from scala_netsim.models import ALEXNET14_SPLITS, SPLITS, build_split_model, state_bytes
 
@@ -149,6 +150,8 @@ def test_every_algorithm_trains_a_round_of_every_model(make_run, fashion_slice, 
     assert 0.0 <= row["test_acc"] <= 1.0 and math.isfinite(row["test_loss"])
 
     client, server = build_split_model(arch, "S2", 1, 10, gen())
+    if algorithm == "scala_pe":   # its client part ends in the 8-channel bottleneck
+        client, server = with_bottleneck(client, server, (1, 32, 32), 8, 1, gen())
     sample = client(torch.zeros(1, 1, 32, 32))[0].numel()
     protocol = ALGORITHMS[algorithm].protocol
     models = {"FederatedProtocol": state_bytes(torch.nn.Sequential(client, server)),

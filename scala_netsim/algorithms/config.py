@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,14 @@ class FedCBSConfig(AlgorithmConfig):
     trials: int = Field(default=3, ge=1)           # [choice] sets drawn, the most balanced kept
     beta_start: float = Field(default=1.0, gt=0)   # [code] exponent rising 1 -> 10
     beta_end: float = Field(default=10.0, gt=0)
+
+
+class ScalaPEConfig(AlgorithmConfig):
+    """SCALA-PE (journal section 5.7, mechanisms of ResSFL, Li et al. CVPR 2022)."""
+    coef: float = Field(default=0.3, ge=0)                # [code] ResSFL's strength 0.3
+    bottleneck_channels: int = Field(default=8, ge=1)     # [code] ResSFL's C8S1 (VGG-11 cut 2)
+    bottleneck_stride: Literal[1, 2] = 1                  # [code]
+    decoder_width: int = Field(default=64, ge=1)          # [code] ResSFL's simulated attacker C64
 
 
 class SplitFedV3Config(AlgorithmConfig):

@@ -26,6 +26,7 @@ from scala_netsim.algorithms.config import (
     FedDynConfig,
     FedLCConfig,
     FedProxConfig,
+    ScalaPEConfig,
     SplitFedV3Config,
 )
 from scala_netsim.algorithms.federated import (
@@ -37,7 +38,7 @@ from scala_netsim.algorithms.federated import (
     FedLC,
     FedProx,
 )
-from scala_netsim.algorithms.scala import CASFL, SCALA
+from scala_netsim.algorithms.scala import CASFL, SCALA, SCALAPE
 from scala_netsim.algorithms.splitfed import (
     LLASFL,
     SFLLocalLoss,
@@ -113,6 +114,9 @@ register = ALGORITHMS.register
 for _spec in (
     AlgorithmSpec("scala", SCALA, ConcatSplitProtocol,
                   "concatenated activations + logit adjustment (SCALA)"),
+    AlgorithmSpec("scala_pe", SCALAPE, ConcatSplitProtocol,
+                  "SCALA with a bottleneck and a simulated inversion model (SCALA-PE)",
+                  config=ScalaPEConfig),
     AlgorithmSpec("ca_sfl", CASFL, ConcatSplitProtocol,
                   "concatenated activations, plain cross-entropy (Minibatch-SFL)"),
     AlgorithmSpec("splitfed_v1", SplitFedV1, PerClientSplitProtocol,

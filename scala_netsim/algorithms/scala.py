@@ -5,6 +5,7 @@ SimPy engine decides when each step happens.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from scala_netsim.algorithms.contract import ConcatSplitTrainer, Forward, Server
 from scala_netsim.flops import MetaPlanner
 from scala_netsim.losses import label_prior, log_prior, logit_adjusted_cross_entropy
 from scala_netsim.messages import ActivationMessage, GradientMessage
+from scala_netsim.models import init_layers_
 
 
 class SplitTrainer(TrainerBase):
@@ -140,3 +142,113 @@ class SCALA(CASFL):
         per_sample = logit_adjusted_cross_entropy(
             logits, labels, self.client_log_priors[owner], reduction="none")
         return server_loss, per_sample
+
+
+def cut_shape(client_model: nn.Module, sample_shape: Sequence[int]) -> tuple[int, ...]:
+    """C x H x W of the client part's output for one sample (on the meta device: no data, no
+    change to the model's statistics)."""
+    meta = copy.deepcopy(client_model).to("meta")
+    with torch.no_grad():
+        return tuple(meta(torch.empty((1, *sample_shape), device="meta")).shape[1:])
+
+
+def with_bottleneck(client_model: nn.Module, server_model: nn.Module, sample_shape: Sequence[int],
+                    channels: int, stride: int, generator: torch.Generator
+                    ) -> tuple[nn.Sequential, nn.Sequential]:
+    """SCALA-PE's bottleneck at the cut (ResSFL's "C{channels}S{stride}" without ReLU): the
+    client part ends in a 3x3 convolution to `channels` channels with `stride`, the server
+    part starts with its mirror back to the cut's channels (a 3x3 convolution, or a stride-2
+    transposed convolution); both initialised from `generator`."""
+    cut_channels = cut_shape(client_model, sample_shape)[0]
+    down = nn.Conv2d(cut_channels, channels, 3, stride=stride, padding=1)
+    up = (nn.Conv2d(channels, cut_channels, 3, padding=1) if stride == 1 else
+          nn.ConvTranspose2d(channels, cut_channels, 3, stride=2, padding=1, output_padding=1))
+    init_layers_([down, up], generator)
+    device = next(client_model.parameters()).device
+    return (nn.Sequential(*client_model, down.to(device)),
+            nn.Sequential(up.to(device), *server_model))
+
+
+class SCALAPE(SCALA):
+    """SCALA-PE (SCALA journal section 5.7, the two mechanisms of ResSFL, Li et al. CVPR
+    2022): a bottleneck at the cut (with_bottleneck), which also shrinks what is sent, and on
+    every client a simulated inversion model, a decoder trained alongside (Adam 1e-3) to
+    rebuild the client's (normalised) images from its activations. The client-side loss is
+    SCALA's minus `coef` times that decoder's reconstruction MSE, so the client model is
+    pushed toward activations the decoder cannot invert (ResSFL's MSE form). Each client's
+    decoder stays on the client (nothing sent; kept from round to round, in checkpoints);
+    its work (the penalty's forward and backward, the decoder's own step) is metered into the
+    client's backward FLOPs and timed as client computation."""
+
+    def __init__(self, *args, coef: float = 0.3, decoder_width: int = 64,
+                 decoder_seed: int = 0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.coef, self.decoder_width, self.decoder_seed = coef, decoder_width, decoder_seed
+        self.activation_shape = cut_shape(self.client_model, self.train_x.shape[1:])
+        self.decoders: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
+        self._inputs: dict[int, torch.Tensor] = {}
+
+    @classmethod
+    def from_setup(cls, setup: TrainerSetup, config: Any = None, **extra: Any) -> SCALAPE:
+        client, server = with_bottleneck(
+            *setup.split_model(), setup.data.train_x.shape[1:], config.bottleneck_channels,
+            config.bottleneck_stride, setup.torch_generator("model", "scala_pe_bottleneck"))
+        return cls(client, server, setup.data, setup.sgd, setup.batch_seed(), coef=config.coef,
+                   decoder_width=config.decoder_width,
+                   decoder_seed=setup.seeds.seed("model", "scala_pe_decoder"))
+
+    def decoder(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
+        """Client k's simulated inversion model and its optimiser (made at its first round)."""
+        if k not in self.decoders:
+            from scala_netsim.attack import inversion_decoder
+
+            decoder = inversion_decoder(self.activation_shape, self.train_x.shape[1],
+                                        self.train_x.shape[-1], self.decoder_width,
+                                        sigmoid=False)
+            init_layers_([decoder], torch.Generator().manual_seed(self.decoder_seed + k))
+            decoder = decoder.to(self.train_x.device)
+            self.decoders[k] = (decoder, torch.optim.Adam(decoder.parameters(), lr=1e-3))
+        return self.decoders[k]
+
+    def next_batch(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = super().next_batch(k)
+        self._inputs[k] = x   # the decoder's target when the gradient comes back
+        return x, y
+
+    def client_backward(self, reply: GradientMessage) -> int:
+        k = reply.client_id
+        model, optimizer = self.slots[k]
+        activations, images = self._pending.pop(k), self._inputs.pop(k)
+        _, flops = self.meter.run(("client_backward", len(activations)), self._private_backward,
+                                  model, activations, reply.gradients, images, *self.decoder(k))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return flops
+
+    def _private_backward(self, model: nn.Module, activations: torch.Tensor,
+                          gradients: torch.Tensor, images: torch.Tensor, decoder: nn.Module,
+                          decoder_optimizer: torch.optim.Optimizer) -> None:
+        decoder.eval()   # the penalty: the decoder as it is now, its statistics untouched
+        penalty = -self.coef * nn.functional.mse_loss(decoder(activations), images)
+        torch.autograd.backward([activations, penalty], [gradients, None],
+                                inputs=list(model.parameters()))
+        decoder.train()  # the simulated attacker learns from this step's pairs
+        loss = nn.functional.mse_loss(decoder(activations.detach()), images)
+        decoder_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        decoder_optimizer.step()
+
+    def drop_client(self, k: int) -> None:
+        super().drop_client(k)
+        self._inputs.pop(k, None)
+
+    def extra_state(self) -> dict:
+        return {"decoders": {k: {"model": d.state_dict(), "optimizer": o.state_dict()}
+                             for k, (d, o) in self.decoders.items()}}
+
+    def load_extra_state(self, state: dict) -> None:
+        self.decoders = {}
+        for k, saved in state["decoders"].items():
+            decoder, optimizer = self.decoder(int(k))
+            decoder.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
