@@ -42,7 +42,7 @@ def test_every_problem_is_reported_together_with_field_and_value():
     assert "network.client_tx_power_w: must be > 0.0, got 0" in text
     assert "training.participation: must be <= 1.0, got 1.5" in text
     assert "training.rounds:" in text and "'many'" in text
-    assert "algorithms.1: must be one of 'scala', 'ca_sfl', 'splitfed_v1'," in text
+    assert "algorithms.1: must be one of 'scala', 'scala_pe', 'ca_sfl'," in text
     assert "got 'fedsgd'" in text
     assert len(problems) == 5
 
