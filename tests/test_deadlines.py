@@ -363,8 +363,8 @@ def test_a_round_that_ends_early_leaves_no_deadline_to_the_next(fashion_slice):
     ({"training": {"step_deadline_s": 0.0}, "algorithms": ["scala"]},
      "training.step_deadline_s: must be > 0.0, got 0.0"),
     ({"training": {"step_deadline_s": 2.0}, "algorithms": ["fedavg", "splitfed_v1"]},
-     "training.step_deadline_s: only for algorithms with a barrier (scala, scala_pe, ca_sfl); fedavg, "
-     "splitfed_v1 have none, got 2.0"),
+     "training.step_deadline_s: only for algorithms with a barrier (scala, scala_pe, ca_sfl); "
+     "fedavg, splitfed_v1 have none, got 2.0"),
     ({"training": {"over_selection": -0.1}}, "training.over_selection: must be >= 0.0, got -0.1"),
     ({"data": {"num_clients": 20}, "training": {"participation": 0.5, "over_selection": 1.5}},
      "training.over_selection: selects ceil((1 + 1.5) x 10) = 25 clients, more than the 20 "
