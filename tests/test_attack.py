@@ -25,6 +25,7 @@ def test_the_decoder_refuses_activations_it_cannot_double_to_the_image():
         inversion_decoder((16, 3, 3), out_channels=1)
 
 
+@pytest.mark.slow
 def test_the_attacker_learns_to_invert_what_it_sees(fashion_slice):
     """Activations = the images themselves (nothing hidden): a few epochs of training bring
     the reconstructions of unseen images far closer than an untrained decoder's, and the
@@ -100,6 +101,7 @@ def scala_pe_step(make_run, **config):
     return trainer, trainer.slots[0][0], reply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coef", [0.0, 0.7])
 def test_scala_pe_regulariser_gradient_equals_autograd_of_the_stated_loss(make_run, coef):
     """Client 0's weight gradient is that of <A, G> - coef MSE(decoder(A), X): SCALA's
@@ -123,6 +125,7 @@ def test_scala_pe_regulariser_gradient_equals_autograd_of_the_stated_loss(make_r
     assert any(not torch.equal(p, b) for p, b in zip(decoder.parameters(), before, strict=True))
 
 
+@pytest.mark.slow
 def test_scala_pe_bottleneck_shrinks_what_is_sent(make_run):
     """AlexNet-14 at S2 sends 192 x 2 x 2 floats a sample; SCALA-PE's C8S1 bottleneck 8 x 2 x 2
     (and s = 2: 8 x 1 x 1); the model carries the two bottleneck convolutions."""

@@ -118,6 +118,7 @@ def compressed_run(make_run, algorithm, **compression):
     return run, trainer, selected
 
 
+@pytest.mark.slow
 def test_scala_server_trains_on_int8_activations_and_clients_on_topk_gradients(make_run):
     run, trainer, selected = compressed_run(make_run, "scala", uplink="int8", downlink="topk",
                                             topk_fraction=0.05)
@@ -151,6 +152,7 @@ def test_fp16_models_arrive_in_half_precision_both_ways(make_run):
     assert any(not torch.equal(t, t.half().float()) for t in full)   # the server's is not
 
 
+@pytest.mark.slow
 def test_compressed_runs_keep_their_invariants_and_learn_differently(make_run):
     accuracies = {}
     for codec in ("none", "int8"):
@@ -165,6 +167,7 @@ def test_compressed_runs_keep_their_invariants_and_learn_differently(make_run):
     assert accuracies["none"] != accuracies["int8"]
 
 
+@pytest.mark.slow
 def test_cut_layer_compression_needs_an_algorithm_that_sends_activations(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nalgorithms: [fedavg, fedlc]\ncompression: {uplink: int8}\n")
