@@ -459,13 +459,13 @@ def save_final_model(path: Path, trainer: Trainer) -> None:
     """model.pt: the trained global model at the end of a run, {"modules": {name: state
     dict}} as the trainer keeps them (split algorithms: "client" and "server"; FL: "client",
     the whole model; FedConcat: its clusters and classifier), on the CPU, written atomically.
-    The attack (scala_netsim.attack) reads it. Nothing is written for a trainer that keeps no
-    "modules" in its state."""
-    modules = trainer.state_dict().get("modules")
+    The attack (scala_netsim.attack) reads it. Nothing is written for a trainer that names no
+    persistent modules (its whole state, optimisers and per-client extras, is not built)."""
+    modules = getattr(trainer, "persistent_modules", None)
     if modules is None:
         return
-    data = {"modules": {name: {k: t.detach().cpu() for k, t in state.items()}
-                        for name, state in modules.items()}}
+    data = {"modules": {name: {k: t.detach().cpu() for k, t in module.state_dict().items()}
+                        for name, module in modules().items()}}
     write_atomic(path, lambda f: torch.save(data, f), binary=True)
 
 
