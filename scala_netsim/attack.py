@@ -131,7 +131,9 @@ def attackable(algorithm: str) -> str | None:
 
 def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
                     num_classes: int) -> nn.Module:
-    """The final global client-side model of a run (model.pt's "client")."""
+    """The final global client-side model of a run (model.pt's "client"), as its algorithm
+    builds its client part (Trainer.trained_client_part)."""
+    from scala_netsim.algorithms.registry import ALGORITHMS
     from scala_netsim.models import build_split_model
 
     path = run_dir / "model.pt"
@@ -141,17 +143,9 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
     state = torch.load(path, map_location="cpu", weights_only=True)["modules"]["client"]
     client, server = build_split_model(scenario.model.arch, scenario.model.split, in_channels,
                                        num_classes, torch.Generator(), fast_layout=False)
-    if scenario.algorithms[0] == "scala_pe":   # its client part ends in the bottleneck
-        from scala_netsim.algorithms.scala import with_bottleneck
-
-        config = scenario.scala_pe
-        client, _ = with_bottleneck(client, server, (in_channels, 32, 32),
-                                    config.bottleneck_channels, config.bottleneck_stride,
-                                    torch.Generator())
-    if any(k.startswith("body.") for k in state):   # SFL with local loss: body + aux head
-        state = {k.removeprefix("body."): v for k, v in state.items() if k.startswith("body.")}
-    client.load_state_dict(state)
-    return client
+    spec = ALGORITHMS[scenario.algorithms[0]]
+    return spec.trainer.trained_client_part(client, server, (in_channels, 32, 32),
+                                            spec.section(scenario), state)
 
 
 def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0, 1, 2),

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from scala_netsim.attack import inversion_decoder, main, reconstruct, train_decoder
+from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.attack import (
+    attackable,
+    client_model_of,
+    inversion_decoder,
+    main,
+    reconstruct,
+    train_decoder,
+)
 from scala_netsim.data import to_unit_range
 from scala_netsim.privacy import reconstruction_metrics
 
@@ -40,6 +48,26 @@ def test_the_attacker_learns_to_invert_what_it_sees(fashion_slice):
     assert scores[8].mse < 0.5 * scores[1].mse and scores[8].ssim > scores[1].ssim
     again = train_decoder(x[aux], images01[aux], 1, seed=0)
     assert reconstruction_metrics(images01[target], reconstruct(again, x[target])) == scores[1]
+
+
+@pytest.mark.parametrize("algorithm", [a for a in ALGORITHMS if attackable(a) is None])
+def test_the_attacker_loads_the_client_part_each_algorithm_sends_from(algorithm, make_run,
+                                                                     fashion_slice, tmp_path):
+    """model.pt's client, loaded as the algorithm builds its client part (SCALA-PE's ends in
+    its bottleneck, SFL with local loss keeps its body and not its aux head), computes what
+    the trainer's client model sends, with the trainer's (perturbed) weights."""
+    from scala_netsim.run import save_final_model
+
+    run = make_run(algorithm)
+    trainer = run.trainer
+    with torch.no_grad():
+        for p in trainer.client_model.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    save_final_model(tmp_path / "model.pt", trainer)
+    loaded = client_model_of(tmp_path, run.scenario, fashion_slice.in_channels,
+                             fashion_slice.num_classes)
+    x = fashion_slice.test_x[:4]
+    torch.testing.assert_close(loaded.eval()(x), trainer.client_model.eval()(x))
 
 
 @pytest.mark.slow

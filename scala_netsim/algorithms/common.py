@@ -8,6 +8,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -175,6 +176,18 @@ class TrainerBase(Trainer, ExchangesModels):
         #: the round's aggregations: (what was averaged, client, its weight); the weights of
         #: each sum to 1 over the clients averaged (checked by the run's invariants)
         self.aggregations: list[tuple[str, int, float]] = []
+
+    @classmethod
+    def trained_client_part(cls, client: nn.Module, server: nn.Module,
+                            sample_shape: Sequence[int], config: Any,
+                            state: dict[str, torch.Tensor]) -> nn.Module:
+        """The client part whose output goes up, holding a finished run's weights: `state`
+        is model.pt's "client" (scala_netsim.run.save_final_model), `client` and `server` a
+        freshly built split model of the run's scenario, `config` the algorithm's scenario
+        section. Algorithms whose client part is not the split model's override it (the
+        attack, scala_netsim.attack, loads runs through it)."""
+        client.load_state_dict(state)
+        return client
 
     def begin_round(self, selected: Sequence[int]) -> None:
         """Assign each selected client its batch size B_k proportional to |D_k|."""

@@ -197,6 +197,15 @@ class SCALAPE(SCALA):
                    decoder_width=config.decoder_width,
                    decoder_seed=setup.seeds.seed("model", "scala_pe_decoder"))
 
+    @classmethod
+    def trained_client_part(cls, client: nn.Module, server: nn.Module,
+                            sample_shape: Sequence[int], config: Any,
+                            state: dict[str, torch.Tensor]) -> nn.Module:
+        """The split model's client part ending in the bottleneck, as `state` left it."""
+        client, _ = with_bottleneck(client, server, sample_shape, config.bottleneck_channels,
+                                    config.bottleneck_stride, torch.Generator())
+        return super().trained_client_part(client, server, sample_shape, config, state)
+
     def decoder(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """Client k's simulated inversion model and its optimiser (made at its first round)."""
         if k not in self.decoders:

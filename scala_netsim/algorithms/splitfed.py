@@ -221,6 +221,14 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
     def persistent_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"server": self.server_optimizer}
 
+    @classmethod
+    def trained_client_part(cls, client: nn.Module, server: nn.Module,
+                            sample_shape: Sequence[int], config: Any,
+                            state: dict[str, torch.Tensor]) -> nn.Module:
+        """The client body (what goes up) of `state`, which also holds the aux head."""
+        body = {k.removeprefix("body."): v for k, v in state.items() if k.startswith("body.")}
+        return super().trained_client_part(client, server, sample_shape, config, body)
+
     def client_local_step(self, k: int, local_iter: int) -> LocalStep:
         """Client k's step on its local loss; it uploads the step's activations."""
         x, y = self.next_batch(k)
