@@ -12,6 +12,9 @@ import pandas as pd
 from analysis import accuracy_of, read_rounds
 from scala_netsim.results import write_csv
 
+#: the scores of attack.json (scala_netsim.privacy.Reconstruction's fields)
+ATTACK_METRICS = ("mse", "ssim", "psnr_db")
+
 
 def time_to_accuracy_s(rounds: pd.DataFrame, target: float) -> float:
     """Simulated seconds until the test accuracy first reaches `target` (NaN if never)."""
@@ -84,7 +87,8 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
     accuracy, totals; for a run that records energy, the clients' energy in total, split, and
     until each target accuracy; for a run whose clients can be dropped, the fraction dropped
     (in all and per reason), the label bias (mean TV distance) and the rounds without a
-    contributor."""
+    contributor; for a run that was attacked (attack.json), the attack's mean MSE, SSIM and
+    PSNR over its seeds (attack_mse, ...) and their standard deviations (attack_mse_std, ...)."""
     row = {"algorithm": summary["algorithm"], "seed": summary["seed"],
            **{k: v for k, v in summary.get("setting", {}).items() if k != "seed"},
            "status": summary["status"],
@@ -105,6 +109,11 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
         row.update({k: v for k, v in summary.items()
                     if k.startswith("dropped_fraction") or k in ("label_bias_tv",
                                                                  "rounds_without_contributor")})
+    attack = Path(folder) / "attack.json"
+    if attack.is_file():   # the model-inversion attack on the run (scala_netsim.attack)
+        scores = json.loads(attack.read_text())
+        row.update({f"attack_{name}": scores[name]["mean"] for name in ATTACK_METRICS})
+        row.update({f"attack_{name}_std": scores[name]["std"] for name in ATTACK_METRICS})
     row["folder"] = str(Path(folder).relative_to(scenario_dir))
     return row
 

@@ -205,6 +205,22 @@ DROP_REASON_NAMES = {"deadline": "deadline", "step_deadline": "step deadline",
                      "lost": "lost transfer", "over_selection": "over-selection"}
 
 
+def privacy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float]) -> str:
+    """The SCALA journal's Table VI form, for the attacked runs: accuracy and the attack's
+    reconstruction MSE, SSIM and PSNR, with the bytes sent up per round and the simulated
+    time to each target."""
+    header = ["algorithm", *map(short, keys), "seeds", "final acc (%)", "MSE", "SSIM",
+              "PSNR (dB)", "uplink MB / round", *(f"time to {100 * t:g} % (s)" for t in targets)]
+    rows = []
+    for algorithm, setting, g in groups(runs.dropna(subset=["attack_mse"]), keys):
+        rows.append([algorithm, *map(_fmt_value, setting.values()), len(g),
+                     mean_std(g["final_acc"], 100), mean_std(g["attack_mse"], digits=4),
+                     mean_std(g["attack_ssim"], digits=4), mean_std(g["attack_psnr_db"]),
+                     mean_std(g["uplink_MB_per_round"], digits=3),
+                     *(reach_text(g[f"time_to_{t:g}_s"]) for t in targets)])
+    return markdown_table(header, rows)
+
+
 def drops_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     """Who the network dropped (runs whose clients can be dropped): the fraction of selected
     clients dropped, in all and per reason, the label bias (total variation distance between
@@ -779,6 +795,17 @@ def write_report(scenario_dir: Path | str) -> Path:
                           f"negative correlation: the classes that lost more samples lost "
                           f"more accuracy):", "",
                           class_cost_table(runs, key, keys), ""]
+    if "attack_mse" in runs:
+        lines += [
+            "## Privacy: the model-inversion attack", "",
+            "The attacker (`python -m scala_netsim.attack`) holds the run's final global "
+            "client-side model and the first half of the test set, trains a decoder from "
+            "activations to images and rebuilds the other half. MSE, SSIM and PSNR on images "
+            "in [0, 1], per image and averaged, then over the attack's seeds (attack.json); "
+            "here mean ± std over the runs' seeds of those means (the spread over attack "
+            "seeds is in comparison.csv, `attack_*_std`). Lower MSE, higher SSIM and PSNR: a "
+            "better reconstruction, a weaker defence.", "",
+            privacy_table(runs, keys, targets), ""]
     lines += ["## Figures", ""]
     if measured:
         accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)

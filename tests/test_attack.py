@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from analysis.report import load_runs, privacy_table
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.attack import (
     attackable,
@@ -96,6 +97,14 @@ def test_a_privacy_section_attacks_each_run_that_can_be_attacked(cli, tmp_path, 
     assert (scala / "attack.png").stat().st_size > 5_000
     assert not (fedavg / "attack.json").exists()
     assert "privacy: null" in (fedavg / "scenario.yaml").read_text()
+    # the report's Table VI form: the attacked run's row, none for FedAvg
+    runs, _, _ = load_runs(tmp_path / "quickstart")
+    row = runs.set_index("algorithm").loc["scala"]
+    assert row["attack_mse_std"] == pytest.approx(result["mse"]["std"])
+    assert privacy_table(runs, [], []).splitlines()[2:] == [
+        f"| scala | 1 | {100 * row['final_acc']:.2f} | {result['mse']['mean']:.4f} | "
+        f"{result['ssim']['mean']:.4f} | {result['psnr_db']['mean']:.2f} | "
+        f"{row['uplink_MB_per_round']:.3f} |"]
 
     assert main([str(scala), "--epochs", "1", "--seeds", "0", "1"]) == 0
     assert f"reconstruction MSE {result['mse']['mean']:.4f}" in capsys.readouterr().out
