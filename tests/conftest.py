@@ -5,6 +5,7 @@ of every algorithm that several test modules read); the command line in-process 
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 from collections.abc import Callable, Sequence
@@ -32,6 +33,23 @@ from golden_run import run_golden
 ROOT = Path(__file__).resolve().parents[1]
 N0_DBM_PER_HZ = -174.0
 SGD = SGDSettings(batch_size=8, lr=0.05, momentum=0.9, weight_decay=0.0)
+
+# pytest-xdist (pyproject: `-n auto`) runs the tests in one worker process per core: each
+# worker and what it starts gets its share of the cores, not all of them (threads waiting on
+# each other's cores slow everything). The golden run keeps its pinned 2 threads.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if WORKERS > 1:
+    THREADS = max(1, torch.get_num_threads() // WORKERS)
+    torch.set_num_threads(THREADS)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(THREADS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that read the golden run (a session fixture: one per worker process) all go
+    to one worker (`--dist loadgroup`), so that it runs once."""
+    for item in items:
+        if "golden_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("golden"))
 
 
 @pytest.fixture(autouse=True)
