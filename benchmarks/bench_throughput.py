@@ -38,7 +38,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.scala import SCALA
 from scala_netsim.data import load_dataset
-from scala_netsim.metrics import round_row
+from scala_netsim.metrics import FLOPS, round_row
 from scala_netsim.models import ARCHS, DEFAULT_SPLITS, build_split_model
 from scala_netsim.run import Run, build_world
 from scala_netsim.scenario import validate_scenario
@@ -120,9 +120,9 @@ def main() -> None:
     def cosim_round(r: int) -> int:
         start_s, first = cosim.env.now, len(cosim.log)
         cosim.protocol.run_round(r, rounds[r])
-        events = cosim.log.since(first)
-        round_row(r, events, start_s, cosim.env.now, len(rounds[r]))
-        return sum(e.flops for e in events)
+        rows = cosim.log.rows[first:]   # as Run.step hands them to round_row
+        round_row(r, rows, start_s, cosim.env.now, len(rounds[r]))
+        return sum(row[FLOPS] for row in rows)
 
     # warm-up (also fills the FLOP caches)
     for model, optimizer in centralized.values():
