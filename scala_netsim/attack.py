@@ -18,13 +18,14 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from scala_netsim.privacy import reconstruction_metrics
+from scala_netsim.privacy import Reconstruction, reconstruction_metrics
 from scala_netsim.scenario import Scenario
 
 DECODER_WIDTH = 64        # channels inside the attacker's decoder
@@ -98,7 +99,7 @@ def attack(client_model: nn.Module, aux_images01: torch.Tensor, aux_inputs: torc
     reconstructions)."""
     aux_activations = activations_of(client_model, aux_inputs)
     target_activations = activations_of(client_model, target_inputs)
-    scores, first = {"mse": [], "ssim": [], "psnr_db": []}, None
+    scores, first = {f.name: [] for f in fields(Reconstruction)}, None
     for seed in seeds:
         decoder = train_decoder(aux_activations, aux_images01, epochs, seed)
         rebuilt = reconstruct(decoder, target_activations)

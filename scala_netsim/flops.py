@@ -70,6 +70,11 @@ class MetaPlanner:
                                          out.numel() * out.element_size())
         return self._forward[batch_size]
 
+    def output_shape(self) -> tuple[int, ...]:
+        """The shape of the activations one sample sends on (C x H x W at a cut)."""
+        with torch.no_grad():
+            return tuple(self.activations_of(self.module(self._input(1))).shape[1:])
+
     def train_step(self, batch_size: int) -> int:
         """FLOPs of forward, cross-entropy and backward on `batch_size` samples."""
         if batch_size not in self._train:

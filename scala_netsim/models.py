@@ -99,7 +99,7 @@ def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
         layers = resnet18_layers(in_channels, num_classes)
     else:
         layers = vgg11_layers(in_channels, num_classes)
-    _init_from(layers, generator)
+    init_layers_(layers, generator)
     if fast_layout and arch == "alexnet14":
         use_fast_layout_(layers)
     cut = SPLITS[arch][split]
@@ -122,10 +122,6 @@ def init_layers_(layers: list[nn.Module], generator: torch.Generator) -> None:
     (transposed too) and linear layers Kaiming-uniform, BatchNorm weight 1 and bias 0 with
     fresh running statistics (ResNet-18 included: not torchvision's fan-out normal draw,
     which uses the global RNG)."""
-    _init_from(layers, generator)
-
-
-def _init_from(layers: list[nn.Module], generator: torch.Generator) -> None:
     for module in nn.Sequential(*layers).modules():
         if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
             fan_in = module.weight[0].numel()

@@ -5,7 +5,6 @@ SimPy engine decides when each step happens.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -144,14 +143,6 @@ class SCALA(CASFL):
         return server_loss, per_sample
 
 
-def cut_shape(client_model: nn.Module, sample_shape: Sequence[int]) -> tuple[int, ...]:
-    """C x H x W of the client part's output for one sample (on the meta device: no data, no
-    change to the model's statistics)."""
-    meta = copy.deepcopy(client_model).to("meta")
-    with torch.no_grad():
-        return tuple(meta(torch.empty((1, *sample_shape), device="meta")).shape[1:])
-
-
 def with_bottleneck(client_model: nn.Module, server_model: nn.Module, sample_shape: Sequence[int],
                     channels: int, stride: int, generator: torch.Generator
                     ) -> tuple[nn.Sequential, nn.Sequential]:
@@ -159,7 +150,7 @@ def with_bottleneck(client_model: nn.Module, server_model: nn.Module, sample_sha
     client part ends in a 3x3 convolution to `channels` channels with `stride`, the server
     part starts with its mirror back to the cut's channels (a 3x3 convolution, or a stride-2
     transposed convolution); both initialised from `generator`."""
-    cut_channels = cut_shape(client_model, sample_shape)[0]
+    cut_channels = MetaPlanner(client_model, sample_shape).output_shape()[0]
     down = nn.Conv2d(cut_channels, channels, 3, stride=stride, padding=1)
     up = (nn.Conv2d(channels, cut_channels, 3, padding=1) if stride == 1 else
           nn.ConvTranspose2d(channels, cut_channels, 3, stride=2, padding=1, output_padding=1))
@@ -184,7 +175,7 @@ class SCALAPE(SCALA):
                  decoder_seed: int = 0, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.coef, self.decoder_width, self.decoder_seed = coef, decoder_width, decoder_seed
-        self.activation_shape = cut_shape(self.client_model, self.train_x.shape[1:])
+        self.activation_shape = self._planner.output_shape()
         self.decoders: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
         self._inputs: dict[int, torch.Tensor] = {}
 
