@@ -180,3 +180,17 @@ def test_every_algorithm_trains_a_round_of_every_model(make_run, fashion_slice, 
     norms = [t for tensors in modules.values() for name, t in tensors.items()
              if name.endswith("running_var")]
     assert norms and all(not torch.equal(t, torch.ones_like(t)) for t in norms)
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_building_a_trainer_leaves_batchnorm_statistics_untouched(make_run, algorithm):
+    """A trainer sizes what it builds (an aux head, a bottleneck) without a real forward pass,
+    which would move the running statistics before the first round."""
+    run = make_run(algorithm, model={"arch": "resnet18"})
+    modules = run.trainer.state_dict()["modules"]
+    stats = {name: t for tensors in modules.values() for name, t in tensors.items()
+             if name.endswith(("running_mean", "running_var"))}
+    assert stats
+    for name, t in stats.items():
+        initial = torch.zeros_like(t) if name.endswith("mean") else torch.ones_like(t)
+        assert torch.equal(t, initial), name

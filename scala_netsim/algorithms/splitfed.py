@@ -4,6 +4,7 @@ SimPy engine decides when each step happens."""
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -198,9 +199,10 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
     def __init__(self, client_model: nn.Module, server_model: nn.Module, data: ClientData,
                  sgd: SGDSettings, batch_seed: int, *,
                  aux_generator: torch.Generator) -> None:
-        with torch.no_grad():
-            numel = client_model(data.train_x[:1]).numel()
-        linear = init_linear_(nn.Linear(numel, data.num_classes), aux_generator)
+        # Sized on the meta device: a real forward would move BatchNorm's running statistics.
+        cut_shape = MetaPlanner(client_model, data.train_x.shape[1:],
+                                data.train_x.dtype).output_shape()
+        linear = init_linear_(nn.Linear(math.prod(cut_shape), data.num_classes), aux_generator)
         super().__init__(ClientWithAuxHead(client_model, linear.to(data.train_x.device)), data,
                          sgd, batch_seed)
         self.client_model = client_model
