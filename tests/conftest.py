@@ -44,12 +44,17 @@ if WORKERS > 1:
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(THREADS)
 
 
+#: Session fixtures (one per worker process) that run the CLI for a minute: the tests that
+#: read one all go to one worker (`--dist loadgroup`), so that it runs once.
+GROUPED_FIXTURES = {"golden_run": "golden", "sweeps": "retime"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that read the golden run (a session fixture: one per worker process) all go
-    to one worker (`--dist loadgroup`), so that it runs once."""
     for item in items:
-        if "golden_run" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("golden"))
+        for fixture, group in GROUPED_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
 
 
 @pytest.fixture(autouse=True)
