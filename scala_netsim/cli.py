@@ -17,6 +17,10 @@ if TYPE_CHECKING:   # imported for real after the arguments are parsed (--help a
     from scala_netsim.sweep import SweepCell
 
 EXIT_BAD_INPUT = 2
+#: The run-time estimate times 8 training steps; below this many local iterations in all the
+#: runs to train (a smoke test, a one-round check) it would cost a good part of the work
+#: itself, and none is printed.
+MIN_STEPS_TO_ESTIMATE = 20
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -168,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     if plan:
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
-    if trained and not scenario.timing_only:
+    steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
+    if trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
         costs = StepCosts.measure(scenario, dataset, device)
         estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
                          for c in trained)

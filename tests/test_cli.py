@@ -69,6 +69,7 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     assert sorted(p.parent.parent.name for p in (tmp_path / name).glob("*/seed0/summary.json")) \
         == sorted(algorithms)
     assert out.count(": completed, best accuracy") == len(algorithms)
+    assert "estimated run time" not in out   # fewer than 20 local iterations: not worth timing
     pinned = {key: digest for key, digest in BEFORE_THE_RADIO_MODEL.items()
               if key.startswith(f"{name}/")}
     assert bool(pinned) == (name in ("quickstart", "cellular_10pct"))
