@@ -182,6 +182,7 @@ def test_every_algorithm_trains_a_round_of_every_model(make_run, fashion_slice, 
     assert norms and all(not torch.equal(t, torch.ones_like(t)) for t in norms)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_building_a_trainer_leaves_batchnorm_statistics_untouched(make_run, algorithm):
     """A trainer sizes what it builds (an aux head, a bottleneck) without a real forward pass,
