@@ -749,7 +749,9 @@ def write_report(scenario_dir: Path | str) -> Path:
         + f". Status: {', '.join(f'{v} {k}' for k, v in status.items())}. "
         f"{int(runs['retimed'].sum())} of them re-timed from another cell's training "
         f"(same learning trajectory under another network: `retimed_from` in summary.json), "
-        f"{int((~runs['retimed']).sum())} trained.",
+        + (f"{int((~runs['retimed'] & ~runs['timing_only']).sum())} trained"
+           + (f", {int(runs['timing_only'].sum())} timed without training (timing only)"
+              if runs["timing_only"].any() else "") + "."),
         "",
         "Tables give mean ± standard deviation over seeds (a single number when one seed). "
         "MB = 10^6 bytes; times are simulated seconds; a target reached by only some seeds "

@@ -183,6 +183,7 @@ def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path
 
     report = write_report(root).read_text()
     assert "## Simulated time" in report and "acc (%)" not in report
+    assert "0 trained, 5 timed without training (timing only)." in report
     assert "Latency-accuracy" not in report
 
 
