@@ -744,8 +744,8 @@ def write_report(scenario_dir: Path | str) -> Path:
         "",
         f"Built by `python -m analysis {scenario_dir}` from the result files in this folder.",
         f"{len(runs)} finished run(s): algorithms {', '.join(dict.fromkeys(runs['algorithm']))}; "
-        f"seeds {seeds}; rounds {sorted(set(runs['rounds']))}; "
-        + "; ".join(f"{k} in {list(v)}" for k, v in index['sweep'].items() if k != 'seed')
+        f"seeds {seeds}; rounds {sorted(set(runs['rounds']))}"
+        + "".join(f"; {k} in {list(v)}" for k, v in index['sweep'].items() if k != 'seed')
         + f". Status: {', '.join(f'{v} {k}' for k, v in status.items())}. "
         f"{int(runs['retimed'].sum())} of them re-timed from another cell's training "
         f"(same learning trajectory under another network: `retimed_from` in summary.json), "
