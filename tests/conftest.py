@@ -49,6 +49,9 @@ if WORKERS > 1:
 GROUPED_FIXTURES = {"golden_run": "golden", "sweeps": "retime"}
 
 
+# tryfirst: xdist's own hook turns the xdist_group marks into the "@group" suffix of each
+# node id that loadgroup schedules by; marks added after it would be ignored.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, group in GROUPED_FIXTURES.items():
