@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         print("every run is finished already (--force reruns them); rebuilding the report")
 
     write_sweep_index(scenario, cells, out)
+    previous = signal.signal(signal.SIGTERM, interrupt)  # kill, timeout, a batch scheduler
     try:
         code = run_cells(trained, [c for c in todo if c.folder in plan], states, device,
                          args, plan, out)
@@ -193,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
               f"to continue from the last checkpoints (finished runs are skipped):\n"
               f"  {command}", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if code:
         return code
     if not args.no_figures:  # runs draw nothing themselves (worker processes, Ray tasks)
@@ -212,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         written += ", report.md"
     print(f"results: {root} ({written})")
     return 0
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: stop as Ctrl-C does (workers stopped, files complete, resume hint)."""
+    raise KeyboardInterrupt
 
 
 def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],

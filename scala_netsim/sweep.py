@@ -35,6 +35,8 @@ from scala_netsim.scenario import (
 )
 
 if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenario
+    from concurrent.futures import ProcessPoolExecutor
+
     import torch
 
     from scala_netsim.data import Dataset
@@ -324,8 +326,23 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 on_done(pending.pop(future), future.result())
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM (cli.main turns it into KeyboardInterrupt): stop the running cells
+        # now, not when they finish. Every file they wrote is complete (atomic writes), and
+        # their checkpoints resume them. A cell that fails leaves the others running to the end.
+        terminate_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def terminate_workers(pool: ProcessPoolExecutor) -> None:
+    """ProcessPoolExecutor.terminate_workers() of Python 3.14, for the Pythons before it."""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for process in list((pool._processes or {}).values()):  # the pool's own record of them
+        process.terminate()
 
 
 def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, address: str | None,

@@ -3,6 +3,7 @@ that are refused, and divergence. (Same scenario, same bytes: tests/test_golden.
 
 import filecmp
 import json
+import os
 import re
 import signal
 import subprocess
@@ -137,6 +138,48 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert "Traceback" not in stderr
     rounds = pd.read_csv(files(out, "scala") / "rounds.csv")   # still a valid table
     assert rounds["round"].iloc[0] == 1
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def alive(pid: int) -> bool:
+    try:  # a zombie (state Z) has exited and waits only to be reaped
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_with_jobs_stops_the_worker_processes_too(tmp_path):
+    """kill, timeout or a batch scheduler's SIGTERM stops a --jobs run as Ctrl-C does: the
+    worker processes do not go on training (into folders a rerun would also write)."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "scala_netsim", str(QUICKSTART),
+                             "--out", str(out), *TINY, "--set", "training.rounds=200",
+                             "--jobs", "2"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    checkpoints = [files(out, a) / "checkpoint.pt" for a in ("scala", "splitfed_v2")]
+    deadline = time.time() + 300
+    while (min(map(checkpoint_round, checkpoints)) < 2 and proc.poll() is None
+           and time.time() < deadline):
+        time.sleep(0.05)
+    workers = children(proc.pid)
+    assert len(workers) >= 2   # the two cells' workers (and multiprocessing's resource tracker)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        deadline = time.time() + 60
+        while any(map(alive, [proc.pid, *workers])) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not any(map(alive, workers)), [p for p in workers if alive(p)]
+    finally:  # orphans would hold the pipes open (and train on)
+        for pid in filter(alive, [proc.pid, *workers]):
+            os.kill(pid, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "every file written is complete" in stderr and "same command again" in stderr
+    assert min(map(checkpoint_round, checkpoints)) >= 2   # still readable: they resume
 
 
 def test_rewriting_the_growing_tables_is_paced_by_what_it_costs(make_run, tmp_path, monkeypatch):
