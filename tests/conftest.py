@@ -8,27 +8,37 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pytest
-import simpy
-import torch
+from golden_run import PINNED_ENV, run_golden
 
-import channel
-from scala_netsim.algorithms.common import ClientData, SGDSettings
-from scala_netsim.algorithms.contract import Trainer
-from scala_netsim.algorithms.scala import SCALA
-from scala_netsim.data import Dataset
-from scala_netsim.engine import Cell, ConcatSplitProtocol, Protocol, WirelessLink
-from scala_netsim.events import EventLog
-from scala_netsim.models import build_split_model
-from scala_netsim.run import Run, build_world
-from scala_netsim.scenario import Scenario, validate_scenario
+# numpy computes float64 log2, log10 and power with Intel's SVML on AVX-512 machines and with
+# glibc elsewhere, which differ in the last bit; the link rates come from those functions, and
+# the timelines built in this process are compared with the golden files: numpy is held to its
+# AVX2 paths, as the golden run is (PINNED_ENV), set before numpy's import (xdist's workers
+# inherit it). A plugin that imported numpy first would defeat it: said, not silently wrong.
+if "NPY_DISABLE_CPU_FEATURES" not in os.environ:
+    assert "numpy" not in sys.modules, "numpy was imported before tests/conftest.py pinned it"
+    os.environ["NPY_DISABLE_CPU_FEATURES"] = PINNED_ENV["NPY_DISABLE_CPU_FEATURES"]
 
-from golden_run import run_golden
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import simpy  # noqa: E402
+import torch  # noqa: E402
+
+import channel  # noqa: E402
+from scala_netsim.algorithms.common import ClientData, SGDSettings  # noqa: E402
+from scala_netsim.algorithms.contract import Trainer  # noqa: E402
+from scala_netsim.algorithms.scala import SCALA  # noqa: E402
+from scala_netsim.data import Dataset  # noqa: E402
+from scala_netsim.engine import Cell, ConcatSplitProtocol, Protocol, WirelessLink  # noqa: E402
+from scala_netsim.events import EventLog  # noqa: E402
+from scala_netsim.models import build_split_model  # noqa: E402
+from scala_netsim.run import Run, build_world  # noqa: E402
+from scala_netsim.scenario import Scenario, validate_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 N0_DBM_PER_HZ = -174.0

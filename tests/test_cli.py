@@ -16,9 +16,9 @@ SMALL = ["--set", "data.train_samples=1000", "--set", "data.test_samples=100",
 
 
 #: The radio model is opt-in: the default scenarios time every step as they did before it.
-#: SHA-256 (its first 128 bits) of each run's timing files (they do not depend on the machine)
-#: under the command of test_every_scenario_file_runs, recorded with the code of commit
-#: 761ab03 (the last one before the radio model).
+#: SHA-256 (its first 128 bits) of each run's timing files (they do not depend on the machine's
+#: speed) under the command of test_every_scenario_file_runs, recorded with the code of commit
+#: 761ab03 (the last one before the radio model), numpy held to its AVX2 paths (conftest).
 BEFORE_THE_RADIO_MODEL = dict(line.split() for line in """
 cellular_10pct/fedavg/events.csv 6cddbeddc0bc53175992bbf1f0d63f8b
 cellular_10pct/fedlc/events.csv 6cddbeddc0bc53175992bbf1f0d63f8b
@@ -27,7 +27,7 @@ cellular_10pct/scala/events.csv c2b094d598148384ca3b7fbbdd7c823b
 cellular_10pct/sfl_local_loss/events.csv aad37ef20437bb2861e91d6cbf046a98
 cellular_10pct/splitfed_v1/events.csv 87d83fd8741c749538b0ac61caa24c3f
 cellular_10pct/splitfed_v2/events.csv 87d83fd8741c749538b0ac61caa24c3f
-quickstart/scala/events.csv d745f104cabc0ac34352468ad20b26f4
+quickstart/scala/events.csv a0829e428e7df7def95f7b8fa618b050
 cellular_10pct/fedavg/demands.csv 44d02b330e0cef5b7627907b97b0b994
 cellular_10pct/fedlc/demands.csv 44d02b330e0cef5b7627907b97b0b994
 cellular_10pct/fedprox/demands.csv 44d02b330e0cef5b7627907b97b0b994
@@ -36,14 +36,14 @@ cellular_10pct/sfl_local_loss/demands.csv 3bf6cfec478c4ae5f2a49b5b7795fb58
 cellular_10pct/splitfed_v1/demands.csv 7065c63c834c8a74cee0d86cbc122204
 cellular_10pct/splitfed_v2/demands.csv 7065c63c834c8a74cee0d86cbc122204
 quickstart/scala/demands.csv 1b7b210e439b051bc1bb0d9f218602e7
-cellular_10pct/fedavg/clients.csv f7923e455f1fb3ef51299518b07c16b2
-cellular_10pct/fedlc/clients.csv f7923e455f1fb3ef51299518b07c16b2
-cellular_10pct/fedprox/clients.csv f7923e455f1fb3ef51299518b07c16b2
-cellular_10pct/scala/clients.csv f7923e455f1fb3ef51299518b07c16b2
-cellular_10pct/sfl_local_loss/clients.csv f7923e455f1fb3ef51299518b07c16b2
-cellular_10pct/splitfed_v1/clients.csv f7923e455f1fb3ef51299518b07c16b2
-cellular_10pct/splitfed_v2/clients.csv f7923e455f1fb3ef51299518b07c16b2
-quickstart/scala/clients.csv a51bc8935dcdecf1a2e2b24c426b6455
+cellular_10pct/fedavg/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+cellular_10pct/fedlc/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+cellular_10pct/fedprox/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+cellular_10pct/scala/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+cellular_10pct/sfl_local_loss/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+cellular_10pct/splitfed_v1/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+cellular_10pct/splitfed_v2/clients.csv b2d77f04b2f3bf2b8ca07f0af19df0fb
+quickstart/scala/clients.csv da1fe3edb7d9ea8438902083beaf5f2f
 """.strip().splitlines())
 
 
