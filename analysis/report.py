@@ -10,6 +10,7 @@ and rounds.csv.
 
 import json
 import math
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -323,8 +324,7 @@ def drops_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) 
     for ax in axes:
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"accuracy, drops and label bias against {key} (mean ± 1 std over seeds)",
-                 fontsize=10)
+    suptitle(fig, f"accuracy, drops and label bias against {key} (mean ± 1 std over seeds)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -350,6 +350,14 @@ def latency_energy_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
 
 
 # --- figures ---------------------------------------------------------------------------
+def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
+    """The figure's title, wrapped to its width (a one-panel figure is narrower than most
+    titles); tight_layout then makes room for every line."""
+    chars_per_inch = 72 / (0.55 * fontsize)   # a character is about 0.55 em wide
+    width = max(20, int(fig.get_figwidth() * chars_per_inch))
+    fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
+
+
 def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str, label: str | None,
           marker: str = "o") -> np.ndarray:
     """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
@@ -401,7 +409,7 @@ def accuracy_figure(runs: pd.DataFrame, curves: dict, keys: Sequence[str], path:
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
     what = "simulated time (mean time of the seeds at each evaluation)" if over_time else "rounds"
-    fig.suptitle(f"test accuracy against {what}; bands: ± 1 std over seeds", fontsize=10)
+    suptitle(fig, f"test accuracy against {what}; bands: ± 1 std over seeds")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -554,8 +562,8 @@ def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
         ax.set_yscale("log")
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
         ax.legend(fontsize=7)
-    fig.suptitle(f"simulated time to accuracy against {key} (mean over seeds; a gap: not "
-                 f"reached by every seed)", fontsize=10)
+    suptitle(fig, f"simulated time to accuracy against {key} (mean over seeds; a gap: not "
+                  f"reached by every seed)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -606,7 +614,7 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
     axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
     axes.flat[0 if with_accuracy else 2].legend(fontsize=7)
     axes.flat[1].legend(fontsize=7)
-    fig.suptitle(f"effect of {key} (mean ± 1 std over seeds)", fontsize=10)
+    suptitle(fig, f"effect of {key} (mean ± 1 std over seeds)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
