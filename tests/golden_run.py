@@ -27,16 +27,22 @@ COMPARED = ("rounds.csv", "events.csv", "demands.csv", "summary.json")
 VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
 
 
+def run_pinned(module: str, *args: str | Path,
+               env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m module args` in a subprocess with the CPU kernels pinned (PINNED_ENV, then
+    `env`), output captured: bits comparable with the golden files."""
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, **PINNED_ENV, **(env or {})})
+
+
 def run_golden(out: Path, *extra: str, env: dict | None = None,
                figures: bool = False) -> subprocess.CompletedProcess:
     """The CLI on the golden scenario, results under out/golden/<algorithm>/seed3/; `extra`
     arguments and `env` variables are added. No figures unless `figures` (drawing them takes
     about a third of a golden run's time; only the layout tests look at them)."""
-    env = {**os.environ, **PINNED_ENV, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "scala_netsim", str(SCENARIO), "--out", str(out),
-                           "--no-progress", "--no-report", *([] if figures else ["--no-figures"]),
-                           *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    return run_pinned("scala_netsim", SCENARIO, "--out", out, "--no-progress", "--no-report",
+                      *([] if figures else ["--no-figures"]), *extra, env=env)
 
 
 def stable_summary(path: Path) -> str:

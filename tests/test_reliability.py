@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -37,6 +38,13 @@ def checkpoint_round(path):
         return torch.load(path, weights_only=True)["round"]
     except Exception:  # not there yet
         return 0
+
+
+def wait_until(done: Callable[[], bool], seconds: float) -> None:
+    """Poll `done` every 50 ms until it holds or `seconds` have passed (the test then checks)."""
+    deadline = time.time() + seconds
+    while not done() and time.time() < deadline:
+        time.sleep(0.05)
 
 
 def test_the_timing_trace_ignores_the_machines_speed(tmp_path):
@@ -71,9 +79,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_files(cli, tmp_path):
                              "--out", str(out), *TINY, *rounds], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoint = files(out, "splitfed_v2") / "checkpoint.pt"
-    deadline = time.time() + 300
-    while checkpoint_round(checkpoint) < 4 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
+    wait_until(lambda: checkpoint_round(checkpoint) >= 4 or proc.poll() is not None, 300)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert 4 <= checkpoint_round(checkpoint) < 10, "the run was not killed half way"
@@ -128,9 +134,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
                             # the child (Python then installs no KeyboardInterrupt handler)
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     checkpoint = files(out, "scala") / "checkpoint.pt"
-    deadline = time.time() + 300
-    while checkpoint_round(checkpoint) < 2 and time.time() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: checkpoint_round(checkpoint) >= 2, 300)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130
@@ -161,17 +165,13 @@ def test_sigterm_with_jobs_stops_the_worker_processes_too(tmp_path):
                              "--jobs", "2"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     checkpoints = [files(out, a) / "checkpoint.pt" for a in ("scala", "splitfed_v2")]
-    deadline = time.time() + 300
-    while (min(map(checkpoint_round, checkpoints)) < 2 and proc.poll() is None
-           and time.time() < deadline):
-        time.sleep(0.05)
+    wait_until(lambda: min(map(checkpoint_round, checkpoints)) >= 2 or proc.poll() is not None,
+               300)
     workers = children(proc.pid)
     assert len(workers) >= 2   # the two cells' workers (and multiprocessing's resource tracker)
     try:
         proc.send_signal(signal.SIGTERM)
-        deadline = time.time() + 60
-        while any(map(alive, [proc.pid, *workers])) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not any(map(alive, [proc.pid, *workers])), 60)
         assert not any(map(alive, workers)), [p for p in workers if alive(p)]
     finally:  # orphans would hold the pipes open (and train on)
         for pid in filter(alive, [proc.pid, *workers]):

@@ -7,10 +7,7 @@ scenario's runs trained for real at 20 MHz (tests/golden/).
 """
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -19,8 +16,7 @@ from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.replay import Record, RecordError
 from scala_netsim.run import RECORD_FILES, file_sha256
 
-from conftest import ROOT
-from golden_run import GOLDEN, PINNED_ENV, run_golden
+from golden_run import GOLDEN, run_golden, run_pinned
 
 pytestmark = pytest.mark.slow
 
@@ -212,11 +208,8 @@ def test_a_cell_with_the_radio_model_re_times_byte_identical_to_its_training(gol
     assert real.returncode == 0, real.stderr
     for algorithm in algorithms:
         out = tmp_path / "retimed" / algorithm
-        proc = subprocess.run([sys.executable, "-m", "scala_netsim.retime",
-                               str(golden_run.run_dir(algorithm)),
-                               *(a for item in radio for a in ("--set", item)), "--out", str(out)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600,
-                              env={**os.environ, **PINNED_ENV})
+        proc = run_pinned("scala_netsim.retime", golden_run.run_dir(algorithm),
+                          *(a for item in radio for a in ("--set", item)), "--out", out)
         assert proc.returncode == 0, proc.stderr
         want = tmp_path / "real" / "golden" / algorithm / "seed3"
         for name in RECORD_FILES:
