@@ -131,9 +131,9 @@ def attackable(algorithm: str) -> str | None:
 
 
 def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
-                    num_classes: int) -> nn.Module:
+                    num_classes: int, image_size: int = 32) -> nn.Module:
     """The final global client-side model of a run (model.pt's "client"), as its algorithm
-    builds its client part (Trainer.trained_client_part)."""
+    builds its client part (Trainer.trained_client_part), for images of `image_size`."""
     from scala_netsim.algorithms.registry import ALGORITHMS
     from scala_netsim.models import build_split_model
 
@@ -143,9 +143,11 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
                           f"completes)")
     state = torch.load(path, map_location="cpu", weights_only=True)["modules"]["client"]
     client, server = build_split_model(scenario.model.arch, scenario.model.split, in_channels,
-                                       num_classes, torch.Generator(), fast_layout=False)
+                                       num_classes, torch.Generator(), fast_layout=False,
+                                       image_size=image_size)
     spec = ALGORITHMS[scenario.algorithms[0]]
-    return spec.trainer.trained_client_part(client, server, (in_channels, 32, 32),
+    return spec.trainer.trained_client_part(client, server,
+                                            (in_channels, image_size, image_size),
                                             spec.section(scenario), state)
 
 
@@ -171,7 +173,8 @@ def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0,
     if epochs < 1 or not seeds:
         raise AttackError(f"epochs must be >= 1 and at least one seed, got {epochs}, {seeds}")
     data = cell_dataset(scenario, "cpu")
-    client = client_model_of(run_dir, scenario, data.in_channels, data.num_classes)
+    client = client_model_of(run_dir, scenario, data.in_channels, data.num_classes,
+                             data.image_size)
     half = len(data.test_y) // 2
     images01 = to_unit_range(data.name, data.test_x)
     scores, rebuilt = attack(client, images01[:half], data.test_x[:half], images01[half:],

@@ -75,7 +75,8 @@ class DataNotFoundError(FileNotFoundError):
 
 @dataclass
 class Dataset:
-    """A labelled image dataset held in memory; images are N x C x 32 x 32 float32."""
+    """A labelled image dataset held in memory; images are N x C x 32 x 32 float32
+    (Fashion-MNIST 28 x 28 when loaded unpadded)."""
 
     name: str
     train_x: torch.Tensor
@@ -91,6 +92,10 @@ class Dataset:
     @property
     def in_channels(self) -> int:
         return self.train_x.shape[1]
+
+    @property
+    def image_size(self) -> int:
+        return self.train_x.shape[-1]
 
     def to(self, device: torch.device | str) -> Dataset:
         return Dataset(self.name, self.train_x.to(device), self.train_y.to(device),
@@ -165,16 +170,20 @@ def read_idx(path: Path, source: Path | None = None) -> torch.Tensor:
     return torch.from_numpy(data.reshape(shape))
 
 
-def _to_32x32(images_uint8: torch.Tensor, mean: float, std: float) -> torch.Tensor:
-    """N x 28 x 28 uint8 -> N x 1 x 32 x 32 float32: zero-pad 2 pixels a side, then normalise."""
+def _normalised(images_uint8: torch.Tensor, mean: float, std: float,
+                pad_to_32: bool = True) -> torch.Tensor:
+    """N x 28 x 28 uint8 -> N x 1 x 32 x 32 float32 (zero-padded 2 pixels a side), or
+    N x 1 x 28 x 28 when not `pad_to_32`, then normalised."""
     x = images_uint8.unsqueeze(1).to(torch.float32).div_(255.0)
-    x = F.pad(x, (2, 2, 2, 2), value=0.0)
+    if pad_to_32:
+        x = F.pad(x, (2, 2, 2, 2), value=0.0)
     return x.sub_(mean).div_(std)
 
 
 def load_fashion_mnist(data_dir: PathLike = None, train_samples: int | None = None,
-                       test_samples: int | None = None) -> Dataset:
-    """Fashion-MNIST padded to 32x32; `*_samples` keep the first n images (small slices)."""
+                       test_samples: int | None = None, pad_to_32: bool = True) -> Dataset:
+    """Fashion-MNIST padded to 32x32 (or at its own 28x28 when not `pad_to_32`); `*_samples`
+    keep the first n images (small slices)."""
     data_dir = Path(data_dir) if data_dir is not None else DEBIAN_FASHION_MNIST_DIR
     if not data_dir.is_dir():
         raise DataNotFoundError(
@@ -188,9 +197,9 @@ def load_fashion_mnist(data_dir: PathLike = None, train_samples: int | None = No
     test_x, test_y = test_x[:test_samples], test_y[:test_samples]
     return Dataset(
         name="fashion_mnist",
-        train_x=_to_32x32(train_x, FASHION_MNIST_MEAN, FASHION_MNIST_STD),
+        train_x=_normalised(train_x, FASHION_MNIST_MEAN, FASHION_MNIST_STD, pad_to_32),
         train_y=train_y.to(torch.int64),
-        test_x=_to_32x32(test_x, FASHION_MNIST_MEAN, FASHION_MNIST_STD),
+        test_x=_normalised(test_x, FASHION_MNIST_MEAN, FASHION_MNIST_STD, pad_to_32),
         test_y=test_y.to(torch.int64),
         class_names=FASHION_MNIST_CLASSES,
     )
@@ -322,10 +331,11 @@ def load_cinic10(data_dir: PathLike, train_samples: int | None = None,
 
 
 def load_dataset(name: str, data_dir: PathLike = None, train_samples: int | None = None,
-                 test_samples: int | None = None) -> Dataset:
-    """The dataset registered under `name` (see DATASETS)."""
+                 test_samples: int | None = None, pad_to_32: bool = True) -> Dataset:
+    """The dataset registered under `name` (see DATASETS). `pad_to_32` False feeds
+    Fashion-MNIST at its own 28 x 28 (the others are 32 x 32 already)."""
     if name == "fashion_mnist":
-        return load_fashion_mnist(data_dir, train_samples, test_samples)
+        return load_fashion_mnist(data_dir, train_samples, test_samples, pad_to_32)
     if name in ("cifar10", "cifar100"):
         return load_cifar(name, data_dir, train_samples, test_samples)
     if name == "cinic10":

@@ -32,7 +32,8 @@ def train_step_s(scenario: Scenario, dataset: Dataset, device: torch.device, bat
     model, lr 0), measured after one warm-up step."""
     client, server = build_split_model(scenario.model.arch, scenario.model.split,
                                        dataset.in_channels, dataset.num_classes,
-                                       torch.Generator().manual_seed(0))
+                                       torch.Generator().manual_seed(0),
+                                       image_size=dataset.image_size)
     model = nn.Sequential(client, server).to(device)
     batch = min(batch_size, len(dataset.train_y))
     x, y = dataset.train_x[:batch], dataset.train_y[:batch]

@@ -9,6 +9,12 @@ from torchvision.models.resnet import resnet18
 # convolution block; ResNet-18: after the first residual stage; VGG-11: after its second
 # convolution block, ResSFL's and the journal's "second layer" cut).
 ALEXNET14_SPLITS = {"S1": 3, "S2": 6, "S3": 8, "S4": 10, "S5": 13}
+# The authors' AlexNet (their public code, eejiarong/GAS utils/network.py; 6 client modules and
+# 8 server modules at the default split). The journal (section 5.6) cuts it after the first,
+# second (default), third, fourth and fifth convolution; a convolution's block includes its
+# max-pool and ReLU where it has them (conv1, conv2, conv5), so S1 and S5 are the code's own
+# `AlexNet_Split` cuts L1 and L4, S2 its default L2 and S3 its L3.
+ALEXNET_SPLITS = {"S1": 3, "S2": 6, "S3": 7, "S4": 8, "S5": 11}
 # ResNet-18 layers: stem (3x3 conv, BN, ReLU), the four residual stages, pooling, classifier.
 # S1 after the first convolution, S2..S4 after the first, second and third stage (journal 5.6).
 RESNET18_SPLITS = {"S1": 1, "S2": 2, "S3": 3, "S4": 4}
@@ -18,9 +24,18 @@ RESNET18_SPLITS = {"S1": 1, "S2": 2, "S3": 3, "S4": 4}
 # blocks and two pools on the client, 128 x 8 x 8 activations for a 32 x 32 image).
 VGG11_CONFIG = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M")
 VGG11_SPLITS = {"S1": 2, "S2": 4, "S3": 7, "S4": 10}
-SPLITS = {"alexnet14": ALEXNET14_SPLITS, "resnet18": RESNET18_SPLITS, "vgg11": VGG11_SPLITS}
+SPLITS = {"alexnet": ALEXNET_SPLITS, "alexnet14": ALEXNET14_SPLITS, "resnet18": RESNET18_SPLITS,
+          "vgg11": VGG11_SPLITS}
 ARCHS = tuple(SPLITS)
-DEFAULT_SPLITS = {"alexnet14": "S2", "resnet18": "S2", "vgg11": "S2"}
+DEFAULT_SPLITS = {"alexnet": "S2", "alexnet14": "S2", "resnet18": "S2", "vgg11": "S2"}
+# Architectures fed images at the dataset's own size (Fashion-MNIST 28 x 28, as the authors
+# feed their AlexNet); the others take 32 x 32 (Fashion-MNIST zero-padded).
+NATIVE_SIZE_ARCHS = frozenset({"alexnet"})
+
+
+def input_size(arch: str, dataset_image_size: int) -> int:
+    """The image side `arch` is fed: the dataset's own, or 32 (Fashion-MNIST padded)."""
+    return dataset_image_size if arch in NATIVE_SIZE_ARCHS else 32
 
 
 class MaxPool2dToNCHW(nn.MaxPool2d):
@@ -56,6 +71,36 @@ def alexnet14_layers(in_channels: int, num_classes: int,
     ]
 
 
+def alexnet_layers(in_channels: int, num_classes: int, image_size: int,
+                   fast_layout: bool = True) -> list[nn.Module]:
+    """The SCALA authors' AlexNet (their public code; 3.87 M parameters for 1 x 28 x 28):
+    two 3x3 convolution blocks (conv, 2x2 max-pool, ReLU) to 32 and 64 channels on the
+    client at the default split, then three 3x3 convolutions (128, 256, 256 channels, no ReLU
+    between them), a 3x3 stride-2 max-pool, a ReLU and three linear layers (1024, 512,
+    classes; no ReLU between them either). No BatchNorm, no dropout. 14 modules: the papers'
+    "first 6 layers on the client, last 8 on the server". `image_size` is 28 (Fashion-MNIST)
+    or 32 (CIFAR, CINIC); both leave 256 x 3 x 3 after the pool. `fast_layout` as for
+    AlexNet-14: layer 5 hands back a standard NCHW tensor (see `use_fast_layout_`)."""
+    side = ((image_size // 2 // 2) - 3) // 2 + 1
+    pool5 = MaxPool2dToNCHW if fast_layout else nn.MaxPool2d
+    return [
+        nn.Conv2d(in_channels, 32, kernel_size=3, padding=1),            # 1
+        nn.MaxPool2d(kernel_size=2, stride=2),
+        nn.ReLU(inplace=True),                                            # 3  <- S1
+        nn.Conv2d(32, 64, kernel_size=3, padding=1),
+        pool5(kernel_size=2, stride=2),
+        nn.ReLU(inplace=True),                                            # 6  <- S2
+        nn.Conv2d(64, 128, kernel_size=3, padding=1),                     # 7  <- S3
+        nn.Conv2d(128, 256, kernel_size=3, padding=1),                    # 8  <- S4
+        nn.Conv2d(256, 256, kernel_size=3, padding=1),
+        nn.MaxPool2d(kernel_size=3, stride=2),
+        nn.ReLU(inplace=True),                                            # 11 <- S5
+        nn.Sequential(nn.Flatten(), nn.Linear(256 * side * side, 1024)),
+        nn.Linear(1024, 512),
+        nn.Linear(512, num_classes),                                      # 14
+    ]
+
+
 def resnet18_layers(in_channels: int, num_classes: int) -> list[nn.Module]:
     """ResNet-18 for 32x32 inputs (He et al. 2016; the CIFAR form: 3x3 stride-1 stem, no
     max-pool): torchvision's network with that stem, as 7 layers (stem, 4 residual stages of
@@ -83,24 +128,28 @@ def vgg11_layers(in_channels: int, num_classes: int) -> list[nn.Module]:
 
 
 def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
-                      generator: torch.Generator,
-                      fast_layout: bool = True) -> tuple[nn.Sequential, nn.Sequential]:
-    """(client_part, server_part) of `arch` cut at `split`, initialised from `generator`.
+                      generator: torch.Generator, fast_layout: bool = True,
+                      image_size: int = 32) -> tuple[nn.Sequential, nn.Sequential]:
+    """(client_part, server_part) of `arch` cut at `split`, initialised from `generator`,
+    for `in_channels` x `image_size` x `image_size` images (32 but for `alexnet`, see
+    `input_size`).
 
-    `fast_layout` (AlexNet-14 only) changes memory layout, never values."""
+    `fast_layout` (the two AlexNets) changes memory layout, never values."""
     if arch not in SPLITS:
         raise ValueError(f"model.arch: unknown {arch!r}; allowed: {list(ARCHS)}")
     if split not in SPLITS[arch]:
         raise ValueError(f"model.split: unknown {split!r} for {arch}; allowed: "
                          f"{list(SPLITS[arch])}")
-    if arch == "alexnet14":
+    if arch == "alexnet":
+        layers = alexnet_layers(in_channels, num_classes, image_size, fast_layout)
+    elif arch == "alexnet14":
         layers = alexnet14_layers(in_channels, num_classes, fast_layout)
     elif arch == "resnet18":
         layers = resnet18_layers(in_channels, num_classes)
     else:
         layers = vgg11_layers(in_channels, num_classes)
     init_layers_(layers, generator)
-    if fast_layout and arch == "alexnet14":
+    if fast_layout and arch in ("alexnet", "alexnet14"):
         use_fast_layout_(layers)
     cut = SPLITS[arch][split]
     return nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])
@@ -109,8 +158,9 @@ def build_split_model(arch: str, split: str, in_channels: int, num_classes: int,
 def use_fast_layout_(layers: list[nn.Module]) -> None:
     """Store the weights of the two conv blocks on large feature maps (layers 1-6) channels-
     last, so oneDNN computes those convolutions and max-pools in that layout: markedly faster
-    on the CPU, most of all at the small per-client batches of split learning. Layer 6 turns
-    the result back to NCHW, the faster layout for the 2x2 layers after it. Values unchanged.
+    on the CPU, most of all at the small per-client batches of split learning (AlexNet-14
+    about 1.4x, AlexNet about 1.2x a training step here). The second block's max-pool turns
+    the result back to NCHW, the faster layout for the small maps after it. Values unchanged.
     """
     for layer in layers[:6]:
         if isinstance(layer, nn.Conv2d):
@@ -155,7 +205,9 @@ def features_and_head(client_part: nn.Sequential,
                       server_part: nn.Sequential) -> tuple[nn.Sequential, nn.Linear]:
     """(feature extractor, final linear classifier) sharing the split model's parameters:
     the extractor maps an image to the penultimate features (AlexNet-14: 256 per sample,
-    ResNet-18 and VGG-11: 512)."""
+    ResNet-18, VGG-11 and AlexNet: 512)."""
     *server_layers, classifier = server_part
+    if isinstance(classifier, nn.Linear):    # AlexNet: the flatten is two layers before
+        return nn.Sequential(*client_part, *server_layers), classifier
     flatten, linear = classifier
     return nn.Sequential(*client_part, *server_layers, flatten), linear

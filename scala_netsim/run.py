@@ -215,7 +215,8 @@ def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> Tra
     tr, ds = scenario.training, world.dataset
     return TrainerSetup(
         data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
-        sgd=SGDSettings(scenario.selected_batch_size, tr.lr, tr.momentum, tr.weight_decay),
+        sgd=SGDSettings(scenario.selected_batch_size, tr.lr, tr.momentum, tr.weight_decay,
+                        tr.grad_clip_norm),
         arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
         rounds=tr.rounds, seeds=world.seeds, device=device)
 

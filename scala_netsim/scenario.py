@@ -96,6 +96,8 @@ class TrainingConfig(_Strict):
     lr: float = Field(default=0.01, gt=0)
     momentum: float = Field(default=0.9, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
+    # clip each party's gradient to this global L2 norm before its SGD step (null = none)
+    grad_clip_norm: float | None = Field(default=None, gt=0)
     participation: float = Field(default=0.1, gt=0, le=1)
     eval_every: int = Field(default=10, ge=1)
     checkpoint_every: int = Field(default=10, ge=1)

@@ -208,12 +208,14 @@ _DATASETS = {}
 def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
     """The scenario's dataset on `device`, loaded once per process."""
     from scala_netsim.data import load_dataset
+    from scala_netsim.models import NATIVE_SIZE_ARCHS
 
     d = scenario.data
-    key = (d.dataset, d.data_dir, d.train_samples, d.test_samples, str(device))
+    pad_to_32 = scenario.model.arch not in NATIVE_SIZE_ARCHS
+    key = (d.dataset, d.data_dir, d.train_samples, d.test_samples, pad_to_32, str(device))
     if key not in _DATASETS:
         _DATASETS[key] = load_dataset(d.dataset, d.data_dir, d.train_samples,
-                                      d.test_samples).to(device)
+                                      d.test_samples, pad_to_32).to(device)
     return _DATASETS[key]
 
 

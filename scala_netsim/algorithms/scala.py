@@ -11,7 +11,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerBase, TrainerSetup
+from scala_netsim.algorithms.common import (
+    SGD,
+    ClientData,
+    SGDSettings,
+    TrainerBase,
+    TrainerSetup,
+)
 from scala_netsim.algorithms.contract import ConcatSplitTrainer, Forward, ServerStep, StepDemand
 from scala_netsim.flops import MetaPlanner
 from scala_netsim.losses import label_prior, log_prior, logit_adjusted_cross_entropy
@@ -86,7 +92,7 @@ class CASFL(SplitTrainer, ConcatSplitTrainer):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.server_optimizer = torch.optim.SGD(self.server_model.parameters(), **self.optim_args)
+        self.server_optimizer = SGD(self.server_model.parameters(), **self.optim_args)
 
     def persistent_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"server": self.server_optimizer}

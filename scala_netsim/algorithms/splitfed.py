@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.common import (
+    SGD,
     ClientData,
     ClientSlots,
     SGDSettings,
@@ -118,7 +119,7 @@ class SplitFedV2(PerClientServer, PerClientSplitTrainer):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.server_optimizer = torch.optim.SGD(self.server_model.parameters(), **self.optim_args)
+        self.server_optimizer = SGD(self.server_model.parameters(), **self.optim_args)
 
     def server_model_for(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         return self.server_model, self.server_optimizer
@@ -207,7 +208,7 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
                          sgd, batch_seed)
         self.client_model = client_model
         self.server_model = server_model
-        self.server_optimizer = torch.optim.SGD(server_model.parameters(), **self.optim_args)
+        self.server_optimizer = SGD(server_model.parameters(), **self.optim_args)
         self._planner = MetaPlanner(self.client_template, data.train_x.shape[1:],
                                     data.train_x.dtype, activations_of=lambda out: out[0],
                                     logits_of=lambda out: out[1])
