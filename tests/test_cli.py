@@ -73,9 +73,18 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     pinned = {key: digest for key, digest in BEFORE_THE_RADIO_MODEL.items()
               if key.startswith(f"{name}/")}
     assert bool(pinned) == (name in ("quickstart", "cellular_10pct"))
+    pinned_dir = tmp_path
+    if pinned and load_scenario(ROOT / "scenarios" / scenario).model.arch != "alexnet14":
+        # the digests were recorded on alexnet14, the files' model then (cellular_10pct moved
+        # to the authors' alexnet since): the same file on alexnet14 must still give them
+        pinned_dir = tmp_path / "alexnet14"
+        code, _, err = cli(ROOT / "scenarios" / scenario, "--out", pinned_dir, *SMALL,
+                           "--set", "model.arch=alexnet14", "--set", "sweep={}", "--no-report",
+                           "--no-figures")
+        assert code == 0, err
     for key, digest in pinned.items():
         _, algorithm, file = key.split("/")
-        data = (tmp_path / name / algorithm / "seed0" / file).read_bytes()
+        data = (pinned_dir / name / algorithm / "seed0" / file).read_bytes()
         assert hashlib.sha256(data).hexdigest()[:32] == digest, key
 
 
@@ -89,7 +98,7 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     (["scenarios/quickstart.yaml", "--set", "algorithms=[scala, fedsgd]"],
      "algorithms.1: must be one of"),
     (["scenarios/quickstart.yaml", "--set", "model.split=S9"],
-     "model.split: 'S9' is not a split point of alexnet14; allowed: S1"),
+     "model.split: 'S9' is not a split point of alexnet; allowed: S1, S2, S3, S4, S5"),
     (["scenarios/quickstart.yaml", "--set", "data.dataset=mnist"],
      "data.dataset: must be one of 'fashion_mnist', 'cifar10'"),
     (["scenarios/quickstart.yaml", "--set", "data.dataset=cifar10"],
@@ -143,8 +152,8 @@ def test_help_lists_the_options(capsys):
     assert "--resume" not in text
 
 
-@pytest.mark.parametrize("scenario, cells", [("local_iters", 36), ("participation", 36),
-                                             ("split_points", 15), ("bandwidth", 162),
+@pytest.mark.parametrize("scenario, cells", [("local_iters", 8), ("participation", 36),
+                                             ("split_points", 15), ("bandwidth", 18),
                                              ("fading", 24), ("allocation", 18)])
 def test_every_study_sweep_expands_to_valid_cells(tmp_path, scenario, cells):
     expanded = expand_sweep(load_scenario(ROOT / "scenarios" / f"{scenario}.yaml"), tmp_path)
@@ -189,9 +198,11 @@ def test_a_finished_run_leaves_its_final_model_which_scores_the_final_accuracy(c
     folder = tmp_path / "quickstart" / "scala" / "seed0"
     modules = torch.load(folder / "model.pt", weights_only=True)["modules"]
     assert set(modules) == {"client", "server"}
-    client, server = build_split_model("alexnet14", "S2", 1, 10, torch.Generator())
+    # the authors' AlexNet, fed Fashion-MNIST at 28 x 28
+    client, server = build_split_model("alexnet", "S2", 1, 10, torch.Generator(), image_size=28)
     client.load_state_dict(modules["client"])
     server.load_state_dict(modules["server"])
-    data = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)
+    data = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200,
+                        pad_to_32=False)
     accuracy, _, _ = evaluate(torch.nn.Sequential(client, server), data.test_x, data.test_y, 10)
     assert accuracy == json.loads((folder / "summary.json").read_text())["final_acc"]

@@ -301,6 +301,7 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
                          "--set", "data.train_samples=2000", "--set", "data.test_samples=200",
                          "--set", "training.rounds=1", "--set", "training.local_iters=2",
                          "--set", "training.eval_every=1", "--set", "algorithms=[fedavg]",
+                         "--set", "model.arch=alexnet14",   # the deadline is set for its times
                          "--set", "network.shadowing_std_db=8",
                          "--set", "network.fading={kind: rayleigh, coherence: transfer}",
                          "--set", cases, "--no-progress")

@@ -8,6 +8,7 @@ the SimPy engine decides when each step happens."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -430,9 +431,11 @@ class FedConcat(TrainerBase, FederatedTrainer):
                             minlength=len(self.cluster_models))
         results = [evaluate(m, test_x, test_y, self.num_classes) for m in self.cluster_models]
         w = sizes / sizes.sum()
-        return Evaluation(float(np.dot(w, [r[0] for r in results])),
+        # math.fsum, not np.dot: BLAS picks its dot kernel by processor (with or without
+        # fused multiply-adds), and the last bit of the mean differed from machine to machine
+        return Evaluation(math.fsum(float(wi) * r[0] for wi, r in zip(w, results, strict=True)),
                           np.average([r[1] for r in results], axis=0, weights=w),
-                          float(np.dot(w, [r[2] for r in results])))
+                          math.fsum(float(wi) * r[2] for wi, r in zip(w, results, strict=True)))
 
 
 class ConcatenatedFeatures(nn.Module):
