@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
@@ -66,6 +66,9 @@ class SampledPartition(_Strict):
 
 Partition = Annotated[IidPartition | QuantityPartition | DirichletPartition | SampledPartition,
                       Field(discriminator="kind")]
+#: each partition kind's model, by its tag (derived from the union: error messages name them)
+PARTITION_KINDS = {get_args(member.model_fields["kind"].annotation)[0]: member
+                   for member in get_args(get_args(Partition)[0])}
 
 
 class DataConfig(_Strict):
@@ -380,25 +383,20 @@ def _allowed_keys(loc: tuple) -> list[str]:
     """Field names allowed at `loc` (a pydantic error location), for close-match hints."""
     model = scenario_model()
     for part in loc[:-1]:
+        if part in PARTITION_KINDS:   # a discriminated union's tag names its member model
+            model = PARTITION_KINDS[part]
+            continue
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:
-            # discriminated-union tags ("quantity") name the member model
-            members = {"iid": IidPartition, "quantity": QuantityPartition,
-                       "dirichlet": DirichletPartition}
-            if part in members:
-                model = members[part]
-                continue
             return []
         annotation = field.annotation
         is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
-        model = annotation if is_model else None
-        if model is None:
-            return []
+        model = annotation if is_model else None   # a union: the tag comes next
     return list(getattr(model, "model_fields", {}))
 
 
 def _describe(error: dict) -> list[str]:
-    loc = [p for p in error["loc"] if p not in ("iid", "quantity", "dirichlet")]
+    loc = [p for p in error["loc"] if p not in PARTITION_KINDS]
     where = ".".join(str(p) for p in loc) or "(top level)"
     kind, ctx, got = error["type"], error.get("ctx", {}), error.get("input")
     if kind == "extra_forbidden":

@@ -134,3 +134,17 @@ def test_overrides_apply_dotted_keys_parsed_as_yaml(tmp_path):
         apply_overrides({"rounds": 3}, ["rounds.x=1"])
     with pytest.raises(ScenarioError, match="training.roundz: unknown key; did you mean 'rounds'"):
         load_scenario(path, ["training.roundz=3"])
+
+
+@pytest.mark.parametrize("kind, fields, allowed", [
+    ("sampled", {"samples_per_client": 3}, "kind, samples_per_client"),
+    ("quantity", {"alpha": 2}, "kind, alpha"),
+    ("dirichlet", {"beta": 0.1}, "kind, beta"),
+    ("iid", {}, "kind"),
+])
+def test_an_unknown_partition_key_lists_the_keys_of_its_kind(kind, fields, allowed):
+    """Every partition kind, `sampled` included, names what its section allows (the kinds
+    were listed by hand once, and an unknown key under any of them got "allowed: " empty)."""
+    problems = problems_of({"name": "x",
+                            "data": {"partition": {"kind": kind, **fields, "bogus": 1}}})
+    assert problems == [f"data.partition.bogus: unknown key (allowed: {allowed})"]
