@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import accuracy_of, read_rounds
-from scala_netsim.results import write_csv
+from scala_netsim.core.records import CLIENTS_CSV, COMPARISON_CSV, DEMANDS_CSV, SUMMARY_JSON
+from scala_netsim.core.results import write_csv
 
 #: the scores of attack.json (scala_netsim.privacy.Reconstruction's fields)
 ATTACK_METRICS = ("mse", "ssim", "psnr_db")
@@ -35,7 +36,7 @@ def find_runs(scenario_dir: Path | str,
               algorithms: Collection[str] | None = None) -> Iterator[tuple[dict, Path]]:
     """(summary, run folder) of every finished run under OUT/<scenario>/, sweep cells
     included (only those of `algorithms` when given)."""
-    for path in sorted(Path(scenario_dir).rglob("summary.json")):
+    for path in sorted(Path(scenario_dir).rglob(SUMMARY_JSON)):
         summary = json.loads(path.read_text())
         if algorithms is None or summary["algorithm"] in algorithms:
             yield summary, path.parent
@@ -70,8 +71,8 @@ def class_losses(folder: Path | str, rounds: pd.DataFrame
     if not columns:
         return np.zeros(len(accuracy_columns)), accuracy
     folder = Path(folder)
-    labels = pd.read_csv(folder / "clients.csv").set_index("client_id")
-    selected_ids = pd.read_csv(folder / "demands.csv", usecols=["client_id"])["client_id"]
+    labels = pd.read_csv(folder / CLIENTS_CSV).set_index("client_id")
+    selected_ids = pd.read_csv(folder / DEMANDS_CSV, usecols=["client_id"])["client_id"]
     classes = [c.removeprefix("contrib_") for c in columns]
     selected = labels.loc[selected_ids, classes].to_numpy().sum(0).astype(float)
     aggregated = rounds[columns].to_numpy().sum(0)
@@ -131,7 +132,7 @@ def write_comparison(scenario_dir: Path | str, targets: Sequence[float] = (0.6, 
     """comparison.csv in OUT/<scenario>/ and, with `figures`, the two comparison figures
     (analysis.plots.comparison_figures; matplotlib is not even imported without them)."""
     scenario_dir = Path(scenario_dir)
-    written = [scenario_dir / "comparison.csv"]
+    written = [scenario_dir / COMPARISON_CSV]
     write_csv(written[0], comparison_table(scenario_dir, targets, algorithms))
     if figures:
         from analysis.plots import comparison_figures

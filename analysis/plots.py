@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import find_runs  # noqa: E402
+from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
@@ -166,14 +167,14 @@ def comparison_figures(scenario_dir: Path | str,
 def main(argv: list[str] | None = None) -> int:
     dirs = sys.argv[1:] if argv is None else argv
     missing = [d for d in dirs if not any((Path(d) / f).is_file()
-                                          for f in ("rounds.csv", "comparison.csv"))]
+                                          for f in (ROUNDS_CSV, COMPARISON_CSV))]
     if not dirs or missing:
         print(f"error: need run folders holding rounds.csv or scenario folders holding "
               f"comparison.csv; neither: {', '.join(missing)}"
               if missing else "usage: python -m analysis.plots DIR [DIR ...]", file=sys.stderr)
         return 2
     for folder in dirs:
-        run = (Path(folder) / "rounds.csv").is_file()
+        run = (Path(folder) / ROUNDS_CSV).is_file()
         for path in plot_run(folder) if run else comparison_figures(folder):
             print(path)
     return 0

@@ -29,8 +29,9 @@ from numpy.typing import ArrayLike  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
 from analysis.plots import time_unit  # noqa: E402
-from scala_netsim.events import DROP_REASONS  # noqa: E402
-from scala_netsim.results import read_written_yaml, write_text  # noqa: E402
+from scala_netsim.core.events import DROP_REASONS  # noqa: E402
+from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.results import read_written_yaml, write_text  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9
 
@@ -49,14 +50,14 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
     index_path = scenario_dir / "sweep.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else {}
     folders = ([scenario_dir / c["folder"] for c in index.get("cells", [])] or
-               sorted(p.parent for p in scenario_dir.rglob("summary.json")))
+               sorted(p.parent for p in scenario_dir.rglob(SUMMARY_JSON)))
     rows, curves = [], {}
     targets = index.get("accuracy_targets", [0.6, 0.7, 0.8])
     for folder in folders:
-        if not (folder / "summary.json").is_file():
+        if not (folder / SUMMARY_JSON).is_file():
             continue  # a cell not run (yet)
-        summary = json.loads((folder / "summary.json").read_text())
-        scenario = read_written_yaml(folder / "scenario.yaml")
+        summary = json.loads((folder / SUMMARY_JSON).read_text())
+        scenario = read_written_yaml(folder / SCENARIO_YAML)
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
         row["retimed"] = bool(summary.get("retimed_from"))
@@ -66,7 +67,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
             if key in row:
                 row[key] = _hashable(row[key])
         done = max(int(summary["rounds"]), 1)
-        events = pd.read_csv(folder / "events.csv", usecols=["kind", "payload_bytes"])
+        events = pd.read_csv(folder / EVENTS_CSV, usecols=["kind", "payload_bytes"])
         by_kind = events.groupby("kind")["payload_bytes"].sum()
         row.update({
             "local_iters": scenario["training"]["local_iters"],

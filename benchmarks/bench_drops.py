@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from scala_netsim.events import EventKind
+from scala_netsim.core.events import EventKind
 from scala_netsim.run import Run, build_world, objects_so_far_frozen
 from scala_netsim.scenario import load_scenario
 from scala_netsim.sweep import cell_dataset

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from scala_netsim.core.records import MODEL_PT, SCENARIO_YAML
 from scala_netsim.privacy import Reconstruction, reconstruction_metrics
 from scala_netsim.scenario import Scenario
 
@@ -137,7 +138,7 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
     from scala_netsim.algorithms.registry import ALGORITHMS
     from scala_netsim.models import build_split_model
 
-    path = run_dir / "model.pt"
+    path = run_dir / MODEL_PT
     if not path.is_file():
         raise AttackError(f"{run_dir}: no model.pt (it is written when a trained run "
                           f"completes)")
@@ -154,16 +155,16 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
 def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0, 1, 2),
                figure: bool = True) -> dict:
     """Attack a finished run folder; writes attack.json (and attack.png) there."""
+    from scala_netsim.core.results import read_written_yaml, write_json
     from scala_netsim.data import to_unit_range
-    from scala_netsim.results import read_written_yaml, write_json
     from scala_netsim.scenario import validate_scenario
     from scala_netsim.sweep import cell_dataset
 
     run_dir = Path(run_dir)
-    if not (run_dir / "scenario.yaml").is_file():
+    if not (run_dir / SCENARIO_YAML).is_file():
         raise AttackError(f"{run_dir}: not a run folder (no scenario.yaml)")
-    scenario = validate_scenario(read_written_yaml(run_dir / "scenario.yaml"),
-                                 run_dir / "scenario.yaml")
+    scenario = validate_scenario(read_written_yaml(run_dir / SCENARIO_YAML),
+                                 run_dir / SCENARIO_YAML)
     algorithm = scenario.algorithms[0]
     why = attackable(algorithm)
     if why is not None:

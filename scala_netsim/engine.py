@@ -34,7 +34,7 @@ from scala_netsim.algorithms.contract import (
     ServerStep,
     Trainer,
 )
-from scala_netsim.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
+from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
 from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
 
 Message = ActivationMessage | GradientMessage | ModelMessage

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from scala_netsim.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS, EventKind
+from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS, EventKind
 
 UPLINK = [k.value for k in UPLINK_KINDS]
 DOWNLINK = [k.value for k in DOWNLINK_KINDS]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scala_netsim.events import EVENT_COLUMNS, EventKind
+from scala_netsim.core.events import EVENT_COLUMNS, EventKind
 
 if TYPE_CHECKING:
     from scala_netsim.algorithms.contract import Evaluation

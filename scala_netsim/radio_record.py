@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from channel.energy import compute_energy_j, transmit_energy_j
-from scala_netsim.events import CLIENT_COMPUTE_KINDS, EVENT_COLUMNS, UPLINK_KINDS
+from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, EVENT_COLUMNS, UPLINK_KINDS
 
 if TYPE_CHECKING:
     from scala_netsim.scenario import Scenario

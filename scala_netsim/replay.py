@@ -41,7 +41,7 @@ from scala_netsim.algorithms.contract import (
     Trainer,
 )
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.events import (
+from scala_netsim.core.events import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
     EVENT_COLUMNS,
@@ -49,16 +49,23 @@ from scala_netsim.events import (
     SERVER_ID,
     EventKind,
 )
+from scala_netsim.core.records import (
+    DEMANDS_CSV,
+    EVENTS_CSV,
+    FINISHED,
+    RECORD_FILES,
+    ROUNDS_CSV,
+    SCENARIO_YAML,
+    SUMMARY_JSON,
+)
+from scala_netsim.core.results import read_written_yaml
 from scala_netsim.radio_record import RADIO_COLUMNS
-from scala_netsim.results import read_written_yaml
 from scala_netsim.scenario import (
     Scenario,
     ScenarioError,
     learning_identity,
     validate_scenario,
 )
-
-FINISHED = ("completed", "diverged")   # statuses of a run that can be re-timed
 
 
 class RecordError(ValueError):
@@ -119,13 +126,13 @@ class Record:
     @classmethod
     def load(cls, folder: Path | str) -> Record:
         """Read and check a run folder. Raises RecordError saying what is wrong with it."""
-        from scala_netsim.run import RECORD_FILES, file_sha256
+        from scala_netsim.run import file_sha256
 
         folder = Path(folder)
         where = str(folder)
         if not folder.is_dir():
             raise RecordError(f"{where}: no such run folder")
-        summary_path = folder / "summary.json"
+        summary_path = folder / SUMMARY_JSON
         if not summary_path.is_file():
             raise RecordError(f"{where}: not a finished run (no summary.json; an interrupted "
                               f"or running run cannot be re-timed)")
@@ -150,7 +157,7 @@ class Record:
                                   f"differs from the one in summary.json): damaged, edited or "
                                   f"from another run")
         try:
-            scenario = validate_scenario(read_written_yaml(folder / "scenario.yaml"))
+            scenario = validate_scenario(read_written_yaml(folder / SCENARIO_YAML))
         except (OSError, yaml.YAMLError, ScenarioError) as exc:
             raise RecordError(f"{where}/scenario.yaml: not a valid scenario ({exc})") from None
         algorithm = summary.get("algorithm")
@@ -158,9 +165,9 @@ class Record:
             raise RecordError(f"{where}: summary.json's algorithm {algorithm!r} is not the "
                               f"one run of its scenario.yaml ({list(scenario.algorithms)})")
         read = EXACT_FLOATS   # evaluations are copied bit for bit
-        with open(folder / "events.csv") as f:
+        with open(folder / EVENTS_CSV) as f:
             header = tuple(f.readline().rstrip("\n").split(","))
-        demands = pd.read_csv(folder / "demands.csv", **read)
+        demands = pd.read_csv(folder / DEMANDS_CSV, **read)
         allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
                    for radio in ((), RADIO_COLUMNS)]
         if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
@@ -169,8 +176,8 @@ class Record:
                               f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}) and "
                               f"{DEMAND_COLUMNS}")
         # what was sent and computed is all a replay needs (the radio columns are timing)
-        events = pd.read_csv(folder / "events.csv", usecols=list(EVENT_COLUMNS), **read)
-        rounds = pd.read_csv(folder / "rounds.csv", **read)
+        events = pd.read_csv(folder / EVENTS_CSV, usecols=list(EVENT_COLUMNS), **read)
+        rounds = pd.read_csv(folder / ROUNDS_CSV, **read)
         unknown = set(events["kind"]) - set(_KIND_CODE)
         if unknown:
             raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")

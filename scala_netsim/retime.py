@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from scala_netsim.cli import check_writable, fail
+from scala_netsim.core.records import SCENARIO_YAML
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     source, out = Path(args.run_dir), Path(args.out)
     try:
         record = Record.load(source)
-        scenario = load_scenario(source / "scenario.yaml", args.overrides)
+        scenario = load_scenario(source / SCENARIO_YAML, args.overrides)
         record.check_learns_as(scenario, record.algorithm)
     except (RecordError, ScenarioError) as exc:
         return fail(str(exc))

@@ -24,6 +24,32 @@ from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.compression import Wire
+from scala_netsim.core.events import (
+    COMPLETED_COLUMN,
+    DEMAND_COLUMNS,
+    DROP_REASONS,
+    EVENT_COLUMNS,
+    EventLog,
+)
+from scala_netsim.core.records import (
+    CHECKPOINT_PT,
+    CLIENTS_CSV,
+    DEMANDS_CSV,
+    EVENTS_CSV,
+    MODEL_PT,
+    RECORD_FILES,
+    ROUNDS_CSV,
+    SCENARIO_YAML,
+    SUMMARY_JSON,
+)
+from scala_netsim.core.results import (
+    write_atomic,
+    write_csv,
+    write_json,
+    write_rows_csv,
+    write_text,
+)
+from scala_netsim.core.seeds import Seeds
 from scala_netsim.data import Dataset
 from scala_netsim.engine import (
     Cell,
@@ -31,13 +57,6 @@ from scala_netsim.engine import (
     WirelessLink,
     grants_frame,
     transfers_frame,
-)
-from scala_netsim.events import (
-    COMPLETED_COLUMN,
-    DEMAND_COLUMNS,
-    DROP_REASONS,
-    EVENT_COLUMNS,
-    EventLog,
 )
 from scala_netsim.invariants import (
     DropSettings,
@@ -56,9 +75,7 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.results import write_atomic, write_csv, write_json, write_rows_csv, write_text
 from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
-from scala_netsim.seeds import Seeds
 from scala_netsim.timing import timing_trainer
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
@@ -514,8 +531,8 @@ class RunWriter:
     def __init__(self, folder: Path, scenario: Scenario, world: World) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_text(self.folder / "scenario.yaml", scenario_yaml(scenario))
-        write_csv(self.folder / "clients.csv", clients_frame(world))
+        write_text(self.folder / SCENARIO_YAML, scenario_yaml(scenario))
+        write_csv(self.folder / CLIENTS_CSV, clients_frame(world))
         self._next_flush = 0.0   # perf_counter time before which a flush is skipped
 
     def flush(self, run: Run, now: bool = False) -> None:
@@ -530,20 +547,19 @@ class RunWriter:
         rounds = pd.DataFrame(run.rows)
         if run.scenario.timing_only:   # nothing was evaluated
             rounds = rounds.drop(columns="test_acc")
-        write_csv(self.folder / "rounds.csv", rounds)
-        write_rows_csv(self.folder / "events.csv", *run.event_table())
-        write_rows_csv(self.folder / "demands.csv", DEMAND_COLUMNS, run.log.demands)
+        write_csv(self.folder / ROUNDS_CSV, rounds)
+        write_rows_csv(self.folder / EVENTS_CSV, *run.event_table())
+        write_rows_csv(self.folder / DEMANDS_CSV, DEMAND_COLUMNS, run.log.demands)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing
         refuses a folder whose files are not the ones its run wrote)."""
         data = dict(data, files_sha256={name: file_sha256(self.folder / name)
                                         for name in RECORD_FILES})
-        write_json(self.folder / "summary.json", data)
+        write_json(self.folder / SUMMARY_JSON, data)
 
 
 #: the files of a run folder that record what happened (summary.json holds their digests)
-RECORD_FILES = ("rounds.csv", "events.csv", "demands.csv")
 
 
 def file_sha256(path: Path) -> str:
@@ -596,14 +612,14 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
                  trainer: Trainer | None, retimed_from: str | None) -> dict:
     wall_start = time.perf_counter()
     folder = Path(folder)
-    checkpointer = Checkpointer(folder / "checkpoint.pt", checkpoint_identity(scenario, algorithm))
+    checkpointer = Checkpointer(folder / CHECKPOINT_PT, checkpoint_identity(scenario, algorithm))
     # a replay or a timing-only run takes seconds to minutes: never checkpointed, its files
     # are written when it ends (rewriting a growing events.csv every few rounds would cost
     # more than the simulation)
     at_the_end = trainer is not None or scenario.timing_only
     state = checkpointer.load() if resume and not at_the_end else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
-        for stale in ("summary.json", "checkpoint.pt"):
+        for stale in (SUMMARY_JSON, CHECKPOINT_PT):
             (folder / stale).unlink(missing_ok=True)
     writer = RunWriter(folder, scenario, world)
     run = Run(scenario, algorithm, world, device, trainer)
@@ -632,7 +648,7 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
     status = ("invariant violation" if problems else
               f"diverged at round {run.round}" if run.diverged else "completed")
     if status == "completed" and trainer is None and not scenario.timing_only:
-        save_final_model(folder / "model.pt", run.trainer)
+        save_final_model(folder / MODEL_PT, run.trainer)
         if scenario.privacy is not None:
             from scala_netsim.attack import run_attack
 

@@ -24,7 +24,8 @@ import yaml
 
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.attack import attackable
-from scala_netsim.results import read_written_yaml, write_json
+from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.results import read_written_yaml, write_json
 from scala_netsim.scenario import (
     Scenario,
     ScenarioError,
@@ -41,7 +42,6 @@ if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenari
 
     from scala_netsim.data import Dataset
 
-FINISHED = ("completed", "diverged")   # statuses of runs that are not run again
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def get_dotted(document: dict, key: str) -> Any:
 def cell_state(cell: SweepCell) -> str:
     """'finished' (completed or diverged, same scenario), 'partial' (same scenario, not
     finished), 'other' (the folder holds a run of another scenario) or 'new'."""
-    written = cell.folder / "scenario.yaml"
+    written = cell.folder / SCENARIO_YAML
     if not written.is_file():
         return "new"
     try:
@@ -165,7 +165,7 @@ def cell_state(cell: SweepCell) -> str:
         return "other"
     if training_identity(earlier) != training_identity(cell.scenario):
         return "other"   # (a changed report section alone does not make another run)
-    summary_path = cell.folder / "summary.json"
+    summary_path = cell.folder / SUMMARY_JSON
     if summary_path.is_file():
         status = json.loads(summary_path.read_text()).get("status", "")
         if status.startswith(FINISHED):

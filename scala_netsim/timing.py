@@ -25,7 +25,7 @@ from scala_netsim.algorithms.contract import (
     StepDemand,
     Trainer,
 )
-from scala_netsim.events import MODEL_TRANSFER
+from scala_netsim.core.events import MODEL_TRANSFER
 from scala_netsim.replay import RecordedMessage
 from scala_netsim.training import apportion_batch_sizes
 

@@ -12,7 +12,7 @@ from torch import nn
 from scala_netsim.algorithms.common import SGD
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.scala import with_bottleneck
-from scala_netsim.events import EventKind
+from scala_netsim.core.events import EventKind
 from scala_netsim.models import (
     ALEXNET_SPLITS,
     build_split_model,

@@ -23,8 +23,8 @@ from scala_netsim.algorithms.federated import (
 )
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
+from scala_netsim.core.events import EventKind
 from scala_netsim.engine import KeptModelSplitProtocol, PerClientSplitProtocol
-from scala_netsim.events import EventKind
 from scala_netsim.models import build_split_model, features_and_head, state_bytes
 from scala_netsim.selection import FedCBSSelector, qcid
 from scala_netsim.training import ClientSampler

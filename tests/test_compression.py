@@ -14,7 +14,7 @@ from scala_netsim.compression import (
     make_codec,
     transmit_state,
 )
-from scala_netsim.events import EventKind
+from scala_netsim.core.events import EventKind
 
 
 def activations(shape=(32, 192, 2, 2), seed=0):

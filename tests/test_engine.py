@@ -5,8 +5,8 @@ import math
 import pytest
 
 from channel import Direction
+from scala_netsim.core.events import SERVER_ID, EventKind
 from scala_netsim.engine import PerClientSplitProtocol
-from scala_netsim.events import SERVER_ID, EventKind
 from scala_netsim.metrics import BUCKETS, round_row
 
 from conftest import (

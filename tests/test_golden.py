@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.events import EVENT_COLUMNS
+from scala_netsim.core.events import EVENT_COLUMNS
 
 from golden_run import COMPARED, GOLDEN, comparable
 

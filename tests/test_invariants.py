@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
+from scala_netsim.core.events import events_frame
 from scala_netsim.engine import grants_frame, transfers_frame
-from scala_netsim.events import events_frame
 from scala_netsim.invariants import check_run
 from scala_netsim.metrics import round_row
 

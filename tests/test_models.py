@@ -6,7 +6,7 @@ import torch
 
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.scala import with_bottleneck
-from scala_netsim.events import EventKind
+from scala_netsim.core.events import EventKind
 from scala_netsim.models import ALEXNET14_SPLITS, SPLITS, build_split_model, state_bytes
 
 

@@ -151,8 +151,8 @@ def test_proportional_and_the_fallbacks():
 
 # --- the radio model in the cell -----------------------------------------------------------
 def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
+    from scala_netsim.core.seeds import Seeds
     from scala_netsim.run import build_world, clients_frame
-    from scala_netsim.seeds import Seeds
 
     from conftest import tiny_scenario
 
@@ -362,7 +362,7 @@ def check(run, events):
 
 
 def test_a_default_cell_writes_todays_columns_and_record_radio_adds_the_contract(make_run):
-    from scala_netsim.events import EVENT_COLUMNS
+    from scala_netsim.core.events import EVENT_COLUMNS
     from scala_netsim.radio_record import ENERGY_COLUMNS, RADIO_COLUMNS
 
     plain, recorded = make_run("scala"), make_run("scala", network={"record_radio": True})

@@ -206,7 +206,7 @@ def test_rows_are_written_as_pandas_writes_their_table(tmp_path):
     bytes pandas would write for the same table, on values of every kind the log holds."""
     import numpy as np
 
-    from scala_netsim.results import write_csv, write_rows_csv
+    from scala_netsim.core.results import write_csv, write_rows_csv
 
     columns = ("t_start_s", "t_end_s", "round", "kind", "payload_bytes", "flops")
     rows = [(0.0, 1e-07, 1, "model_download", 123_456_789_012, 0),

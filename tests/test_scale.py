@@ -4,8 +4,8 @@ kept only for the clients that took part."""
 import pandas as pd
 import torch
 
+from scala_netsim.core.events import EventKind, events_frame
 from scala_netsim.data import load_dataset
-from scala_netsim.events import EventKind, events_frame
 from scala_netsim.run import Run, build_world
 from scala_netsim.scenario import validate_scenario
 

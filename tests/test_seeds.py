@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from scala_netsim.seeds import STREAMS, Seeds
+from scala_netsim.core.seeds import STREAMS, Seeds
 
 
 def test_top_level_streams_are_the_seed_sequence_children_in_a_fixed_order():

@@ -16,11 +16,11 @@ from torch import nn
 
 from scala_netsim.algorithms.contract import Evaluation, ExchangesModels, Trainer
 from scala_netsim.compression import Wire
+from scala_netsim.core.seeds import Seeds
 from scala_netsim.flops import FlopMeter
 from scala_netsim.losses import log_prior
 from scala_netsim.messages import ModelMessage
 from scala_netsim.models import build_split_model
-from scala_netsim.seeds import Seeds
 from scala_netsim.training import ClientSampler, apportion_batch_sizes, evaluate, weighted_average_
 
 
@@ -100,7 +100,7 @@ class TrainerSetup:
         return client.to(self.device), server.to(self.device)
 
     def torch_generator(self, stream: str, *names: str) -> torch.Generator:
-        """A torch generator on a named seed stream (scala_netsim.seeds)."""
+        """A torch generator on a named seed stream (scala_netsim.core.seeds)."""
         return torch.Generator().manual_seed(self.seeds.seed(stream, *names))
 
     def batch_seed(self) -> int:

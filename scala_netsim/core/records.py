@@ -1,0 +1,17 @@
+"""A run folder's files, by name, in one place (README, "Results"): every module that reads
+or writes OUT/<scenario>/<algorithm>/[<setting>/]seed<k>/ takes the names from here."""
+
+SCENARIO_YAML = "scenario.yaml"   # the resolved scenario, every default filled in
+CLIENTS_CSV = "clients.csv"       # the drop: distance, path loss, FLOP/s, samples, labels
+ROUNDS_CSV = "rounds.csv"         # one row per round
+EVENTS_CSV = "events.csv"         # one row per timed event
+DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, per round
+SUMMARY_JSON = "summary.json"     # written last: its presence means the run ended
+CHECKPOINT_PT = "checkpoint.pt"   # state for resuming, removed when the run ends
+MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
+COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
+
+#: the per-round records a checkpoint must agree with when a run resumes
+RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)
+#: summary.json statuses of a run that has ended (it is not run again, and can be re-timed)
+FINISHED = ("completed", "diverged")
