@@ -1,5 +1,6 @@
 """Comparison of the algorithms of one scenario, from their result folders:
-OUT/<scenario>/comparison.csv (and the figures of analysis.plots.comparison_figures)."""
+OUT/<scenario>/comparison.csv (its figures are analysis.plots.comparison_figures: plots
+imports this module, never the other way round)."""
 
 import json
 import math
@@ -128,14 +129,8 @@ def comparison_table(scenario_dir: Path | str, targets: Sequence[float],
 
 
 def write_comparison(scenario_dir: Path | str, targets: Sequence[float] = (0.6, 0.7, 0.8),
-                     algorithms: Collection[str] | None = None, figures: bool = True) -> list[Path]:
-    """comparison.csv in OUT/<scenario>/ and, with `figures`, the two comparison figures
-    (analysis.plots.comparison_figures; matplotlib is not even imported without them)."""
-    scenario_dir = Path(scenario_dir)
-    written = [scenario_dir / COMPARISON_CSV]
-    write_csv(written[0], comparison_table(scenario_dir, targets, algorithms))
-    if figures:
-        from analysis.plots import comparison_figures
-
-        written += comparison_figures(scenario_dir, algorithms)
-    return written
+                     algorithms: Collection[str] | None = None) -> Path:
+    """comparison.csv in OUT/<scenario>/ (its figures: analysis.plots.comparison_figures)."""
+    path = Path(scenario_dir) / COMPARISON_CSV
+    write_csv(path, comparison_table(scenario_dir, targets, algorithms))
+    return path

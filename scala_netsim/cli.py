@@ -207,8 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     root = out / scenario.name
     from analysis.compare import write_comparison
 
-    written = ", ".join(p.name for p in write_comparison(root, scenario.report.accuracy_targets,
-                                                         figures=not args.no_figures))
+    written_paths = [write_comparison(root, scenario.report.accuracy_targets)]
+    if not args.no_figures:
+        from analysis.plots import comparison_figures
+
+        written_paths += comparison_figures(root)
+    written = ", ".join(p.name for p in written_paths)
     if not args.no_report:
         from analysis.report import write_report
 
