@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from scala_netsim.core.exits import check_writable, fail
+
 if TYPE_CHECKING:   # imported for real after the arguments are parsed (--help answers at once)
     import torch
 
@@ -17,7 +19,6 @@ if TYPE_CHECKING:   # imported for real after the arguments are parsed (--help a
     from scala_netsim.scenario import Scenario
     from scala_netsim.sweep import SweepCell
 
-EXIT_BAD_INPUT = 2
 #: The run-time estimate times 8 training steps; below this many local iterations in all the
 #: runs to train (a smoke test, a one-round check) it would cost a good part of the work
 #: itself, and none is printed.
@@ -70,22 +71,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "sweep of re-timed cells spends most of its time on them) nor the "
                              "comparison's; `python -m analysis.plots DIR` draws them later")
     return parser.parse_args(argv)
-
-
-def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
-def check_writable(out: Path) -> str | None:
-    """The first existing ancestor of `out` must be a writable directory."""
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK):
-        return (f"--out: cannot write results under {str(out)!r} ({str(probe)!r} is not a "
-                f"writable directory)")
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from scala_netsim.cli import check_writable, fail
+from scala_netsim.core.exits import check_writable, fail
 from scala_netsim.core.records import SCENARIO_YAML
 
 
