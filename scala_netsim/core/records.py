@@ -7,7 +7,7 @@ ROUNDS_CSV = "rounds.csv"         # one row per round
 EVENTS_CSV = "events.csv"         # one row per timed event
 DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, per round
 SUMMARY_JSON = "summary.json"     # written last: its presence means the run ended
-CHECKPOINT_PT = "checkpoint.pt"   # state for resuming, removed when the run ends
+CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when the run ends)
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
 
