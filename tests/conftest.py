@@ -226,3 +226,37 @@ def cli(capsys):
         return code, captured.out, captured.err
 
     return run
+
+
+def check_round_payloads(run: Run, algorithm: str, arch: str, image_size: int = 32) -> None:
+    """After one round at B_k = 1 of `arch` (split S2, 1 channel, 10 classes): every event
+    carries the model's real payloads (activations and their gradient, the client model, the
+    whole model for FL, the client model and aux head for SFL with local loss) or FLOPs, and
+    both client passes happened."""
+    from scala_netsim.algorithms.registry import ALGORITHMS
+    from scala_netsim.algorithms.scala import with_bottleneck
+    from scala_netsim.core.events import EventKind
+    from scala_netsim.models import state_bytes
+
+    side = (1, image_size, image_size)
+    client, server = build_split_model(arch, "S2", 1, 10, torch.Generator().manual_seed(0),
+                                       image_size=image_size)
+    if algorithm == "scala_pe":   # its client part ends in the 8-channel bottleneck
+        client, server = with_bottleneck(client, server, side, 8, 1,
+                                         torch.Generator().manual_seed(0))
+    sample = client(torch.zeros(1, *side))[0].numel()
+    models = {"FederatedProtocol": state_bytes(torch.nn.Sequential(client, server)),
+              "LocalLossProtocol": state_bytes(client) + (sample * 10 + 10) * 4}
+    protocol = ALGORITHMS[algorithm].protocol.__name__
+    kinds = set()
+    for e in run.log.events:
+        kinds.add(e.kind)
+        if e.kind is EventKind.ACTIVATION_UPLOAD:   # B_k = 1: float32 values, an int64 label
+            assert e.payload_bytes == sample * 4 + 8
+        elif e.kind is EventKind.GRADIENT_DOWNLOAD:
+            assert e.payload_bytes == sample * 4
+        elif e.kind in (EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD):
+            assert e.payload_bytes == models.get(protocol, state_bytes(client))
+        else:
+            assert e.flops > 0
+    assert EventKind.CLIENT_FORWARD in kinds and EventKind.CLIENT_BACKWARD in kinds

@@ -11,7 +11,6 @@ from torch import nn
 
 from scala_netsim.algorithms.common import SGD
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.algorithms.scala import with_bottleneck
 from scala_netsim.core.events import EventKind
 from scala_netsim.models import (
     ALEXNET_SPLITS,
@@ -22,7 +21,7 @@ from scala_netsim.models import (
 )
 from scala_netsim.scenario import ScenarioError, load_scenario, validate_scenario
 
-from conftest import ROOT
+from conftest import ROOT, check_round_payloads
 
 
 def gen():
@@ -256,25 +255,7 @@ def test_every_algorithm_trains_a_round_of_alexnet(make_run, fashion_slice_28, a
     assert run.problems() == []
     assert 0.0 <= row["test_acc"] <= 1.0 and math.isfinite(row["test_loss"])
 
-    client, server = build_split_model("alexnet", "S2", 1, 10, gen(), image_size=28)
-    if algorithm == "scala_pe":   # its client part ends in the 8-channel bottleneck
-        client, server = with_bottleneck(client, server, (1, 28, 28), 8, 1, gen())
-    sample = client(torch.zeros(1, 1, 28, 28))[0].numel()
-    protocol = ALGORITHMS[algorithm].protocol.__name__
-    models = {"FederatedProtocol": state_bytes(nn.Sequential(client, server)),
-              "LocalLossProtocol": state_bytes(client) + (sample * 10 + 10) * 4}
-    kinds = set()
-    for e in run.log.events:
-        kinds.add(e.kind)
-        if e.kind is EventKind.ACTIVATION_UPLOAD:   # B_k = 1: float32 values, an int64 label
-            assert e.payload_bytes == sample * 4 + 8
-        elif e.kind is EventKind.GRADIENT_DOWNLOAD:
-            assert e.payload_bytes == sample * 4
-        elif e.kind in (EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD):
-            assert e.payload_bytes == models.get(protocol, state_bytes(client))
-        else:
-            assert e.flops > 0
-    assert EventKind.CLIENT_FORWARD in kinds and EventKind.CLIENT_BACKWARD in kinds
+    check_round_payloads(run, algorithm, "alexnet", image_size=28)
 
 
 @pytest.mark.parametrize("local_iters", [1, 3])

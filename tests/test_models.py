@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.algorithms.scala import with_bottleneck
-from scala_netsim.core.events import EventKind
 from scala_netsim.models import ALEXNET14_SPLITS, SPLITS, build_split_model, state_bytes
+
+from conftest import check_round_payloads
 
 
 def gen():
@@ -149,25 +149,7 @@ def test_every_algorithm_trains_a_round_of_every_model(make_run, fashion_slice, 
     assert run.problems() == []
     assert 0.0 <= row["test_acc"] <= 1.0 and math.isfinite(row["test_loss"])
 
-    client, server = build_split_model(arch, "S2", 1, 10, gen())
-    if algorithm == "scala_pe":   # its client part ends in the 8-channel bottleneck
-        client, server = with_bottleneck(client, server, (1, 32, 32), 8, 1, gen())
-    sample = client(torch.zeros(1, 1, 32, 32))[0].numel()
-    protocol = ALGORITHMS[algorithm].protocol
-    models = {"FederatedProtocol": state_bytes(torch.nn.Sequential(client, server)),
-              "LocalLossProtocol": state_bytes(client) + (sample * 10 + 10) * 4}
-    kinds = set()
-    for e in run.log.events:
-        kinds.add(e.kind)
-        if e.kind is EventKind.ACTIVATION_UPLOAD:   # B_k = 1: float32 values, an int64 label
-            assert e.payload_bytes == sample * 4 + 8
-        elif e.kind is EventKind.GRADIENT_DOWNLOAD:
-            assert e.payload_bytes == sample * 4
-        elif e.kind in (EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD):
-            assert e.payload_bytes == models.get(protocol.__name__, state_bytes(client))
-        else:
-            assert e.flops > 0
-    assert EventKind.CLIENT_FORWARD in kinds and EventKind.CLIENT_BACKWARD in kinds
+    check_round_payloads(run, algorithm, arch)
 
     # the trained models' BatchNorm running variances are no longer their initial 1
     # (SplitFedV3's global client model stays the initial one: each client keeps its own)
