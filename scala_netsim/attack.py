@@ -15,7 +15,6 @@ writes RUN_DIR/attack.json and RUN_DIR/attack.png (originals above their reconst
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -26,33 +25,15 @@ import torch
 from torch import nn
 
 from scala_netsim.core.records import MODEL_PT, SCENARIO_YAML
-from scala_netsim.privacy import Reconstruction, reconstruction_metrics
+from scala_netsim.privacy import (  # noqa: F401 (inversion_decoder: its old import path)
+    DECODER_WIDTH,
+    Reconstruction,
+    inversion_decoder,
+    reconstruction_metrics,
+)
 from scala_netsim.scenario import Scenario
 
-DECODER_WIDTH = 64        # channels inside the attacker's decoder
 BATCH_SIZE, LEARNING_RATE = 32, 1e-3
-
-
-def inversion_decoder(activation_shape: Sequence[int], out_channels: int,
-                      image_size: int = 32, width: int = DECODER_WIDTH,
-                      sigmoid: bool = True) -> nn.Sequential:
-    """A shallow convolutional decoder from C x H x W activations to out_channels x
-    image_size x image_size images: a 3x3 convolution to `width` channels, one stride-2
-    transposed convolution per doubling of H up to the image size (each with BatchNorm and
-    ReLU), a 3x3 convolution to the image's channels, then a sigmoid (images in [0, 1]) or
-    nothing (`sigmoid` False: normalised images)."""
-    channels, height, width_in = activation_shape
-    doublings = math.log2(image_size / height)
-    if height != width_in or doublings < 0 or doublings != int(doublings):
-        raise ValueError(f"activations of {height} x {width_in} cannot be decoded to "
-                         f"{image_size} x {image_size} by doublings")
-    layers: list[nn.Module] = [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width),
-                               nn.ReLU()]
-    for _ in range(int(doublings)):
-        layers += [nn.ConvTranspose2d(width, width, 3, stride=2, padding=1, output_padding=1),
-                   nn.BatchNorm2d(width), nn.ReLU()]
-    layers.append(nn.Conv2d(width, out_channels, 3, padding=1))
-    return nn.Sequential(*layers, *([nn.Sigmoid()] if sigmoid else []))
 
 
 @torch.no_grad()

@@ -57,3 +57,14 @@ class GradientMessage:
     @property
     def payload_bytes(self) -> int:
         return tensor_bytes(self.gradients) if self.wire_bytes is None else self.wire_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedMessage:
+    """A message as a record knows it: who sends it, for which step, and its size; what a
+    replayed or timing-only trainer hands the engine in place of a message with tensors (the
+    engine reads only `client_id`, `local_iter` and `payload_bytes`)."""
+
+    client_id: int
+    local_iter: int
+    payload_bytes: int

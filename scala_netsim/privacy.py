@@ -1,4 +1,6 @@
-"""How well an image is reconstructed from what it sent: MSE, SSIM and PSNR.
+"""How well an image is reconstructed from what it sent (MSE, SSIM and PSNR), and the
+inversion decoder that reconstructs it (the attacker's in scala_netsim.attack, and the
+simulated one SCALA-PE trains against).
 
 Images are scaled to [0, 1]; each metric is computed per image and then averaged over the
 images, as the SCALA journal's Table VI reports them (so its mean PSNR is not 10 log10(1 /
@@ -12,11 +14,15 @@ identical (MSE 0 would give infinity).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 from torchmetrics.functional.image import structural_similarity_index_measure
 
+DECODER_WIDTH = 64        # channels inside an inversion decoder (the attacker's, SCALA-PE's)
 PSNR_CAP_DB = 100.0   # the PSNR of an exact reconstruction (MSE <= 1e-10)
 
 
@@ -51,3 +57,25 @@ def reconstruction_metrics(original: torch.Tensor,
     """MSE, SSIM and PSNR, each computed per image, averaged over the images."""
     mse, ssim, psnr = reconstruction_scores(original, reconstructed)
     return Reconstruction(mse.mean().item(), ssim.mean().item(), psnr.mean().item())
+
+
+def inversion_decoder(activation_shape: Sequence[int], out_channels: int,
+                      image_size: int = 32, width: int = DECODER_WIDTH,
+                      sigmoid: bool = True) -> nn.Sequential:
+    """A shallow convolutional decoder from C x H x W activations to out_channels x
+    image_size x image_size images: a 3x3 convolution to `width` channels, one stride-2
+    transposed convolution per doubling of H up to the image size (each with BatchNorm and
+    ReLU), a 3x3 convolution to the image's channels, then a sigmoid (images in [0, 1]) or
+    nothing (`sigmoid` False: normalised images)."""
+    channels, height, width_in = activation_shape
+    doublings = math.log2(image_size / height)
+    if height != width_in or doublings < 0 or doublings != int(doublings):
+        raise ValueError(f"activations of {height} x {width_in} cannot be decoded to "
+                         f"{image_size} x {image_size} by doublings")
+    layers: list[nn.Module] = [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width),
+                               nn.ReLU()]
+    for _ in range(int(doublings)):
+        layers += [nn.ConvTranspose2d(width, width, 3, stride=2, padding=1, output_padding=1),
+                   nn.BatchNorm2d(width), nn.ReLU()]
+    layers.append(nn.Conv2d(width, out_channels, 3, padding=1))
+    return nn.Sequential(*layers, *([nn.Sigmoid()] if sigmoid else []))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +57,8 @@ from scala_netsim.core.records import (
     SCENARIO_YAML,
     SUMMARY_JSON,
 )
-from scala_netsim.core.results import read_written_yaml
+from scala_netsim.core.results import file_sha256, read_written_yaml
+from scala_netsim.messages import RecordedMessage
 from scala_netsim.radio_record import RADIO_COLUMNS
 from scala_netsim.scenario import (
     Scenario,
@@ -83,15 +83,6 @@ class TimelineDiverged(Exception):  # noqa: N818 (an outcome of a replay, not a 
 
     def __str__(self) -> str:
         return f"round {self.round}: {self.reason}"
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedMessage:
-    """A message as the record knows it: who sends it, for which step, and its size."""
-
-    client_id: int
-    local_iter: int
-    payload_bytes: int
 
 
 # pandas reads floats back exactly by default from version 3 on; before, only when asked
@@ -126,7 +117,6 @@ class Record:
     @classmethod
     def load(cls, folder: Path | str) -> Record:
         """Read and check a run folder. Raises RecordError saying what is wrong with it."""
-        from scala_netsim.run import file_sha256
 
         folder = Path(folder)
         where = str(folder)

@@ -42,7 +42,8 @@ from scala_netsim.core.records import (
     SCENARIO_YAML,
     SUMMARY_JSON,
 )
-from scala_netsim.core.results import (
+from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
+    file_sha256,
     write_atomic,
     write_csv,
     write_json,
@@ -560,14 +561,6 @@ class RunWriter:
 
 
 #: the files of a run folder that record what happened (summary.json holds their digests)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @contextlib.contextmanager

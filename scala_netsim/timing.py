@@ -26,7 +26,7 @@ from scala_netsim.algorithms.contract import (
     Trainer,
 )
 from scala_netsim.core.events import MODEL_TRANSFER
-from scala_netsim.replay import RecordedMessage
+from scala_netsim.messages import RecordedMessage
 from scala_netsim.training import apportion_batch_sizes
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.core.records import RECORD_FILES
+from scala_netsim.core.results import file_sha256
 from scala_netsim.replay import Record, RecordError
-from scala_netsim.run import file_sha256
 
 from golden_run import GOLDEN, run_golden, run_pinned
 

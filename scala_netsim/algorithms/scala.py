@@ -23,6 +23,7 @@ from scala_netsim.flops import MetaPlanner
 from scala_netsim.losses import label_prior, log_prior, logit_adjusted_cross_entropy
 from scala_netsim.messages import ActivationMessage, GradientMessage
 from scala_netsim.models import init_layers_
+from scala_netsim.privacy import inversion_decoder
 
 
 class SplitTrainer(TrainerBase):
@@ -206,8 +207,6 @@ class SCALAPE(SCALA):
     def decoder(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         """Client k's simulated inversion model and its optimiser (made at its first round)."""
         if k not in self.decoders:
-            from scala_netsim.attack import inversion_decoder
-
             decoder = inversion_decoder(self.activation_shape, self.train_x.shape[1],
                                         self.train_x.shape[-1], self.decoder_width,
                                         sigmoid=False)

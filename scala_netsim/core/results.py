@@ -7,6 +7,7 @@ reads those. (Files are not forced to disk: a crash of the machine itself is not
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import tempfile
@@ -61,3 +62,12 @@ def read_written_yaml(path: Path | str) -> Any:
 
 def write_json(path: Path | str, data: dict) -> None:
     write_atomic(path, lambda f: json.dump(data, f, indent=2))
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as hex (the summary's digests of the record files)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
