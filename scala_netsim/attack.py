@@ -99,17 +99,10 @@ class AttackError(ValueError):
 
 
 def attackable(algorithm: str) -> str | None:
-    """Why `algorithm`'s runs cannot be attacked, or None: the attack needs a global
-    client-side model whose activations go up."""
+    """Why `algorithm`'s runs cannot be attacked, or None (its registry traits say)."""
     from scala_netsim.algorithms.registry import ALGORITHMS
-    from scala_netsim.engine import KeptModelSplitProtocol
 
-    protocol = ALGORITHMS[algorithm].protocol
-    if not protocol.sends_activations:
-        return f"{algorithm} sends no activations (its clients send whole models)"
-    if issubclass(protocol, KeptModelSplitProtocol):
-        return f"{algorithm} has no global client-side model (each client keeps its own)"
-    return None
+    return ALGORITHMS[algorithm].traits.why_not_attackable(algorithm)
 
 
 def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,

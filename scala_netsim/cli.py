@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if scenario.timing_only:
         from scala_netsim.algorithms.registry import ALGORITHMS
 
-        unfit = [a for a in scenario.algorithms if not ALGORITHMS[a].trainer.fixed_step_costs]
+        unfit = [a for a in scenario.algorithms if not ALGORITHMS[a].traits.timeable]
         if unfit:
             return fail(f"timing_only: {', '.join(unfit)} cannot be timed without training "
                         f"(the sizes of their messages change from round to round); leave "

@@ -410,6 +410,7 @@ class Protocol(ABC):
     has_barrier: ClassVar[bool] = False        # does the server wait for every client's step?
     sends_activations: ClassVar[bool] = False  # do clients upload cut-layer activations?
     sends_gradients: ClassVar[bool] = False    # does the server send their gradients down?
+    keeps_client_models: ClassVar[bool] = False  # one client-side model per client, kept?
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
                  log: EventLog, local_iters: int, rules: RoundRules = NO_RULES) -> None:
@@ -714,6 +715,7 @@ class KeptModelSplitProtocol(PerClientSplitProtocol):
     no model is sent either way."""
 
     trainer_contract = KeptModelSplitTrainer
+    keeps_client_models = True
 
     def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
         self.trainer.client_resume(k)

@@ -11,7 +11,6 @@ from torch import nn
 
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.data import Dataset
-from scala_netsim.engine import ConcatSplitProtocol
 from scala_netsim.models import build_split_model
 from scala_netsim.scenario import Scenario
 
@@ -68,7 +67,7 @@ def run_time_s(scenario: Scenario, algorithm: str, num_test: int, costs: StepCos
     Overheads of the baselines' own (weight copies, FedDyn's extra arithmetic) are not counted.
     """
     tr = scenario.training
-    concatenated = issubclass(ALGORITHMS[algorithm].protocol, ConcatSplitProtocol)
+    concatenated = ALGORITHMS[algorithm].traits.barrier   # SCALA and CA-SFL
     per_sample_s = costs.server_batch_s * 4 / 3 if concatenated else costs.client_batch_s
     evals = tr.rounds // tr.eval_every + (tr.rounds % tr.eval_every != 0)
     eval_s = costs.server_batch_s / 3 * num_test

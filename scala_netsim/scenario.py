@@ -300,12 +300,12 @@ def compression_problems(scenario: Scenario) -> list[str]:
     gradients (downlink); in a scenario that lists others too, only the cells of those that
     send them carry it (scala_netsim.sweep). Models may be compressed for every algorithm."""
     problems = []
-    for direction, flag, what in (("uplink", "sends_activations", "cut-layer activations"),
-                                  ("downlink", "sends_gradients", "activation gradients")):
+    for direction, trait, what in (("uplink", "activations", "cut-layer activations"),
+                                   ("downlink", "gradients", "activation gradients")):
         codec = getattr(scenario.compression, direction)
-        if codec != "none" and not any(getattr(ALGORITHMS[a].protocol, flag)
+        if codec != "none" and not any(getattr(ALGORITHMS[a].traits, trait)
                                        for a in scenario.algorithms):
-            senders = [name for name, spec in ALGORITHMS.items() if getattr(spec.protocol, flag)]
+            senders = ALGORITHMS.with_trait(trait)
             problems.append(f"compression.{direction}: only for algorithms that send "
                             f"{what} ({', '.join(senders)}); {', '.join(scenario.algorithms)} "
                             f"send{'s' if len(scenario.algorithms) == 1 else ''} none, got "
@@ -337,18 +337,16 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
                         f"{scenario.num_participants}) = {scenario.num_selected} clients, more "
                         f"than the {scenario.data.num_clients} there are (data.num_clients); "
                         f"allowed: at most {most:.4g}")
-    barrier = [a for a in scenario.algorithms if ALGORITHMS[a].protocol.has_barrier]
+    barrier = [a for a in scenario.algorithms if ALGORITHMS[a].traits.barrier]
     if tr.step_deadline_s is not None and not barrier:
-        with_barrier = [name for name, spec in ALGORITHMS.items() if spec.protocol.has_barrier]
+        with_barrier = ALGORITHMS.with_trait("barrier")
         problems.append(f"training.step_deadline_s: only for algorithms with a barrier "
                         f"({', '.join(with_barrier)}); {', '.join(scenario.algorithms)} "
                         f"{'has' if len(scenario.algorithms) == 1 else 'have'} none, got "
                         f"{tr.step_deadline_s}")
     problems.extend(compression_problems(scenario))
     if scenario.privacy is not None:
-        from scala_netsim.attack import attackable
-
-        reasons = [attackable(a) for a in scenario.algorithms]
+        reasons = [ALGORITHMS[a].traits.why_not_attackable(a) for a in scenario.algorithms]
         if all(reasons):
             problems.append(f"privacy: the attack needs an algorithm that sends activations "
                             f"from a global client-side model; {'; '.join(reasons)}")

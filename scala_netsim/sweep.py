@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.attack import attackable
 from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.results import read_written_yaml, write_json
 from scala_netsim.scenario import (
@@ -111,16 +110,16 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
             found = [f"sweep {key}: {p}" for _, _, settings in choices
                      for key, value in settings.items()
                      if (p := set_dotted(document, key, value))]
-            if not ALGORITHMS[algorithm].protocol.has_barrier:
+            traits = ALGORITHMS[algorithm].traits
+            if not traits.barrier:
                 # a step deadline bounds a barrier: the cells of the scenario's algorithms
                 # without one do not carry it (nor learn differently for it)
                 document["training"]["step_deadline_s"] = None
-            protocol = ALGORITHMS[algorithm].protocol
-            if not protocol.sends_activations:   # likewise cut-layer compression
+            if not traits.activations:   # likewise cut-layer compression
                 document["compression"]["uplink"] = "none"
-            if not protocol.sends_gradients:
+            if not traits.gradients:
                 document["compression"]["downlink"] = "none"
-            if attackable(algorithm) is not None:   # and the attack
+            if not traits.attackable:   # and the attack
                 document["privacy"] = None
             try:
                 cell_scenario = None if found else validate_scenario(document)

@@ -1,13 +1,22 @@
 """An algorithm written outside the package (the README's example) runs through the CLI, and
 the registry refuses a trainer that does not fit its protocol."""
 
+import dataclasses
 import json
+import subprocess
+import sys
 import textwrap
 
 import pandas as pd
 import pytest
 
-from scala_netsim.algorithms.registry import ALGORITHMS, AlgorithmSpec, register
+from scala_netsim.algorithms.registry import (
+    ALGORITHMS,
+    AlgorithmSpec,
+    Traits,
+    register,
+    traits_of,
+)
 from scala_netsim.algorithms.scala import SCALA
 from scala_netsim.engine import FederatedProtocol
 
@@ -98,3 +107,48 @@ def test_the_registry_refuses_a_trainer_that_does_not_fit_its_protocol():
     with pytest.raises(ValueError, match="algorithm 'scala' is registered already"):
         register(AlgorithmSpec("scala", SCALA, FederatedProtocol, "another scala"))
     assert "mismatch" not in ALGORITHMS
+
+
+def test_every_builtin_algorithms_traits_agree_with_its_classes():
+    for name, spec in ALGORITHMS.items():
+        trainer, protocol = spec.classes()   # raises where a trait contradicts a class flag
+        assert traits_of(protocol, trainer) == dataclasses.replace(
+            spec.traits, retimeable=True, asynchronous=False), name
+    assert ALGORITHMS.with_trait("barrier") == ["scala", "scala_pe", "ca_sfl"]
+    assert ALGORITHMS.with_trait("gradients") == ["scala", "scala_pe", "ca_sfl", "splitfed_v1",
+                                                  "splitfed_v2", "splitfed_v3", "lla_sfl",
+                                                  "cs_sfl"]
+    assert ALGORITHMS.with_trait("activations") == [*ALGORITHMS.with_trait("gradients"),
+                                                    "sfl_local_loss"]
+    assert "splitfed_v3" not in ALGORITHMS.with_trait("attackable")
+    assert ALGORITHMS["splitfed_v3"].traits.why_not_attackable("splitfed_v3") == (
+        "splitfed_v3 has no global client-side model (each client keeps its own)")
+    assert [n for n in ALGORITHMS if not ALGORITHMS[n].traits.timeable] == ["fedconcat"]
+    assert not ALGORITHMS.with_trait("asynchronous")
+    assert ALGORITHMS.with_trait("retimeable") == list(ALGORITHMS)
+
+
+def test_an_entry_named_by_path_needs_traits_and_they_must_match_its_classes():
+    with pytest.raises(TypeError, match="'lazy': traits are required when the trainer or the "
+                                        "protocol is named by path"):
+        AlgorithmSpec("lazy", "scala_netsim.algorithms.scala:SCALA",
+                      "scala_netsim.engine:ConcatSplitProtocol", "SCALA by path")
+    spec = AlgorithmSpec("lying", "scala_netsim.algorithms.federated:FedAvg",
+                         "scala_netsim.engine:FederatedProtocol", "FedAvg claiming a barrier",
+                         traits=Traits(barrier=True))
+    with pytest.raises(TypeError, match=r"'lying': traits disagree with FedAvg and "
+                                        r"FederatedProtocol: barrier=True \(the classes say "
+                                        r"False\)"):
+        spec.classes()   # named by path: checked when first resolved (spec.trainer, ...)
+
+
+def test_validating_a_scenario_imports_no_algorithm_classes():
+    """The registry names its built-in classes by path: reading it loads neither torch nor
+    the trainers (checked in a fresh interpreter)."""
+    code = ("import sys; from scala_netsim.algorithms.registry import ALGORITHMS; "
+            "assert ALGORITHMS['scala'].traits.barrier; "
+            "print(sorted(m for m in ('torch', 'scala_netsim.engine', "
+            "'scala_netsim.algorithms.scala') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -1,9 +1,18 @@
 """Every algorithm by its scenario name: the one list of them.
 
 An entry ties together the trainer class (the learning math), the protocol (its communication
-pattern, timed by the engine), the client-selection policy and the pydantic model of its
-scenario section (its hyper-parameters, under the algorithm's name). The scenario schema is
-derived from this registry: the allowed `algorithms` and every algorithm's section.
+pattern, timed by the engine), the client-selection policy, the pydantic model of its scenario
+section (its hyper-parameters, under the algorithm's name) and its traits: what the rest of the
+package needs to know about it (does the server wait for every client, do activations or
+gradients cross the air, can it be attacked, timed without training, re-timed, is it
+asynchronous), as data. The scenario schema is derived from this registry: the allowed
+`algorithms`, every algorithm's section, and the checks that depend on traits.
+
+The built-in entries name their trainer and protocol by import path ("module:Class") and are
+imported on first use, so that reading the registry (validating a scenario) loads no torch; an
+entry may also give the classes themselves, and then its traits may be left out (they are read
+from the classes). Either way the classes are checked against the traits and the protocol's
+trainer contract when they are first resolved.
 
 Algorithms from other packages register themselves through the entry-point group
 `scala_netsim.algorithms`: each entry point names an `AlgorithmSpec` (or a list of them); they
@@ -13,10 +22,12 @@ tasks too). A script may also call `register(...)` before it validates a scenari
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scala_netsim.algorithms.config import (
     AlgorithmConfig,
@@ -29,52 +40,136 @@ from scala_netsim.algorithms.config import (
     ScalaPEConfig,
     SplitFedV3Config,
 )
-from scala_netsim.algorithms.federated import (
-    FedAvg,
-    FedConcat,
-    FedDecorr,
-    FedDyn,
-    FedLA,
-    FedLC,
-    FedProx,
-)
-from scala_netsim.algorithms.scala import CASFL, SCALA, SCALAPE
-from scala_netsim.algorithms.splitfed import (
-    LLASFL,
-    SFLLocalLoss,
-    SplitFedV1,
-    SplitFedV2,
-    SplitFedV3,
-)
-from scala_netsim.engine import (
-    ConcatSplitProtocol,
-    FederatedProtocol,
-    KeptModelSplitProtocol,
-    LocalLossProtocol,
-    PerClientSplitProtocol,
-    Protocol,
-)
 from scala_netsim.selection import ClientSelector, FedCBSSelector, RandomSelector
+
+if TYPE_CHECKING:
+    from scala_netsim.engine import Protocol
 
 ENTRY_POINT_GROUP = "scala_netsim.algorithms"
 
 
 @dataclass(frozen=True)
+class Traits:
+    """What an algorithm does, as configuration, sweeps, the CLI and the estimates need to know
+    it (without importing its classes)."""
+
+    barrier: bool = False       # the server waits for every selected client's step
+    activations: bool = False   # clients upload cut-layer activations
+    gradients: bool = False     # the server sends the activations' gradients down
+    global_client_model: bool = True   # one client-side model for all (not one kept per client)
+    timeable: bool = True       # message sizes and FLOPs fixed per step kind: timing-only runs
+    retimeable: bool = True     # a training's record can be re-timed under another cell
+    asynchronous: bool = False  # clients start when others finish; the clock decides the model
+
+    @property
+    def attackable(self) -> bool:
+        """The inversion attack needs a global client-side model whose activations go up."""
+        return self.activations and self.global_client_model
+
+    def why_not_attackable(self, name: str) -> str | None:
+        """Why `name`'s runs cannot be attacked, or None."""
+        if not self.activations:
+            return f"{name} sends no activations (its clients send whole models)"
+        if not self.global_client_model:
+            return f"{name} has no global client-side model (each client keeps its own)"
+        return None
+
+
+# the traits of the built-in protocols (checked against the classes when they are resolved)
+CONCATENATED = Traits(barrier=True, activations=True, gradients=True)
+PER_CLIENT = Traits(activations=True, gradients=True)
+KEPT_MODELS = Traits(activations=True, gradients=True, global_client_model=False)
+LOCAL_LOSS = Traits(activations=True)
+FEDERATED = Traits()
+
+
+def traits_of(protocol: type[Protocol], trainer: type) -> Traits:
+    """The traits that `protocol` and `trainer` declare as class flags."""
+    return Traits(barrier=protocol.has_barrier, activations=protocol.sends_activations,
+                  gradients=protocol.sends_gradients,
+                  global_client_model=not protocol.keeps_client_models,
+                  timeable=trainer.fixed_step_costs)
+
+
+def resolve(ref: type | str) -> type:
+    """A class, or the class a "package.module:Class" path names (imported)."""
+    if isinstance(ref, type):
+        return ref
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class AlgorithmSpec:
     """One algorithm: `trainer` (a class with `from_setup(setup, config)` implementing the
     trainer contract of `protocol`), `protocol`, `selector` (built by its
-    `from_label_counts(label_counts, config)`) and `config` (its scenario section, or None)."""
+    `from_label_counts(label_counts, config)`), `config` (its scenario section, or None) and
+    `traits` (None: read from the classes). `trainer` and `protocol` may be classes or
+    "module:Class" paths, imported on first use; `traits` is then required."""
 
-    name: str
-    trainer: type
-    protocol: type[Protocol]
-    description: str
-    selector: type[ClientSelector] = RandomSelector
-    config: type[AlgorithmConfig] | None = None
+    def __init__(self, name: str, trainer: type | str, protocol: type[Protocol] | str,
+                 description: str, selector: type[ClientSelector] = RandomSelector,
+                 config: type[AlgorithmConfig] | None = None,
+                 traits: Traits | None = None) -> None:
+        if traits is None:
+            if isinstance(trainer, str) or isinstance(protocol, str):
+                raise TypeError(f"algorithm {name!r}: traits are required when the trainer "
+                                f"or the protocol is named by path")
+            traits = traits_of(protocol, trainer)
+        self.name, self.description, self.selector = name, description, selector
+        self.config, self.traits = config, traits
+        self._refs = (trainer, protocol)
+        self._classes: tuple[type, type] | None = None
+
+    def _key(self) -> tuple:
+        return (self.name, *self._refs, self.description, self.selector, self.config,
+                self.traits)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AlgorithmSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"AlgorithmSpec({self.name!r}, {self.description!r}, {self.traits})"
+
+    def classes(self) -> tuple[type, type[Protocol]]:
+        """(trainer, protocol), imported and checked on first use: the trainer implements
+        the protocol's contract and the classes' flags agree with the traits."""
+        if self._classes is None:
+            trainer, protocol = (resolve(ref) for ref in self._refs)
+            check_classes(self.name, trainer, protocol, self.traits)
+            self._classes = trainer, protocol
+        return self._classes
+
+    @property
+    def trainer(self) -> type:
+        return self.classes()[0]
+
+    @property
+    def protocol(self) -> type[Protocol]:
+        return self.classes()[1]
 
     def section(self, scenario: Any) -> AlgorithmConfig | None:
         """This algorithm's section of `scenario` (None when it has no hyper-parameters)."""
         return getattr(scenario, self.name) if self.config is not None else None
+
+
+def check_classes(name: str, trainer: type, protocol: type[Protocol], traits: Traits) -> None:
+    """Refuse a trainer that does not implement its protocol's contract, or classes whose
+    flags contradict the declared traits."""
+    contract = protocol.trainer_contract
+    if not issubclass(trainer, contract):
+        raise TypeError(f"algorithm {name!r}: {trainer.__name__} must implement "
+                        f"{contract.__name__}, the contract of {protocol.__name__}")
+    declared = traits_of(protocol, trainer)
+    wrong = [f"{f.name}={getattr(traits, f.name)} (the classes say "
+             f"{getattr(declared, f.name)})" for f in dataclasses.fields(Traits)
+             if f.name in ("barrier", "activations", "gradients", "global_client_model",
+                           "timeable") and getattr(traits, f.name) != getattr(declared, f.name)]
+    if wrong:
+        raise TypeError(f"algorithm {name!r}: traits disagree with {trainer.__name__} and "
+                        f"{protocol.__name__}: {', '.join(wrong)}")
 
 
 class Registry(Mapping):
@@ -85,15 +180,13 @@ class Registry(Mapping):
         self.version = 0   # bumped by every registration (the scenario schema follows it)
 
     def register(self, spec: AlgorithmSpec) -> AlgorithmSpec:
-        """Add `spec`; its trainer must implement the contract its protocol calls."""
+        """Add `spec`; a trainer given as a class is checked against its protocol now."""
         if not spec.name.isidentifier():
             raise ValueError(f"algorithm name must be a Python identifier, got {spec.name!r}")
         if spec.name in self._specs and self._specs[spec.name] != spec:
             raise ValueError(f"algorithm {spec.name!r} is registered already")
-        contract = spec.protocol.trainer_contract
-        if not issubclass(spec.trainer, contract):
-            raise TypeError(f"algorithm {spec.name!r}: {spec.trainer.__name__} must implement "
-                            f"{contract.__name__}, the contract of {spec.protocol.__name__}")
+        if not any(isinstance(ref, str) for ref in spec._refs):
+            spec.classes()
         self._specs[spec.name] = spec
         self.version += 1
         return spec
@@ -107,48 +200,66 @@ class Registry(Mapping):
     def __len__(self) -> int:
         return len(self._specs)
 
+    def with_trait(self, trait: str) -> list[str]:
+        """The names of the algorithms with `trait` (a Traits field or property) true."""
+        return [name for name, spec in self._specs.items() if getattr(spec.traits, trait)]
+
 
 ALGORITHMS = Registry()
 register = ALGORITHMS.register
 
+_ENGINE = "scala_netsim.engine:"
+CONCAT = (_ENGINE + "ConcatSplitProtocol", CONCATENATED)
+PER = (_ENGINE + "PerClientSplitProtocol", PER_CLIENT)
+KEPT = (_ENGINE + "KeptModelSplitProtocol", KEPT_MODELS)
+LOCAL = (_ENGINE + "LocalLossProtocol", LOCAL_LOSS)
+FED = (_ENGINE + "FederatedProtocol", FEDERATED)
+
+
+def _builtin(name: str, trainer: str, protocol: tuple[str, Traits], description: str,
+             **kwargs: Any) -> AlgorithmSpec:
+    """A built-in entry: its trainer under scala_netsim.algorithms, its protocol's traits
+    (unless `traits` says otherwise)."""
+    path, traits = protocol
+    return AlgorithmSpec(name, "scala_netsim.algorithms." + trainer, path, description,
+                         traits=kwargs.pop("traits", traits), **kwargs)
+
+
 for _spec in (
-    AlgorithmSpec("scala", SCALA, ConcatSplitProtocol,
-                  "concatenated activations + logit adjustment (SCALA)"),
-    AlgorithmSpec("scala_pe", SCALAPE, ConcatSplitProtocol,
-                  "SCALA with a bottleneck and a simulated inversion model (SCALA-PE)",
-                  config=ScalaPEConfig),
-    AlgorithmSpec("ca_sfl", CASFL, ConcatSplitProtocol,
-                  "concatenated activations, plain cross-entropy (Minibatch-SFL)"),
-    AlgorithmSpec("splitfed_v1", SplitFedV1, PerClientSplitProtocol,
-                  "a server copy per client, copies averaged"),
-    AlgorithmSpec("splitfed_v2", SplitFedV2, PerClientSplitProtocol,
-                  "one shared server model, served in arrival order"),
-    AlgorithmSpec("splitfed_v3", SplitFedV3, KeptModelSplitProtocol,
-                  "server copies averaged, client models kept per client",
-                  config=SplitFedV3Config),
-    AlgorithmSpec("lla_sfl", LLASFL, PerClientSplitProtocol,
-                  "SplitFedV1 with local logit adjustment"),
-    AlgorithmSpec("cs_sfl", SplitFedV1, PerClientSplitProtocol,
-                  "SplitFedV1 with Fed-CBS class-balanced selection (our reading)",
-                  selector=FedCBSSelector, config=FedCBSConfig),
-    AlgorithmSpec("sfl_local_loss", SFLLocalLoss, LocalLossProtocol,
-                  "local auxiliary loss, no gradients sent back"),
-    AlgorithmSpec("fedavg", FedAvg, FederatedProtocol, "FedAvg"),
-    AlgorithmSpec("fedprox", FedProx, FederatedProtocol, "FedAvg + proximal term",
-                  config=FedProxConfig),
-    AlgorithmSpec("fedlc", FedLC, FederatedProtocol, "FedAvg with logit calibration",
-                  config=FedLCConfig),
-    AlgorithmSpec("fedla", FedLA, FederatedProtocol, "FedAvg with local logit adjustment"),
-    AlgorithmSpec("feddyn", FedDyn, FederatedProtocol, "FedAvg with dynamic regulariser",
-                  config=FedDynConfig),
-    AlgorithmSpec("feddecorr", FedDecorr, FederatedProtocol,
-                  "FedAvg + feature decorrelation penalty", config=FedDecorrConfig),
-    AlgorithmSpec("fedconcat", FedConcat, FederatedProtocol,
-                  "clustered FedAvg, concatenated encoders + shared classifier",
-                  config=FedConcatConfig),
-    AlgorithmSpec("fedcbs", FedAvg, FederatedProtocol,
-                  "FedAvg with Fed-CBS class-balanced selection", selector=FedCBSSelector,
-                  config=FedCBSConfig),
+    _builtin("scala", "scala:SCALA", CONCAT,
+             "concatenated activations + logit adjustment (SCALA)"),
+    _builtin("scala_pe", "scala:SCALAPE", CONCAT,
+             "SCALA with a bottleneck and a simulated inversion model (SCALA-PE)",
+             config=ScalaPEConfig),
+    _builtin("ca_sfl", "scala:CASFL", CONCAT,
+             "concatenated activations, plain cross-entropy (Minibatch-SFL)"),
+    _builtin("splitfed_v1", "splitfed:SplitFedV1", PER,
+             "a server copy per client, copies averaged"),
+    _builtin("splitfed_v2", "splitfed:SplitFedV2", PER,
+             "one shared server model, served in arrival order"),
+    _builtin("splitfed_v3", "splitfed:SplitFedV3", KEPT,
+             "server copies averaged, client models kept per client", config=SplitFedV3Config),
+    _builtin("lla_sfl", "splitfed:LLASFL", PER, "SplitFedV1 with local logit adjustment"),
+    _builtin("cs_sfl", "splitfed:SplitFedV1", PER,
+             "SplitFedV1 with Fed-CBS class-balanced selection (our reading)",
+             selector=FedCBSSelector, config=FedCBSConfig),
+    _builtin("sfl_local_loss", "splitfed:SFLLocalLoss", LOCAL,
+             "local auxiliary loss, no gradients sent back"),
+    _builtin("fedavg", "federated:FedAvg", FED, "FedAvg"),
+    _builtin("fedprox", "federated:FedProx", FED, "FedAvg + proximal term", config=FedProxConfig),
+    _builtin("fedlc", "federated:FedLC", FED, "FedAvg with logit calibration",
+             config=FedLCConfig),
+    _builtin("fedla", "federated:FedLA", FED, "FedAvg with local logit adjustment"),
+    _builtin("feddyn", "federated:FedDyn", FED, "FedAvg with dynamic regulariser",
+             config=FedDynConfig),
+    _builtin("feddecorr", "federated:FedDecorr", FED, "FedAvg + feature decorrelation penalty",
+             config=FedDecorrConfig),
+    # its messages change size with the clustering: no timing-only runs
+    _builtin("fedconcat", "federated:FedConcat", FED,
+             "clustered FedAvg, concatenated encoders + shared classifier",
+             config=FedConcatConfig, traits=dataclasses.replace(FEDERATED, timeable=False)),
+    _builtin("fedcbs", "federated:FedAvg", FED, "FedAvg with Fed-CBS class-balanced selection",
+             selector=FedCBSSelector, config=FedCBSConfig),
 ):
     register(_spec)
 
