@@ -19,10 +19,9 @@ import time
 import numpy as np
 import torch
 
+from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.events import EventKind
-from scala_netsim.run import Run, build_world, objects_so_far_frozen
-from scala_netsim.scenario import load_scenario
-from scala_netsim.sweep import cell_dataset
+from scala_netsim.run import Run, build_world, cell_dataset, objects_so_far_frozen
 
 
 def timed_run(clients: int, rounds: int, deadline_s: float | None) -> tuple[Run, float, float]:

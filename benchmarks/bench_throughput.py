@@ -38,11 +38,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.scala import SCALA
+from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.data import load_dataset
 from scala_netsim.metrics import FLOPS, round_row
 from scala_netsim.models import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS, build_split_model
 from scala_netsim.run import Run, build_world
-from scala_netsim.scenario import validate_scenario
 from scala_netsim.selection import RandomSelector
 
 

@@ -19,9 +19,8 @@ from collections.abc import Generator
 import simpy
 import torch
 
-from scala_netsim.run import Run, build_world, objects_so_far_frozen
-from scala_netsim.scenario import load_scenario
-from scala_netsim.sweep import cell_dataset
+from scala_netsim.config.scenario import load_scenario
+from scala_netsim.run import Run, build_world, cell_dataset, objects_so_far_frozen
 
 
 def simpy_steps_per_s(steps: int = 200_000) -> float:

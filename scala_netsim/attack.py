@@ -15,8 +15,9 @@ writes RUN_DIR/attack.json and RUN_DIR/attack.png (originals above their reconst
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.records import MODEL_PT, SCENARIO_YAML
 from scala_netsim.privacy import (  # noqa: F401 (inversion_decoder: its old import path)
     DECODER_WIDTH,
@@ -31,7 +33,6 @@ from scala_netsim.privacy import (  # noqa: F401 (inversion_decoder: its old imp
     inversion_decoder,
     reconstruction_metrics,
 )
-from scala_netsim.scenario import Scenario
 
 BATCH_SIZE, LEARNING_RATE = 32, 1e-3
 
@@ -126,13 +127,22 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
                                             spec.section(scenario), state)
 
 
+def after_training(scenario: Scenario) -> Callable[[Path], None] | None:
+    """What a completed trained run of `scenario` does on its folder before its summary is
+    written (scala_netsim.run.execute_run's `finish`): the attack, where `privacy` asks."""
+    if scenario.privacy is None:
+        return None
+    return functools.partial(run_attack, epochs=scenario.privacy.attack_epochs,
+                             seeds=scenario.privacy.attack_seeds)
+
+
 def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0, 1, 2),
                figure: bool = True) -> dict:
     """Attack a finished run folder; writes attack.json (and attack.png) there."""
+    from scala_netsim.config.scenario import validate_scenario
     from scala_netsim.core.results import read_written_yaml, write_json
     from scala_netsim.data import to_unit_range
-    from scala_netsim.scenario import validate_scenario
-    from scala_netsim.sweep import cell_dataset
+    from scala_netsim.run import cell_dataset
 
     run_dir = Path(run_dir)
     if not (run_dir / SCENARIO_YAML).is_file():

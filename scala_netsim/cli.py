@@ -15,8 +15,8 @@ from scala_netsim.core.exits import check_writable, fail
 if TYPE_CHECKING:   # imported for real after the arguments are parsed (--help answers at once)
     import torch
 
+    from scala_netsim.config.scenario import Scenario
     from scala_netsim.data import Dataset
-    from scala_netsim.scenario import Scenario
     from scala_netsim.sweep import SweepCell
 
 #: The run-time estimate times 8 training steps; below this many local iterations in all the
@@ -76,7 +76,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # Imports after argument parsing so `--help` and input errors answer at once.
-    from scala_netsim.scenario import ScenarioError, load_scenario
+    from scala_netsim.config.scenario import ScenarioError, load_scenario
     from scala_netsim.sweep import expand_sweep
 
     for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
@@ -111,9 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import StepCosts, format_duration, run_time_s
     from scala_netsim.partition import PartitionError
-    from scala_netsim.run import client_partition
+    from scala_netsim.run import cell_dataset, client_partition
     from scala_netsim.sweep import (
-        cell_dataset,
         cell_state,
         plan_retiming,
         swept_values,
@@ -218,11 +217,11 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
     """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
     from the cell `plan` maps each to (training any that cannot be re-timed). -> exit code
     (0, 1 or 2)."""
+    from scala_netsim.config.scenario import ScenarioError
     from scala_netsim.estimate import format_duration
     from scala_netsim.invariants import InvariantError
     from scala_netsim.replay import RecordError, TimelineDiverged
     from scala_netsim.run import CheckpointError
-    from scala_netsim.scenario import ScenarioError
     from scala_netsim.sweep import cell_arguments, retime_cell, run_in_processes, run_on_ray
 
     def resume_of(cell: SweepCell) -> bool:

@@ -26,10 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
+from scala_netsim.core.catalog import CODECS, MODEL_CODECS  # noqa: F401 (MODEL_CODECS: its old import path)
 from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage, tensor_bytes
-
-CODECS = ("none", "fp16", "int8", "topk")
-MODEL_CODECS = ("none", "fp16")
 
 
 @dataclass(frozen=True)

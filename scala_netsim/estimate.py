@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.scenario import Scenario
 from scala_netsim.data import Dataset
 from scala_netsim.models import build_split_model
-from scala_netsim.scenario import Scenario
 
 
 def _time_train_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int) -> float:

@@ -30,7 +30,7 @@ from channel.energy import compute_energy_j, transmit_energy_j
 from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, EVENT_COLUMNS, UPLINK_KINDS
 
 if TYPE_CHECKING:
-    from scala_netsim.scenario import Scenario
+    from scala_netsim.config.scenario import Scenario
 
 RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
 ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")

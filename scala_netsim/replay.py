@@ -40,6 +40,12 @@ from scala_netsim.algorithms.contract import (
     Trainer,
 )
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.scenario import (
+    Scenario,
+    ScenarioError,
+    learning_identity,
+    validate_scenario,
+)
 from scala_netsim.core.events import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
@@ -60,12 +66,6 @@ from scala_netsim.core.records import (
 from scala_netsim.core.results import file_sha256, read_written_yaml
 from scala_netsim.messages import RecordedMessage
 from scala_netsim.radio_record import RADIO_COLUMNS
-from scala_netsim.scenario import (
-    Scenario,
-    ScenarioError,
-    learning_identity,
-    validate_scenario,
-)
 
 
 class RecordError(ValueError):

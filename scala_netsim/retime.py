@@ -39,8 +39,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from scala_netsim.config.scenario import ScenarioError, load_scenario
     from scala_netsim.replay import Record, RecordError, TimelineDiverged, replay_trainer
-    from scala_netsim.scenario import ScenarioError, load_scenario
 
     source, out = Path(args.run_dir), Path(args.out)
     try:
@@ -58,10 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from analysis.plots import plot_run
+    from scala_netsim.attack import after_training
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import format_duration
-    from scala_netsim.run import build_world, execute_run
-    from scala_netsim.sweep import cell_dataset, deterministic, get_dotted
+    from scala_netsim.run import build_world, cell_dataset, deterministic, execute_run
+    from scala_netsim.sweep import get_dotted
 
     wanted = args.device or record.summary.get("device", "cpu")
     device = torch.device("cuda" if wanted == "auto" and torch.cuda.is_available()
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     except TimelineDiverged as exc:
         print(f"{source}: cannot be re-timed ({exc}); training it for real", flush=True)
         deterministic(device)
-        summary = execute_run(scenario, record.algorithm, world, device, out, setting)
+        summary = execute_run(scenario, record.algorithm, world, device, out, setting,
+                              finish=after_training(scenario))
         how = "trained for real"
     plot_run(out, title=f"{scenario.name}: {record.algorithm} (re-timed)")
     print(f"{out}: {how}; simulated time {format_duration(summary['total_sim_time_s'])} "

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import hashlib
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,11 +20,12 @@ import torch
 import yaml
 
 import channel
-from scala_netsim import __version__
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.compression import Wire
+from scala_netsim.config.scenario import Scenario, scenario_yaml, training_identity
+from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
 from scala_netsim.core.events import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
@@ -51,7 +53,8 @@ from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old impo
     write_text,
 )
 from scala_netsim.core.seeds import Seeds
-from scala_netsim.data import Dataset
+from scala_netsim.core.version import __version__
+from scala_netsim.data import Dataset, load_dataset
 from scala_netsim.engine import (
     Cell,
     RoundRules,
@@ -76,7 +79,6 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.scenario import Scenario, scenario_yaml, training_identity
 from scala_netsim.timing import timing_trainer
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
@@ -579,10 +581,38 @@ def objects_so_far_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+# --- the dataset of a cell, loaded once per process, and deterministic kernels ------------
+_DATASETS = {}
+
+
+def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
+    """The scenario's dataset on `device`, loaded once per process."""
+    d = scenario.data
+    pad_to_32 = scenario.model.arch not in NATIVE_SIZE_ARCHS
+    key = (d.dataset, d.data_dir, d.train_samples, d.test_samples, pad_to_32, str(device))
+    if key not in _DATASETS:
+        _DATASETS[key] = load_dataset(d.dataset, d.data_dir, d.train_samples,
+                                      d.test_samples, pad_to_32).to(device)
+    return _DATASETS[key]
+
+
+def deterministic(device: torch.device) -> None:
+    """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
+    cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
+    # Deterministic mode also fills every fresh tensor with NaN, a debugging aid for reading
+    # uninitialised memory that costs ~5 % of a small training step here; results do not
+    # depend on it.
+    torch.utils.deterministic.fill_uninitialized_memory = False
+
+
 def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.device,
                 folder: Path, setting: dict | None = None, progress: Progress | None = None,
                 resume: bool = False, trainer: Trainer | None = None,
-                retimed_from: str | None = None) -> dict:
+                retimed_from: str | None = None,
+                finish: Callable[[Path], None] | None = None) -> dict:
     """Train `algorithm` under the simulated clock and write its run folder. -> summary.
 
     Every `training.checkpoint_every` rounds the run's whole state goes into checkpoint.pt;
@@ -594,15 +624,19 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
     With `trainer` (a replay, scala_netsim.replay) nothing is trained: the run is timed with
     that trainer, never checkpointed, and summary.json names the source (`retimed_from`).
     A timing-only run is not checkpointed either; both write their files once, at the end.
+    `finish` is called on the folder of a completed trained run after its model is saved and
+    before its summary is written (scala_netsim.attack.after_training: the attack), so that a
+    run whose summary says completed has done it.
     """
     with objects_so_far_frozen():
         return _execute_run(scenario, algorithm, world, device, folder, setting, progress,
-                            resume, trainer, retimed_from)
+                            resume, trainer, retimed_from, finish)
 
 
 def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.device,
                  folder: Path, setting: dict | None, progress: Progress | None, resume: bool,
-                 trainer: Trainer | None, retimed_from: str | None) -> dict:
+                 trainer: Trainer | None, retimed_from: str | None,
+                 finish: Callable[[Path], None] | None) -> dict:
     wall_start = time.perf_counter()
     folder = Path(folder)
     checkpointer = Checkpointer(folder / CHECKPOINT_PT, checkpoint_identity(scenario, algorithm))
@@ -642,10 +676,8 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
               f"diverged at round {run.round}" if run.diverged else "completed")
     if status == "completed" and trainer is None and not scenario.timing_only:
         save_final_model(folder / MODEL_PT, run.trainer)
-        if scenario.privacy is not None:
-            from scala_netsim.attack import run_attack
-
-            run_attack(folder, scenario.privacy.attack_epochs, scenario.privacy.attack_seeds)
+        if finish is not None:
+            finish(folder)
     summary = run.summary(status, setting or {}, wall_before_s + time.perf_counter() - wall_start,
                           resumed_from, device, retimed_from)
     writer.summary(summary)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
-from scala_netsim.core.results import read_written_yaml, write_json
-from scala_netsim.scenario import (
+from scala_netsim.config.scenario import (
     Scenario,
     ScenarioError,
     learning_identity,
@@ -33,13 +30,14 @@ from scala_netsim.scenario import (
     training_identity,
     validate_scenario,
 )
+from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.results import read_written_yaml, write_json
 
 if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenario
     from concurrent.futures import ProcessPoolExecutor
 
     import torch
 
-    from scala_netsim.data import Dataset
 
 
 
@@ -201,35 +199,14 @@ def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
 
 
 # --- running one cell: the same function in-process, in worker processes and on Ray ---------
-_DATASETS = {}
+def __getattr__(name: str) -> object:
+    """cell_dataset and deterministic moved to scala_netsim.run (issue 26's layers); their
+    old import path here keeps working for one release."""
+    if name in ("cell_dataset", "deterministic"):
+        from scala_netsim import run
 
-
-def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
-    """The scenario's dataset on `device`, loaded once per process."""
-    from scala_netsim.data import load_dataset
-    from scala_netsim.models import NATIVE_SIZE_ARCHS
-
-    d = scenario.data
-    pad_to_32 = scenario.model.arch not in NATIVE_SIZE_ARCHS
-    key = (d.dataset, d.data_dir, d.train_samples, d.test_samples, pad_to_32, str(device))
-    if key not in _DATASETS:
-        _DATASETS[key] = load_dataset(d.dataset, d.data_dir, d.train_samples,
-                                      d.test_samples, pad_to_32).to(device)
-    return _DATASETS[key]
-
-
-def deterministic(device: torch.device) -> None:
-    """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
-    cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
-    import torch
-
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
-    # Deterministic mode also fills every fresh tensor with NaN, a debugging aid for reading
-    # uninitialised memory that costs ~5 % of a small training step here; results do not
-    # depend on it.
-    torch.utils.deterministic.fill_uninitialized_memory = False
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
@@ -240,7 +217,8 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     count (worker processes share the machine's cores). Draws no figure."""
     import torch
 
-    from scala_netsim.run import build_world, execute_run
+    from scala_netsim.attack import after_training
+    from scala_netsim.run import build_world, cell_dataset, deterministic, execute_run
 
     if threads:
         torch.set_num_threads(threads)
@@ -249,7 +227,7 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     scenario = validate_scenario(scenario_document)
     world = build_world(scenario, cell_dataset(scenario, device))
     return execute_run(scenario, algorithm, world, device, Path(folder), setting, progress,
-                       resume)
+                       resume, finish=after_training(scenario))
 
 
 def learning_key(cell: SweepCell) -> tuple[str, str] | None:
@@ -290,7 +268,7 @@ def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: d
     import torch
 
     from scala_netsim.replay import Record, replay_trainer
-    from scala_netsim.run import build_world, execute_run
+    from scala_netsim.run import build_world, cell_dataset, execute_run
 
     device = torch.device(device)
     scenario = validate_scenario(scenario_document)

@@ -23,10 +23,10 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.common import SGD
+from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.results import write_json
 from scala_netsim.models import build_split_model
-from scala_netsim.scenario import load_scenario
-from scala_netsim.sweep import cell_dataset
+from scala_netsim.run import cell_dataset
 from scala_netsim.training import evaluate
 
 

@@ -11,6 +11,7 @@ from torch import nn
 
 from scala_netsim.algorithms.common import SGD
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.scenario import ScenarioError, load_scenario, validate_scenario
 from scala_netsim.core.events import EventKind
 from scala_netsim.models import (
     ALEXNET_SPLITS,
@@ -19,7 +20,6 @@ from scala_netsim.models import (
     input_size,
     state_bytes,
 )
-from scala_netsim.scenario import ScenarioError, load_scenario, validate_scenario
 
 from conftest import ROOT, check_round_payloads
 

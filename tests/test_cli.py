@@ -6,7 +6,7 @@ import hashlib
 import pytest
 import torch
 
-from scala_netsim.scenario import load_scenario
+from scala_netsim.config.scenario import load_scenario
 from scala_netsim.sweep import expand_sweep
 
 from conftest import ROOT

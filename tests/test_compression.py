@@ -186,7 +186,7 @@ def test_cut_layer_compression_needs_an_algorithm_that_sends_activations(cli, tm
 
 
 def test_a_mixed_scenario_compresses_only_the_cells_that_send_activations(tmp_path):
-    from scala_netsim.scenario import validate_scenario
+    from scala_netsim.config.scenario import validate_scenario
     from scala_netsim.sweep import expand_sweep
 
     scenario = validate_scenario({"name": "mixed", "algorithms": ["scala", "fedavg"],

@@ -374,7 +374,7 @@ def test_a_round_that_ends_early_leaves_no_deadline_to_the_next(fashion_slice):
      "timing_only: scala with deadlines, over-selection or a fixed-rate link"),
 ])
 def test_bad_deadline_settings_name_field_value_and_what_is_allowed(document, message):
-    from scala_netsim.scenario import ScenarioError, validate_scenario
+    from scala_netsim.config.scenario import ScenarioError, validate_scenario
 
     with pytest.raises(ScenarioError) as error:
         validate_scenario({"name": "x", **document})
@@ -382,7 +382,7 @@ def test_bad_deadline_settings_name_field_value_and_what_is_allowed(document, me
 
 
 def test_a_step_deadline_stays_with_the_algorithms_that_have_a_barrier(tmp_path):
-    from scala_netsim.scenario import validate_scenario
+    from scala_netsim.config.scenario import validate_scenario
     from scala_netsim.sweep import expand_sweep
 
     scenario = validate_scenario({"name": "x", "algorithms": ["scala", "fedavg"],

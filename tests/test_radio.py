@@ -175,7 +175,7 @@ def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
 
 
 def test_a_negative_shadowing_spread_is_refused_with_its_field():
-    from scala_netsim.scenario import ScenarioError
+    from scala_netsim.config.scenario import ScenarioError
 
     from conftest import tiny_scenario
 
@@ -323,7 +323,7 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
     ({}, {"energy_coefficient": -1e-28}, "compute.energy_coefficient: must be >= 0.0, got -1e-28"),
 ])
 def test_bad_radio_settings_name_field_value_and_what_is_allowed(network, compute, message):
-    from scala_netsim.scenario import ScenarioError, validate_scenario
+    from scala_netsim.config.scenario import ScenarioError, validate_scenario
 
     with pytest.raises(ScenarioError) as error:
         validate_scenario({"name": "x", "network": network, "compute": compute})

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from analysis.report import crossings, pareto_front, time_to_target_figure
+from scala_netsim.config.scenario import ScenarioError, validate_scenario
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model, state_bytes
-from scala_netsim.scenario import ScenarioError, validate_scenario
 from scala_netsim.sweep import expand_sweep, setting_folder_name
 
 from conftest import ROOT

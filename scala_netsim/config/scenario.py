@@ -1,0 +1,515 @@
+"""Scenario files: YAML validated by pydantic models.
+
+A file is validated in two passes, and every problem a pass finds is reported together, one
+per line, each as `field.path: what is allowed, got value`, in one ScenarioError that names
+the file: first every field on its own (types, ranges, names, unknown keys); then, when every
+field is valid, the checks that relate several fields (cross_field_problems).
+
+The allowed names come from their registries: algorithms (and each algorithm's section) from
+scala_netsim.algorithms.registry, path-loss models, link models and bandwidth allocators from
+channel.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+
+import channel
+from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
+
+DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; `problems` lists every `field: message` found."""
+
+    def __init__(self, source: str | Path, problems: list[str]) -> None:
+        self.source, self.problems = source, list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{source}: invalid scenario\n{lines}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IidPartition(_Strict):
+    kind: Literal["iid"]
+
+
+class QuantityPartition(_Strict):
+    """Each client holds `alpha` distinct labels (SCALA-NOTES section 5)."""
+    kind: Literal["quantity"]
+    alpha: int = Field(ge=1)
+
+
+class DirichletPartition(_Strict):
+    """p_k ~ Dir(beta) per client over the classes (SCALA-NOTES section 5)."""
+    kind: Literal["dirichlet"]
+    beta: float = Field(gt=0)
+
+
+class SampledPartition(_Strict):
+    """Each client draws `samples_per_client` distinct samples, independently of the others
+    (clients may share samples: more clients than samples is possible). No label skew."""
+    kind: Literal["sampled"]
+    samples_per_client: int = Field(ge=1)
+
+
+Partition = Annotated[IidPartition | QuantityPartition | DirichletPartition | SampledPartition,
+                      Field(discriminator="kind")]
+#: each partition kind's model, by its tag (derived from the union: error messages name them)
+PARTITION_KINDS = {get_args(member.model_fields["kind"].annotation)[0]: member
+                   for member in get_args(get_args(Partition)[0])}
+
+
+class DataConfig(_Strict):
+    dataset: Literal[tuple(DATASET_CLASSES)] = "fashion_mnist"
+    data_dir: str | None = None
+    num_clients: int = Field(default=100, ge=1)
+    partition: Partition = QuantityPartition(kind="quantity", alpha=2)
+    train_samples: int | None = Field(default=None, ge=1)
+    test_samples: int | None = Field(default=None, ge=1)
+
+
+class ModelConfig(_Strict):
+    arch: Literal[ARCHS] = "alexnet14"
+    split: str = "S2"  # every arch's default split is S2 (scala_netsim.models)
+
+    @model_validator(mode="after")
+    def _split_of_arch(self) -> ModelConfig:
+        if self.split not in SPLITS[self.arch]:
+            raise ValueError(f"split: {self.split!r} is not a split point of {self.arch}; "
+                             f"allowed: {', '.join(SPLITS[self.arch])}")
+        return self
+
+
+class TrainingConfig(_Strict):
+    rounds: int = Field(default=500, ge=1)
+    local_iters: int = Field(default=5, ge=1)
+    batch_size: int = Field(default=320, ge=1)
+    lr: float = Field(default=0.01, gt=0)
+    momentum: float = Field(default=0.9, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0)
+    # clip each party's gradient to this global L2 norm before its SGD step (null = none)
+    grad_clip_norm: float | None = Field(default=None, gt=0)
+    participation: float = Field(default=0.1, gt=0, le=1)
+    eval_every: int = Field(default=10, ge=1)
+    checkpoint_every: int = Field(default=10, ge=1)
+    # seconds from a round's start (its first model download) by which a client's model must
+    # be in (SplitFedV3: its last step done); later clients are dropped. null = no deadline
+    deadline_s: float | None = Field(default=None, gt=0)
+    # algorithms with a barrier (scala, ca_sfl): seconds the server waits for each local
+    # iteration's activations from the moment it is ready for them; later clients dropped
+    step_deadline_s: float | None = Field(default=None, gt=0)
+    # select ceil((1 + x) n) clients and keep the first n to finish (0 = select n)
+    over_selection: float = Field(default=0.0, ge=0)
+
+
+class LinkConfig(_Strict):
+    """How a transfer's rate is set (channel.LINK_MODELS): adaptive (Shannon rate, never an
+    outage) or fixed_rate (target_rate_bps; an attempt below capacity fails, ARQ repeats it up
+    to max_attempts in all)."""
+    mode: Literal[tuple(channel.LINK_MODELS)] = "adaptive"
+    target_rate_bps: float | None = Field(default=None, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _target_with_fixed_rate(self) -> LinkConfig:
+        if self.mode == "fixed_rate" and self.target_rate_bps is None:
+            raise ValueError("target_rate_bps: required with mode fixed_rate (bit/s)")
+        if self.mode != "fixed_rate" and self.target_rate_bps is not None:
+            raise ValueError(f"target_rate_bps: only with mode fixed_rate, got "
+                             f"{self.target_rate_bps} with mode {self.mode}")
+        return self
+
+
+class FadingConfig(_Strict):
+    """Small-scale block fading (channel.fading): |h|^2 per client and direction, drawn per
+    round or per transfer from the `fading` seed stream."""
+    kind: Literal[channel.FADING_KINDS] = "none"
+    k_factor_db: float | None = None      # Rician K factor (line of sight over scattered power)
+    coherence: Literal["round", "transfer"] = "round"
+
+    @model_validator(mode="after")
+    def _k_factor_with_rician_only(self) -> FadingConfig:
+        if self.kind == "rician" and self.k_factor_db is None:
+            raise ValueError("k_factor_db: required with kind rician (the power of the line-of-"
+                             "sight path over the scattered power, in dB)")
+        if self.kind != "rician" and self.k_factor_db is not None:
+            raise ValueError(f"k_factor_db: only with kind rician, got {self.k_factor_db} with "
+                             f"kind {self.kind}")
+        return self
+
+
+class NetworkConfig(_Strict):
+    radius_m: float = Field(default=500.0, gt=0)
+    min_distance_m: float = Field(default=35.0, ge=0)
+    pathloss: Literal[tuple(channel.PATHLOSS_MODELS)] = "3gpp_36814_macro"
+    uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
+    downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
+    client_tx_power_w: float = Field(default=0.2, gt=0)
+    bs_tx_power_w: float = Field(default=1.0, gt=0)
+    noise_psd_dbm_per_hz: float = -174.0
+    # log-normal shadowing (dB) added to each client's path loss, drawn once at the drop
+    # (3GPP TR 36.814 Table A.2.1.1.2-3: 8 dB in the macro cell); 0 = none
+    shadowing_std_db: float = Field(default=0.0, ge=0)
+    fading: FadingConfig = Field(default_factory=FadingConfig)
+    link: LinkConfig = Field(default_factory=LinkConfig)
+    allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
+    # write the radio and energy columns (scala_netsim.radio_record) even when no part of the
+    # radio model above is on (they are written whenever one is)
+    record_radio: bool = False
+
+    @model_validator(mode="after")
+    def _radius_above_min_distance(self) -> NetworkConfig:
+        if self.radius_m <= self.min_distance_m:
+            raise ValueError(f"radius_m: must be > min_distance_m ({self.min_distance_m}), "
+                             f"got {self.radius_m}")
+        return self
+
+
+class ComputeConfig(_Strict):
+    client_flops_per_s: tuple[Annotated[float, Field(gt=0)],
+                              Annotated[float, Field(gt=0)]] = (1e9, 1e10)
+    server_flops_per_s: float = Field(default=1e13, gt=0)
+    # kappa of the CMOS energy model E = kappa FLOPs f^2, J s^2 per FLOP^3 (channel.energy)
+    energy_coefficient: float = Field(default=1e-28, ge=0)
+
+    @model_validator(mode="after")
+    def _range_ordered(self) -> ComputeConfig:
+        low, high = self.client_flops_per_s
+        if low > high:
+            raise ValueError(f"client_flops_per_s: must be [min, max] with min <= max, "
+                             f"got [{low}, {high}]")
+        return self
+
+
+class CompressionConfig(_Strict):
+    """What crosses the air compressed (scala_netsim.compression): the cut-layer activations
+    going up, their gradients coming down, the models either way."""
+    uplink: Literal[CODECS] = "none"
+    downlink: Literal[CODECS] = "none"
+    topk_fraction: float = Field(default=0.1, gt=0, le=1)   # share of entries top-k keeps
+    models: Literal[MODEL_CODECS] = "none"
+
+
+class PrivacyConfig(_Strict):
+    """Run the model-inversion attack (scala_netsim.attack) on each completed run."""
+    attack_epochs: int = Field(default=20, ge=1)
+    attack_seeds: list[Annotated[int, Field(ge=0)]] = Field(default=[0, 1, 2], min_length=1)
+
+
+class ReportConfig(_Strict):
+    accuracy_targets: list[Annotated[float, Field(gt=0, le=1)]] = [0.6, 0.7, 0.8]
+
+
+class Scenario(_Strict):
+    """A validated scenario. The class itself holds the behaviour; the fields are those of
+    `scenario_model()` (the fixed sections, then `algorithms` and one section per registered
+    algorithm with hyper-parameters, derived from the algorithm registry)."""
+
+    @property
+    def num_participants(self) -> int:
+        """r * K clients take part in every round (at least one): n, the clients kept."""
+        return max(1, round(self.training.participation * self.data.num_clients))
+
+    @property
+    def num_selected(self) -> int:
+        """ceil((1 + over_selection) n) clients are selected every round (n without
+        over-selection)."""
+        n, x = self.num_participants, self.training.over_selection
+        return n if x == 0 else math.ceil((1 + x) * n - 1e-9)   # (1.1 * 10 is 11.000...02)
+
+    @property
+    def selected_batch_size(self) -> int:
+        """The batch B apportioned among the selected clients: B itself, or with
+        over-selection round(B m / n), so that each client's B_k is what it would be among n
+        and the n kept clients' batch is about B."""
+        n, m, batch = self.num_participants, self.num_selected, self.training.batch_size
+        return batch if m == n else round(batch * m / n)
+
+    @property
+    def network_shapes_learning(self) -> bool:
+        """Do deadlines or over-selection let the clock decide who is aggregated?"""
+        tr = self.training
+        return (tr.deadline_s is not None or tr.step_deadline_s is not None
+                or tr.over_selection > 0)
+
+    @property
+    def drops_clients(self) -> bool:
+        """Can the network drop clients from a round (deadlines, over-selection, or a link that
+        loses transfers)? Such runs record who contributed (scala_netsim.run)."""
+        return (self.network_shapes_learning
+                or channel.LINK_MODELS[self.network.link.mode].outages)
+
+
+def _fields() -> dict:
+    """The scenario's fields in file order, the algorithm part from the registry."""
+    sections = {name: (spec.config, Field(default_factory=spec.config))
+                for name, spec in ALGORITHMS.items() if spec.config is not None}
+    return {
+        "name": (str, Field(pattern=r"^[A-Za-z0-9_.-]+$")),
+        "seed": (int, Field(default=0, ge=0)),
+        "device": (Literal["auto", "cpu", "cuda"], "auto"),
+        # true: time the protocols with each step's bytes and FLOPs from the real trainer's
+        # first step of that batch size, training nothing else (scala_netsim.timing)
+        "timing_only": (bool, False),
+        "data": (DataConfig, Field(default_factory=DataConfig)),
+        "model": (ModelConfig, Field(default_factory=ModelConfig)),
+        "training": (TrainingConfig, Field(default_factory=TrainingConfig)),
+        "algorithms": (list[Literal[tuple(ALGORITHMS)]], Field(default=["scala"], min_length=1)),
+        "network": (NetworkConfig, Field(default_factory=NetworkConfig)),
+        "compute": (ComputeConfig, Field(default_factory=ComputeConfig)),
+        "compression": (CompressionConfig, Field(default_factory=CompressionConfig)),
+        **sections,
+        # null: no attack; a section: attack every completed run at its end
+        "privacy": (PrivacyConfig | None, None),
+        "report": (ReportConfig, Field(default_factory=ReportConfig)),
+        # dotted key -> list of values, or a name of your own -> named cases (case name ->
+        # {dotted key: value, ...}: keys that vary together); every combination is run with
+        # every algorithm (scala_netsim.sweep). Values are checked cell by cell when the
+        # sweep is expanded.
+        "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]
+                       | Annotated[dict[str, dict[str, Any]], Field(min_length=1)]],
+                  Field(default_factory=dict)),
+    }
+
+
+_MODEL: dict[int, type[Scenario]] = {}
+
+
+def scenario_model() -> type[Scenario]:
+    """The pydantic model of a scenario file for the algorithms registered now."""
+    if ALGORITHMS.version not in _MODEL:
+        _MODEL.clear()
+        _MODEL[ALGORITHMS.version] = create_model("Scenario", __base__=Scenario, **_fields())
+    return _MODEL[ALGORITHMS.version]
+
+
+def compression_problems(scenario: Scenario) -> list[str]:
+    """Cut-layer compression needs an algorithm that sends activations (uplink) or their
+    gradients (downlink); in a scenario that lists others too, only the cells of those that
+    send them carry it (scala_netsim.sweep). Models may be compressed for every algorithm."""
+    problems = []
+    for direction, trait, what in (("uplink", "activations", "cut-layer activations"),
+                                   ("downlink", "gradients", "activation gradients")):
+        codec = getattr(scenario.compression, direction)
+        if codec != "none" and not any(getattr(ALGORITHMS[a].traits, trait)
+                                       for a in scenario.algorithms):
+            senders = ALGORITHMS.with_trait(trait)
+            problems.append(f"compression.{direction}: only for algorithms that send "
+                            f"{what} ({', '.join(senders)}); {', '.join(scenario.algorithms)} "
+                            f"send{'s' if len(scenario.algorithms) == 1 else ''} none, got "
+                            f"{codec!r} (compression.models applies to every algorithm)")
+    return problems
+
+
+def cross_field_problems(scenario: Scenario) -> list[str]:
+    """Problems that involve several fields of an otherwise valid scenario, one per entry."""
+    problems = []
+    num_classes = DATASET_CLASSES[scenario.data.dataset]
+    part = scenario.data.partition
+    if isinstance(part, QuantityPartition):
+        if part.alpha > num_classes:
+            problems.append(f"data.partition.alpha: must be <= the {num_classes} classes of "
+                            f"{scenario.data.dataset}, got {part.alpha}")
+        elif (scenario.data.num_clients * part.alpha) % num_classes:
+            problems.append(f"data.partition.alpha: num_clients*alpha must be divisible by "
+                            f"the {num_classes} classes, got {scenario.data.num_clients}*"
+                            f"{part.alpha} = {scenario.data.num_clients * part.alpha}")
+    tr = scenario.training
+    if tr.batch_size < scenario.num_participants:
+        problems.append(f"training.batch_size: must be >= the number of participating "
+                        f"clients ({scenario.num_participants}), got "
+                        f"{scenario.training.batch_size}")
+    if scenario.num_selected > scenario.data.num_clients:
+        most = scenario.data.num_clients / scenario.num_participants - 1
+        problems.append(f"training.over_selection: selects ceil((1 + {tr.over_selection:g}) x "
+                        f"{scenario.num_participants}) = {scenario.num_selected} clients, more "
+                        f"than the {scenario.data.num_clients} there are (data.num_clients); "
+                        f"allowed: at most {most:.4g}")
+    barrier = [a for a in scenario.algorithms if ALGORITHMS[a].traits.barrier]
+    if tr.step_deadline_s is not None and not barrier:
+        with_barrier = ALGORITHMS.with_trait("barrier")
+        problems.append(f"training.step_deadline_s: only for algorithms with a barrier "
+                        f"({', '.join(with_barrier)}); {', '.join(scenario.algorithms)} "
+                        f"{'has' if len(scenario.algorithms) == 1 else 'have'} none, got "
+                        f"{tr.step_deadline_s}")
+    problems.extend(compression_problems(scenario))
+    if scenario.privacy is not None:
+        reasons = [ALGORITHMS[a].traits.why_not_attackable(a) for a in scenario.algorithms]
+        if all(reasons):
+            problems.append(f"privacy: the attack needs an algorithm that sends activations "
+                            f"from a global client-side model; {'; '.join(reasons)}")
+    if scenario.timing_only and barrier and scenario.drops_clients:
+        problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
+                        f"fixed-rate link steps the server on the clients left, batches no "
+                        f"timing-only run has metered; set timing_only: false")
+    for key, values in scenario.sweep.items():
+        keys = [key]
+        if isinstance(values, dict):   # named cases
+            if key in type(scenario).model_fields or "." in key:
+                problems.append(f"sweep: {key!r} names cases: it must be a name of your own, "
+                                f"neither a scenario key nor dotted (e.g. channel)")
+            keys = [k for case in values.values() for k in case]
+            problems.extend(f"sweep.{key}.{case}: a case sets at least one dotted key"
+                            for case, settings in values.items() if not settings)
+        for k in dict.fromkeys(keys):
+            if k.split(".")[0] in ("name", "algorithms", "sweep"):
+                problems.append(f"sweep: {k!r} cannot be swept (sweepable: any other dotted "
+                                f"key, e.g. training.local_iters or seed; algorithms are "
+                                f"always crossed with the sweep)")
+    if len(set(scenario.algorithms)) != len(scenario.algorithms):
+        problems.append(f"algorithms: each algorithm at most once, got {scenario.algorithms}")
+    for name in dict.fromkeys(scenario.algorithms):
+        section = ALGORITHMS[name].section(scenario)
+        if section is not None:
+            problems.extend(section.problems(scenario))
+    return problems
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """Field names allowed at `loc` (a pydantic error location), for close-match hints."""
+    model = scenario_model()
+    for part in loc[:-1]:
+        if part in PARTITION_KINDS:   # a discriminated union's tag names its member model
+            model = PARTITION_KINDS[part]
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+        is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        model = annotation if is_model else None   # a union: the tag comes next
+    return list(getattr(model, "model_fields", {}))
+
+
+def _describe(error: dict) -> list[str]:
+    loc = [p for p in error["loc"] if p not in PARTITION_KINDS]
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    kind, ctx, got = error["type"], error.get("ctx", {}), error.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(error["loc"])
+        hint = difflib.get_close_matches(str(error["loc"][-1]), allowed, n=1)
+        suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+        return [f"{where}: unknown key{suggestion} (allowed: {', '.join(allowed)})"]
+    if kind == "missing":
+        return [f"{where}: required key is missing"]
+    if kind == "value_error":
+        # section validators name the field themselves: "field: what is allowed, got value"
+        message = str(ctx.get("error", error["msg"]))
+        return [message if where == "(top level)" else f"{where}.{message}"]
+    bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+              "less_than_equal": "<="}
+    if kind in bounds:
+        limit = next(iter(ctx.values()))
+        return [f"{where}: must be {bounds[kind]} {limit}, got {got!r}"]
+    if kind == "literal_error":
+        return [f"{where}: must be one of {ctx.get('expected')}, got {got!r}"]
+    if kind == "union_tag_invalid":
+        return [f"{where}: kind must be one of {ctx.get('expected_tags')}, "
+                f"got {ctx.get('tag')!r}"]
+    return [f"{where}: {error['msg'].lower()}, got {got!r}"]
+
+
+def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scenario:
+    """A Scenario from a parsed YAML document, or a ScenarioError listing every problem."""
+    if not isinstance(document, dict):
+        raise ScenarioError(source, [f"(top level): must be a mapping of keys, got "
+                                     f"{type(document).__name__}"])
+    try:
+        scenario = scenario_model().model_validate(document)
+    except ValidationError as exc:
+        raise ScenarioError(source, [p for e in exc.errors() for p in _describe(e)]) from None
+    problems = cross_field_problems(scenario)
+    if problems:
+        raise ScenarioError(source, problems)
+    return scenario
+
+
+def set_dotted(document: dict, key: str, value: Any) -> str | None:
+    """document[a][b][c] = value for key "a.b.c" (sections created as needed). -> None, or a
+    problem text when a part of the key is not a section."""
+    node, parts = document, key.split(".")
+    for part in parts[:-1]:
+        if not isinstance(node.get(part, {}), dict):
+            return f"{part!r} is not a section"
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return None
+
+
+def apply_overrides(document: dict, overrides: list[str], source: str = "--set") -> dict:
+    """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
+    problems = []
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            problems.append(f"--set {item!r}: expected dotted.key=value")
+            continue
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            problems.append(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})")
+            continue
+        problem = set_dotted(document, key, value)
+        if problem:
+            problems.append(f"--set {key}: {problem}")
+    if problems:
+        raise ScenarioError(source, problems)
+    return document
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
+    """Read, override and validate a scenario file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError(path, [f"scenario file not found: {str(path)!r}"])
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = f"YAML syntax error: {where}{getattr(exc, 'problem', exc)}"
+        raise ScenarioError(path, [problem]) from None
+    if document is None:
+        document = {}
+    if isinstance(document, dict):
+        document = apply_overrides(document, overrides)
+    return validate_scenario(document, source=path)
+
+
+def scenario_yaml(scenario: Scenario) -> str:
+    """The resolved scenario (every default filled in) as YAML."""
+    return yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False)
+
+
+def training_identity(scenario: Scenario) -> dict:
+    """What decides a run's numbers: the resolved scenario without `report` (accuracy targets
+    only change what is computed from the result files afterwards)."""
+    document = scenario.model_dump(mode="json")
+    document.pop("report", None)
+    return document
+
+
+
+#: sections that change only when things happen, never what is learned (for an algorithm
+#: whose selection does not look at the network): cells differing only here are re-timed
+TIMING_SECTIONS = ("network", "compute")
+
+
+def learning_identity(scenario: Scenario) -> dict:
+    """What decides what a run learns: `training_identity` without the timing sections and
+    the study's name. Two runs with equal learning identities learn the same trajectory."""
+    document = training_identity(scenario)
+    for key in (*TIMING_SECTIONS, "name"):
+        document.pop(key, None)
+    return document
