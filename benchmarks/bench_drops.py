@@ -21,7 +21,7 @@ import torch
 
 from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.events import EventKind
-from scala_netsim.run import Run, build_world, cell_dataset, objects_so_far_frozen
+from scala_netsim.runner.loop import Run, build_world, cell_dataset, objects_so_far_frozen
 
 
 def timed_run(clients: int, rounds: int, deadline_s: float | None) -> tuple[Run, float, float]:

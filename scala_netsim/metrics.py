@@ -78,8 +78,9 @@ def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
     the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
     and server, the critical path, the number of participants, the clients' energy when the
     run records it (`energy`, scala_netsim.radio_record.round_energy), who contributed when
-    clients can be dropped (`drops`, scala_netsim.run.drop_columns) and, in evaluated rounds,
-    the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other rounds)."""
+    clients can be dropped (`drops`, scala_netsim.runner.loop.drop_columns) and, in evaluated
+    rounds, the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other
+    rounds)."""
     totals = dict.fromkeys(("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"), 0)
     for e in events:  # one pass
         total = TOTAL_OF[e[KIND]]

@@ -30,7 +30,7 @@ from scala_netsim.config.scenario import (
     training_identity,
     validate_scenario,
 )
-from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.results import read_written_yaml, write_json
 
 if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenario
@@ -194,16 +194,16 @@ def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
         "cells": [{"algorithm": c.algorithm, "setting": dict(c.setting),
                    "folder": str(c.folder.relative_to(root))} for c in cells],
     }
-    write_json(root / "sweep.json", index)
-    return root / "sweep.json"
+    write_json(root / SWEEP_JSON, index)
+    return root / SWEEP_JSON
 
 
 # --- running one cell: the same function in-process, in worker processes and on Ray ---------
 def __getattr__(name: str) -> object:
-    """cell_dataset and deterministic moved to scala_netsim.run (issue 26's layers); their
+    """cell_dataset and deterministic moved to scala_netsim.runner.loop (issue 26's layers); their
     old import path here keeps working for one release."""
     if name in ("cell_dataset", "deterministic"):
-        from scala_netsim import run
+        from scala_netsim.runner import loop as run
 
         return getattr(run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -218,7 +218,7 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     import torch
 
     from scala_netsim.attack import after_training
-    from scala_netsim.run import build_world, cell_dataset, deterministic, execute_run
+    from scala_netsim.runner.loop import build_world, cell_dataset, deterministic, execute_run
 
     if threads:
         torch.set_num_threads(threads)
@@ -268,7 +268,7 @@ def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: d
     import torch
 
     from scala_netsim.replay import Record, replay_trainer
-    from scala_netsim.run import build_world, cell_dataset, execute_run
+    from scala_netsim.runner.loop import build_world, cell_dataset, execute_run
 
     device = torch.device(device)
     scenario = validate_scenario(scenario_document)

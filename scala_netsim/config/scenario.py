@@ -246,7 +246,7 @@ class Scenario(_Strict):
     @property
     def drops_clients(self) -> bool:
         """Can the network drop clients from a round (deadlines, over-selection, or a link that
-        loses transfers)? Such runs record who contributed (scala_netsim.run)."""
+        loses transfers)? Such runs record who contributed (scala_netsim.runner.loop)."""
         return (self.network_shapes_learning
                 or channel.LINK_MODELS[self.network.link.mode].outages)
 

@@ -10,6 +10,7 @@ SUMMARY_JSON = "summary.json"     # written last: its presence means the run end
 CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when the run ends)
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
+SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's cells and settings
 
 #: the per-round records a checkpoint must agree with when a run resumes
 RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)

@@ -1,0 +1,447 @@
+"""The Python API, for notebooks and scripts; the command line (scala_netsim.cli) is a thin
+layer over it.
+
+    import scala_netsim as sn
+
+    scenario = sn.load_scenario("scenarios/quickstart.yaml",
+                                {"training.rounds": 5, "network.uplink_bandwidth_hz": 5e6})
+    results = sn.run(scenario, out="results", jobs=2)
+    results.rounds          # every run's rounds.csv in one frame (algorithm, setting, seed)
+    results.comparison      # the study's comparison table (comparison.csv)
+    results.figures()       # each run's figures and the comparison's, drawn now
+    again = sn.open_results("results/quickstart")   # a folder the CLI or the API wrote
+
+Bad input raises the error whose message the CLI prints (ScenarioError for the scenario, the
+data's and partition's own errors, CheckpointError for a checkpoint of another run); nothing
+already written is lost. An interrupted run (KeyboardInterrupt) leaves every file complete:
+the same call continues from the last checkpoints.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import yaml
+
+from scala_netsim.config.scenario import (
+    Scenario,
+    ScenarioError,
+    apply_overrides,
+    set_dotted,
+    validate_scenario,
+)
+from scala_netsim.config.scenario import load_scenario as load_scenario_file
+from scala_netsim.core.exits import check_writable
+from scala_netsim.core.records import (
+    EVENTS_CSV,
+    ROUNDS_CSV,
+    SUMMARY_JSON,
+    SWEEP_JSON,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+    from scala_netsim.data import Dataset
+    from scala_netsim.sweep import SweepCell
+
+#: The run-time estimate times 8 training steps; below this many local iterations in all the
+#: runs to train (a smoke test, a one-round check) it would cost a good part of the work
+#: itself, and none is printed.
+MIN_STEPS_TO_ESTIMATE = 20
+
+
+def load_scenario(source: str | Path | Mapping[str, Any],
+                  overrides: Mapping[str, Any] | Sequence[str] = ()) -> Scenario:
+    """A validated scenario from a YAML file or a mapping (a parsed document), with
+    `overrides`: {dotted.key: value} (Python values) or ["dotted.key=value", ...] (values
+    parsed as YAML, as --set does). Raises ScenarioError listing every problem."""
+    if isinstance(overrides, Mapping):
+        strings, values = [], dict(overrides)
+    else:
+        strings, values = list(overrides), {}
+    if isinstance(source, Mapping):
+        document, where = copy.deepcopy(dict(source)), "<scenario>"
+        document = apply_overrides(document, strings)
+    elif not values:
+        return load_scenario_file(source, strings)
+    else:
+        path = Path(source)
+        load_scenario_file(path, strings)   # the file's own problems, reported as the CLI does
+        document, where = apply_overrides(yaml.safe_load(path.read_text()) or {}, strings), path
+    problems = [f"{key}: {p}" for key, value in values.items()
+                if (p := set_dotted(document, key, value))]
+    if problems:
+        raise ScenarioError(where, problems)
+    return validate_scenario(document, source=where)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How `run` executes the cells (the CLI's flags)."""
+
+    jobs: int = 1                 # cells at once in worker processes (local executor)
+    executor: str = "local"       # local or ray
+    ray_address: str | None = None
+    ray_cpus_per_cell: int = 1
+    retime: bool = True           # re-time cells that differ only in network.*/compute.*
+    progress: bool = False        # a progress bar per trained run (one after another)
+    force: bool = False           # rerun finished runs from scratch
+    figures: bool = False         # draw each run's and the comparison's figures at the end
+    report: bool = False          # write report.md at the end
+    echo: bool = True             # print what the CLI prints (the plan, a line per run)
+
+
+def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "results", *,
+        jobs: int = 1, executor: str = "local", retime: bool = True, progress: bool = False,
+        force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
+        ray_address: str | None = None, ray_cpus_per_cell: int = 1) -> Results:
+    """Run every cell of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
+    write the study's comparison.csv; finished runs are skipped and interrupted ones resume
+    (unless `force`). -> the Results of OUT/<scenario>/."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    options = Options(jobs, executor, ray_address, ray_cpus_per_cell, retime, progress,
+                      force, figures, report, echo)
+    for name, value in (("jobs", jobs), ("ray_cpus_per_cell", ray_cpus_per_cell)):
+        if value < 1:
+            raise RefusedError(f"{name}: must be a whole number >= 1, got {value}")
+    if executor not in ("local", "ray"):
+        raise RefusedError(f"executor: allowed: local, ray; got {executor!r}")
+    return run_scenario(scenario, Path(out), options)
+
+
+class RefusedError(ValueError):
+    """The run cannot start as asked (a folder of another scenario, a missing GPU, a result
+    root that cannot be written, an algorithm that cannot be timed without training); the
+    message says what is allowed. The CLI prints it and exits 2."""
+
+
+def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
+    """`run` on a validated scenario."""
+    from scala_netsim.sweep import expand_sweep
+
+    cells = expand_sweep(scenario, out)
+    problem = check_writable(out)
+    if problem:
+        raise RefusedError(problem)
+    from scala_netsim.runner.loop import cell_edge_warning
+
+    for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in cells))):
+        if options.echo:
+            print(f"warning: {warning}", file=sys.stderr)
+    if scenario.timing_only:
+        from scala_netsim.algorithms.registry import ALGORITHMS
+
+        unfit = [a for a in scenario.algorithms if not ALGORITHMS[a].traits.timeable]
+        if unfit:
+            raise RefusedError(f"timing_only: {', '.join(unfit)} cannot be timed without "
+                               f"training (the sizes of their messages change from round to "
+                               f"round); leave them out of algorithms or run with training")
+    device = run_device(scenario)
+    dataset = check_data(cells, device)
+    todo, plan, states = plan_cells(scenario, cells, out, dataset, device, options)
+    from scala_netsim.sweep import write_sweep_index
+
+    write_sweep_index(scenario, cells, out)
+    run_cells([c for c in todo if c.folder not in plan], [c for c in todo if c.folder in plan],
+              states, device, options, plan, out)
+    root = out / scenario.name
+    if options.figures:   # runs draw nothing themselves (worker processes, Ray tasks)
+        from analysis.plots import plot_run
+
+        for cell in todo:
+            plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")
+    results = Results(root)
+    written = results.write(figures=options.figures, report=options.report)
+    if options.echo:
+        print(f"results: {root} ({', '.join(p.name for p in written)})")
+    return results
+
+
+def run_device(scenario: Scenario) -> torch.device:
+    """The device the scenario asks for; RefusedError for CUDA without a GPU."""
+    import torch
+
+    if scenario.device == "cuda" and not torch.cuda.is_available():
+        raise RefusedError("device: 'cuda' was asked for but no CUDA GPU is available; "
+                           "use 'cpu' or 'auto'")
+    return torch.device("cuda" if scenario.device == "auto" and torch.cuda.is_available()
+                        else ("cpu" if scenario.device == "auto" else scenario.device))
+
+
+def check_data(cells: list[SweepCell], device: torch.device) -> Dataset:
+    """Every dataset the cells use must be there and partition as asked before anything runs
+    (each dataset loaded once, each partition made once). -> the first cell's dataset."""
+    from scala_netsim.runner.loop import cell_dataset, client_partition
+
+    partitioned = set()
+    for cell in cells:
+        data = (cell.scenario.data.model_dump_json(), cell.scenario.seed)
+        if data not in partitioned:
+            client_partition(cell.scenario, cell_dataset(cell.scenario, device))
+            partitioned.add(data)
+    return cell_dataset(cells[0].scenario, device)
+
+
+def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: Dataset,
+               device: torch.device, options: Options
+               ) -> tuple[list[SweepCell], dict[Path, SweepCell], dict[Path, str]]:
+    """(the cells to run, {folder of a cell to re-time: the cell it is re-timed from}, each
+    cell's state by folder: new, partial, finished), printing the plan; RefusedError where
+    a folder holds a run of another scenario."""
+    from scala_netsim.estimate import StepCosts, format_duration, run_time_s
+    from scala_netsim.sweep import cell_state, plan_retiming, swept_values
+
+    # by folder: swept values may be lists, which cannot be dictionary keys
+    states = {c.folder: ("new" if options.force else cell_state(c)) for c in cells}
+    foreign = [c for c in cells if states[c.folder] == "other"]
+    if foreign:
+        listed = "\n".join(f"  {c.folder}" for c in foreign[:5]) + (
+            f"\n  ... and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise RefusedError(f"these folders hold runs of another scenario (their scenario.yaml "
+                           f"differs):\n{listed}\nuse --force to replace them, or another "
+                           f"--out")
+    todo = [c for c in cells if states[c.folder] != "finished"]
+    plan = plan_retiming(cells, states) if options.retime else {}
+    trained = [c for c in todo if c.folder not in plan]
+    if not options.echo:
+        return todo, plan, states
+    print(summary_text(scenario, dataset, device))
+    if scenario.sweep:
+        print(f"  sweep: {' x '.join(f'{k} {v}' for k, v in swept_values(cells).items())} x "
+              f"{len(scenario.algorithms)} algorithm(s) = {len(cells)} cells")
+    for cell in cells:
+        if states[cell.folder] == "finished":
+            print(f"{cell.label}: already completed, skipped ({cell.folder})")
+    if plan:
+        print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
+              f"re-timed from its run, not trained (--retime off trains them)")
+    steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
+    if trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
+        costs = StepCosts.measure(scenario, dataset, device)
+        estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
+                         for c in trained)
+        print(f"estimated run time on this machine: {format_duration(estimate_s)} for "
+              f"{len(trained)} run(s) one after another"
+              + (f", spread over {options.jobs} jobs" if options.jobs > 1 else ""))
+    elif not todo:
+        print("every run is finished already (--force reruns them); rebuilding the report")
+    return todo, plan, states
+
+
+def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],
+              device: torch.device, options: Options, plan: dict[Path, SweepCell],
+              out: Path) -> None:
+    """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
+    from the cell `plan` maps each to (training any that cannot be re-timed)."""
+    from scala_netsim.replay import RecordError, TimelineDiverged
+    from scala_netsim.sweep import cell_arguments, retime_cell, run_in_processes, run_on_ray
+
+    def resume_of(cell: SweepCell) -> bool:
+        return states[cell.folder] == "partial"
+
+    def report(cell: SweepCell, summary: dict) -> None:
+        if options.echo:
+            print(run_line(cell.label, summary), flush=True)
+
+    if options.executor == "ray":
+        run_on_ray(trained, device, options.ray_address, options.ray_cpus_per_cell, resume_of,
+                   report)
+    elif options.jobs > 1 and len(trained) > 1:
+        run_in_processes(trained, device, options.jobs, resume_of, report)
+    else:
+        for cell in trained:
+            report(cell, run_one(cell, device, options.progress, resume_of(cell)))
+    for cell in retimed:
+        source = plan[cell.folder].folder
+        arguments = cell_arguments(cell, device, resume=False)[:5]
+        try:
+            summary = retime_cell(*arguments, str(source.resolve()),
+                                  os.path.relpath(source, out))
+        except (RecordError, TimelineDiverged) as exc:
+            if options.echo:
+                print(f"{cell.label}: not re-timed from {source}: {exc}; training it for "
+                      f"real", flush=True)
+            summary = run_one(cell, device, options.progress)
+        report(cell, summary)
+
+
+def run_line(label: str, summary: dict) -> str:
+    """The line the CLI prints for a finished run."""
+    from scala_netsim.estimate import format_duration
+
+    how = "re-timed" if summary.get("retimed_from") else summary["status"]
+    accuracy = ("timing only" if summary.get("timing_only") else
+                f"best accuracy {summary['best_acc']:.2%} (round {summary['best_round']}), "
+                f"final {summary['final_acc']:.2%}")
+    drops = ("" if "dropped_fraction" not in summary else
+             f", {summary['dropped_fraction']:.1%} of selected clients dropped (label bias "
+             f"TV {summary['label_bias_tv']:.3f})")
+    return (f"{label}: {how}, {accuracy}, simulated "
+            f"time {format_duration(summary['total_sim_time_s'])}{drops}, wall time "
+            f"{format_duration(summary['wall_time_s'])}")
+
+
+def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
+            resume: bool = False) -> dict:
+    """Run one cell here, with a progress bar when asked. -> its summary."""
+    from tqdm import tqdm
+
+    from scala_netsim.sweep import cell_arguments, run_cell
+
+    bar = tqdm(total=cell.scenario.training.rounds, desc=cell.label, unit="round",
+               disable=not show_progress, file=sys.stderr)
+    last = {"acc": "-"}
+
+    def progress(round_: int, sim_time_s: float, acc: float) -> None:
+        if acc == acc:  # not NaN: an evaluation round
+            last["acc"] = f"{acc:.2%}"
+        bar.set_postfix_str(f"sim {sim_time_s:,.1f} s, acc {last['acc']}", refresh=False)
+        bar.update(1)
+
+    try:
+        return run_cell(*cell_arguments(cell, device, resume), progress=progress)
+    finally:
+        bar.close()
+
+
+def summary_text(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
+    """What the CLI prints about the scenario before it runs."""
+    tr, net, comp, data = scenario.training, scenario.network, scenario.compute, scenario.data
+    part = data.partition
+    part_text = part.kind + "".join(f" {k}={v}" for k, v in part.model_dump().items()
+                                    if k != "kind")
+    return "\n".join([
+        f"scenario {scenario.name} (seed {scenario.seed}, device {device})",
+        f"  data: {data.dataset}, {len(dataset.train_y)} train / {len(dataset.test_y)} test "
+        f"images, "
+        f"{data.num_clients} clients, partition {part_text}",
+        f"  model: {scenario.model.arch} split {scenario.model.split}",
+        f"  training: {', '.join(scenario.algorithms)}; {tr.rounds} rounds x {tr.local_iters} "
+        f"local iterations, B = {tr.batch_size}, {scenario.num_participants} clients per round, "
+        f"lr {tr.lr}, momentum {tr.momentum}",
+        f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
+        f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
+        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz",
+        f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "
+        f"FLOP/s, server {comp.server_flops_per_s:.3g} FLOP/s",
+    ])
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One finished run: its folder, algorithm, swept setting, seed and summary.json."""
+
+    folder: Path
+    algorithm: str
+    setting: dict
+    seed: int
+    summary: dict
+
+
+class Results:
+    """The finished runs under OUT/<scenario>/ (sweep cells included), read on demand."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.folder)!r}: {len(self.runs)} finished run(s))"
+
+    @cached_property
+    def runs(self) -> list[RunResult]:
+        found = []
+        for path in sorted(self.folder.rglob(SUMMARY_JSON)):
+            summary = json.loads(path.read_text())
+            found.append(RunResult(path.parent, summary["algorithm"],
+                                   summary.get("setting", {}), summary["seed"], summary))
+        return found
+
+    @property
+    def accuracy_targets(self) -> list[float]:
+        index = self.folder / SWEEP_JSON
+        if index.is_file():
+            return json.loads(index.read_text()).get("accuracy_targets", [0.6, 0.7, 0.8])
+        return [0.6, 0.7, 0.8]
+
+    def _stacked(self, name: str) -> pd.DataFrame:
+        """Every run's `name` file, one frame: algorithm, the swept keys and seed first."""
+        frames = []
+        for r in self.runs:
+            frame = pd.read_csv(r.folder / name)
+            keys = {"algorithm": r.algorithm, **{k: str(v) if isinstance(v, (list, dict))
+                                                 else v for k, v in r.setting.items()},
+                    "seed": r.seed}
+            for i, (key, value) in enumerate(keys.items()):
+                frame.insert(i, key, value)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per run: its summary.json's values (setting flattened to its keys)."""
+        rows = [{"algorithm": r.algorithm, **r.setting, "seed": r.seed, "folder": str(r.folder),
+                 **{k: v for k, v in r.summary.items()
+                    if k not in ("algorithm", "setting", "seed", "files_sha256")}}
+                for r in self.runs]
+        return pd.DataFrame(rows)
+
+    @cached_property
+    def rounds(self) -> pd.DataFrame:
+        """Every run's rounds.csv (one row per round), stacked."""
+        return self._stacked(ROUNDS_CSV)
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """Every run's events.csv (one row per timed event), stacked."""
+        return self._stacked(EVENTS_CSV)
+
+    @property
+    def comparison(self) -> pd.DataFrame:
+        """The study's comparison table (comparison.csv's rows, computed from the runs)."""
+        from analysis.compare import comparison_table
+
+        return comparison_table(self.folder, self.accuracy_targets)
+
+    def write(self, figures: bool = True, report: bool = False) -> list[Path]:
+        """Write comparison.csv (and the comparison figures, report.md). -> the paths."""
+        from analysis.compare import write_comparison
+
+        written = [write_comparison(self.folder, self.accuracy_targets)]
+        if figures:
+            from analysis.plots import comparison_figures
+
+            written += comparison_figures(self.folder)
+        if report:
+            from analysis.report import write_report
+
+            write_report(self.folder)
+            written.append(self.folder / "report.md")
+        return written
+
+    def figures(self) -> list[Path]:
+        """Draw every run's figures and the comparison's now. -> the comparison's paths."""
+        from analysis.plots import comparison_figures, plot_run
+
+        for r in self.runs:
+            plot_run(r.folder, title=f"{self.folder.name}: {r.algorithm}")
+        return comparison_figures(self.folder)
+
+
+def open_results(folder: str | Path) -> Results:
+    """The Results of a folder the CLI or `run` wrote: OUT/<scenario>/ (holding sweep.json)
+    or one run's folder. Raises FileNotFoundError where there is no finished run."""
+    results = Results(folder)
+    if not results.runs:
+        raise FileNotFoundError(f"{folder}: no finished run here (no {SUMMARY_JSON} below it)")
+    return results
