@@ -35,9 +35,11 @@ from scala_netsim.algorithms.contract import (
     Trainer,
 )
 from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
 
-Message = ActivationMessage | GradientMessage | ModelMessage
+# what a protocol hands the link: a real trainer's message, or a recorded one (a replay, a
+# timing-only run); the engine reads only Transfer's client_id and payload_bytes
+Message = ActivationMessage | GradientMessage | ModelMessage | Transfer
 
 
 @dataclass

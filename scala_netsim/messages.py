@@ -6,6 +6,7 @@ of the encoded representation, `wire_bytes`.
 """
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -68,3 +69,15 @@ class RecordedMessage:
     client_id: int
     local_iter: int
     payload_bytes: int
+
+
+class Transfer(Protocol):
+    """What the engine reads of any message it times: who sends or receives it and its size on
+    the wire. ModelMessage, ActivationMessage, GradientMessage (a real trainer's, with their
+    tensors) and RecordedMessage (a replayed or timing-only trainer's, sizes only) all are one."""
+
+    @property
+    def client_id(self) -> int: ...
+
+    @property
+    def payload_bytes(self) -> int: ...

@@ -66,6 +66,7 @@ from scala_netsim.core.records import (
 from scala_netsim.core.results import file_sha256, read_written_yaml
 from scala_netsim.messages import RecordedMessage
 from scala_netsim.radio_record import RADIO_COLUMNS
+from scala_netsim.runner.recorded import RecordedTrainer
 
 
 class RecordError(ValueError):
@@ -242,15 +243,16 @@ def _differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
     return keys
 
 
-class Replayer:
+class Replayer(RecordedTrainer):
     """The trainer side of a replay: every method of every trainer contract, answered from a
     `Record` and checked against it (`replay_trainer` makes it a trainer of one pattern)."""
+
+    prefix = "Replay"
 
     def __init__(self, record: Record, server_order_matters: bool) -> None:
         self.record = record
         self.server_order_matters = server_order_matters
         self.round = 0
-        self.round_loss = None
         self._steps: dict[tuple[int, int, int], list[int]] = {}
         self._server_order: list[tuple[int, int]] = []
         self._next_server = 0
@@ -321,20 +323,8 @@ class Replayer:
     def client_model_download(self, k: int) -> RecordedMessage:
         return self._message(EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER, k)
 
-    def client_receive_model(self, message: RecordedMessage) -> None:
-        pass
-
     def client_model_upload(self, k: int) -> RecordedMessage:
         return self._message(EventKind.MODEL_UPLOAD, MODEL_TRANSFER, k)
-
-    def server_receive_model(self, message: RecordedMessage) -> None:
-        pass
-
-    def client_resume(self, k: int) -> None:
-        pass
-
-    def client_keep(self, k: int) -> None:
-        pass
 
     def client_forward(self, k: int, local_iter: int) -> Forward:
         flops = self._take(EventKind.CLIENT_FORWARD, local_iter, k)[1]
@@ -382,6 +372,4 @@ class Replayer:
 def replay_trainer(record: Record) -> Trainer:
     """A trainer of the record's algorithm's pattern that replays the record."""
     spec = ALGORITHMS[record.algorithm]
-    contract = spec.protocol.trainer_contract
-    cls = type(f"Replay{contract.__name__}", (Replayer, contract), {})
-    return cls(record, spec.trainer.server_order_matters)
+    return Replayer.of(spec.protocol.trainer_contract, record, spec.trainer.server_order_matters)

@@ -27,6 +27,7 @@ from scala_netsim.algorithms.contract import (
 )
 from scala_netsim.core.events import MODEL_TRANSFER
 from scala_netsim.messages import RecordedMessage
+from scala_netsim.runner.recorded import RecordedTrainer
 from scala_netsim.training import apportion_batch_sizes
 
 
@@ -34,14 +35,16 @@ class TimingError(ValueError):
     """An algorithm whose steps' costs are not fixed by their batch size."""
 
 
-class TimingMeter:
+class TimingMeter(RecordedTrainer):
     """The trainer side of a timing-only run (see the module); `timing_trainer` makes it a
-    trainer of the wrapped trainer's pattern."""
+    trainer of the wrapped trainer's pattern. Where a round is run for real (`_live`), the
+    model hand-offs go to the real trainer; otherwise they carry nothing, as in a replay."""
+
+    prefix = "Timing"
 
     def __init__(self, inner: Trainer) -> None:
         self.inner = inner
         self.concatenated = isinstance(inner, ConcatSplitTrainer)
-        self.round_loss = None
         self.live_rounds = 0        # rounds the real trainer ran (to meter new batch sizes)
         self._costs: dict[tuple, object] = {}
         self._seen: set[tuple] = set()
@@ -167,5 +170,4 @@ def timing_trainer(inner: Trainer, contract: type[Trainer]) -> Trainer:
         raise TimingError(f"timing_only: {type(inner).__name__}'s step costs are not fixed by "
                           f"their batch size (its messages change from round to round); run "
                           f"it with training")
-    cls = type(f"Timing{contract.__name__}", (TimingMeter, contract), {})
-    return cls(inner)
+    return TimingMeter.of(contract, inner)

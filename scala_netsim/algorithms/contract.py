@@ -28,14 +28,20 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import torch
 
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.messages import (
+    ActivationMessage,
+    GradientMessage,
+    ModelMessage,
+    RecordedMessage,
+)
 
 
 @dataclass(frozen=True)
 class Forward:
-    """A client's forward pass: the activations (and labels) it uploads, and its FLOPs."""
+    """A client's forward pass: the activations (and labels) it uploads, and its FLOPs (a
+    replayed or timing-only trainer uploads a RecordedMessage: the size, no tensors)."""
 
-    upload: ActivationMessage
+    upload: ActivationMessage | RecordedMessage
     flops: int
 
 
@@ -44,7 +50,7 @@ class ServerStep:
     """One server step: the gradients it sends back (one per client served; none for a local
     loss) and its FLOPs."""
 
-    replies: list[GradientMessage]
+    replies: list[GradientMessage] | list[RecordedMessage]
     flops: int
 
 
@@ -55,7 +61,7 @@ class LocalStep:
 
     forward_flops: int
     backward_flops: int
-    upload: ActivationMessage | None = None
+    upload: ActivationMessage | RecordedMessage | None = None
 
 
 @dataclass(frozen=True)
