@@ -1,0 +1,290 @@
+"""The wireless link of the co-simulation: the band's allocation among the transfers in flight
+(channel's allocators), each transfer's rate from the link model, fading and retransmissions, and
+the grant and transfer books the invariants check. Payload bits become SimPy timeouts here."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import simpy
+
+import channel
+from channel import Direction
+from scala_netsim.core.events import EventKind, EventLog
+from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
+from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.drops import Drops
+
+# what a protocol hands the link: a real trainer's message, or a recorded one (a replay, a
+# timing-only run); the engine reads only Transfer's client_id and payload_bytes
+Message = ActivationMessage | GradientMessage | ModelMessage | Transfer
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The sub-band a client holds in one direction for one round."""
+
+    round: int
+    client_id: int
+    direction: Direction
+    bandwidth_hz: float
+
+    def as_row(self) -> tuple:
+        return (self.round, self.client_id, self.direction.value, self.bandwidth_hz)
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> Grant:
+        round_, client_id, direction, bandwidth_hz = row
+        return cls(round_, client_id, Direction(direction), bandwidth_hz)
+
+
+class TransferRate(NamedTuple):
+    """The sub-band and rate a transfer used, its number of attempts (ARQ; it lasts
+    attempts * bits / rate), the channel's power gain it saw (large-scale times fading; of the
+    attempt that got through) and the power radiated on its sub-band; `event_index` is its
+    position in the log."""
+
+    event_index: int
+    bandwidth_hz: float
+    rate_bps: float
+    attempts: int = 1
+    gain_linear: float = float("nan")
+    tx_power_w: float = float("nan")
+
+
+TRANSFER_COLUMNS = TransferRate._fields
+
+
+class TransferLost(Exception):  # noqa: N818 (what happened, as the message says)
+    """Thrown into a client's process when one of its transfers failed all its attempts
+    (fixed-rate link in outage): the client is dropped from the round."""
+
+
+def share_done(total: int, start_s: float, now_s: float, duration_s: float) -> int:
+    """Of a step of `total` bytes or FLOPs lasting `duration_s` from `start_s`, what is done
+    by `now_s` (rounded down): what a step cut short at `now_s` records."""
+    if duration_s <= 0:
+        return total
+    return min(total, int(total * (now_s - start_s) / duration_s))
+
+
+def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
+    """The grants' rows (Grant.as_row) as a table (round, client_id, direction, bandwidth_hz),
+    for the invariants."""
+    return pd.DataFrame(grant_rows, columns=["round", "client_id", "direction", "bandwidth_hz"])
+
+
+def transfers_frame(transfers: Sequence[tuple]) -> pd.DataFrame:
+    """The transfers (TransferRate or its rows) as a table, one column per field."""
+    return pd.DataFrame(transfers, columns=list(TRANSFER_COLUMNS))
+
+
+def child_rng(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
+    """A generator on the child of `seed` named by `key` (its spawn key extended by it): the
+    same draws whatever else drew from `seed`."""
+    return np.random.default_rng(np.random.SeedSequence(seed.entropy,
+                                                        spawn_key=(*seed.spawn_key, *key)))
+
+
+class WirelessLink:
+    """The cell's orthogonal up- and downlink. At the start of each round the allocator splits
+    both bands among the participants, given what each needs; a transfer lasts payload bits /
+    the rate the link model gives for the client's gain and sub-band at the transfer's start.
+
+    Every grant and every transfer's rate is recorded (`grants`, `transfers`) so that the
+    run's books can be checked against them. They are kept as plain rows (`grant_rows`,
+    `transfer_rows`): a tuple of numbers and text is untracked by the garbage collector, whereas
+    a dataclass or NamedTuple per transfer, millions in a timing-only run, made every
+    collection walk them all (about a fifth of the time of a 10,000-client run).
+    """
+
+    def __init__(self, env: simpy.Environment, cell: Cell, model: channel.LinkModel,
+                 allocator: channel.BandwidthAllocator, log: EventLog,
+                 seed: np.random.SeedSequence, fading: channel.Fading | None = None,
+                 fading_seed: np.random.SeedSequence | None = None) -> None:
+        self.env, self.cell, self.model, self.allocator, self.log = env, cell, model, allocator, log
+        self.fading = channel.Fading() if fading is None else fading
+        self._fading_seed = fading_seed
+        self._fading_rngs: dict[int, np.random.Generator] = {}
+        self._round_fading: dict[tuple[Direction, int], float] = {}
+        self.grant_rows: list[tuple] = []       # Grant.as_row()
+        self.transfer_rows: list[tuple] = []    # TransferRate's fields
+        self.round = 0
+        self._bandwidth_hz: dict[Direction, dict[int, float]] = {d: {} for d in Direction}
+        self._seed = seed
+        self._rngs: dict[int, np.random.Generator] = {}
+        # when the link model's rate does not vary within a round: (direction, client) ->
+        # (rate, gain, power) and (direction, client, payload bytes) -> airtime for this round (a
+        # client sends the same messages every local iteration: the radio math runs once per
+        # kind of message)
+        self._rate_bps: dict[tuple[Direction, int], tuple[float, float, float]] = {}
+        self._airtime_s: dict[tuple[Direction, int, int], float] = {}
+        # what an allocator weighing the clients' rates needs of the link model (fixed)
+        self._radio = {d: model.allocation_radio(d) for d in Direction}
+        # the protocol's book of steps in flight, when clients can be dropped (else None)
+        self.drops: Drops | None = None
+
+    @property
+    def grants(self) -> list[Grant]:
+        return [Grant.from_row(g) for g in self.grant_rows]
+
+    @property
+    def transfers(self) -> list[TransferRate]:
+        return [TransferRate(*t) for t in self.transfer_rows]
+
+    def stream_states(self) -> dict[str, dict[int, dict]]:
+        """Where each client's own streams stand (per-transfer fading, the link model's): what
+        a checkpoint keeps, so that a resumed run draws what the uninterrupted run draws."""
+        return {name: {k: g.bit_generator.state for k, g in streams.items()}
+                for name, streams in (("fading", self._fading_rngs), ("link", self._rngs))}
+
+    def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None:
+        for name, streams in (("fading", self._fading_rngs), ("link", self._rngs)):
+            for k, state in states.get(name, {}).items():
+                generator = np.random.default_rng()
+                generator.bit_generator.state = state
+                streams[int(k)] = generator
+
+    def rng(self, k: int) -> np.random.Generator:
+        """Client k's own random stream for the link model (the same whatever the algorithm)."""
+        if k not in self._rngs:
+            self._rngs[k] = child_rng(self._seed, k)
+        return self._rngs[k]
+
+    def fading_gain(self, direction: Direction, k: int) -> float:
+        """|h|^2 of client k's channel in `direction` now. Per round: one draw per (client,
+        round, direction), each from its own child of the fading stream, so that client k's
+        channel in round r is the same whatever the algorithm did before. Per transfer: the
+        client's next draw from its own fading stream (the i-th transfer of client k sees the
+        same draw in every run of the scenario)."""
+        fading = self.fading
+        if not fading.fades:
+            return 1.0
+        seed = self._fading_seed
+        if fading.per_round:
+            key = (direction, k)
+            if key not in self._round_fading:
+                self._round_fading[key] = fading.draw(
+                    child_rng(seed, k, self.round, direction is Direction.DOWNLINK))
+            return self._round_fading[key]
+        if k not in self._fading_rngs:
+            self._fading_rngs[k] = child_rng(seed, k)
+        return fading.draw(self._fading_rngs[k])
+
+    def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
+        """Split each band among the round's clients according to their demand."""
+        self.round = round_
+        self._rate_bps.clear()
+        self._airtime_s.clear()
+        self._round_fading.clear()
+        for direction, demand in demands.items():
+            if self.fading.per_round:  # known for the round: the allocator may weigh it
+                demand = dataclasses.replace(demand, gain_linear=demand.gain_linear * np.array(
+                    [self.fading_gain(direction, int(k)) for k in demand.client_ids]))
+            radio = self._radio[direction]
+            if radio is not None:
+                power_w, noise_psd_w_per_hz, constant_psd = radio
+                demand = dataclasses.replace(
+                    demand, tx_power_w=np.full(len(demand), power_w),
+                    noise_psd_w_per_hz=noise_psd_w_per_hz, constant_psd=constant_psd)
+            shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
+            self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist(),
+                                                     strict=True))
+            self.grant_rows.extend((round_, k, direction.value, b)
+                                   for k, b in self._bandwidth_hz[direction].items())
+
+    def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
+        """Client -> base station, starting now; yield it to wait for the transfer's end."""
+        return self._transfer(message, kind, local_iter, Direction.UPLINK)
+
+    def download(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
+        """Base station -> client, starting now; yield it to wait for the transfer's end."""
+        return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
+
+    def _rate_and_airtime(self, direction: Direction, k: int,
+                          payload_bytes: int) -> tuple[float, float, float, float]:
+        """(rate, airtime, the gain the rate was given, transmit power) of a transfer of
+        client k now."""
+        if self.model.varies_per_transfer or self.fading.per_transfer:
+            rate_bps, gain, tx_power_w = self._rate(direction, k)
+            return rate_bps, float(channel.airtime_s(payload_bytes, rate_bps)), gain, tx_power_w
+        key = (direction, k)
+        if key not in self._rate_bps:
+            self._rate_bps[key] = self._rate(direction, k)
+        rate_bps, gain, tx_power_w = self._rate_bps[key]
+        key = (direction, k, payload_bytes)
+        if key not in self._airtime_s:
+            self._airtime_s[key] = float(channel.airtime_s(payload_bytes, rate_bps))
+        return rate_bps, self._airtime_s[key], gain, tx_power_w
+
+    def _rate(self, direction: Direction, k: int) -> tuple[float, float, float]:
+        """The link model's rate for client k now, on its sub-band in `direction`, at its
+        large-scale gain times its fading gain; that gain; the power on the sub-band."""
+        gain, bandwidth_hz = self.cell.gain_linear[k], self._bandwidth_hz[direction][k]
+        if self.fading.fades and not self.model.outages:  # models with outages: _attempts
+            gain = gain * self.fading_gain(direction, k)
+        return (self.model.rate_bps(direction, gain, bandwidth_hz, self.env.now,
+                                    self.rng(k) if self.model.draws else None), float(gain),
+                self.model.tx_power_w(direction, bandwidth_hz))
+
+    def _attempts(self, direction: Direction, k: int) -> tuple[int, float, bool]:
+        """Attempts until one gets through at the channel's gain (large-scale times fading:
+        the same all round under per-round coherence, a fresh draw per attempt under
+        per-transfer coherence), the gain of the last one, and whether it got through (False
+        when all max_attempts failed: the transfer is lost)."""
+        bandwidth_hz, model = self._bandwidth_hz[direction][k], self.model
+        for attempt in range(1, model.max_attempts + 1):
+            gain = self.cell.gain_linear[k] * self.fading_gain(direction, k)
+            if model.succeeds(direction, gain, bandwidth_hz):
+                return attempt, float(gain), True
+        return model.max_attempts, float(gain), False
+
+    def _transfer(self, message: Message, kind: EventKind, local_iter: int,
+                  direction: Direction) -> simpy.Event:
+        """A timeout lasting the message's airtime that records the transfer when it ends
+        (before the process waiting on it resumes: a callback, not a generator, as a process
+        makes millions of these). A transfer lost after all its attempts is an event that
+        fails with TransferLost when the last attempt ends."""
+        k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
+        bandwidth_hz = self._bandwidth_hz[direction][k]
+        rate_bps, airtime_s, gain, tx_power_w = self._rate_and_airtime(direction, k,
+                                                                       payload_bytes)
+        attempts, delivered = 1, True
+        if self.model.outages:
+            attempts, gain, delivered = self._attempts(direction, k)
+            airtime_s = airtime_s * attempts
+        transfer = self.env.timeout(airtime_s)
+
+        def record(_: simpy.Event) -> None:
+            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
+                                       tx_power_w))
+            self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
+
+        if self.drops is None:
+            transfer.callbacks.append(record)
+            return transfer
+
+        def cut(done: int | None = None) -> None:
+            """Recorded up to now, not completed, with the share of its bytes sent so far
+            (`done`: all of them, as a transfer lost after its last attempt)."""
+            if done is None:
+                done = share_done(payload_bytes, start, self.env.now, airtime_s)
+            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
+                                       tx_power_w))
+            self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind, done)
+
+        if delivered:
+            return self.drops.track(k, transfer, record, cut, local_iter)
+        lost = self.env.event()
+
+        def give_up(_: simpy.Event) -> None:
+            cut(payload_bytes)
+            lost.fail(TransferLost(k, kind.value, self.round))
+
+        self.drops.track(k, transfer, give_up, cut, local_iter)
+        return lost

@@ -1,0 +1,416 @@
+"""The five communication patterns (SimPy processes of a round), each calling the trainer
+contract of its pattern (scala_netsim.algorithms.contract) and knowing nothing of gradients
+beyond it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import simpy
+
+import channel
+from channel import Direction
+from scala_netsim.algorithms.contract import (
+    ConcatSplitTrainer,
+    FederatedTrainer,
+    KeptModelSplitTrainer,
+    LocalLossTrainer,
+    PerClientSplitTrainer,
+    ServerStep,
+    Trainer,
+)
+from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
+from scala_netsim.messages import ActivationMessage
+from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
+from scala_netsim.sim.link import TransferLost, WirelessLink, share_done
+
+
+class Protocol(ABC):
+    """One algorithm's communication pattern, simulated a round at a time. Subclasses write
+    the SimPy processes of a round and call the trainer contract `trainer_contract`; the real
+    computation is the trainer's.
+
+    When clients can be dropped (RoundRules, or a link that loses transfers) every process of
+    a round runs guarded: a dropped client's processes are interrupted, its steps in flight
+    cut and recorded up to the drop (events.completed 0), a `client_dropped` event marks the
+    drop, and the trainer is told (`Trainer.drop_client`)."""
+
+    trainer_contract: ClassVar[type[Trainer]] = Trainer
+    pipelined_clients: ClassVar[bool] = False  # may a client compute while its uplink is busy?
+    has_barrier: ClassVar[bool] = False        # does the server wait for every client's step?
+    sends_activations: ClassVar[bool] = False  # do clients upload cut-layer activations?
+    sends_gradients: ClassVar[bool] = False    # does the server send their gradients down?
+    keeps_client_models: ClassVar[bool] = False  # one client-side model per client, kept?
+
+    def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
+                 log: EventLog, local_iters: int, rules: RoundRules = NO_RULES) -> None:
+        if not isinstance(trainer, self.trainer_contract):
+            raise TypeError(f"{type(self).__name__} needs a {self.trainer_contract.__name__}, "
+                            f"got {type(trainer).__name__}")
+        self.env, self.cell, self.trainer, self.link, self.log = env, cell, trainer, link, log
+        self.local_iters = local_iters
+        self.rules = rules
+        self.server_cpu = simpy.Resource(env, capacity=1)
+        self.round = 0
+        self._compute_s: dict[tuple[int, int], float] = {}  # (client, FLOPs) -> seconds
+        # the book of drops, when clients can be dropped; None keeps the plain, faster path
+        self.drops = Drops() if rules.active or link.model.outages else None
+        link.drops = self.drops
+
+    def run_round(self, round_: int, selected: Sequence[int]) -> None:
+        """Simulate (and really train) one round; the clock advances to the round's end."""
+        self.round = round_
+        self._compute_s.clear()
+        self.trainer.round_loss = None
+        self.trainer.begin_round(selected)
+        self.link.begin_round(round_, self.demands(selected))
+        drops = self.drops
+        if drops is not None:
+            drops.begin(round_, selected)
+            if self.rules.deadline_s is not None:
+                # (a round that ends earlier leaves its deadline in the queue: `_expire`
+                # ignores it when it comes, in a later round)
+                deadline = self.env.timeout(self.rules.deadline_s, value=round_)
+                deadline.callbacks.append(self._expire)
+        self.env.run(until=self.env.all_of(self.round_processes(selected)))
+        self.trainer.end_round()
+
+    # --- drops ----------------------------------------------------------------------------
+    def _spawn(self, owner: int, body: Generator) -> simpy.Process:
+        """`body` as a process of `owner` (a client, or SERVER_ID), guarded when clients can
+        be dropped."""
+        if self.drops is None:
+            return self.env.process(body)
+        process = self.env.process(self._guarded(owner, body))
+        self.drops.processes.setdefault(owner, []).append(process)
+        return process
+
+    def _guarded(self, owner: int, body: Generator) -> Generator[simpy.Event, Any, None]:
+        try:
+            yield from body
+        except simpy.Interrupt:   # dropped (or the round's deadline passed): stop here
+            pass
+        except TransferLost:      # one of its transfers failed all its attempts
+            self._drop(owner, "lost")
+
+    def _drop(self, k: int, reason: str) -> None:
+        """Drop client k from the round now: its steps in flight are cut, its processes
+        stopped, a client_dropped event recorded."""
+        drops = self.drops
+        if k not in drops.active:
+            return
+        drops.active.discard(k)
+        drops.dropped.append((k, reason))
+        self._stop(k)
+        self.log.record(self.env.now, self.env.now, self.round,
+                        drops.local_iter.get(k, MODEL_TRANSFER), k, EventKind.CLIENT_DROPPED)
+        self.trainer.drop_client(k)
+        self._left(k)
+
+    def _stop(self, owner: int) -> None:
+        """Cut `owner`'s steps in flight and interrupt its processes (but the running one)."""
+        self.drops.cut(owner)
+        for process in self.drops.processes.get(owner, ()):
+            if process.is_alive and process is not self.env.active_process:
+                process.interrupt()
+
+    def _left(self, k: int) -> None:  # noqa: B027 (a hook: only a barrier needs it)
+        """Client k was dropped (a barrier stops waiting for it)."""
+
+    def _finish(self, k: int) -> None:
+        """Client k's round is done (its model is in, or SplitFedV3 keeps it). Over-selection
+        without a barrier: the first `keep` to finish are kept, the others dropped then."""
+        drops = self.drops
+        drops.active.discard(k)
+        drops.finished.append(k)
+        keep = self.rules.keep
+        if keep is not None and not self.has_barrier and len(drops.finished) == keep:
+            for other in sorted(drops.active):
+                self._drop(other, "over_selection")
+
+    def _expire(self, deadline: simpy.Event) -> None:
+        """The round's deadline: every client still in the round is dropped, and what the
+        others (or the server) still had going is cut."""
+        drops = self.drops
+        if deadline.value != drops.round:   # its round ended before it (the clock only runs
+            return                          # within a round: it comes in a later one)
+        for k in sorted(drops.active):
+            self._drop(k, "deadline")
+        for owner in sorted(drops.processes):
+            self._stop(owner)
+
+    def demands(self, selected: Sequence[int]) -> dict[Direction, channel.LinkDemand]:
+        """What each participant needs from each band in one local step (for the allocator)."""
+        steps = [self.trainer.step_demand(k) for k in selected]
+        for k, s in zip(selected, steps, strict=True):
+            self.log.record_demand(self.round, int(k), s.upload_bytes, s.download_bytes,
+                                   s.compute_flops)
+        ids = np.asarray(selected, dtype=int)
+        gain = self.cell.gain_linear[ids]
+        compute_s = channel.compute_time_s([s.compute_flops for s in steps],
+                                           self.cell.flops_per_s[ids])
+        up = np.asarray([8 * s.upload_bytes for s in steps], dtype=float)
+        down = np.asarray([8 * s.download_bytes for s in steps], dtype=float)
+        return {Direction.UPLINK: channel.LinkDemand(ids, gain, up, compute_s),
+                Direction.DOWNLINK: channel.LinkDemand(ids, gain, down, compute_s)}
+
+    @abstractmethod
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        """The SimPy processes of one round (the round ends when all have finished)."""
+
+    def _compute(self, local_iter: int, k: int, kind: EventKind, flops: int) -> simpy.Timeout:
+        """Client k computes `flops` at its FLOP/s, starting now: a timeout that records the
+        step when it ends; yield it to wait for the end."""
+        key = (k, flops)
+        if key not in self._compute_s:
+            self._compute_s[key] = float(channel.compute_time_s(flops, self.cell.flops_per_s[k]))
+        return self._timed(k, k, local_iter, kind, self._compute_s[key], flops)
+
+    def _timed(self, owner: int, who: int, local_iter: int, kind: EventKind, duration_s: float,
+               flops: int) -> simpy.Timeout:
+        """A computation of `flops` lasting `duration_s` from now, recorded when it ends (a
+        callback: before the process waiting on it resumes); when clients can be dropped, cut
+        (the FLOPs done so far recorded) if its owner is dropped first."""
+        start = self.env.now
+
+        def record(_: simpy.Event) -> None:
+            self.log.record(start, self.env.now, self.round, local_iter, who, kind, 0, flops)
+
+        timeout = self.env.timeout(duration_s)
+        if self.drops is None:
+            timeout.callbacks.append(record)
+            return timeout
+
+        def cut() -> None:
+            self.log.record_cut(start, self.env.now, self.round, local_iter, who, kind, 0,
+                                share_done(flops, start, self.env.now, duration_s))
+
+        return self.drops.track(owner, timeout, record, cut,
+                                None if who == SERVER_ID else local_iter)
+
+    def _server_compute(self, local_iter: int, client_id: int,
+                        uploads: Sequence[ActivationMessage]
+                        ) -> Generator[simpy.Event, Any, ServerStep]:
+        """Wait for the server processor (FIFO), then run the server step on `uploads` at the
+        moment the server starts it and hold the processor for its FLOPs / server FLOP/s. The
+        step belongs to the process of `client_id` (SERVER_ID: the server's own)."""
+        with self.server_cpu.request() as turn:
+            yield turn
+            result = self.trainer.server_step(uploads)
+            yield self._timed(client_id, client_id, local_iter, EventKind.SERVER_STEP,
+                              float(channel.compute_time_s(result.flops,
+                                                           self.cell.server_flops_per_s)),
+                              result.flops)
+        return result
+
+    def _download_model(self, k: int) -> Generator[simpy.Event, Any, None]:
+        message = self.trainer.client_model_download(k)
+        yield self.link.download(message, EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER)
+        self.trainer.client_receive_model(message)
+
+    def _upload_model(self, k: int) -> Generator[simpy.Event, Any, None]:
+        message = self.trainer.client_model_upload(k)
+        yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
+        self.trainer.server_receive_model(message)
+        if self.drops is not None:
+            self._finish(k)
+
+
+class ConcatSplitProtocol(Protocol):
+    """SCALA and CA-SFL: model download; T x (client forward, activation upload, barrier on
+    all activations, ONE server step, gradient downloads, client backward); model upload.
+
+    With a step deadline the barrier waits at most that long (from the moment the server is
+    ready for the iteration) and the server steps on the activations that came; the others'
+    clients are dropped. With over-selection the first local iteration's barrier keeps the
+    first `keep` activations to arrive and drops the other clients then."""
+
+    trainer_contract = ConcatSplitTrainer
+    sends_activations = True
+    sends_gradients = True
+    has_barrier = True
+
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        keep = self.rules.keep
+        self._meetings = [_Meeting(self.env, selected, keep if t == 0 else None)
+                          for t in range(self.local_iters)]
+        procs = [self._spawn(k, self._client(k, self._meetings)) for k in selected]
+        procs.append(self._spawn(SERVER_ID, self._server(self._meetings)))
+        return procs
+
+    def _left(self, k: int) -> None:
+        for meeting in self._meetings:
+            meeting.leave(k)
+
+    def _client(self, k: int, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
+        trainer = self.trainer
+        yield from self._download_model(k)
+        for t, meeting in enumerate(meetings):
+            forward = trainer.client_forward(k, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            meeting.arrive(forward.upload)
+            reply = yield meeting.replies[k]
+            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
+        yield from self._upload_model(k)
+
+    def _server(self, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
+        step_deadline_s = self.rules.step_deadline_s
+        for t, meeting in enumerate(meetings):
+            if step_deadline_s is None:
+                yield meeting.all_in                 # barrier: wait for every client
+            else:                                    # ... or until the step deadline
+                yield meeting.all_in | self.env.timeout(step_deadline_s)
+            arrived = list(meeting.arrived)
+            if self.drops is not None:
+                came = {m.client_id for m in arrived}
+                reason = "step_deadline" if not meeting.all_in.triggered else "over_selection"
+                for k in sorted(meeting.waiting - came):
+                    self._drop(k, reason)
+            if not arrived:                          # nobody left in the round
+                return
+            arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
+            step = yield from self._server_compute(t, SERVER_ID, arrived)
+            for reply in step.replies:
+                meeting.replies[reply.client_id].succeed(reply)
+
+
+class _Meeting:
+    """One local iteration of a concatenated round at the server: the activations in the order
+    they arrive, `all_in` (fires with them when the last client's has, or the first `quorum`
+    clients' have), and one event per client that fires with its gradients. Plain SimPy
+    events: a Store would cost two more scheduler steps per message, on the hottest path of a
+    SCALA run."""
+
+    def __init__(self, env: simpy.Environment, clients: Sequence[int],
+                 quorum: int | None = None) -> None:
+        self.size = len(clients) if quorum is None else min(quorum, len(clients))
+        self.waiting = {int(k) for k in clients}   # clients still in the round
+        self.arrived: list[ActivationMessage] = []
+        self.all_in = env.event()
+        self.replies = {k: env.event() for k in clients}
+
+    def arrive(self, upload: ActivationMessage) -> None:
+        self.arrived.append(upload)
+        if len(self.arrived) == self.size:
+            self.all_in.succeed(self.arrived)
+
+    def leave(self, k: int) -> None:
+        """Client k was dropped: the barrier no longer waits for it."""
+        if k not in self.waiting:
+            return
+        self.waiting.discard(k)
+        if not any(m.client_id == k for m in self.arrived):
+            self.size = min(self.size, len(self.waiting))
+            if len(self.arrived) >= self.size and not self.all_in.triggered:
+                self.all_in.succeed(self.arrived)
+
+
+class PerClientSplitProtocol(Protocol):
+    """SplitFed V1/V2, LLA-SFL, CS-SFL: model download; T x (client forward, activation
+    upload, its own server step as soon as the server processor is free, in arrival order (a
+    FIFO SimPy resource), gradient download, client backward); model upload. No barrier:
+    SplitFedV2's shared model is thus updated in the order the clock decides."""
+
+    trainer_contract = PerClientSplitTrainer
+    sends_activations = True
+    sends_gradients = True
+
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self._spawn(k, self._client(k)) for k in selected]
+
+    def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._download_model(k)
+
+    def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._upload_model(k)
+
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        trainer = self.trainer
+        yield from self._start_client(k)
+        for t in range(self.local_iters):
+            forward = trainer.client_forward(k, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            step = yield from self._server_compute(t, k, [forward.upload])
+            (reply,) = step.replies
+            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
+        yield from self._finish_client(k)
+
+
+class KeptModelSplitProtocol(PerClientSplitProtocol):
+    """SplitFedV3: as the per-client pattern, but every client keeps its own client model, so
+    no model is sent either way."""
+
+    trainer_contract = KeptModelSplitTrainer
+    keeps_client_models = True
+
+    def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        self.trainer.client_resume(k)
+        yield from ()
+
+    def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        self.trainer.client_keep(k)
+        if self.drops is not None:
+            self._finish(k)
+        yield from ()
+
+
+class LocalLossProtocol(Protocol):
+    """SFL with local loss: a client never waits for the server. Each local step is computed,
+    its activations queue on the client's uplink (one transfer at a time) while the client
+    goes on with the next step, the server consumes them in arrival order, and no gradient
+    comes back. The model upload follows the client's last activations on its uplink."""
+
+    trainer_contract = LocalLossTrainer
+    sends_activations = True
+    pipelined_clients = True
+
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self._spawn(k, self._client(k)) for k in selected]
+
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        uplink = simpy.Resource(self.env, capacity=1)  # the client's own uplink: FIFO
+        yield from self._download_model(k)
+        shipments = []
+        for t in range(self.local_iters):
+            step = self.trainer.client_local_step(k, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+            shipments.append(self._spawn(k, self._ship(t, step.upload, uplink)))
+        with uplink.request() as turn:
+            yield turn
+            yield from self._upload_model(k)
+        yield self.env.all_of(shipments)  # the round waits for the server's last steps too
+
+    def _ship(self, t: int, upload: ActivationMessage,
+              uplink: simpy.Resource) -> Generator[simpy.Event, Any, None]:
+        with uplink.request() as turn:
+            yield turn
+            yield self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
+        yield from self._server_compute(t, upload.client_id, [upload])
+
+
+class FederatedProtocol(Protocol):
+    """FL family: model download, T local steps of client compute on the model it trains,
+    model upload. What the model messages hold is the trainer's business (FedConcat sends the
+    frozen encoders once, then only its classifier)."""
+
+    trainer_contract = FederatedTrainer
+
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self._spawn(k, self._client(k)) for k in selected]
+
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._download_model(k)
+        for t in range(self.local_iters):
+            step = self.trainer.client_local_step(k, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+        yield from self._upload_model(k)
