@@ -21,7 +21,9 @@ import torch
 
 from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.events import EventKind
-from scala_netsim.runner.loop import Run, build_world, cell_dataset, objects_so_far_frozen
+from scala_netsim.runner.execute import objects_so_far_frozen
+from scala_netsim.runner.loop import Run
+from scala_netsim.runner.world import build_world, cell_dataset
 
 
 def timed_run(clients: int, rounds: int, deadline_s: float | None) -> tuple[Run, float, float]:

@@ -42,7 +42,8 @@ from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.data import load_dataset
 from scala_netsim.metrics import FLOPS, round_row
 from scala_netsim.models import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS, build_split_model
-from scala_netsim.runner.loop import Run, build_world
+from scala_netsim.runner.loop import Run
+from scala_netsim.runner.world import build_world
 from scala_netsim.selection import RandomSelector
 
 

@@ -20,7 +20,9 @@ import simpy
 import torch
 
 from scala_netsim.config.scenario import load_scenario
-from scala_netsim.runner.loop import Run, build_world, cell_dataset, objects_so_far_frozen
+from scala_netsim.runner.execute import objects_so_far_frozen
+from scala_netsim.runner.loop import Run
+from scala_netsim.runner.world import build_world, cell_dataset
 
 
 def simpy_steps_per_s(steps: int = 200_000) -> float:

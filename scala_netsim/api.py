@@ -134,7 +134,7 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     problem = check_writable(out)
     if problem:
         raise RefusedError(problem)
-    from scala_netsim.runner.loop import cell_edge_warning
+    from scala_netsim.runner.world import cell_edge_warning
 
     for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in cells))):
         if options.echo:
@@ -182,7 +182,7 @@ def run_device(scenario: Scenario) -> torch.device:
 def check_data(cells: list[SweepCell], device: torch.device) -> Dataset:
     """Every dataset the cells use must be there and partition as asked before anything runs
     (each dataset loaded once, each partition made once). -> the first cell's dataset."""
-    from scala_netsim.runner.loop import cell_dataset, client_partition
+    from scala_netsim.runner.world import cell_dataset, client_partition
 
     partitioned = set()
     for cell in cells:

@@ -129,7 +129,8 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
 
 def after_training(scenario: Scenario) -> Callable[[Path], None] | None:
     """What a completed trained run of `scenario` does on its folder before its summary is
-    written (scala_netsim.runner.loop.execute_run's `finish`): the attack, where `privacy` asks."""
+    written (scala_netsim.runner.execute.execute_run's `finish`): the attack, where `privacy`
+    asks."""
     if scenario.privacy is None:
         return None
     return functools.partial(run_attack, epochs=scenario.privacy.attack_epochs,
@@ -142,7 +143,7 @@ def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0,
     from scala_netsim.config.scenario import validate_scenario
     from scala_netsim.core.results import read_written_yaml, write_json
     from scala_netsim.data import to_unit_range
-    from scala_netsim.runner.loop import cell_dataset
+    from scala_netsim.runner.world import cell_dataset
 
     run_dir = Path(run_dir)
     if not (run_dir / SCENARIO_YAML).is_file():

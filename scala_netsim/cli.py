@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.invariants import InvariantError
     from scala_netsim.partition import PartitionError
-    from scala_netsim.runner.loop import CheckpointError
+    from scala_netsim.runner.checkpoints import CheckpointError
 
     for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
         if value < 1:

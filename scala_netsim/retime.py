@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     from scala_netsim.attack import after_training
     from scala_netsim.data import DataNotFoundError
     from scala_netsim.estimate import format_duration
-    from scala_netsim.runner.loop import build_world, cell_dataset, deterministic, execute_run
+    from scala_netsim.runner.execute import execute_run
+    from scala_netsim.runner.world import build_world, cell_dataset, deterministic
     from scala_netsim.sweep import get_dotted
 
     wanted = args.device or record.summary.get("device", "cpu")

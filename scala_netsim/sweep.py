@@ -200,12 +200,12 @@ def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
 
 # --- running one cell: the same function in-process, in worker processes and on Ray ---------
 def __getattr__(name: str) -> object:
-    """cell_dataset and deterministic moved to scala_netsim.runner.loop (issue 26's layers); their
+    """cell_dataset and deterministic moved to scala_netsim.runner.world (issue 26's layers); their
     old import path here keeps working for one release."""
     if name in ("cell_dataset", "deterministic"):
-        from scala_netsim.runner import loop as run
+        from scala_netsim.runner import world
 
-        return getattr(run, name)
+        return getattr(world, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -218,7 +218,8 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     import torch
 
     from scala_netsim.attack import after_training
-    from scala_netsim.runner.loop import build_world, cell_dataset, deterministic, execute_run
+    from scala_netsim.runner.execute import execute_run
+    from scala_netsim.runner.world import build_world, cell_dataset, deterministic
 
     if threads:
         torch.set_num_threads(threads)
@@ -268,7 +269,8 @@ def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: d
     import torch
 
     from scala_netsim.replay import Record, replay_trainer
-    from scala_netsim.runner.loop import build_world, cell_dataset, execute_run
+    from scala_netsim.runner.execute import execute_run
+    from scala_netsim.runner.world import build_world, cell_dataset
 
     device = torch.device(device)
     scenario = validate_scenario(scenario_document)

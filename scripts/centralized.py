@@ -26,7 +26,7 @@ from scala_netsim.algorithms.common import SGD
 from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.results import write_json
 from scala_netsim.models import build_split_model
-from scala_netsim.runner.loop import cell_dataset
+from scala_netsim.runner.world import cell_dataset
 from scala_netsim.training import evaluate
 
 

@@ -38,7 +38,8 @@ from scala_netsim.core.events import EventLog  # noqa: E402
 from scala_netsim.data import Dataset  # noqa: E402
 from scala_netsim.engine import Cell, ConcatSplitProtocol, Protocol, WirelessLink  # noqa: E402
 from scala_netsim.models import build_split_model  # noqa: E402
-from scala_netsim.runner.loop import Run, build_world  # noqa: E402
+from scala_netsim.runner.loop import Run  # noqa: E402
+from scala_netsim.runner.world import build_world  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 N0_DBM_PER_HZ = -174.0

@@ -57,7 +57,7 @@ def test_the_attacker_loads_the_client_part_each_algorithm_sends_from(algorithm,
     """model.pt's client, loaded as the algorithm builds its client part (SCALA-PE's ends in
     its bottleneck, SFL with local loss keeps its body and not its aux head), computes what
     the trainer's client model sends, with the trainer's (perturbed) weights."""
-    from scala_netsim.runner.loop import save_final_model
+    from scala_netsim.runner.writer import save_final_model
 
     run = make_run(algorithm)
     trainer = run.trainer

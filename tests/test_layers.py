@@ -126,7 +126,7 @@ def test_the_simulator_imports_only_the_trainer_contract_of_the_algorithms():
 
 def test_the_checker_sees_function_level_and_type_checking_imports():
     first, third = imports_of("scala_netsim.sweep")
-    assert "scala_netsim.runner.loop" in first   # sweep imports run inside its cell functions only
+    assert "scala_netsim.runner.execute" in first   # sweep imports it inside its cell functions
     assert "torch" in third
     # the registry names the engine's classes by path; its one import of it is for types
     assert "scala_netsim.engine" in imports_of("scala_netsim.algorithms.registry")[0]

@@ -152,7 +152,7 @@ def test_proportional_and_the_fallbacks():
 # --- the radio model in the cell -----------------------------------------------------------
 def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
     from scala_netsim.core.seeds import Seeds
-    from scala_netsim.runner.loop import build_world, clients_frame
+    from scala_netsim.runner.world import build_world, clients_frame
 
     from conftest import tiny_scenario
 

@@ -185,7 +185,7 @@ def test_sigterm_with_jobs_stops_the_worker_processes_too(tmp_path):
 def test_rewriting_the_growing_tables_is_paced_by_what_it_costs(make_run, tmp_path, monkeypatch):
     """flush(run) after an evaluated round is skipped until FLUSH_PACE x the last rewrite's
     duration has passed; flush(run, now=True) (checkpoints, the end) always writes."""
-    from scala_netsim.runner.loop import RunWriter
+    from scala_netsim.runner.writer import RunWriter
 
     run = make_run("fedavg", training={"rounds": 3})
     monkeypatch.setattr(RunWriter, "FLUSH_PACE", 1e9)  # any rewrite: the next one in decades

@@ -100,7 +100,8 @@ def test_a_foreign_events_file_is_refused_even_with_matching_digests(golden_run,
     """FedAvg's record in SCALA's folder, its digests written into the summary: the replay
     itself finds that the protocol asks for steps the record does not hold."""
     from scala_netsim.replay import replay_trainer
-    from scala_netsim.runner.loop import Run, build_world, cell_dataset
+    from scala_netsim.runner.loop import Run
+    from scala_netsim.runner.world import build_world, cell_dataset
 
     folder = copy_run(golden_run, "scala", tmp_path)
     for name in ("events.csv", "demands.csv", "rounds.csv"):

@@ -7,7 +7,8 @@ import torch
 from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.core.events import EventKind, events_frame
 from scala_netsim.data import load_dataset
-from scala_netsim.runner.loop import Run, build_world
+from scala_netsim.runner.loop import Run
+from scala_netsim.runner.world import build_world
 
 
 def test_a_thousand_clients_at_one_percent_train_for_real():

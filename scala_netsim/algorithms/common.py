@@ -204,9 +204,9 @@ class TrainerBase(Trainer, ExchangesModels):
                             sample_shape: Sequence[int], config: Any,
                             state: dict[str, torch.Tensor]) -> nn.Module:
         """The client part whose output goes up, holding a finished run's weights: `state`
-        is model.pt's "client" (scala_netsim.runner.loop.save_final_model), `client` and `server` a
-        freshly built split model of the run's scenario, `config` the algorithm's scenario
-        section. Algorithms whose client part is not the split model's override it (the
+        is model.pt's "client" (scala_netsim.runner.writer.save_final_model), `client` and
+        `server` a freshly built split model of the run's scenario, `config` the algorithm's
+        scenario section. Algorithms whose client part is not the split model's override it (the
         attack, scala_netsim.attack, loads runs through it)."""
         client.load_state_dict(state)
         return client

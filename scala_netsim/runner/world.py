@@ -1,0 +1,202 @@
+"""The world a run lives in, shared by the scenario's algorithms: the partition, the dropped
+cell, the link model, the round rules, the trainer's setup; and the dataset of a cell, loaded once
+per process, with deterministic kernels."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+import channel
+from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
+from scala_netsim.algorithms.contract import Trainer
+from scala_netsim.compression import Wire
+from scala_netsim.config.scenario import Scenario
+from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
+from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
+    file_sha256,
+    write_atomic,
+    write_csv,
+    write_json,
+    write_rows_csv,
+    write_text,
+)
+from scala_netsim.core.seeds import Seeds
+from scala_netsim.data import Dataset, load_dataset
+from scala_netsim.engine import (
+    Cell,
+    RoundRules,
+)
+from scala_netsim.partition import label_counts, make_partition
+
+
+@dataclass
+class World:
+    """What every algorithm of a scenario shares: the same partition and the same cell."""
+
+    dataset: Dataset
+    client_indices: list[np.ndarray]
+    label_counts: np.ndarray
+    cell: Cell
+    seeds: Seeds
+
+
+def client_partition(scenario: Scenario, dataset: Dataset) -> list[np.ndarray]:
+    """Each client's training-sample indices, reproducibly from the seed (PartitionError when
+    the partition cannot be made, e.g. a client would get no sample).
+
+    The last few partitions are kept (the CLI checks a scenario's partition before it runs,
+    then builds the run's world from it; 10,000 clients' take seconds), keyed by the dataset
+    object, which the entry holds so that its id cannot be reused by another."""
+    part = scenario.data.partition
+    key = (id(dataset), part.model_dump_json(), scenario.data.num_clients, scenario.seed)
+    hit = _PARTITIONS.pop(key, None)
+    if hit is None:
+        hit = (dataset, make_partition(
+            part.kind, dataset.train_y.cpu().numpy(), scenario.data.num_clients,
+            dataset.num_classes, Seeds(scenario.seed).numpy("partition"),
+            alpha=getattr(part, "alpha", None), beta=getattr(part, "beta", None),
+            samples_per_client=getattr(part, "samples_per_client", None)))
+    _PARTITIONS[key] = hit                      # most recently used last
+    while len(_PARTITIONS) > 4:
+        del _PARTITIONS[next(iter(_PARTITIONS))]
+    return hit[1]
+
+
+_PARTITIONS: dict[tuple, tuple[Dataset, list[np.ndarray]]] = {}
+
+
+def build_world(scenario: Scenario, dataset: Dataset) -> World:
+    """Partition the training set and drop the clients, reproducibly from the seed."""
+    seeds = Seeds(scenario.seed)
+    labels = dataset.train_y.cpu().numpy()
+    client_indices = client_partition(scenario, dataset)
+    net, comp = scenario.network, scenario.compute
+    distance_m = channel.drop_clients_uniform_disk(
+        scenario.data.num_clients, net.radius_m, net.min_distance_m,
+        seeds.numpy("drop"))
+    cell = Cell(
+        distance_m=distance_m,
+        pathloss_db=channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(distance_m),
+        flops_per_s=channel.sample_flops_per_s(scenario.data.num_clients, *comp.client_flops_per_s,
+                                               seeds.numpy("flops")),
+        server_flops_per_s=comp.server_flops_per_s,
+        uplink_bandwidth_hz=net.uplink_bandwidth_hz,
+        downlink_bandwidth_hz=net.downlink_bandwidth_hz,
+        # its own stream: the same draws whatever the algorithm or the other settings
+        shadowing_db=(channel.shadowing_db(net.shadowing_std_db, scenario.data.num_clients,
+                                           seeds.numpy("shadowing"))
+                      if net.shadowing_std_db > 0 else None),
+    )
+    return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
+                 cell, seeds)
+
+
+def link_model(scenario: Scenario) -> channel.LinkModel:
+    """The scenario's link model (network.link.mode), with the cell's radio settings."""
+    net = scenario.network
+    radio = {"client_tx_power_w": net.client_tx_power_w, "bs_tx_power_w": net.bs_tx_power_w,
+             "downlink_bandwidth_hz": net.downlink_bandwidth_hz,
+             "noise_psd_dbm_per_hz": net.noise_psd_dbm_per_hz}
+    if net.link.mode == "fixed_rate":
+        radio.update(target_rate_bps=net.link.target_rate_bps,
+                     max_attempts=net.link.max_attempts)
+    return channel.LINK_MODELS[net.link.mode](**radio)
+
+
+def cell_edge_warning(scenario: Scenario) -> str | None:
+    """For a fixed-rate link: a warning when a client at the cell edge (radius_m, no shadowing,
+    no fading) could not reach network.link.target_rate_bps even on the whole band of a
+    direction; it would then lose every transfer unless fading lifts its channel. None
+    otherwise. (A warning, not a refusal: with fading or shadowing such a cell can work.)"""
+    net = scenario.network
+    if net.link.mode != "fixed_rate":
+        return None
+    model = link_model(scenario)
+    edge_pathloss_db = channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(net.radius_m)
+    gain = float(channel.db_to_linear(-edge_pathloss_db))
+    short = []
+    for direction, band_hz in ((channel.Direction.UPLINK, net.uplink_bandwidth_hz),
+                               (channel.Direction.DOWNLINK, net.downlink_bandwidth_hz)):
+        capacity = model.capacity_bps(direction, gain, band_hz)
+        if capacity < net.link.target_rate_bps:
+            short.append(f"{direction.value} {capacity:.4g} bit/s on all {band_hz:.4g} Hz")
+    if not short:
+        return None
+    return (f"network.link.target_rate_bps: {net.link.target_rate_bps:.4g} bit/s is above what "
+            f"a client at the cell edge ({net.radius_m:g} m, no fading) can reach: "
+            f"{'; '.join(short)}; such clients lose every transfer unless fading lifts them")
+
+
+def clients_frame(world: World) -> pd.DataFrame:
+    frame = pd.DataFrame({
+        "client_id": np.arange(len(world.client_indices)),
+        "distance_m": world.cell.distance_m,
+        "pathloss_db": world.cell.pathloss_db,     # the distance's alone
+        **({} if world.cell.shadowing_db is None else {"shadowing_db": world.cell.shadowing_db}),
+        "flops_per_s": world.cell.flops_per_s,
+        "num_samples": [len(ix) for ix in world.client_indices],
+    })
+    for y in range(world.label_counts.shape[1]):
+        frame[f"label_{y}"] = world.label_counts[:, y]
+    return frame
+
+
+def round_rules(scenario: Scenario) -> RoundRules:
+    """The scenario's deadlines and over-selection for the engine."""
+    tr = scenario.training
+    keep = scenario.num_participants if scenario.num_selected > scenario.num_participants else None
+    return RoundRules(tr.deadline_s, tr.step_deadline_s, keep)
+
+
+def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> TrainerSetup:
+    """What the scenario's trainers are built from (scala_netsim.algorithms.common)."""
+    tr, ds = scenario.training, world.dataset
+    return TrainerSetup(
+        data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
+        sgd=SGDSettings(scenario.selected_batch_size, tr.lr, tr.momentum, tr.weight_decay,
+                        tr.grad_clip_norm),
+        arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
+        rounds=tr.rounds, seeds=world.seeds, device=device)
+
+
+def use_wire(trainer: Trainer, scenario: Scenario) -> None:
+    """Give the trainer the scenario's compression (scala_netsim.compression)."""
+    c = scenario.compression
+    if (c.uplink, c.downlink, c.models) == ("none", "none", "none"):
+        return
+    if not hasattr(trainer, "wire"):
+        raise ValueError(f"compression: {type(trainer).__name__} builds its messages without "
+                         f"a Wire (scala_netsim.compression), so it cannot compress them")
+    trainer.wire = Wire.of(c.uplink, c.downlink, c.models, c.topk_fraction)
+
+
+# --- the dataset of a cell, loaded once per process, and deterministic kernels ------------
+_DATASETS = {}
+
+
+def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
+    """The scenario's dataset on `device`, loaded once per process."""
+    d = scenario.data
+    pad_to_32 = scenario.model.arch not in NATIVE_SIZE_ARCHS
+    key = (d.dataset, d.data_dir, d.train_samples, d.test_samples, pad_to_32, str(device))
+    if key not in _DATASETS:
+        _DATASETS[key] = load_dataset(d.dataset, d.data_dir, d.train_samples,
+                                      d.test_samples, pad_to_32).to(device)
+    return _DATASETS[key]
+
+
+def deterministic(device: torch.device) -> None:
+    """Same scenario and seed, same numbers: deterministic kernels (CUDA also needs a fixed
+    cuBLAS workspace; some CUDA kernels have no deterministic version and then only warn)."""
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=device.type == "cuda")
+    # Deterministic mode also fills every fresh tensor with NaN, a debugging aid for reading
+    # uninitialised memory that costs ~5 % of a small training step here; results do not
+    # depend on it.
+    torch.utils.deterministic.fill_uninitialized_memory = False
