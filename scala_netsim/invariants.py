@@ -98,6 +98,18 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
       is the end of its last event;
     - with `radio` (events.csv has scala_netsim.radio_record's columns): `check_radio`.
     """
+    problems = _clock_and_overlap_problems(events, rounds, pipelined_clients)
+    problems.extend(_band_problems(grants, band_hz))
+    problems.extend(_transfer_problems(events, grants, transfers))
+    problems.extend(_sum_problems(events, rounds))
+    if radio is not None:
+        problems.extend(check_radio(events, rounds, band_hz, radio))
+    problems.extend(_end_problems(events, rounds))
+    return problems
+
+
+def _clock_and_overlap_problems(events: pd.DataFrame, rounds: pd.DataFrame,
+                                pipelined_clients: bool) -> list[str]:
     problems = []
     if (events["t_end_s"] < events["t_start_s"]).any():
         problems.append(f"{int((events['t_end_s'] < events['t_start_s']).sum())} events end "
@@ -114,13 +126,22 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     server = events[events["kind"] == SERVER]
     if len(_overlapping(server.assign(client_id=0))):
         problems.append("server steps overlap on the one server processor")
+    return problems
 
+
+def _band_problems(grants: pd.DataFrame, band_hz: dict[str, float]) -> list[str]:
+    problems = []
     for (r, direction), frame in grants.groupby(["round", "direction"]):
         total_hz = frame["bandwidth_hz"].sum()
         if total_hz > band_hz[direction] * (1 + REL_TOL):
             problems.append(f"round {r}: {direction} sub-bands granted sum to {total_hz:.6g} Hz, "
                             f"more than the band's {band_hz[direction]:.6g} Hz")
+    return problems
 
+
+def _transfer_problems(events: pd.DataFrame, grants: pd.DataFrame,
+                       transfers: pd.DataFrame) -> list[str]:
+    problems = []
     is_transfer = events["kind"].isin(UPLINK + DOWNLINK)
     if len(transfers) != is_transfer.sum() or set(transfers["event_index"]) != set(
             np.flatnonzero(is_transfer.to_numpy())):
@@ -142,7 +163,11 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
         if bad:
             problems.append(f"{bad} transfers do not last attempts x payload bits / their "
                             f"rate (cut ones: the bytes they got through)")
+    return problems
 
+
+def _sum_problems(events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
+    problems = []
     kind = events["kind"]
     sums = pd.DataFrame({
         "uplink_bytes": events["payload_bytes"].where(kind.isin(UPLINK), 0),
@@ -155,15 +180,17 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
         if bad.any():
             problems.append(f"rounds.csv {column} differs from the sum over events.csv in "
                             f"rounds {list(bad[bad].index[:5])}")
-    if radio is not None:
-        problems.extend(check_radio(events, rounds, band_hz, radio))
+    return problems
+
+
+def _end_problems(events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
     if len(rounds) and len(events):
         last = rounds["round"].iloc[-1]
         end = events.loc[events["round"] == last, "t_end_s"].max()
         if not np.isclose(rounds["sim_time_s"].iloc[-1], end, rtol=REL_TOL, atol=0):
-            problems.append(f"last round's sim_time_s {rounds['sim_time_s'].iloc[-1]!r} is not "
-                            f"the end of its last event {end!r}")
-    return problems
+            return [f"last round's sim_time_s {rounds['sim_time_s'].iloc[-1]!r} is not the end "
+                    f"of its last event {end!r}"]
+    return []
 
 
 def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, float],
@@ -178,10 +205,16 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
       flops x (FLOP/s)^2 for client computations, 0 for everything else; rounds.csv's energy
       columns are its sums.
     """
-    problems = []
     kind = events["kind"]
     is_up, is_down = kind.isin(UPLINK).to_numpy(), kind.isin(DOWNLINK).to_numpy()
-    moved = events[is_up | is_down]
+    problems = _rate_problems(events[is_up | is_down], band_hz, radio)
+    problems.extend(_energy_problems(events, rounds, radio, is_up))
+    return problems
+
+
+def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float],
+                   radio: RadioSettings) -> list[str]:
+    problems = []
     bandwidth_hz, rate_bps = moved["bandwidth_hz"].to_numpy(), moved["rate_bps"].to_numpy()
     bad = _misfit_durations(moved, moved["attempts"].to_numpy(), rate_bps)
     if bad:
@@ -202,6 +235,13 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
             problems.append(f"events.csv: round {r}: the {direction} sub-bands used sum to "
                             f"{total_hz:.6g} Hz, more than the band's "
                             f"{band_hz[direction]:.6g} Hz")
+    return problems
+
+
+def _energy_problems(events: pd.DataFrame, rounds: pd.DataFrame, radio: RadioSettings,
+                     is_up: np.ndarray) -> list[str]:
+    problems = []
+    kind = events["kind"]
     expected_j = np.zeros(len(events))
     sent = events[is_up]
     expected_j[is_up] = sent["tx_power_w"].to_numpy() * (
@@ -257,8 +297,18 @@ def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFram
     - every aggregation's weights sum to 1; each average was over the round's contributors
       exactly (FedConcat's per-cluster averages: together over the contributors).
     """
-    problems = []
     dropped = events[events["kind"] == EventKind.CLIENT_DROPPED.value]
+    problems, contributors = _count_problems(dropped, rounds, demands, drops)
+    problems.extend(_after_drop_problems(events, dropped))
+    if drops.aggregations is not None:
+        problems.extend(_aggregation_problems(drops.aggregations, contributors))
+    return problems
+
+
+def _count_problems(dropped: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFrame,
+                    drops: DropSettings) -> tuple[list[str], dict[int, list[int]]]:
+    """The per-round counts and contributors' labels; -> (problems, contributors by round)."""
+    problems = []
     by_round = rounds.set_index("round")
     selected = demands.groupby("round")["client_id"].apply(list)
     gone = dropped.groupby("round")["client_id"].apply(set)
@@ -279,6 +329,10 @@ def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFram
         recorded = row[[f"contrib_label_{c}" for c in range(len(counts))]].to_numpy()
         if not np.array_equal(recorded.astype(np.int64), counts.astype(np.int64)):
             problems.append(f"round {r}: contrib_label_* are not the contributors' label counts")
+    return problems, contributors
+
+
+def _after_drop_problems(events: pd.DataFrame, dropped: pd.DataFrame) -> list[str]:
     marks = pd.DataFrame({"round": dropped["round"], "client_id": dropped["client_id"],
                           "drop_s": dropped["t_end_s"],
                           "drop_at": np.flatnonzero(events["kind"].to_numpy()
@@ -288,25 +342,29 @@ def check_drops(events: pd.DataFrame, rounds: pd.DataFrame, demands: pd.DataFram
     theirs = theirs[theirs["at"] != theirs["drop_at"]]
     later = theirs[(theirs["t_end_s"] > theirs["drop_s"] * (1 + REL_TOL))
                    | (theirs["at"] > theirs["drop_at"])]
-    for (r, k), frame in later.groupby(["round", "client_id"]):
-        problems.append(f"round {r}: client {k} has {len(frame)} events after its drop")
-    if drops.aggregations is not None:
-        for (r, group), frame in drops.aggregations.groupby(["round", "group"]):
-            if abs(frame["weight"].sum() - 1.0) > REL_TOL:
-                problems.append(f"round {r}: the {group} aggregation's weights sum to "
-                                f"{float(frame['weight'].sum())!r}, not 1")
-            if not str(group).startswith("cluster") and \
-                    sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
-                problems.append(f"round {r}: the {group} aggregation averaged clients "
-                                f"{sorted(frame['client_id'])}, not the contributors "
-                                f"{sorted(contributors.get(r, []))}")
-        averaged = set(drops.aggregations["round"])
-        silent = [r for r, ks in contributors.items() if ks and r not in averaged]
-        if silent:
-            problems.append(f"rounds {silent[:5]}: contributors but no aggregation")
-        clusters = drops.aggregations[drops.aggregations["group"].str.startswith("cluster")]
-        for r, frame in clusters.groupby("round"):
-            if sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
-                problems.append(f"round {r}: the cluster aggregations averaged clients "
-                                f"{sorted(frame['client_id'])}, not the contributors")
+    return [f"round {r}: client {k} has {len(frame)} events after its drop"
+            for (r, k), frame in later.groupby(["round", "client_id"])]
+
+
+def _aggregation_problems(aggregations: pd.DataFrame,
+                          contributors: dict[int, list[int]]) -> list[str]:
+    problems = []
+    for (r, group), frame in aggregations.groupby(["round", "group"]):
+        if abs(frame["weight"].sum() - 1.0) > REL_TOL:
+            problems.append(f"round {r}: the {group} aggregation's weights sum to "
+                            f"{float(frame['weight'].sum())!r}, not 1")
+        if not str(group).startswith("cluster") and \
+                sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
+            problems.append(f"round {r}: the {group} aggregation averaged clients "
+                            f"{sorted(frame['client_id'])}, not the contributors "
+                            f"{sorted(contributors.get(r, []))}")
+    averaged = set(aggregations["round"])
+    silent = [r for r, ks in contributors.items() if ks and r not in averaged]
+    if silent:
+        problems.append(f"rounds {silent[:5]}: contributors but no aggregation")
+    clusters = aggregations[aggregations["group"].str.startswith("cluster")]
+    for r, frame in clusters.groupby("round"):
+        if sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
+            problems.append(f"round {r}: the cluster aggregations averaged clients "
+                            f"{sorted(frame['client_id'])}, not the contributors")
     return problems

@@ -118,35 +118,9 @@ class Record:
     @classmethod
     def load(cls, folder: Path | str) -> Record:
         """Read and check a run folder. Raises RecordError saying what is wrong with it."""
-
         folder = Path(folder)
+        summary = _finished_summary(folder)
         where = str(folder)
-        if not folder.is_dir():
-            raise RecordError(f"{where}: no such run folder")
-        summary_path = folder / SUMMARY_JSON
-        if not summary_path.is_file():
-            raise RecordError(f"{where}: not a finished run (no summary.json; an interrupted "
-                              f"or running run cannot be re-timed)")
-        try:
-            summary = json.loads(summary_path.read_text())
-            status = summary["status"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise RecordError(f"{where}/summary.json: not a run summary ({exc})") from None
-        if not status.startswith(FINISHED):
-            raise RecordError(f"{where}: not a finished run (status {status!r}; only completed "
-                              f"or diverged runs can be re-timed)")
-        digests = summary.get("files_sha256")
-        if not isinstance(digests, dict):
-            raise RecordError(f"{where}/summary.json: holds no digests of the record files "
-                              f"(written by an older scala_netsim); train it again")
-        for name in RECORD_FILES:
-            path = folder / name
-            if not path.is_file():
-                raise RecordError(f"{where}: {name} is missing")
-            if file_sha256(path) != digests.get(name):
-                raise RecordError(f"{where}/{name}: not the file its run wrote (its SHA-256 "
-                                  f"differs from the one in summary.json): damaged, edited or "
-                                  f"from another run")
         try:
             scenario = validate_scenario(read_written_yaml(folder / SCENARIO_YAML))
         except (OSError, yaml.YAMLError, ScenarioError) as exc:
@@ -155,31 +129,7 @@ class Record:
         if algorithm not in ALGORITHMS or list(scenario.algorithms) != [algorithm]:
             raise RecordError(f"{where}: summary.json's algorithm {algorithm!r} is not the "
                               f"one run of its scenario.yaml ({list(scenario.algorithms)})")
-        read = EXACT_FLOATS   # evaluations are copied bit for bit
-        with open(folder / EVENTS_CSV) as f:
-            header = tuple(f.readline().rstrip("\n").split(","))
-        demands = pd.read_csv(folder / DEMANDS_CSV, **read)
-        allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
-                   for radio in ((), RADIO_COLUMNS)]
-        if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
-            raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
-                              f"{EVENT_COLUMNS} (and, where clients can be dropped, "
-                              f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}) and "
-                              f"{DEMAND_COLUMNS}")
-        # what was sent and computed is all a replay needs (the radio columns are timing)
-        events = pd.read_csv(folder / EVENTS_CSV, usecols=list(EVENT_COLUMNS), **read)
-        rounds = pd.read_csv(folder / ROUNDS_CSV, **read)
-        unknown = set(events["kind"]) - set(_KIND_CODE)
-        if unknown:
-            raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")
-        if (events["kind"] == EventKind.CLIENT_DROPPED.value).any():
-            raise RecordError(f"{where}: its run dropped clients, so what it learned depended "
-                              f"on its network; it cannot be re-timed")
-        expected = list(range(1, len(rounds) + 1))
-        if rounds["round"].tolist() != expected or len(rounds) != summary.get("rounds"):
-            raise RecordError(f"{where}/rounds.csv: rounds are not 1..{summary.get('rounds')}")
-        if np.any(np.diff(events["round"].to_numpy()) < 0):
-            raise RecordError(f"{where}/events.csv: rounds are not in order")
+        rounds, events, demands = _record_tables(folder, summary)
         return cls(folder, scenario, algorithm, summary, rounds, events, demands)
 
     @property
@@ -230,6 +180,71 @@ class Record:
             return None
         return Evaluation(float(row["test_acc"]),
                           row[self._classes].to_numpy(dtype=float), float(row["test_loss"]))
+
+
+
+def _finished_summary(folder: Path) -> dict:
+    """The summary.json of a finished run whose record files are the ones it wrote."""
+    where = str(folder)
+    if not folder.is_dir():
+        raise RecordError(f"{where}: no such run folder")
+    summary_path = folder / SUMMARY_JSON
+    if not summary_path.is_file():
+        raise RecordError(f"{where}: not a finished run (no summary.json; an interrupted "
+                          f"or running run cannot be re-timed)")
+    try:
+        summary = json.loads(summary_path.read_text())
+        status = summary["status"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RecordError(f"{where}/summary.json: not a run summary ({exc})") from None
+    if not status.startswith(FINISHED):
+        raise RecordError(f"{where}: not a finished run (status {status!r}; only completed "
+                          f"or diverged runs can be re-timed)")
+    digests = summary.get("files_sha256")
+    if not isinstance(digests, dict):
+        raise RecordError(f"{where}/summary.json: holds no digests of the record files "
+                          f"(written by an older scala_netsim); train it again")
+    for name in RECORD_FILES:
+        path = folder / name
+        if not path.is_file():
+            raise RecordError(f"{where}: {name} is missing")
+        if file_sha256(path) != digests.get(name):
+            raise RecordError(f"{where}/{name}: not the file its run wrote (its SHA-256 "
+                              f"differs from the one in summary.json): damaged, edited or "
+                              f"from another run")
+    return summary
+
+
+def _record_tables(folder: Path, summary: dict
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(rounds, events, demands) of a finished run, their columns and order checked."""
+    where = str(folder)
+    read = EXACT_FLOATS   # evaluations are copied bit for bit
+    with open(folder / EVENTS_CSV) as f:
+        header = tuple(f.readline().rstrip("\n").split(","))
+    demands = pd.read_csv(folder / DEMANDS_CSV, **read)
+    allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
+               for radio in ((), RADIO_COLUMNS)]
+    if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
+        raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
+                          f"{EVENT_COLUMNS} (and, where clients can be dropped, "
+                          f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}) and "
+                          f"{DEMAND_COLUMNS}")
+    # what was sent and computed is all a replay needs (the radio columns are timing)
+    events = pd.read_csv(folder / EVENTS_CSV, usecols=list(EVENT_COLUMNS), **read)
+    rounds = pd.read_csv(folder / ROUNDS_CSV, **read)
+    unknown = set(events["kind"]) - set(_KIND_CODE)
+    if unknown:
+        raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")
+    if (events["kind"] == EventKind.CLIENT_DROPPED.value).any():
+        raise RecordError(f"{where}: its run dropped clients, so what it learned depended "
+                          f"on its network; it cannot be re-timed")
+    expected = list(range(1, len(rounds) + 1))
+    if rounds["round"].tolist() != expected or len(rounds) != summary.get("rounds"):
+        raise RecordError(f"{where}/rounds.csv: rounds are not 1..{summary.get('rounds')}")
+    if np.any(np.diff(events["round"].to_numpy()) < 0):
+        raise RecordError(f"{where}/events.csv: rounds are not in order")
+    return rounds, events, demands
 
 
 def _differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:

@@ -22,18 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 import channel
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted  # noqa: F401 (their import path here)
 from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot be run; `problems` lists every `field: message` found."""
-
-    def __init__(self, source: str | Path, problems: list[str]) -> None:
-        self.source, self.problems = source, list(problems)
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{source}: invalid scenario\n{lines}")
 
 
 class _Strict(BaseModel):
@@ -312,6 +304,26 @@ def compression_problems(scenario: Scenario) -> list[str]:
     return problems
 
 
+def sweep_problems(scenario: Scenario) -> list[str]:
+    """Problems with what `sweep` sweeps (named cases, keys that cannot be swept)."""
+    problems = []
+    for key, values in scenario.sweep.items():
+        keys = [key]
+        if isinstance(values, dict):   # named cases
+            if key in type(scenario).model_fields or "." in key:
+                problems.append(f"sweep: {key!r} names cases: it must be a name of your own, "
+                                f"neither a scenario key nor dotted (e.g. channel)")
+            keys = [k for case in values.values() for k in case]
+            problems.extend(f"sweep.{key}.{case}: a case sets at least one dotted key"
+                            for case, settings in values.items() if not settings)
+        for k in dict.fromkeys(keys):
+            if k.split(".")[0] in ("name", "algorithms", "sweep"):
+                problems.append(f"sweep: {k!r} cannot be swept (sweepable: any other dotted "
+                                f"key, e.g. training.local_iters or seed; algorithms are "
+                                f"always crossed with the sweep)")
+    return problems
+
+
 def cross_field_problems(scenario: Scenario) -> list[str]:
     """Problems that involve several fields of an otherwise valid scenario, one per entry."""
     problems = []
@@ -353,20 +365,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
                         f"fixed-rate link steps the server on the clients left, batches no "
                         f"timing-only run has metered; set timing_only: false")
-    for key, values in scenario.sweep.items():
-        keys = [key]
-        if isinstance(values, dict):   # named cases
-            if key in type(scenario).model_fields or "." in key:
-                problems.append(f"sweep: {key!r} names cases: it must be a name of your own, "
-                                f"neither a scenario key nor dotted (e.g. channel)")
-            keys = [k for case in values.values() for k in case]
-            problems.extend(f"sweep.{key}.{case}: a case sets at least one dotted key"
-                            for case, settings in values.items() if not settings)
-        for k in dict.fromkeys(keys):
-            if k.split(".")[0] in ("name", "algorithms", "sweep"):
-                problems.append(f"sweep: {k!r} cannot be swept (sweepable: any other dotted "
-                                f"key, e.g. training.local_iters or seed; algorithms are "
-                                f"always crossed with the sweep)")
+    problems.extend(sweep_problems(scenario))
     if len(set(scenario.algorithms)) != len(scenario.algorithms):
         problems.append(f"algorithms: each algorithm at most once, got {scenario.algorithms}")
     for name in dict.fromkeys(scenario.algorithms):
@@ -433,39 +432,6 @@ def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scena
     if problems:
         raise ScenarioError(source, problems)
     return scenario
-
-
-def set_dotted(document: dict, key: str, value: Any) -> str | None:
-    """document[a][b][c] = value for key "a.b.c" (sections created as needed). -> None, or a
-    problem text when a part of the key is not a section."""
-    node, parts = document, key.split(".")
-    for part in parts[:-1]:
-        if not isinstance(node.get(part, {}), dict):
-            return f"{part!r} is not a section"
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
-    return None
-
-
-def apply_overrides(document: dict, overrides: list[str], source: str = "--set") -> dict:
-    """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
-    problems = []
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            problems.append(f"--set {item!r}: expected dotted.key=value")
-            continue
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            problems.append(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})")
-            continue
-        problem = set_dotted(document, key, value)
-        if problem:
-            problems.append(f"--set {key}: {problem}")
-    if problems:
-        raise ScenarioError(source, problems)
-    return document
 
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
