@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.report import load_runs, privacy_table
+from analysis.runs import load_runs
+from analysis.tables import privacy_table
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.attack import (
     attackable,

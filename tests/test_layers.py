@@ -134,3 +134,20 @@ def test_the_checker_sees_function_level_and_type_checking_imports():
     assert layer_of("scala_netsim") == ("entry", 8)   # the package's top: the Python API
     with pytest.raises(AssertionError, match="scala_netsim.extra has no layer"):
         layer_of("scala_netsim.extra")
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 60
+
+
+def test_no_module_over_500_lines_and_no_function_over_60():
+    too_long = []
+    for module, path in sorted(MODULES.items()):
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{module}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{module}.{node.name}: {length} lines")
+    assert not too_long, "\n".join(too_long)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis.report import crossings, pareto_front, time_to_target_figure
+from analysis.figures import crossings, pareto_front, time_to_target_figure
 from scala_netsim.config.scenario import ScenarioError, validate_scenario
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model, state_bytes

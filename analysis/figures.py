@@ -1,0 +1,456 @@
+"""The report's study figures: bands over seeds, the effect of each swept key with its
+crossovers marked, time to accuracy, drops, and the latency- and energy-accuracy trade-offs
+with their Pareto fronts."""
+
+import math
+import textwrap
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from numpy.typing import ArrayLike  # noqa: E402
+
+from analysis.plots import time_unit  # noqa: E402
+from analysis.runs import _fmt_value, group_label, groups, short  # noqa: E402
+
+MB, GFLOP = 1e6, 1e9
+
+
+DROPS_PANELS = (
+    ("final_acc", 100, "final test accuracy (%)"),
+    ("dropped_fraction", 100, "clients dropped (% of selected)"),
+    ("label_bias_tv", 1, "label bias (TV distance)"),
+)
+
+
+def drops_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) -> None:
+    """Final accuracy, the fraction of clients dropped and the label bias against one swept
+    key (a deadline), one line per algorithm (and per value of the other swept keys), bands
+    over seeds."""
+    values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
+        for ax, (column, scale, ylabel) in zip(axes, DROPS_PANELS, strict=True):
+            per_seed = g.pivot_table(index="seed", columns=key, values=column,
+                                     aggfunc="first").reindex(columns=values)
+            _band(ax, x, scale * per_seed.to_numpy(), f"C{i % 10}",
+                  group_label(algorithm, setting))
+            ax.set_ylabel(ylabel)
+    for ax in axes:
+        _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
+    axes[0].legend(fontsize=7)
+    suptitle(fig, f"accuracy, drops and label bias against {key} (mean ± 1 std over seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
+    """The figure's title, wrapped to its width (a one-panel figure is narrower than most
+    titles); tight_layout then makes room for every line."""
+    chars_per_inch = 72 / (0.55 * fontsize)   # a character is about 0.55 em wide
+    width = max(20, int(fig.get_figwidth() * chars_per_inch))
+    fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
+
+
+def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str, label: str | None,
+          marker: str = "o") -> np.ndarray:
+    """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
+    values = np.asarray(values, dtype=float)
+    with warnings.catch_warnings():   # a value no seed has (e.g. no drop records): a gap
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(values, axis=0)
+        std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
+    ax.plot(x, mean, color=color, marker=marker, ms=3, lw=1.4, label=label)
+    ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
+    return mean
+
+
+def _stack_curves(curves: dict, folders: Sequence[str],
+                  column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Curves of several seeds on their common evaluated rounds: (rounds, x rows, acc rows)."""
+    arrays = [curves[f] for f in folders]
+    common = sorted(set.intersection(*(set(a[:, 0].tolist()) for a in arrays)))
+    pick = [np.array([a[a[:, 0] == r][0] for r in common]).reshape(len(common), 3)
+            for a in arrays]
+    xs = np.array([p[:, column] for p in pick])
+    accs = np.array([p[:, 2] for p in pick])
+    return np.array(common), xs, accs
+
+
+def accuracy_figure(runs: pd.DataFrame, curves: dict, keys: Sequence[str], path: Path,
+                    over_time: bool) -> None:
+    """One panel per algorithm, one curve (mean ± std over seeds) per setting."""
+    algorithms = list(dict.fromkeys(runs["algorithm"]))
+    cols = min(3, len(algorithms))
+    nrows = math.ceil(len(algorithms) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.8 * nrows), squeeze=False,
+                             sharey=True)
+    span = float(runs["total_sim_time_s"].max()) if over_time else 0.0
+    divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
+    for ax, algorithm in zip(axes.flat, algorithms, strict=False):
+        for i, (_, setting, g) in enumerate(groups(runs[runs["algorithm"] == algorithm], keys)):
+            _, xs, accs = _stack_curves(curves, g["folder"], 1 if over_time else 0)
+            if xs.shape[1] == 0:
+                continue
+            label = group_label("", setting).strip() or algorithm
+            _band(ax, xs.mean(0) / divisor, 100 * accs, f"C{i % 10}",
+                  f"{label} ({len(g)} seed{'s' if len(g) > 1 else ''})")
+        ax.set_title(algorithm)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(algorithms):]:
+        ax.set_visible(False)
+    what = "simulated time (mean time of the seeds at each evaluation)" if over_time else "rounds"
+    suptitle(fig, f"test accuracy against {what}; bands: ± 1 std over seeds")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+EFFECT_PANELS = (
+    ("final_acc", 100, "final test accuracy (%)"),
+    ("uplink_MB_per_round", 1, "communication per round (MB)"),
+    ("time_per_round_s", 1, "simulated time per round (s)"),
+    ("client_GFLOP_per_round", 1, "client computation per round (GFLOP)"),
+)
+
+
+def _axis_values(values: Sequence) -> tuple[np.ndarray, list[str] | None, bool]:
+    """x positions for swept values (numbers as they are, anything else by position) and
+    whether a log axis reads better."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        x = np.array(values, dtype=float)
+        return x, None, bool((x > 0).all() and x.max() / x.min() >= 20)
+    return np.arange(len(values), dtype=float), [str(v) for v in values], False
+
+
+def crossings(x: np.ndarray, a: np.ndarray, b: np.ndarray, log_x: bool) -> list[float]:
+    """x values where the curves a(x) and b(x) cross: where a - b changes sign (linear
+    interpolation, in log x when the axis is logarithmic). Curves that only touch, or are
+    equal everywhere, do not cross."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    signed = [i for i in range(len(d)) if np.isfinite(d[i]) and d[i] != 0]
+    found = []
+    for i, j in zip(signed, signed[1:], strict=False):
+        if d[i] * d[j] > 0:
+            continue
+        if j > i + 1:            # equal on the points between: they cross where they meet
+            found.append(float(x[i + 1]))
+            continue
+        u0, u1 = (np.log(x[i]), np.log(x[j])) if log_x else (x[i], x[j])
+        u = u0 + (u1 - u0) * d[i] / (d[i] - d[j])
+        found.append(float(np.exp(u) if log_x else u))
+    return found
+
+
+def _sweep_axis(runs: pd.DataFrame, key: str) -> tuple[list, np.ndarray, list[str] | None,
+                                                        bool, float, str]:
+    """A swept key's values (sorted when they sort), their x positions, tick labels (None for
+    numbers), whether the axis is logarithmic, and the label scale: frequencies read better in
+    MHz (the data stay in Hz)."""
+    values = list(dict.fromkeys(runs[key]))
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        values = sorted(values)   # names (of cases, models...) keep the sweep's order
+    x, ticks, log_x = _axis_values(values)
+    in_mhz = key.endswith("_hz") and ticks is None and x.max() >= 1e6
+    divisor, unit = (1e6, " MHz") if in_mhz else (1.0, "")
+    return values, x, ticks, log_x, divisor, unit
+
+
+def _format_sweep_axis(ax: Axes, key: str, x: np.ndarray, ticks: list[str] | None, log_x: bool,
+                       divisor: float, unit: str) -> None:
+    ax.set_xlabel(short(key) + (f" ({unit.strip()})" if unit else _unit_hint(key)))
+    if log_x:
+        ax.set_xscale("log")
+    if ticks is not None:
+        long = max(map(len, ticks)) > 10   # long case names: slanted, so they do not overlap
+        ax.set_xticks(x, ticks, rotation=20 if long else 0, ha="right" if long else "center")
+    elif divisor != 1.0:
+        ax.xaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / divisor:g}"))
+    ax.grid(alpha=0.3, which="both")
+
+
+def _mark_crossings(ax: Axes, key: str, x: np.ndarray, a: np.ndarray, b: np.ndarray,
+                    log_x: bool, ticks: list[str] | None, divisor: float,
+                    unit: str) -> list[str]:
+    """Mark where curves a and b cross on `ax`; -> where each crossing is, as text."""
+    found = []
+    for cx in crossings(x, a, b, log_x):
+        known = np.isfinite(a)
+        y = np.interp(np.log(cx) if log_x else cx, np.log(x[known]) if log_x else x[known],
+                      a[known])
+        ax.axvline(cx, color="k", ls=":", lw=1)
+        ax.plot([cx], [y], marker="X", color="k", ms=9, zorder=5)
+        if ticks is None:
+            where = f"{cx / divisor:.4g}{unit}"
+        else:
+            after = ticks[min(int(cx) + 1, len(ticks) - 1)]
+            where = f"between {ticks[int(cx)]} and {after}"
+        ax.annotate(f"crossover\n{short(key)} ≈ {where}", (cx, y), fontsize=7,
+                    xytext=(6, 6), textcoords="offset points")
+        found.append(where)
+    return found
+
+
+def _pair_text(ax: Axes, key: str, target: float, pair: tuple[str, str], lines: dict,
+               values: list, x: np.ndarray, axis: tuple) -> str:
+    """What two lines of one time-to-accuracy panel do against each other (their crossings
+    marked on `ax`): cross, one always first, meet, or one or neither reaches the target."""
+    a, b = pair
+    ticks, log_x, divisor, unit = axis
+    (alg_a, _, mean_a), (alg_b, _, mean_b) = lines[a], lines[b]
+    both = np.isfinite(mean_a) & np.isfinite(mean_b)
+    where = _mark_crossings(ax, key, x, mean_a, mean_b, log_x, ticks, divisor, unit)
+    first = [v for v, on in zip(values, both, strict=True) if on]
+    faster = None if not both.any() else (
+        alg_a if (mean_a[both] < mean_b[both]).all() else (
+            alg_b if (mean_b[both] < mean_a[both]).all() else None))
+    span = (f"{_fmt_value(first[0] / divisor)}-{_fmt_value(first[-1] / divisor)}"
+            f"{unit}" if first and ticks is None else "")
+    if where:
+        last = np.flatnonzero(both)[-1]
+        above = alg_a if mean_a[last] < mean_b[last] else alg_b
+        return (f"{100 * target:g} %: {a} and {b} cross at {short(key)} ≈ "
+                f"{', '.join(where)} ({above} first above)")
+    elif faster:
+        slower = b if faster == alg_a else a
+        return (f"{100 * target:g} %: {a if faster == alg_a else b} before "
+                f"{slower} at every {short(key)} where both reach it ({span}); "
+                f"no crossover")
+    elif both.any():
+        return (f"{100 * target:g} %: {a} and {b} meet without crossing "
+                f"where both reach it ({span})")
+    else:
+        reaches = [(lab, other) for lab, other, m in ((a, b, mean_a), (b, a, mean_b))
+                   if np.isfinite(m).any()]
+        return (f"{100 * target:g} %: only {reaches[0][0]} reaches it, not "
+                f"{reaches[0][1]}" if reaches else
+                f"{100 * target:g} %: neither {a} nor {b} reaches it")
+
+
+def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
+                          targets: Sequence[float], path: Path) -> list[str]:
+    """Simulated time to each accuracy target some run reached, against one swept key: one
+    panel per target, one line per algorithm (and value of the other swept keys; mean over
+    seeds, missing where a seed did not reach it). Where two algorithms' lines cross, which
+    reaches the target first changes with the key: marked, and returned as text with, for
+    pairs that do not cross, which one is first wherever both reach it."""
+    reached = [t for t in targets if np.isfinite(runs[f"time_to_{t:g}_s"]).any()]
+    if not reached:
+        return []
+    values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(1, len(reached), figsize=(5.2 * len(reached), 4.2), squeeze=False)
+    texts = []
+    for ax, target in zip(axes.flat, reached, strict=True):
+        column, lines = f"time_to_{target:g}_s", {}
+        for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
+            per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first",
+                                     dropna=False).reindex(columns=values)
+            mean = per_seed.to_numpy(float).mean(axis=0)   # NaN unless every seed reached it
+            label = group_label(algorithm, setting)
+            ax.plot(x, mean, marker="o", ms=4, color=f"C{i % 10}", label=label)
+            lines[label] = (algorithm, tuple(setting.items()), mean)
+        labels = list(lines)
+        for i, a in enumerate(labels):
+            for b in labels[i + 1:]:
+                (alg_a, set_a, _), (alg_b, set_b, _) = lines[a], lines[b]
+                if alg_a == alg_b or set_a != set_b:
+                    continue
+                texts.append(_pair_text(ax, key, target, (a, b), lines, values, x,
+                                        (ticks, log_x, divisor, unit)))
+        ax.set_title(f"time to {100 * target:g} % test accuracy")
+        ax.set_ylabel("simulated time (s)")
+        ax.set_yscale("log")
+        _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
+        ax.legend(fontsize=7)
+    suptitle(fig, f"simulated time to accuracy against {key} (mean over seeds; a gap: not "
+                  f"reached by every seed)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return texts
+
+
+def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
+                  with_accuracy: bool = True) -> list[str]:
+    """The effect of one swept key: accuracy, communication (uplink solid, downlink dashed),
+    time and client computation per round, one line per algorithm (and per value of the other
+    swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
+    returned as text."""
+    values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
+    others = [k for k in keys if k != key]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    lines = {}
+    for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
+        label = group_label(algorithm, setting)
+        color = f"C{i % 10}"
+        for ax, (column, scale, ylabel) in zip(axes.flat, EFFECT_PANELS, strict=False):
+            if column == "final_acc" and not with_accuracy:
+                ax.set_visible(False)   # timing-only runs: no accuracy
+                continue
+            per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first")
+            per_seed = per_seed.reindex(columns=values)
+            mean = _band(ax, x, scale * per_seed.to_numpy(), color, label)
+            if column == "time_per_round_s":
+                lines[label] = (algorithm, tuple(setting.items()), mean)
+            if column == "uplink_MB_per_round":
+                down = g.pivot_table(index="seed", columns=key, values="downlink_MB_per_round",
+                                     aggfunc="first").reindex(columns=values)
+                ax.plot(x, np.nanmean(down.to_numpy(), axis=0), color=color, ls="--", lw=1.1)
+            ax.set_ylabel(ylabel)
+    texts = []
+    labels = list(lines)
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            (alg_a, set_a, mean_a), (alg_b, set_b, mean_b) = lines[a], lines[b]
+            if alg_a == alg_b or set_a != set_b:
+                continue  # only algorithms under the same other settings are compared
+            for where in _mark_crossings(axes.flat[2], key, x, mean_a, mean_b, log_x, ticks,
+                                         divisor, unit):
+                texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where} "
+                             f"({alg_a} faster {'above' if mean_a[-1] < mean_b[-1] else 'below'})")
+    for ax in axes.flat:
+        _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
+    axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
+    axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
+    axes.flat[0 if with_accuracy else 2].legend(fontsize=7)
+    axes.flat[1].legend(fontsize=7)
+    suptitle(fig, f"effect of {key} (mean ± 1 std over seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return texts
+
+
+def _unit_hint(key: str) -> str:
+    for suffix, unit in (("_hz", " (Hz)"), ("_m", " (m)"), ("_w", " (W)"), ("_s", " (s)"),
+                         ("participation", " (fraction of clients)")):
+        if key.endswith(suffix):
+            return unit
+    return ""
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points (time, accuracy) not dominated by another (shorter or equal
+    time and higher or equal accuracy, one of them strictly)."""
+    front = []
+    for i, (t, a) in enumerate(points):
+        dominated = any((t2 <= t and a2 >= a) and (t2 < t or a2 > a)
+                        for j, (t2, a2) in enumerate(points) if j != i)
+        if not dominated:
+            front.append(i)
+    return sorted(front, key=lambda i: points[i][0])
+
+
+def choose_target(runs: pd.DataFrame, keys: Sequence[str],
+                  targets: Sequence[float]) -> float | None:
+    """The highest accuracy target every seed of at least half of the (algorithm, setting)
+    groups reaches; None when no group reaches any target (the same target in the latency-
+    and the energy-accuracy figure)."""
+    gs = groups(runs, keys)
+    for target in sorted(targets, reverse=True):
+        reached = sum(bool(np.isfinite(g[f"time_to_{target:g}_s"]).all()) for _, _, g in gs)
+        if reached and reached >= len(gs) / 2:
+            return target
+    for target in sorted(targets):
+        if any(np.isfinite(g[f"time_to_{target:g}_s"]).all() for _, _, g in gs):
+            return target
+    return None
+
+
+def _energy_unit(span_j: float) -> tuple[float, str]:
+    """(joules per unit, axis label) for the clients' energy."""
+    return (1e3, "clients' energy (kJ)") if span_j >= 1e4 else (1.0, "clients' energy (J)")
+
+
+#: what a trade-off figure puts on x: the cost column until the target accuracy, the
+#: run's total, the unit chooser, and how the caption names it
+TRADE_OFFS = {
+    "latency": ("time_to_{target:g}_s", "total_sim_time_s", time_unit, "simulated time"),
+    "energy": ("energy_to_{target:g}_j", "energy_J", _energy_unit, "clients' energy"),
+}
+
+
+def _trade_off_points(runs: pd.DataFrame, keys: Sequence[str], column: str) -> tuple:
+    """Each (algorithm, setting) that reached the target: its (cost mean, accuracy mean, their
+    stds over seeds), label, algorithm and note; and those that did not: (label, accuracy)."""
+    points, labels, algs, notes, missed = [], [], [], [], []
+    for algorithm, setting, g in groups(runs, keys):
+        label = group_label(algorithm, setting)
+        times = g[column].to_numpy(float)
+        acc = 100 * g["final_acc"].to_numpy(float)
+        if not np.isfinite(times).all():
+            missed.append((label, float(np.nanmean(acc))))
+            continue
+        points.append((times.mean(), acc.mean(), times.std(ddof=1) if len(times) > 1 else 0.0,
+                       acc.std(ddof=1) if len(acc) > 1 else 0.0))
+        labels.append(label)
+        algs.append(algorithm)
+        notes.append(" ".join(f"{short(k)}={_fmt_value(v)}" for k, v in setting.items()))
+    return points, labels, algs, notes, missed
+
+
+def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
+                            path: Path, cost: str = "latency") -> tuple[str, list[str]]:
+    """Each (algorithm, setting) a point: the cost (`cost`: simulated time, or the clients'
+    energy, TRADE_OFFS) until the target accuracy against final accuracy, error bars over
+    seeds, the Pareto front marked. -> (caption, front labels)."""
+    target = choose_target(runs, keys, targets)
+    until, total, unit_of, cost_name = TRADE_OFFS[cost]
+    column = until.format(target=target) if target is not None else total
+    points, labels, algs, notes, missed = _trade_off_points(runs, keys, column)
+    fig, ax = plt.subplots(figsize=(8.5, 5.8))
+    span = max([p[0] for p in points], default=float(runs[total].max()))
+    divisor, t_label = unit_of(span)
+    front = pareto_front([(p[0], p[1]) for p in points])
+    colors = {a: f"C{i % 10}" for i, a in enumerate(dict.fromkeys(runs["algorithm"]))}
+    for p, algorithm, note in zip(points, algs, notes, strict=True):
+        ax.errorbar(p[0] / divisor, p[1], xerr=p[2] / divisor, yerr=p[3], fmt="o",
+                    color=colors[algorithm], ms=5, capsize=2, alpha=0.85)
+        if note:
+            ax.annotate(note, (p[0] / divisor, p[1]), fontsize=5.5, xytext=(3, 3),
+                        textcoords="offset points", color=colors[algorithm])
+    for algorithm, color in colors.items():
+        ax.plot([], [], "o", color=color, label=algorithm)
+    positive = [p[0] for p in points if p[0] > 0]
+    if positive and max(positive) / min(positive) > 20:
+        ax.set_xscale("log")
+    if front:
+        fx = [points[i][0] / divisor for i in front]
+        fy = [points[i][1] for i in front]
+        ax.step(fx, fy, where="post", color="k", lw=1.2, ls="--")
+        ax.scatter(fx, fy, s=160, facecolors="none", edgecolors="k", lw=1.5, zorder=5,
+                   label="Pareto front")
+    if missed:
+        right = 1.08 * max([p[0] / divisor for p in points], default=1.0)
+        for label, acc in missed:
+            ax.scatter([right], [acc], marker=">", color="gray")
+            ax.annotate(label, (right, acc), fontsize=6, xytext=(-4, 4),
+                        textcoords="offset points", ha="right", color="gray")
+        ax.text(right, ax.get_ylim()[0], "target not\nreached", fontsize=7, ha="center",
+                va="bottom", color="gray")
+    what = (f"{cost_name} to {100 * target:g} % test accuracy" if target is not None
+            else f"{cost_name} of the whole run (no group reached any accuracy target)")
+    ax.set_xlabel(f"{what} ({t_label.split('(')[-1]}")
+    ax.set_ylabel("final test accuracy (%)")
+    ax.set_title(f"{cost}-accuracy trade-off (mean ± std over seeds); up and left is better")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return what, [labels[i] for i in front]
