@@ -49,6 +49,7 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
+from scala_netsim.runner.drivers import SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
 from scala_netsim.timing import timing_trainer
 
@@ -128,6 +129,7 @@ class Run:
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
         #: be dropped and the trainer reports them: scala_netsim.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
+        self.driver = SynchronousRounds(self.selector, self.selection_rng, scenario.num_selected)
         self._simulate_from(0.0, [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
@@ -145,6 +147,7 @@ class Run:
         self.protocol = self._protocol_class(self.env, self.world.cell, self.trainer, self.link,
                                              self.log, self.scenario.training.local_iters,
                                              round_rules(self.scenario))
+        self.driver.bind(self.env, self.protocol, self.link, self.log)
 
     @property
     def round(self) -> int:
@@ -156,13 +159,12 @@ class Run:
         return self.diverged or self.round >= self.scenario.training.rounds
 
     def step(self) -> dict:
-        """Simulate the next round. -> its row of rounds.csv."""
+        """Simulate up to the next global model version (a round). -> its row of rounds.csv."""
         tr = self.scenario.training
-        r = self.round + 1
-        selected = self.selector.select(self.scenario.num_selected, self.selection_rng)
-        start_s, first_event = self.env.now, len(self.log)
-        first_transfer = len(self.link.transfer_rows)
-        self.protocol.run_round(r, selected)
+        version = self.driver.advance(self.round + 1)
+        r, selected = version.number, version.selected
+        start_s, first_event = version.start_s, version.first_event
+        first_transfer = version.first_transfer
         loss = self.trainer.round_loss
         self.diverged = loss is not None and not torch.isfinite(loss).item()
         evaluation = None
