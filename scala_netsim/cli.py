@@ -65,26 +65,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    # Imports after argument parsing so `--help` and input errors answer at once.
-    from scala_netsim.api import Options, RefusedError, run_scenario
+    # Imports after argument parsing, and torch only after the scenario is valid, so that
+    # `--help` and input errors answer at once.
     from scala_netsim.config.scenario import ScenarioError, load_scenario
-    from scala_netsim.data import DataNotFoundError
-    from scala_netsim.invariants import InvariantError
-    from scala_netsim.partition import PartitionError
-    from scala_netsim.runner.checkpoints import CheckpointError
 
     for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
         if value < 1:
             return fail(f"{flag}: must be a whole number >= 1, got {value}")
     overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else []) + (
         ["timing_only=true"] if args.timing_only else [])
+    try:
+        scenario = load_scenario(args.scenario, overrides)
+    except ScenarioError as exc:
+        return fail(str(exc))
+    from scala_netsim.api import Options, RefusedError, run_scenario
+    from scala_netsim.data import DataNotFoundError
+    from scala_netsim.invariants import InvariantError
+    from scala_netsim.partition import PartitionError
+    from scala_netsim.runner.checkpoints import CheckpointError
+
     options = Options(jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
                       ray_cpus_per_cell=args.ray_cpus_per_cell, retime=args.retime == "on",
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report)
     previous = signal.signal(signal.SIGTERM, interrupt)  # kill, timeout, a batch scheduler
     try:
-        run_scenario(load_scenario(args.scenario, overrides), Path(args.out), options)
+        run_scenario(scenario, Path(args.out), options)
     except (ScenarioError, RefusedError, DataNotFoundError, PartitionError,
             CheckpointError) as exc:
         return fail(str(exc))

@@ -2,6 +2,8 @@
 it as a user does, in a subprocess): bad input, every scenario file, the study sweeps."""
 
 import hashlib
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -206,3 +208,14 @@ def test_a_finished_run_leaves_its_final_model_which_scores_the_final_accuracy(c
                         pad_to_32=False)
     accuracy, _, _ = evaluate(torch.nn.Sequential(client, server), data.test_x, data.test_y, 10)
     assert accuracy == json.loads((folder / "summary.json").read_text())["final_acc"]
+
+
+def test_bad_input_is_answered_without_loading_torch():
+    """The CLI validates the scenario before it imports torch (a fresh interpreter)."""
+    code = ("import sys; from scala_netsim.cli import main; "
+            "rc = main(['scenarios/quickstart.yaml', '--set', 'training.rounds=0']); "
+            "print(rc, 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr
+    assert "training.rounds: must be >= 1, got 0" in proc.stderr
