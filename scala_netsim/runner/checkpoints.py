@@ -11,19 +11,13 @@ import torch
 import yaml
 
 from scala_netsim.config.scenario import Scenario, training_identity
-from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
-    file_sha256,
+from scala_netsim.core.results import (
     write_atomic,
-    write_csv,
-    write_json,
-    write_rows_csv,
-    write_text,
 )
 from scala_netsim.core.version import __version__
 
 if TYPE_CHECKING:
     from scala_netsim.runner.loop import Run
-
 
 
 CHECKPOINT_FORMAT = 5   # 5: cut steps and aggregations (drops); 4: transfers carry their

@@ -19,14 +19,6 @@ from scala_netsim.core.records import (
     MODEL_PT,
     SUMMARY_JSON,
 )
-from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
-    file_sha256,
-    write_atomic,
-    write_csv,
-    write_json,
-    write_rows_csv,
-    write_text,
-)
 from scala_netsim.invariants import (
     InvariantError,
 )

@@ -21,14 +21,6 @@ from scala_netsim.core.events import (
     EVENT_COLUMNS,
     EventLog,
 )
-from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
-    file_sha256,
-    write_atomic,
-    write_csv,
-    write_json,
-    write_rows_csv,
-    write_text,
-)
 from scala_netsim.engine import (
     WirelessLink,
     grants_frame,

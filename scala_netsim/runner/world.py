@@ -17,14 +17,6 @@ from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.compression import Wire
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
-from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
-    file_sha256,
-    write_atomic,
-    write_csv,
-    write_json,
-    write_rows_csv,
-    write_text,
-)
 from scala_netsim.core.seeds import Seeds
 from scala_netsim.data import Dataset, load_dataset
 from scala_netsim.engine import (

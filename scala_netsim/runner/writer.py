@@ -24,7 +24,7 @@ from scala_netsim.core.records import (
     SCENARIO_YAML,
     SUMMARY_JSON,
 )
-from scala_netsim.core.results import (  # noqa: F401 (file_sha256: its old import path)
+from scala_netsim.core.results import (
     file_sha256,
     write_atomic,
     write_csv,
