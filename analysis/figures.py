@@ -20,6 +20,14 @@ from numpy.typing import ArrayLike  # noqa: E402
 
 from analysis.plots import time_unit  # noqa: E402
 from analysis.runs import _fmt_value, group_label, groups, short  # noqa: E402
+from analysis.style import (  # noqa: E402
+    legend_outside,
+    log_time_axis,
+    log_y_if_wide,
+    marker_size,
+    set_log_x,
+    setting_colors,
+)
 
 MB, GFLOP = 1e6, 1e9
 
@@ -37,7 +45,7 @@ def drops_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) 
     over seeds."""
     values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
     others = [k for k in keys if k != key]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), layout="constrained")
     for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
         for ax, (column, scale, ylabel) in zip(axes, DROPS_PANELS, strict=True):
             per_seed = g.pivot_table(index="seed", columns=key, values=column,
@@ -47,30 +55,29 @@ def drops_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path) 
             ax.set_ylabel(ylabel)
     for ax in axes:
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
-    axes[0].legend(fontsize=7)
+    legend_outside(fig, axes)
     suptitle(fig, f"accuracy, drops and label bias against {key} (mean ± 1 std over seeds)")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
     """The figure's title, wrapped to its width (a one-panel figure is narrower than most
-    titles); tight_layout then makes room for every line."""
+    titles); the layout engine then makes room for every line."""
     chars_per_inch = 72 / (0.55 * fontsize)   # a character is about 0.55 em wide
     width = max(20, int(fig.get_figwidth() * chars_per_inch))
     fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
 
 
-def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str, label: str | None,
-          marker: str = "o") -> np.ndarray:
+def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str | tuple, label: str | None,
+          marker: str = "o", ms: float = 3.0) -> np.ndarray:
     """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
     values = np.asarray(values, dtype=float)
     with warnings.catch_warnings():   # a value no seed has (e.g. no drop records): a gap
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean(values, axis=0)
         std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
-    ax.plot(x, mean, color=color, marker=marker, ms=3, lw=1.4, label=label)
+    ax.plot(x, mean, color=color, marker=marker if ms else None, ms=ms, lw=1.4, label=label)
     ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
     return mean
 
@@ -88,35 +95,54 @@ def _stack_curves(curves: dict, folders: Sequence[str],
 
 
 def accuracy_figure(runs: pd.DataFrame, curves: dict, keys: Sequence[str], path: Path,
-                    over_time: bool) -> None:
-    """One panel per algorithm, one curve (mean ± std over seeds) per setting."""
+                    over_time: bool) -> dict:
+    """One panel per algorithm, one curve (mean ± std over seeds) per setting. A numeric swept
+    key of many values is drawn on a colour map with a colour bar, other settings in distinct
+    colours with one legend outside the panels; the time axis is logarithmic where the runs'
+    times span decades. -> what was chosen: {"colorbar": key or None, "log_x": bool}."""
     algorithms = list(dict.fromkeys(runs["algorithm"]))
     cols = min(3, len(algorithms))
     nrows = math.ceil(len(algorithms) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.8 * nrows), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols + 1.8, 3.6 * nrows + 0.5),
+                             squeeze=False, sharey=True, layout="constrained")
+    all_groups = groups(runs, keys)
+    palette = setting_colors([tuple(s.values()) for _, s, _ in all_groups], keys)
     span = float(runs["total_sim_time_s"].max()) if over_time else 0.0
     divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
+    log_x = over_time and log_time_axis(runs["total_sim_time_s"].to_numpy(float))
+    seeds = {len(g) for _, _, g in all_groups}
     for ax, algorithm in zip(axes.flat, algorithms, strict=False):
-        for i, (_, setting, g) in enumerate(groups(runs[runs["algorithm"] == algorithm], keys)):
+        for _, setting, g in groups(runs[runs["algorithm"] == algorithm], keys):
             _, xs, accs = _stack_curves(curves, g["folder"], 1 if over_time else 0)
             if xs.shape[1] == 0:
                 continue
+            x = xs.mean(0) / divisor
+            shown = x > 0 if log_x else np.ones(len(x), bool)   # round 0 has no place on a log
             label = group_label("", setting).strip() or algorithm
-            _band(ax, xs.mean(0) / divisor, 100 * accs, f"C{i % 10}",
-                  f"{label} ({len(g)} seed{'s' if len(g) > 1 else ''})")
+            if len(seeds) > 1:
+                label += f" ({len(g)} seed{'s' if len(g) > 1 else ''})"
+            _band(ax, x[shown], 100 * accs[:, shown], palette.colors[tuple(setting.values())],
+                  None if palette.scale else label, ms=marker_size(int(shown.sum())))
         ax.set_title(algorithm)
-        ax.set_xlabel(x_label)
+        ax.set_xlabel(x_label + (", log scale" if log_x else ""))
+        if log_x:
+            set_log_x(ax)
         ax.set_ylabel("test accuracy (%)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, which="both" if log_x else "major")
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
+    shown_axes = list(axes.flat)[:len(algorithms)]
+    if palette.scale:
+        palette.colorbar(fig, shown_axes)
+    elif keys:
+        legend_outside(fig, shown_axes)
     what = "simulated time (mean time of the seeds at each evaluation)" if over_time else "rounds"
-    suptitle(fig, f"test accuracy against {what}; bands: ± 1 std over seeds")
-    fig.tight_layout()
+    n = seeds.pop() if len(seeds) == 1 else 0
+    per_seed = f"; {n} seed{'s' if n > 1 else ''} each" if n else ""
+    suptitle(fig, f"test accuracy against {what}; bands: ± 1 std over seeds{per_seed}")
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return {"colorbar": palette.scale[0] if palette.scale else None, "log_x": bool(log_x)}
 
 
 EFFECT_PANELS = (
@@ -253,7 +279,8 @@ def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
         return []
     values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
     others = [k for k in keys if k != key]
-    fig, axes = plt.subplots(1, len(reached), figsize=(5.2 * len(reached), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(reached), figsize=(4.8 * len(reached) + 1.8, 4.2),
+                             squeeze=False, layout="constrained")
     texts = []
     for ax, target in zip(axes.flat, reached, strict=True):
         column, lines = f"time_to_{target:g}_s", {}
@@ -276,10 +303,9 @@ def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
         ax.set_ylabel("simulated time (s)")
         ax.set_yscale("log")
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
-        ax.legend(fontsize=7)
+    legend_outside(fig, axes)
     suptitle(fig, f"simulated time to accuracy against {key} (mean over seeds; a gap: not "
                   f"reached by every seed)")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return texts
@@ -293,7 +319,7 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
     returned as text."""
     values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
     others = [k for k in keys if k != key]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    fig, axes = plt.subplots(2, 2, figsize=(12.5, 7.5), layout="constrained")
     lines = {}
     for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
         label = group_label(algorithm, setting)
@@ -325,12 +351,12 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
                              f"({alg_a} faster {'above' if mean_a[-1] < mean_b[-1] else 'below'})")
     for ax in axes.flat:
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
+    for ax in list(axes.flat)[1:]:   # bytes, time, FLOPs: one algorithm may be 100x another
+        log_y_if_wide(ax)
     axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
     axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
-    axes.flat[0 if with_accuracy else 2].legend(fontsize=7)
-    axes.flat[1].legend(fontsize=7)
+    legend_outside(fig, axes)
     suptitle(fig, f"effect of {key} (mean ± 1 std over seeds)")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return texts
@@ -342,115 +368,3 @@ def _unit_hint(key: str) -> str:
         if key.endswith(suffix):
             return unit
     return ""
-
-
-def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the points (time, accuracy) not dominated by another (shorter or equal
-    time and higher or equal accuracy, one of them strictly)."""
-    front = []
-    for i, (t, a) in enumerate(points):
-        dominated = any((t2 <= t and a2 >= a) and (t2 < t or a2 > a)
-                        for j, (t2, a2) in enumerate(points) if j != i)
-        if not dominated:
-            front.append(i)
-    return sorted(front, key=lambda i: points[i][0])
-
-
-def choose_target(runs: pd.DataFrame, keys: Sequence[str],
-                  targets: Sequence[float]) -> float | None:
-    """The highest accuracy target every seed of at least half of the (algorithm, setting)
-    groups reaches; None when no group reaches any target (the same target in the latency-
-    and the energy-accuracy figure)."""
-    gs = groups(runs, keys)
-    for target in sorted(targets, reverse=True):
-        reached = sum(bool(np.isfinite(g[f"time_to_{target:g}_s"]).all()) for _, _, g in gs)
-        if reached and reached >= len(gs) / 2:
-            return target
-    for target in sorted(targets):
-        if any(np.isfinite(g[f"time_to_{target:g}_s"]).all() for _, _, g in gs):
-            return target
-    return None
-
-
-def _energy_unit(span_j: float) -> tuple[float, str]:
-    """(joules per unit, axis label) for the clients' energy."""
-    return (1e3, "clients' energy (kJ)") if span_j >= 1e4 else (1.0, "clients' energy (J)")
-
-
-#: what a trade-off figure puts on x: the cost column until the target accuracy, the
-#: run's total, the unit chooser, and how the caption names it
-TRADE_OFFS = {
-    "latency": ("time_to_{target:g}_s", "total_sim_time_s", time_unit, "simulated time"),
-    "energy": ("energy_to_{target:g}_j", "energy_J", _energy_unit, "clients' energy"),
-}
-
-
-def _trade_off_points(runs: pd.DataFrame, keys: Sequence[str], column: str) -> tuple:
-    """Each (algorithm, setting) that reached the target: its (cost mean, accuracy mean, their
-    stds over seeds), label, algorithm and note; and those that did not: (label, accuracy)."""
-    points, labels, algs, notes, missed = [], [], [], [], []
-    for algorithm, setting, g in groups(runs, keys):
-        label = group_label(algorithm, setting)
-        times = g[column].to_numpy(float)
-        acc = 100 * g["final_acc"].to_numpy(float)
-        if not np.isfinite(times).all():
-            missed.append((label, float(np.nanmean(acc))))
-            continue
-        points.append((times.mean(), acc.mean(), times.std(ddof=1) if len(times) > 1 else 0.0,
-                       acc.std(ddof=1) if len(acc) > 1 else 0.0))
-        labels.append(label)
-        algs.append(algorithm)
-        notes.append(" ".join(f"{short(k)}={_fmt_value(v)}" for k, v in setting.items()))
-    return points, labels, algs, notes, missed
-
-
-def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
-                            path: Path, cost: str = "latency") -> tuple[str, list[str]]:
-    """Each (algorithm, setting) a point: the cost (`cost`: simulated time, or the clients'
-    energy, TRADE_OFFS) until the target accuracy against final accuracy, error bars over
-    seeds, the Pareto front marked. -> (caption, front labels)."""
-    target = choose_target(runs, keys, targets)
-    until, total, unit_of, cost_name = TRADE_OFFS[cost]
-    column = until.format(target=target) if target is not None else total
-    points, labels, algs, notes, missed = _trade_off_points(runs, keys, column)
-    fig, ax = plt.subplots(figsize=(8.5, 5.8))
-    span = max([p[0] for p in points], default=float(runs[total].max()))
-    divisor, t_label = unit_of(span)
-    front = pareto_front([(p[0], p[1]) for p in points])
-    colors = {a: f"C{i % 10}" for i, a in enumerate(dict.fromkeys(runs["algorithm"]))}
-    for p, algorithm, note in zip(points, algs, notes, strict=True):
-        ax.errorbar(p[0] / divisor, p[1], xerr=p[2] / divisor, yerr=p[3], fmt="o",
-                    color=colors[algorithm], ms=5, capsize=2, alpha=0.85)
-        if note:
-            ax.annotate(note, (p[0] / divisor, p[1]), fontsize=5.5, xytext=(3, 3),
-                        textcoords="offset points", color=colors[algorithm])
-    for algorithm, color in colors.items():
-        ax.plot([], [], "o", color=color, label=algorithm)
-    positive = [p[0] for p in points if p[0] > 0]
-    if positive and max(positive) / min(positive) > 20:
-        ax.set_xscale("log")
-    if front:
-        fx = [points[i][0] / divisor for i in front]
-        fy = [points[i][1] for i in front]
-        ax.step(fx, fy, where="post", color="k", lw=1.2, ls="--")
-        ax.scatter(fx, fy, s=160, facecolors="none", edgecolors="k", lw=1.5, zorder=5,
-                   label="Pareto front")
-    if missed:
-        right = 1.08 * max([p[0] / divisor for p in points], default=1.0)
-        for label, acc in missed:
-            ax.scatter([right], [acc], marker=">", color="gray")
-            ax.annotate(label, (right, acc), fontsize=6, xytext=(-4, 4),
-                        textcoords="offset points", ha="right", color="gray")
-        ax.text(right, ax.get_ylim()[0], "target not\nreached", fontsize=7, ha="center",
-                va="bottom", color="gray")
-    what = (f"{cost_name} to {100 * target:g} % test accuracy" if target is not None
-            else f"{cost_name} of the whole run (no group reached any accuracy target)")
-    ax.set_xlabel(f"{what} ({t_label.split('(')[-1]}")
-    ax.set_ylabel("final test accuracy (%)")
-    ax.set_title(f"{cost}-accuracy trade-off (mean ± std over seeds); up and left is better")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return what, [labels[i] for i in front]

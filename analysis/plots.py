@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import find_runs  # noqa: E402
+from analysis.style import legend_outside, log_time_axis, marker_size, set_log_x  # noqa: E402
 from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
@@ -130,20 +131,26 @@ def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str
     curves = _curves(scenario_dir, x_column, algorithms)
     if not curves:
         return
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    span = max((c[:, 0].max() for runs in curves.values() for c in runs if len(c)), default=0.0)
-    divisor, x_label = time_unit(span) if x_column == "sim_time_s" else (1.0, "global round")
+    fig, ax = plt.subplots(figsize=(8.5, 4.8), layout="constrained")
+    over_time = x_column == "sim_time_s"
+    ends = [c[-1, 0] for runs in curves.values() for c in runs if len(c)]
+    span = max(ends, default=0.0)
+    divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
+    log_x = over_time and log_time_axis(ends)
     for algorithm, runs in sorted(curves.items()):
         for i, c in enumerate(runs):  # one line per seed, one colour per algorithm
-            ax.plot(c[:, 0] / divisor, 100 * c[:, 1], lw=1.3, marker=".", ms=3,
+            c = c[c[:, 0] > 0] if log_x else c   # round 0 (time 0) has no place on a log axis
+            ax.plot(c[:, 0] / divisor, 100 * c[:, 1], lw=1.3, marker=".",
+                    ms=marker_size(len(c)) + 1 if marker_size(len(c)) else 0,
                     color=f"C{sorted(curves).index(algorithm) % 10}",
                     label=algorithm if i == 0 else None)
-    ax.set_xlabel(x_label)
+    if log_x:
+        set_log_x(ax)
+    ax.set_xlabel(x_label + (", log scale" if log_x else ""))
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
+    ax.grid(alpha=0.3, which="both" if log_x else "major")
+    legend_outside(fig, [ax])
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

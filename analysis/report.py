@@ -22,7 +22,6 @@ from analysis.figures import (  # noqa: E402
     accuracy_figure,
     drops_figure,
     effect_figure,
-    latency_accuracy_figure,
     time_to_target_figure,
 )
 from analysis.runs import ReportError, _fmt_value, load_runs, setting_keys, short  # noqa: E402, F401
@@ -35,6 +34,7 @@ from analysis.tables import (  # noqa: E402
     paired_change_table,
     privacy_table,
 )
+from analysis.tradeoff import latency_accuracy_figure  # noqa: E402
 from scala_netsim.core.results import write_text  # noqa: E402
 
 
@@ -42,7 +42,8 @@ def write_report(scenario_dir: Path | str) -> Path:
     """OUT/<scenario>/report.md and its figures in OUT/<scenario>/figures/."""
     scenario_dir = Path(scenario_dir)
     runs, curves, index = load_runs(scenario_dir)
-    keys = [k for k in setting_keys(index) if k in runs.columns]
+    # a key swept over one value (a sweep cut to one cell) labels nothing: the summary names it
+    keys = [k for k in setting_keys(index) if k in runs.columns and runs[k].nunique() >= 2]
     targets = index["accuracy_targets"]
     figures = scenario_dir / "figures"
     figures.mkdir(exist_ok=True)

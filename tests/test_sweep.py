@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis.figures import crossings, pareto_front, time_to_target_figure
+from analysis.figures import crossings, time_to_target_figure
+from analysis.tradeoff import pareto_front
 from scala_netsim.config.scenario import ScenarioError, validate_scenario
 from scala_netsim.metrics import round_row
 from scala_netsim.models import build_split_model, state_bytes
@@ -271,6 +272,47 @@ def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_pa
     assert "90 %: scala before fedavg at every uplink_bandwidth_hz where both reach it " \
            "(1-10 MHz); no crossover" in texts
     assert not [t for t in texts if t.startswith("95 %")]
+
+
+def _constructed_sweep(bands, end_times):
+    """Runs of scala and fedavg over `bands` with accuracy curves ending at `end_times`."""
+    key = "network.uplink_bandwidth_hz"
+    rows, curves = [], {}
+    for a, algorithm in enumerate(("scala", "fedavg")):
+        for band, end in zip(bands, end_times[a], strict=True):
+            folder = f"{algorithm}/{band:g}/seed0"
+            rows.append({"algorithm": algorithm, "seed": 0, key: band, "folder": folder,
+                         "total_sim_time_s": end})
+            curves[folder] = np.array([[r, end * r / 10, 0.1 + 0.07 * r] for r in range(11)])
+    return key, pd.DataFrame(rows), curves
+
+
+def test_a_numeric_sweep_of_many_values_gets_a_colour_map_and_decades_a_log_axis(tmp_path):
+    """The accuracy figures of a study with many cells: a colour bar instead of a legend of
+    a dozen lines, a log time axis where the runs' times span decades; few values keep
+    distinct colours and a legend, times within a decade a linear axis."""
+    from analysis.figures import accuracy_figure
+    from analysis.style import log_time_axis, setting_colors
+
+    bands = [1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7]
+    key, runs, curves = _constructed_sweep(bands, [[5e4 / b * 1e3 for b in bands],
+                                                   [5e5 / b * 1e3 for b in bands]])
+    path = tmp_path / "a.png"
+    assert accuracy_figure(runs, curves, [key], path, over_time=True) == \
+        {"colorbar": key, "log_x": True}
+    assert path.stat().st_size > 10_000
+    assert accuracy_figure(runs, curves, [key], tmp_path / "r.png", over_time=False) == \
+        {"colorbar": key, "log_x": False}                    # rounds: never a log axis
+    few = [1e6, 2e6, 5e6]
+    key, runs, curves = _constructed_sweep(few, [[300.0, 250.0, 200.0], [900.0, 700.0, 500.0]])
+    assert accuracy_figure(runs, curves, [key], tmp_path / "f.png", over_time=True) == \
+        {"colorbar": None, "log_x": False}
+    colors = setting_colors([(b,) for b in bands], [key])
+    assert colors.scale is not None and len(set(colors.colors.values())) == len(bands)
+    assert setting_colors([("a",), ("b",), ("c",), ("d",), ("e",)], ["channel"]).scale is None
+    assert setting_colors([(b, 320) for b in bands], [key, "training.batch_size"]).scale is None
+    assert log_time_axis([10.0, 99.0]) is False and log_time_axis([10.0, 100.0]) is True
+    assert log_time_axis([0.0, float("nan"), 5.0]) is False
 
 
 @pytest.mark.slow
