@@ -91,19 +91,44 @@ def setting_text(key: str, value: object) -> str:
     return f"{name}={_fmt_value(value)}"
 
 
-def _annotate_points(ax: Axes, points: Sequence[tuple], algs: Sequence[str],
-                     notes: Sequence[str], colors: dict, divisor: float) -> None:
-    """Label each point with its setting; an algorithm with many points gets its points
-    joined in the sweep's order and only the two ends labelled."""
+def _point_labels(ax: Axes, points: Sequence[tuple], algs: Sequence[str],
+                  notes: Sequence[str], colors: dict, divisor: float) -> list[tuple]:
+    """The labels of the points, (x, y, text, colour): each point its setting; an algorithm
+    with many points gets its points joined in the sweep's order and only the two ends
+    labelled."""
+    labels = []
     for algorithm, color in colors.items():
         mine = [i for i, a in enumerate(algs) if a == algorithm and notes[i]]
         many = len(mine) > LABEL_EVERY_POINT_UP_TO
         if many:
             ax.plot([points[i][0] / divisor for i in mine], [points[i][1] for i in mine],
                     color=color, lw=0.8, alpha=0.6)
-        for i in ([mine[0], mine[-1]] if many else mine):
-            ax.annotate(notes[i], (points[i][0] / divisor, points[i][1]), fontsize=7,
-                        xytext=(4, 4), textcoords="offset points", color=color)
+        labels += [(points[i][0] / divisor, points[i][1], notes[i], color)
+                   for i in ([mine[0], mine[-1]] if many else mine)]
+    return labels
+
+
+def place_labels(ax: Axes, labels: Sequence[tuple], fontsize: float = 7,
+                 right_aligned: bool = False) -> None:
+    """Annotate (x, y, text, colour) labels beside their points, each moved down a line while
+    it would overlap one placed before it (points close together otherwise print their labels
+    on top of each other)."""
+    ax.autoscale_view()
+    per_point = 72 / ax.figure.dpi
+    line, width = 1.3 * fontsize / per_point, 0.6 * fontsize / per_point
+    placed: list[tuple[float, float, float]] = []
+    for x, y, text, color in sorted(labels, key=lambda item: -item[1]):
+        px, py = ax.transData.transform((x, y))
+        ly = py + 4 / per_point
+        left = px - (len(text) * width if right_aligned else 0)
+        span = (left, left + len(text) * width)
+        while any(abs(ly - qy) < line and span[0] < q1 and q0 < span[1]
+                  for q0, q1, qy in placed):
+            ly -= line
+        placed.append((*span, ly))
+        ax.annotate(text, (x, y), fontsize=fontsize, color=color,
+                    xytext=(-4 if right_aligned else 4, (ly - py) * per_point),
+                    textcoords="offset points", ha="right" if right_aligned else "left")
 
 
 def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
@@ -123,7 +148,7 @@ def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Se
     for p, algorithm in zip(points, algs, strict=True):
         ax.errorbar(p[0] / divisor, p[1], xerr=p[2] / divisor, yerr=p[3], fmt="o",
                     color=colors[algorithm], ms=5, capsize=2, alpha=0.85)
-    _annotate_points(ax, points, algs, notes, colors, divisor)
+    labels_of_points = _point_labels(ax, points, algs, notes, colors, divisor)
     for algorithm, color in colors.items():
         ax.plot([], [], "o", color=color, label=algorithm)
     positive = [p[0] for p in points if p[0] > 0]
@@ -137,12 +162,13 @@ def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Se
                    label="Pareto front")
     if missed:
         right = 1.08 * max([p[0] / divisor for p in points], default=1.0)
-        for label, acc in missed:
+        for _, acc in missed:
             ax.scatter([right], [acc], marker=">", color="gray")
-            ax.annotate(label, (right, acc), fontsize=6, xytext=(-4, 4),
-                        textcoords="offset points", ha="right", color="gray")
         ax.text(right, ax.get_ylim()[1], "target not\nreached", fontsize=7, ha="center",
                 va="top", color="gray")
+    place_labels(ax, labels_of_points)
+    if missed:
+        place_labels(ax, [(right, acc, label, "gray") for label, acc in missed], 6, True)
     what = (f"{cost_name} to {100 * target:g} % test accuracy" if target is not None
             else f"{cost_name} of the whole run (no group reached any accuracy target)")
     ax.set_xlabel(f"{what} ({t_label.split('(')[-1]}")

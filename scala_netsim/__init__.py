@@ -26,7 +26,8 @@ from scala_netsim.core.version import __version__
 
 #: the Python API (scala_netsim.api), imported on first use so that `import scala_netsim`
 #: (and validating a scenario) loads no torch
-API = ("load_scenario", "run", "open_results", "Results", "Options")
+API = ("load_scenario", "run", "open_results", "Results", "Options", "ScenarioError",
+       "RefusedError")
 __all__ = ["__version__", *API]
 
 

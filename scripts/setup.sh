@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what scala_netsim needs on a Debian machine: the Fashion-MNIST package and the
-# project itself with its test and Ray extras (the suite tests the Ray executor). Safe to run again.
+# project itself with its test, Ray and documentation extras (the suite tests the Ray executor,
+# builds the documentation site and executes its notebook). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,4 +12,4 @@ if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     $SUDO apt-get install -y -q dataset-fashion-mnist
 fi
 
-python3 -m pip install -q -e ".[test,ray]"
+python3 -m pip install -q -e ".[test,ray,docs]"

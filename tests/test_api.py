@@ -35,6 +35,8 @@ def test_bad_input_raises_the_scenario_error_the_cli_prints():
         sn.run(SCENARIO, jobs=0)
     with pytest.raises(RefusedError, match="^executor: allowed: local, ray; got 'dask'$"):
         sn.run(SCENARIO, executor="dask")
+    # a notebook catches them by the package's names
+    assert sn.ScenarioError is ScenarioError and sn.RefusedError is RefusedError
 
 
 @pytest.fixture(scope="module")
