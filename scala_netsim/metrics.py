@@ -33,6 +33,7 @@ TOTAL_OF = {
     EventKind.CLIENT_BACKWARD: ("client_flops", False),
     EventKind.SERVER_STEP: ("server_flops", False),
     EventKind.CLIENT_DROPPED: None,   # a mark, no cost
+    EventKind.SERVER_UPDATE: None,    # a mark, no cost
 }
 BUCKETS = ("compute_time_s", "uplink_time_s", "downlink_time_s", "server_time_s", "idle_time_s")
 # Positions in an event row (EventLog.rows, Event.as_row): rounds of a timing-only run of

@@ -88,6 +88,8 @@ class TrainerSetup:
     rounds: int
     seeds: Seeds
     device: torch.device
+    #: Q, the clients an asynchronous algorithm keeps training at once
+    concurrency: int = 1
 
     def split_model(self, *names: str) -> tuple[nn.Sequential, nn.Sequential]:
         """(client part, server part) of the scenario's model, initialised from the "model"

@@ -23,6 +23,22 @@ class FedProxConfig(AlgorithmConfig):
     mu: float = Field(default=0.01, ge=0)          # [choice] literature uses 0.001..1
 
 
+class FedAsyncConfig(AlgorithmConfig):
+    """FedAsync (Xie et al. 2019): w <- (1 - a s(tau)) w + a s(tau) w_k with the polynomial
+    staleness function s(tau) = (tau + 1)^(-exponent)."""
+
+    alpha: float = Field(default=0.6, gt=0, le=1)               # a [paper's experiments]
+    staleness_exponent: float = Field(default=0.5, ge=0)        # [paper's choice]
+
+
+class FedBuffConfig(AlgorithmConfig):
+    """FedBuff (Nguyen et al. 2022): the server buffers K client deltas and applies their mean
+    times a server learning rate when the buffer is full."""
+
+    buffer_size: int = Field(default=5, ge=1)                   # K [choice]
+    server_lr: float = Field(default=1.0, gt=0)                 # [paper's default]
+
+
 class FedLCConfig(AlgorithmConfig):
     tau: float = Field(default=1.0, gt=0)          # [choice] the FedLC paper does not state it
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -228,3 +228,39 @@ class FederatedTrainer(Trainer, ExchangesModels):
     @abstractmethod
     def client_local_step(self, k: int, local_iter: int) -> LocalStep:
         """Client k's forward, loss, backward and SGD step on its model."""
+
+
+class AppliedUpdate(NamedTuple):
+    """What the server of an asynchronous algorithm did with a client's arriving model:
+    `version` is the global model version the update is part of (the one it created, or, when
+    it was buffered, the next one), `staleness` the server's version when the update arrived
+    minus the version the client downloaded (0: nothing was applied meanwhile), `applied`
+    whether a new global version exists now, `contributors` the clients whose updates that new
+    version took (empty when the update was buffered)."""
+
+    version: int
+    staleness: int
+    applied: bool
+    contributors: tuple[int, ...] = ()
+
+
+class AsyncFederatedTrainer(Trainer, ExchangesModels):
+    """Asynchronous federated learning: a client downloads the global model as it is when its
+    download starts, trains T local steps on it, and uploads; the server applies each upload
+    when it arrives (FedAsync) or buffers it (FedBuff). There is no round: `begin_round` and
+    `end_round` are never called."""
+
+    #: the global model versions applied so far (0: the initial model)
+    version: int = 0
+
+    @abstractmethod
+    def client_start(self, k: int) -> None:
+        """Client k begins training (its batch size, a model slot); its download follows."""
+
+    @abstractmethod
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        """Client k's forward, loss, backward and SGD step on the model it downloaded."""
+
+    @abstractmethod
+    def server_apply(self, message: Any) -> AppliedUpdate:
+        """Client `message.client_id`'s trained model has arrived: apply or buffer it."""

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from scala_netsim.algorithms.config import (
     AlgorithmConfig,
+    FedAsyncConfig,
+    FedBuffConfig,
     FedCBSConfig,
     FedConcatConfig,
     FedDecorrConfig,
@@ -81,6 +83,8 @@ PER_CLIENT = Traits(activations=True, gradients=True)
 KEPT_MODELS = Traits(activations=True, gradients=True, global_client_model=False)
 LOCAL_LOSS = Traits(activations=True)
 FEDERATED = Traits()
+# the clock decides what is learned: never re-timed, never timed without training
+ASYNCHRONOUS_FEDERATED = Traits(timeable=False, retimeable=False, asynchronous=True)
 
 
 def traits_of(protocol: type[Protocol], trainer: type) -> Traits:
@@ -88,7 +92,8 @@ def traits_of(protocol: type[Protocol], trainer: type) -> Traits:
     return Traits(barrier=protocol.has_barrier, activations=protocol.sends_activations,
                   gradients=protocol.sends_gradients,
                   global_client_model=not protocol.keeps_client_models,
-                  timeable=trainer.fixed_step_costs)
+                  timeable=trainer.fixed_step_costs, retimeable=not protocol.asynchronous,
+                  asynchronous=protocol.asynchronous)
 
 
 def resolve(ref: type | str) -> type:
@@ -166,7 +171,8 @@ def check_classes(name: str, trainer: type, protocol: type[Protocol], traits: Tr
     wrong = [f"{f.name}={getattr(traits, f.name)} (the classes say "
              f"{getattr(declared, f.name)})" for f in dataclasses.fields(Traits)
              if f.name in ("barrier", "activations", "gradients", "global_client_model",
-                           "timeable") and getattr(traits, f.name) != getattr(declared, f.name)]
+                           "timeable", "asynchronous")
+             and getattr(traits, f.name) != getattr(declared, f.name)]
     if wrong:
         raise TypeError(f"algorithm {name!r}: traits disagree with {trainer.__name__} and "
                         f"{protocol.__name__}: {', '.join(wrong)}")
@@ -214,6 +220,7 @@ PER = (_ENGINE + "PerClientSplitProtocol", PER_CLIENT)
 KEPT = (_ENGINE + "KeptModelSplitProtocol", KEPT_MODELS)
 LOCAL = (_ENGINE + "LocalLossProtocol", LOCAL_LOSS)
 FED = (_ENGINE + "FederatedProtocol", FEDERATED)
+ASYNC_FED = ("scala_netsim.sim.asynchronous:AsyncFederatedProtocol", ASYNCHRONOUS_FEDERATED)
 
 
 def _builtin(name: str, trainer: str, protocol: tuple[str, Traits], description: str,
@@ -260,6 +267,12 @@ for _spec in (
              config=FedConcatConfig, traits=dataclasses.replace(FEDERATED, timeable=False)),
     _builtin("fedcbs", "federated:FedAvg", FED, "FedAvg with Fed-CBS class-balanced selection",
              selector=FedCBSSelector, config=FedCBSConfig),
+    _builtin("fedasync", "asynchronous:FedAsync", ASYNC_FED,
+             "asynchronous FL, each upload mixed in on arrival, staleness-weighted (FedAsync)",
+             config=FedAsyncConfig),
+    _builtin("fedbuff", "asynchronous:FedBuff", ASYNC_FED,
+             "asynchronous FL, K buffered deltas applied as their mean (FedBuff)",
+             config=FedBuffConfig),
 ):
     register(_spec)
 

@@ -103,6 +103,11 @@ class TrainingConfig(_Strict):
     step_deadline_s: float | None = Field(default=None, gt=0)
     # select ceil((1 + x) n) clients and keep the first n to finish (0 = select n)
     over_selection: float = Field(default=0.0, ge=0)
+    # asynchronous algorithms (fedasync, fedbuff): Q clients train at once, each on a fixed
+    # 1/Q slot of each band; null = the clients a synchronous round selects (r K)
+    concurrency: int | None = Field(default=None, ge=1)
+    # stop a run once its simulated time reaches this (s), whatever `rounds` says; null = none
+    time_budget_s: float | None = Field(default=None, gt=0)
 
 
 class LinkConfig(_Strict):
@@ -212,6 +217,12 @@ class Scenario(_Strict):
     def num_participants(self) -> int:
         """r * K clients take part in every round (at least one): n, the clients kept."""
         return max(1, round(self.training.participation * self.data.num_clients))
+
+    @property
+    def concurrency(self) -> int:
+        """Q: the clients an asynchronous algorithm keeps training at once (training.
+        concurrency, or the n of a synchronous round)."""
+        return self.training.concurrency or self.num_participants
 
     @property
     def num_selected(self) -> int:
@@ -356,6 +367,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
                         f"{'has' if len(scenario.algorithms) == 1 else 'have'} none, got "
                         f"{tr.step_deadline_s}")
     problems.extend(compression_problems(scenario))
+    problems.extend(asynchronous_problems(scenario))
     if scenario.privacy is not None:
         reasons = [ALGORITHMS[a].traits.why_not_attackable(a) for a in scenario.algorithms]
         if all(reasons):
@@ -372,6 +384,41 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         section = ALGORITHMS[name].section(scenario)
         if section is not None:
             problems.extend(section.problems(scenario))
+    return problems
+
+
+def asynchronous_problems(scenario: Scenario) -> list[str]:
+    """What asynchronous algorithms cannot run with: more clients at once than there are, a
+    round's deadline or over-selection (they have no round), a link that loses transfers or
+    an allocator (each client has a fixed 1/Q slot), a timing-only run (the clock decides
+    what is learned, so nothing can be timed without training)."""
+    tr, net = scenario.training, scenario.network
+    found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
+    problems = []
+    if tr.concurrency is not None and tr.concurrency > scenario.data.num_clients:
+        problems.append(f"training.concurrency: at most the {scenario.data.num_clients} "
+                        f"clients there are (data.num_clients), got {tr.concurrency}")
+    if not found:
+        return problems
+    names = ", ".join(found)
+    for key, value, unset in (("deadline_s", tr.deadline_s, None),
+                              ("step_deadline_s", tr.step_deadline_s, None),
+                              ("over_selection", tr.over_selection, 0.0)):
+        if value != unset:
+            problems.append(f"training.{key}: asynchronous algorithms ({names}) have no round "
+                            f"to cut; allowed: {unset if unset is not None else 'null'}, got "
+                            f"{value}")
+    if net.link.mode != "adaptive":
+        problems.append(f"network.link.mode: asynchronous algorithms ({names}) need a link "
+                        f"that loses nothing; allowed: adaptive, got {net.link.mode}")
+    if net.allocation != "equal":
+        problems.append(f"network.allocation: asynchronous algorithms ({names}) give each "
+                        f"client in flight a fixed 1/Q slot of each band; allowed: equal, got "
+                        f"{net.allocation}")
+    if scenario.timing_only:
+        problems.append(f"timing_only: asynchronous algorithms ({names}) cannot be timed "
+                        f"without training (the clock decides what is learned); set "
+                        f"timing_only: false")
     return problems
 
 

@@ -27,6 +27,7 @@ class EventKind(str, Enum):
     CLIENT_BACKWARD = "client_backward"
     MODEL_UPLOAD = "model_upload"
     CLIENT_DROPPED = "client_dropped"   # zero duration: the client left the round here
+    SERVER_UPDATE = "server_update"     # zero duration: an asynchronous server took k's model
 
     @property
     def is_uplink(self) -> bool:
@@ -86,6 +87,10 @@ EVENT_COLUMNS = tuple(f.name for f in fields(Event))
 #: 0 for a step cut short by its client's drop (or a transfer lost after all its attempts),
 #: 1 otherwise; it follows EVENT_COLUMNS
 COMPLETED_COLUMN = "completed"
+#: events.csv's columns in asynchronous runs (after EVENT_COLUMNS): on each server_update
+#: row the global version the update is part of and its staleness (the server's version at
+#: the upload's arrival minus the version the client downloaded); -1 on every other row
+ASYNC_COLUMNS = ("version", "staleness")
 #: why a client left a round (rounds.csv counts each: num_dropped_<reason>)
 DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
 

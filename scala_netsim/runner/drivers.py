@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import simpy
 
-from scala_netsim.core.events import EventLog
+from scala_netsim.core.events import EVENT_COLUMNS, EventLog
 
 if TYPE_CHECKING:
     from scala_netsim.selection import ClientSelector
     from scala_netsim.sim.link import WirelessLink
     from scala_netsim.sim.protocols import Protocol
+
+
+ROUND = EVENT_COLUMNS.index("round")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class Version:
     start_s: float
     first_event: int
     first_transfer: int
+    #: where its records end (None: at the log's end)
+    end_event: int | None = None
+    end_transfer: int | None = None
 
 
 class Driver(ABC):
@@ -67,4 +73,62 @@ class SynchronousRounds(Driver):
         version = Version(number, selected, self.env.now, len(self.log),
                           len(self.link.transfer_rows))
         self.protocol.run_round(number, selected)
+        return version
+
+
+class AsynchronousUpdates(Driver):
+    """One version per server update of an asynchronous algorithm (FedAsync: every arrival;
+    FedBuff: every K-th). `concurrency` (Q) clients train at once: the first Q are drawn when
+    the run starts, and whenever one finishes (its model reached the server) another is drawn
+    in its place, uniformly among the clients not training, from `rng` (the run's selection
+    stream, in the order the clock finishes them). `selected` of a version: the clients
+    whose updates it took."""
+
+    def __init__(self, rng: np.random.Generator, num_clients: int, concurrency: int) -> None:
+        self.rng, self.num_clients, self.concurrency = rng, num_clients, concurrency
+        self.started = False
+
+    def bind(self, env: simpy.Environment, protocol: Protocol, link: WirelessLink,
+             log: EventLog) -> None:
+        super().bind(env, protocol, link, log)
+        protocol.set_concurrency(self.concurrency)
+        protocol.on_finish = self._replace
+        self._last_s = env.now
+        self._first_event, self._first_transfer = len(log), len(link.transfer_rows)
+
+    def _draw(self) -> int:
+        """A client not training now, uniformly (redrawn until one is free)."""
+        while True:
+            k = int(self.rng.integers(self.num_clients))
+            if k not in self.protocol.in_flight:
+                return k
+
+    def _replace(self, finished: int) -> None:
+        self.protocol.start(self._draw())
+
+    def advance(self, number: int) -> Version:
+        protocol = self.protocol
+        if not self.started:
+            self.started = True
+            for _ in range(self.concurrency):
+                protocol.start(self._draw())
+        made = protocol.version_made
+        self.env.run(until=made)
+        update, taken = made.value
+        if update.version != number:
+            raise RuntimeError(f"the server made version {update.version}, expected {number}")
+        # the version's records: the events that ended while it was being built (their
+        # `round`); any that ended at the same instant after it belong to the next one
+        end_event = len(self.log)
+        while end_event > self._first_event and self.log.rows[end_event - 1][ROUND] > number:
+            end_event -= 1
+        transfers = self.link.transfer_rows
+        end_transfer = len(transfers)
+        while end_transfer > self._first_transfer and transfers[end_transfer - 1][0] >= end_event:
+            end_transfer -= 1
+        version = Version(number, list(update.contributors), self._last_s, self._first_event,
+                          self._first_transfer, end_event, end_transfer)
+        self.taken = list(taken)    # (client, staleness) of every arrival in the version
+        self._last_s = self.env.now
+        self._first_event, self._first_transfer = end_event, end_transfer
         return version

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from scala_netsim.algorithms.contract import Trainer
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
@@ -80,7 +81,10 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
     # are written when it ends (rewriting a growing events.csv every few rounds would cost
     # more than the simulation)
     at_the_end = trainer is not None or scenario.timing_only
-    state = checkpointer.load() if resume and not at_the_end else None
+    # an asynchronous run always has clients in flight: its checkpoints would have to keep
+    # their SimPy processes (not built); interrupted, it starts again
+    checkpointed = not at_the_end and not ALGORITHMS[algorithm].traits.asynchronous
+    state = checkpointer.load() if resume and checkpointed else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
         for stale in (SUMMARY_JSON, CHECKPOINT_PT):
             (folder / stale).unlink(missing_ok=True)
@@ -100,7 +104,7 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
             continue
         if run.diverged or run.finished:
             writer.flush(run, now=True)
-        elif row["round"] % tr.checkpoint_every == 0:
+        elif row["round"] % tr.checkpoint_every == 0 and checkpointed:
             writer.flush(run, now=True)
             checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
         elif not math.isnan(row["test_acc"]):

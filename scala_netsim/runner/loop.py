@@ -16,6 +16,7 @@ from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.events import (
+    ASYNC_COLUMNS,
     COMPLETED_COLUMN,
     DROP_REASONS,
     EVENT_COLUMNS,
@@ -32,7 +33,7 @@ from scala_netsim.invariants import (
     check_drops,
     check_run,
 )
-from scala_netsim.metrics import round_row
+from scala_netsim.metrics import BUCKETS, round_row
 from scala_netsim.radio_record import (
     ENERGY_COLUMNS,
     RADIO_COLUMNS,
@@ -41,7 +42,8 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.runner.drivers import SynchronousRounds
+from scala_netsim.runner.asynchronous import check_asynchronous
+from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
 from scala_netsim.timing import timing_trainer
 
@@ -65,6 +67,22 @@ def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
     row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
     row["label_bias_tv"] = (label_bias_tv(counts, selected_counts) if contributors
                             else math.nan)
+    return row
+
+
+def version_row(row: dict, taken: list[tuple[int, int]], contributors: list[int],
+                label_counts: np.ndarray, in_flight: int) -> dict:
+    """An asynchronous run's row of rounds.csv: a round's row (bytes, FLOPs, time since the
+    last version) without the critical path (clients overlap; no chain of steps made the
+    version), with the arrivals since the last version, their staleness (mean and maximum),
+    the clients in flight when it was made, and the label counts of the data its contributors
+    trained on (their whole local data)."""
+    row = {k: v for k, v in row.items() if k not in BUCKETS}
+    staleness = [s for _, s in taken]
+    counts = label_counts[contributors].sum(axis=0)
+    row.update({"num_arrivals": len(taken), "staleness_mean": float(np.mean(staleness)),
+                "staleness_max": int(max(staleness)), "in_flight": in_flight})
+    row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
     return row
 
 
@@ -121,7 +139,11 @@ class Run:
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
         #: be dropped and the trainer reports them: scala_netsim.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
-        self.driver = SynchronousRounds(self.selector, self.selection_rng, scenario.num_selected)
+        self.asynchronous = spec.traits.asynchronous
+        self.driver = (AsynchronousUpdates(self.selection_rng, scenario.data.num_clients,
+                                           scenario.concurrency) if self.asynchronous else
+                       SynchronousRounds(self.selector, self.selection_rng,
+                                         scenario.num_selected))
         self._simulate_from(0.0, [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
@@ -148,11 +170,16 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        return self.diverged or self.round >= self.scenario.training.rounds
+        """Diverged, all `training.rounds` versions made, or the simulated time budget spent
+        (the version that reaches it is the last)."""
+        budget = self.scenario.training.time_budget_s
+        return (self.diverged or self.round >= self.scenario.training.rounds
+                or (budget is not None and bool(self.rows) and self.env.now >= budget))
 
     def step(self) -> dict:
         """Simulate up to the next global model version (a round). -> its row of rounds.csv."""
         tr = self.scenario.training
+        self.trainer.round_loss = None if self.asynchronous else self.trainer.round_loss
         version = self.driver.advance(self.round + 1)
         r, selected = version.number, version.selected
         start_s, first_event = version.start_s, version.first_event
@@ -165,9 +192,10 @@ class Run:
                                                self.world.dataset.test_y)  # None: timing only
             if evaluation is not None and not evaluation.accuracy <= self.best[0]:
                 self.best = (evaluation.accuracy, r)
-        rows, energy = self.log.rows[first_event:], None
+        rows, energy = self.log.rows[first_event:version.end_event], None
         if self.records_radio:
-            energy = round_energy(self._radio_columns(rows, first_event, first_transfer), rows)
+            energy = round_energy(self._radio_columns(rows, first_event, first_transfer,
+                                                      version.end_transfer), rows)
         drops = None
         if self.records_drops:
             drops = drop_columns([int(k) for k in selected], self.protocol.drops.dropped,
@@ -175,12 +203,16 @@ class Run:
             self.aggregation_rows.extend((r, *a) for a in getattr(self.trainer, "aggregations",
                                                                   ()))
         row = round_row(r, rows, start_s, self.env.now, len(selected), evaluation, energy, drops)
+        if self.asynchronous:
+            row = version_row(row, self.driver.taken, list(selected), self.world.label_counts,
+                              len(self.protocol.in_flight))
         self.rows.append(row)
         return row
 
-    def _radio_columns(self, rows: list[tuple], first_event: int,
-                       first_transfer: int) -> dict[str, np.ndarray]:
-        return radio_columns(rows, first_event, self.link.transfer_rows[first_transfer:],
+    def _radio_columns(self, rows: list[tuple], first_event: int, first_transfer: int,
+                       end_transfer: int | None = None) -> dict[str, np.ndarray]:
+        return radio_columns(rows, first_event,
+                             self.link.transfer_rows[first_transfer:end_transfer],
                              self.world.cell.flops_per_s,
                              self.scenario.compute.energy_coefficient)
 
@@ -194,6 +226,10 @@ class Run:
         if self.records_radio:
             columns = columns + RADIO_COLUMNS
             rows = rows_with_columns(rows, self._radio_columns(self.log.rows, 0, 0))
+        if self.asynchronous:
+            columns = columns + ASYNC_COLUMNS
+            updates = self.protocol.updates
+            rows = [(*row, *updates.get(i, (-1, -1))) for i, row in enumerate(rows)]
         return columns, rows
 
     def radio_settings(self) -> RadioSettings | None:
@@ -210,11 +246,15 @@ class Run:
         """Broken invariants of the run so far (see scala_netsim.invariants)."""
         columns, rows = self.event_table()
         events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows)
-        problems = check_run(events, rounds, grants_frame(self.link.grant_rows),
-                             transfers_frame(self.link.transfer_rows),
-                             {"uplink": self.world.cell.uplink_bandwidth_hz,
-                              "downlink": self.world.cell.downlink_bandwidth_hz},
-                             self.protocol.pipelined_clients, self.radio_settings())
+        band_hz = {"uplink": self.world.cell.uplink_bandwidth_hz,
+                   "downlink": self.world.cell.downlink_bandwidth_hz}
+        transfers = transfers_frame(self.link.transfer_rows)
+        problems = check_run(events, rounds, grants_frame(self.link.grant_rows), transfers,
+                             band_hz, self.protocol.pipelined_clients, self.radio_settings(),
+                             slots=self.asynchronous)
+        if self.asynchronous:
+            problems.extend(check_asynchronous(events, rounds, transfers, band_hz,
+                                               self.scenario.concurrency))
         if self.records_drops:
             aggregations = (pd.DataFrame(self.aggregation_rows,
                                          columns=["round", "group", "client_id", "weight"])

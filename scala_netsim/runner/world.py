@@ -153,7 +153,7 @@ def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> Tra
         sgd=SGDSettings(scenario.selected_batch_size, tr.lr, tr.momentum, tr.weight_decay,
                         tr.grad_clip_norm),
         arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
-        rounds=tr.rounds, seeds=world.seeds, device=device)
+        rounds=tr.rounds, seeds=world.seeds, device=device, concurrency=scenario.concurrency)
 
 
 def use_wire(trainer: Trainer, scenario: Scenario) -> None:

@@ -198,6 +198,15 @@ class WirelessLink:
             self.grant_rows.extend((round_, k, direction.value, b)
                                    for k, b in self._bandwidth_hz[direction].items())
 
+    def assign(self, k: int, shares: dict[Direction, float]) -> None:
+        """Give client k a sub-band of its own in each direction (Hz), from now until it is
+        given another: an asynchronous run's fixed slot, granted when the client starts (its
+        grant rows carry the link's current `round`, the global version being built)."""
+        for direction, bandwidth_hz in shares.items():
+            self._bandwidth_hz[direction][k] = bandwidth_hz
+            self._rate_bps.pop((direction, k), None)
+            self.grant_rows.append((self.round, k, direction.value, bandwidth_hz))
+
     def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
         """Client -> base station, starting now; yield it to wait for the transfer's end."""
         return self._transfer(message, kind, local_iter, Direction.UPLINK)

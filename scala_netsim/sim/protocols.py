@@ -45,6 +45,7 @@ class Protocol(ABC):
     sends_activations: ClassVar[bool] = False  # do clients upload cut-layer activations?
     sends_gradients: ClassVar[bool] = False    # does the server send their gradients down?
     keeps_client_models: ClassVar[bool] = False  # one client-side model per client, kept?
+    asynchronous: ClassVar[bool] = False       # clients started one by one by a driver, no round
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
                  log: EventLog, local_iters: int, rules: RoundRules = NO_RULES) -> None:

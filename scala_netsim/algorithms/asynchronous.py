@@ -1,0 +1,181 @@
+"""Asynchronous federated learning: FedAsync (Xie et al., "Asynchronous Federated
+Optimization", arXiv 1903.03934) and FedBuff (Nguyen et al., "Federated Learning with
+Buffered Asynchronous Aggregation", AISTATS 2022, arXiv 2106.06639).
+
+A client downloads the global model as it is when its download starts (the snapshot is
+taken then, whatever the server applies while the bytes are in the air), trains T local SGD
+steps on its own data with a fresh optimiser, and uploads; the server takes the upload when
+it arrives. Staleness is the number of versions the server applied between the client's
+download and its upload's arrival.
+
+Batch size: in a synchronous round the batch B is split among the n clients in proportion
+to their data; here Q clients train at once, so client k trains on
+B_k = max(1, round(B |D_k| / (Q mean_j |D_j|))) samples a step, the share it would have in
+an average round of Q clients.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from scala_netsim.algorithms.common import SGD
+from scala_netsim.algorithms.contract import AppliedUpdate, AsyncFederatedTrainer, LocalStep
+from scala_netsim.algorithms.federated import FedAvg
+from scala_netsim.messages import ModelMessage
+
+
+class AsyncSlots:
+    """Each client in flight trains its own copy of the model (with a fresh optimiser); a
+    copy is reused when its client has finished."""
+
+    def __init__(self, template: nn.Module, optimizer_args: dict) -> None:
+        self.template, self.optimizer_args = template, optimizer_args
+        self._free: list[nn.Module] = []
+        self._active: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
+
+    @torch.no_grad()
+    def load(self, k: int, tensors: Sequence[torch.Tensor]) -> None:
+        model = self._free.pop() if self._free else copy.deepcopy(self.template)
+        for dst, src in zip(model.state_dict().values(), tensors, strict=True):
+            dst.copy_(src)
+        self._active[k] = (model, SGD(model.parameters(), **self.optimizer_args))
+
+    def release(self, k: int) -> None:
+        self._free.append(self._active.pop(k)[0])
+
+    def __getitem__(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
+        return self._active[k]
+
+    def __contains__(self, k: int) -> bool:
+        return k in self._active
+
+
+class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
+    """The client side of the asynchronous FL algorithms (FedAvg's local steps on the model
+    downloaded) and their bookkeeping; subclasses say what the server does with an upload
+    (`server_apply`)."""
+
+    fixed_step_costs = False     # the clock decides what is learned: nothing to time alone
+
+    def __init__(self, *args, concurrency: int = 1, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.version = 0
+        self.concurrency = concurrency
+        self.slots = AsyncSlots(self.model, self.slots.optimizer_args)
+        self.downloaded: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}
+        sizes = [self.sampler.num_samples(k) for k in range(len(self.data.client_indices))]
+        self._mean_samples = sum(sizes) / len(sizes)
+
+    @classmethod
+    def from_setup(cls, setup: Any, config: Any = None) -> AsyncFedAvg:
+        trainer = super().from_setup(setup, config)
+        trainer.concurrency = setup.concurrency
+        return trainer
+
+    def begin_round(self, selected: Sequence[int]) -> None:
+        raise RuntimeError("an asynchronous trainer has no rounds")
+
+    def end_round(self) -> None:
+        raise RuntimeError("an asynchronous trainer has no rounds")
+
+    def client_start(self, k: int) -> None:
+        share = self.sampler.num_samples(k) / (self.concurrency * self._mean_samples)
+        self.client_batch_sizes[k] = max(1, round(self.batch_size * share))
+
+    def client_model_download(self, k: int) -> ModelMessage:
+        """The global model now, copied (the server may change it before the bytes arrive),
+        and the version it is."""
+        tensors = tuple(t.detach().clone() for t in self.model.state_dict().values())
+        self.downloaded[k] = (self.version, tensors)
+        return self.wire.model(ModelMessage(k, tensors))
+
+    def client_receive_model(self, message: ModelMessage) -> None:
+        self.slots.load(message.client_id, message.tensors)
+
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        return super().client_local_step(k, local_iter)
+
+    def _arrived(self, message: ModelMessage) -> tuple[int, int, tuple[torch.Tensor, ...]]:
+        """(client, staleness, the tensors it downloaded) of an arriving upload; its slot
+        is freed."""
+        k = message.client_id
+        version, base = self.downloaded.pop(k)
+        self.slots.release(k)
+        del self.client_batch_sizes[k]
+        return k, self.version - version, base
+
+    def server_apply(self, message: ModelMessage) -> AppliedUpdate:
+        raise NotImplementedError
+
+    def extra_state(self) -> dict:
+        return {"version": self.version}
+
+    def load_extra_state(self, state: dict) -> None:
+        self.version = int(state["version"])
+
+
+class FedAsync(AsyncFedAvg):
+    """FedAsync: each upload is mixed into the global model when it arrives,
+    w <- (1 - a s(tau)) w + a s(tau) w_k, with s(tau) = (tau + 1)^(-exponent) (the paper's
+    polynomial staleness function; exponent 0.5 its choice). Integer buffers are kept."""
+
+    def __init__(self, *args, alpha: float = 0.6, staleness_exponent: float = 0.5,
+                 **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.alpha, self.staleness_exponent = alpha, staleness_exponent
+
+    @classmethod
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {"alpha": config.alpha, "staleness_exponent": config.staleness_exponent}
+
+    def mixing_weight(self, staleness: int) -> float:
+        """a s(tau)."""
+        return self.alpha * (staleness + 1.0) ** (-self.staleness_exponent)
+
+    @torch.no_grad()
+    def server_apply(self, message: ModelMessage) -> AppliedUpdate:
+        k, staleness, _ = self._arrived(message)
+        weight = self.mixing_weight(staleness)
+        for w, w_k in zip(self.model.state_dict().values(), message.tensors, strict=True):
+            if w.is_floating_point():
+                w.lerp_(w_k.to(w.dtype), weight)   # w + weight (w_k - w)
+        self.version += 1
+        self.aggregations = [("client", k, weight)]
+        return AppliedUpdate(self.version, staleness, True, (k,))
+
+
+class FedBuff(AsyncFedAvg):
+    """FedBuff: each arriving upload's delta w_k - (the model it downloaded) goes into a
+    buffer; when the buffer holds K of them the server applies their mean times the server
+    learning rate, w <- w + eta_g mean(deltas), and empties the buffer."""
+
+    def __init__(self, *args, buffer_size: int = 5, server_lr: float = 1.0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.buffer_size, self.server_lr = buffer_size, server_lr
+        self.buffer: list[tuple[int, tuple[torch.Tensor, ...]]] = []
+
+    @classmethod
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {"buffer_size": config.buffer_size, "server_lr": config.server_lr}
+
+    @torch.no_grad()
+    def server_apply(self, message: ModelMessage) -> AppliedUpdate:
+        k, staleness, base = self._arrived(message)
+        self.buffer.append((k, tuple(w_k - w0 for w_k, w0 in zip(message.tensors, base,
+                                                                   strict=True))))
+        if len(self.buffer) < self.buffer_size:
+            return AppliedUpdate(self.version + 1, staleness, False)
+        for i, w in enumerate(self.model.state_dict().values()):
+            if w.is_floating_point():
+                total = torch.stack([delta[i] for _, delta in self.buffer]).sum(0)
+                w.add_(total / len(self.buffer), alpha=self.server_lr)
+        contributors = tuple(k for k, _ in self.buffer)
+        self.aggregations = [("client", c, 1.0 / len(self.buffer)) for c in contributors]
+        self.buffer = []
+        self.version += 1
+        return AppliedUpdate(self.version, staleness, True, contributors)

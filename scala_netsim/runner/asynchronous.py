@@ -1,0 +1,94 @@
+"""The books of an asynchronous run (scala_netsim.sim.asynchronous), checked from what it
+recorded: events.csv (with its `version` and `staleness` columns), rounds.csv (one row per
+global version) and the sub-band each transfer used."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scala_netsim.core.events import EventKind
+
+REL_TOL = 1e-9
+
+
+def check_asynchronous(events: pd.DataFrame, rounds: pd.DataFrame, transfers: pd.DataFrame,
+                       band_hz: dict[str, float], concurrency: int) -> list[str]:
+    """Problems found (empty when the books balance):
+
+    - versions increase by one from 1; each server_update's `version` is the version being
+      built when it arrived (its `round`);
+    - staleness >= 0, and equal to the number of versions made between the client's download
+      start and its upload's arrival (rounds.csv's sim_time_s of each version);
+    - no client trains twice at once (from its download's start to its update), and at most
+      `concurrency` (Q) clients train at any time;
+    - every transfer used a slot of 1/Q of its band, so that the sub-bands in use never sum
+      to more than the band.
+    """
+    problems = []
+    versions = rounds["round"].to_numpy()
+    if not np.array_equal(versions, np.arange(1, len(versions) + 1)):
+        problems.append("rounds.csv: the global versions do not increase by one from 1")
+    updates = events[events["kind"] == EventKind.SERVER_UPDATE.value]
+    if (updates["version"] != updates["round"]).any():
+        problems.append("server_update rows whose version is not the version being built")
+    if (updates["staleness"] < 0).any():
+        problems.append(f"{int((updates['staleness'] < 0).sum())} updates with negative "
+                        f"staleness")
+    problems.extend(_flight_problems(events, updates, rounds["sim_time_s"].to_numpy(),
+                                     concurrency))
+    problems.extend(_slot_problems(events, transfers, band_hz, concurrency))
+    return problems
+
+
+def _flights(events: pd.DataFrame, updates: pd.DataFrame) -> pd.DataFrame:
+    """One row per finished training of a client: its download's start, its update's time,
+    its recorded staleness."""
+    downloads = events[events["kind"] == EventKind.MODEL_DOWNLOAD.value]
+    rows = []
+    for k, mine in updates.groupby("client_id"):
+        starts = downloads.loc[downloads["client_id"] == k, "t_start_s"].to_numpy()
+        for t, staleness in zip(mine["t_end_s"], mine["staleness"], strict=True):
+            before = starts[starts < t]
+            rows.append((k, before.max() if len(before) else np.nan, t, staleness))
+    return pd.DataFrame(rows, columns=["client_id", "start_s", "end_s", "staleness"])
+
+
+def _flight_problems(events: pd.DataFrame, updates: pd.DataFrame, made_s: np.ndarray,
+                     concurrency: int) -> list[str]:
+    problems = []
+    flights = _flights(events, updates)
+    if flights["start_s"].isna().any():
+        problems.append("an update from a client that downloaded nothing before it")
+        return problems
+    expected = [int(((made_s > start) & (made_s < end)).sum())
+                for start, end in zip(flights["start_s"], flights["end_s"], strict=True)]
+    wrong = int((flights["staleness"].to_numpy() != np.asarray(expected)).sum())
+    if wrong:
+        problems.append(f"{wrong} updates whose staleness is not the number of versions made "
+                        f"between their client's download and their arrival")
+    for k, mine in flights.sort_values("start_s").groupby("client_id"):
+        if (mine["start_s"].to_numpy()[1:] < mine["end_s"].to_numpy()[:-1]).any():
+            problems.append(f"client {k} trains twice at once")
+    # the clients in flight at any instant: starts add one, ends take one (an end first
+    # when both happen at one instant: the next client starts when the last one ends)
+    in_flight = events[events["kind"] == EventKind.MODEL_DOWNLOAD.value]
+    marks = sorted([(t, 1) for t in in_flight["t_start_s"]] +
+                   [(t, -1) for t in updates["t_end_s"]])
+    most = max(np.cumsum([m for _, m in marks]), default=0)
+    if most > concurrency:
+        problems.append(f"{most} clients in flight at once, more than Q = {concurrency}")
+    return problems
+
+
+def _slot_problems(events: pd.DataFrame, transfers: pd.DataFrame, band_hz: dict[str, float],
+                   concurrency: int) -> list[str]:
+    if not len(transfers):
+        return []
+    moved = events.iloc[transfers["event_index"].to_numpy()]
+    direction = np.where(moved["kind"].isin([EventKind.MODEL_UPLOAD.value]), "uplink",
+                         "downlink")
+    slot = np.array([band_hz[d] / concurrency for d in direction])
+    used = transfers["bandwidth_hz"].to_numpy()
+    bad = int((np.abs(used - slot) > REL_TOL * slot).sum())
+    return [f"{bad} transfers did not use a slot of 1/Q of their band"] if bad else []
