@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from scala_netsim.core.exits import check_writable, fail
-from scala_netsim.core.records import SCENARIO_YAML
+from scala_netsim.core.records import SCENARIO_YAML, SUMMARY_JSON
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -37,12 +37,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def not_retimeable(source: Path) -> str | None:
+    """Why the run in `source` cannot be re-timed whatever its record holds (an asynchronous
+    algorithm: the clock decides what it learns), or None."""
+    import json
+
+    from scala_netsim.algorithms.registry import ALGORITHMS
+
+    summary = source / SUMMARY_JSON
+    if not summary.is_file():
+        return None          # Record.load says what is missing
+    algorithm = json.loads(summary.read_text()).get("algorithm")
+    if algorithm in ALGORITHMS and not ALGORITHMS[algorithm].traits.retimeable:
+        return (f"{source}: a run of {algorithm}, an asynchronous algorithm: which clients "
+                f"update the server, how stale they are and so what is learned depend on the "
+                f"clock, so it cannot be re-timed; train it under the new cell instead")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from scala_netsim.config.scenario import ScenarioError, load_scenario
     from scala_netsim.replay import Record, RecordError, TimelineDiverged, replay_trainer
 
     source, out = Path(args.run_dir), Path(args.out)
+    if not_retimeable(source):
+        return fail(not_retimeable(source))
     try:
         record = Record.load(source)
         scenario = load_scenario(source / SCENARIO_YAML, args.overrides)

@@ -235,10 +235,12 @@ def learning_key(cell: SweepCell) -> tuple[str, str] | None:
     """Cells with the same key learn the same trajectory (same algorithm and learning
     settings, seed included; they differ at most in network.* and compute.*); None for an
     algorithm whose selection looks at the network (never re-timed)."""
-    if (ALGORITHMS[cell.algorithm].selector.uses_network or cell.scenario.timing_only
-            or cell.scenario.network_shapes_learning):
+    spec = ALGORITHMS[cell.algorithm]
+    if (spec.selector.uses_network or not spec.traits.retimeable
+            or cell.scenario.timing_only or cell.scenario.network_shapes_learning):
         # (a timing-only run records no accuracy to replay, it is cheap anyway; under
-        # deadlines or over-selection the clock decides who is aggregated)
+        # deadlines or over-selection, or in an asynchronous algorithm, the clock decides
+        # who is aggregated)
         return None
     return cell.algorithm, yaml.safe_dump(learning_identity(cell.scenario), sort_keys=True)
 

@@ -246,7 +246,8 @@ def check_round_payloads(run: Run, algorithm: str, arch: str, image_size: int = 
         client, server = with_bottleneck(client, server, side, 8, 1,
                                          torch.Generator().manual_seed(0))
     sample = client(torch.zeros(1, *side))[0].numel()
-    models = {"FederatedProtocol": state_bytes(torch.nn.Sequential(client, server)),
+    whole = state_bytes(torch.nn.Sequential(client, server))
+    models = {"FederatedProtocol": whole, "AsyncFederatedProtocol": whole,
               "LocalLossProtocol": state_bytes(client) + (sample * 10 + 10) * 4}
     protocol = ALGORITHMS[algorithm].protocol.__name__
     kinds = set()
@@ -258,6 +259,8 @@ def check_round_payloads(run: Run, algorithm: str, arch: str, image_size: int = 
             assert e.payload_bytes == sample * 4
         elif e.kind in (EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD):
             assert e.payload_bytes == models.get(protocol, state_bytes(client))
+        elif e.kind is EventKind.SERVER_UPDATE:   # an asynchronous server's mark
+            assert e.payload_bytes == e.flops == 0 and e.t_start_s == e.t_end_s
         else:
             assert e.flops > 0
     assert EventKind.CLIENT_FORWARD in kinds and EventKind.CLIENT_BACKWARD in kinds

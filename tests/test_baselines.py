@@ -256,7 +256,8 @@ def test_fedcbs_prefers_the_balanced_set():
 
 
 Demand = namedtuple("Demand", "upload_bytes download_bytes compute_flops")
-STEPS = set(EventKind) - {EventKind.CLIENT_DROPPED}   # (no deadline here: nobody dropped)
+# (no deadline here: nobody dropped; no asynchronous server here)
+STEPS = set(EventKind) - {EventKind.CLIENT_DROPPED, EventKind.SERVER_UPDATE}
 EXPECTED_KINDS = {
     "split": STEPS,
     "splitfed_v3": STEPS - {EventKind.MODEL_DOWNLOAD, EventKind.MODEL_UPLOAD},
@@ -268,8 +269,10 @@ FEDERATED_FAMILY = {"fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr"
                     "fedcbs"}
 
 
-@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+@pytest.mark.parametrize("algorithm", sorted(set(ALGORITHMS)
+                                             - set(ALGORITHMS.with_trait("asynchronous"))))
 def test_each_algorithm_has_its_events_and_payloads_equal_tensor_sizes(make_run, algorithm):
+    """(Every synchronous algorithm: the asynchronous ones have tests/test_asynchronous.py.)"""
     run = make_run(algorithm)
     demands = {}   # (round, client) -> (upload bytes, download bytes, compute FLOPs) as told
     ask = run.protocol.demands

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 import channel
 from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.asynchronous import asynchronous_problems
 from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted  # noqa: F401 (their import path here)
 from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
 
@@ -384,41 +385,6 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         section = ALGORITHMS[name].section(scenario)
         if section is not None:
             problems.extend(section.problems(scenario))
-    return problems
-
-
-def asynchronous_problems(scenario: Scenario) -> list[str]:
-    """What asynchronous algorithms cannot run with: more clients at once than there are, a
-    round's deadline or over-selection (they have no round), a link that loses transfers or
-    an allocator (each client has a fixed 1/Q slot), a timing-only run (the clock decides
-    what is learned, so nothing can be timed without training)."""
-    tr, net = scenario.training, scenario.network
-    found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
-    problems = []
-    if tr.concurrency is not None and tr.concurrency > scenario.data.num_clients:
-        problems.append(f"training.concurrency: at most the {scenario.data.num_clients} "
-                        f"clients there are (data.num_clients), got {tr.concurrency}")
-    if not found:
-        return problems
-    names = ", ".join(found)
-    for key, value, unset in (("deadline_s", tr.deadline_s, None),
-                              ("step_deadline_s", tr.step_deadline_s, None),
-                              ("over_selection", tr.over_selection, 0.0)):
-        if value != unset:
-            problems.append(f"training.{key}: asynchronous algorithms ({names}) have no round "
-                            f"to cut; allowed: {unset if unset is not None else 'null'}, got "
-                            f"{value}")
-    if net.link.mode != "adaptive":
-        problems.append(f"network.link.mode: asynchronous algorithms ({names}) need a link "
-                        f"that loses nothing; allowed: adaptive, got {net.link.mode}")
-    if net.allocation != "equal":
-        problems.append(f"network.allocation: asynchronous algorithms ({names}) give each "
-                        f"client in flight a fixed 1/Q slot of each band; allowed: equal, got "
-                        f"{net.allocation}")
-    if scenario.timing_only:
-        problems.append(f"timing_only: asynchronous algorithms ({names}) cannot be timed "
-                        f"without training (the clock decides what is learned); set "
-                        f"timing_only: false")
     return problems
 
 

@@ -1,0 +1,43 @@
+"""What a scenario may not ask of an asynchronous algorithm (checked with the rest of the
+scenario by scala_netsim.config.scenario)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scala_netsim.algorithms.registry import ALGORITHMS
+
+
+def asynchronous_problems(scenario: Any) -> list[str]:
+    """What asynchronous algorithms cannot run with: more clients at once than there are, a
+    round's deadline or over-selection (they have no round), a link that loses transfers or
+    an allocator (each client has a fixed 1/Q slot), a timing-only run (the clock decides
+    what is learned, so nothing can be timed without training)."""
+    tr, net = scenario.training, scenario.network
+    found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
+    problems = []
+    if tr.concurrency is not None and tr.concurrency > scenario.data.num_clients:
+        problems.append(f"training.concurrency: at most the {scenario.data.num_clients} "
+                        f"clients there are (data.num_clients), got {tr.concurrency}")
+    if not found:
+        return problems
+    names = ", ".join(found)
+    for key, value, unset in (("deadline_s", tr.deadline_s, None),
+                              ("step_deadline_s", tr.step_deadline_s, None),
+                              ("over_selection", tr.over_selection, 0.0)):
+        if value != unset:
+            problems.append(f"training.{key}: asynchronous algorithms ({names}) have no round "
+                            f"to cut; allowed: {unset if unset is not None else 'null'}, got "
+                            f"{value}")
+    if net.link.mode != "adaptive":
+        problems.append(f"network.link.mode: asynchronous algorithms ({names}) need a link "
+                        f"that loses nothing; allowed: adaptive, got {net.link.mode}")
+    if net.allocation != "equal":
+        problems.append(f"network.allocation: asynchronous algorithms ({names}) give each "
+                        f"client in flight a fixed 1/Q slot of each band; allowed: equal, got "
+                        f"{net.allocation}")
+    if scenario.timing_only:
+        problems.append(f"timing_only: asynchronous algorithms ({names}) cannot be timed "
+                        f"without training (the clock decides what is learned); set "
+                        f"timing_only: false")
+    return problems
