@@ -50,7 +50,8 @@ def _accuracy_figure(x: pd.Series, y: pd.Series, xlabel: str, title: str, path: 
 
 
 def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
-    """accuracy_vs_time.png, accuracy_vs_rounds.png and latency_breakdown.png in `run_dir`."""
+    """accuracy_vs_time.png, accuracy_vs_rounds.png and latency_breakdown.png in `run_dir`
+    (no breakdown for an asynchronous run, whose rounds.csv has no critical path)."""
     run_dir = Path(run_dir)
     rounds = read_rounds(run_dir)
     title = title or f"{run_dir.parent.name} ({run_dir.name})"
@@ -66,6 +67,9 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     else:
         written = written[2:]
 
+    if not all(column in rounds for column, _ in BREAKDOWN):
+        # an asynchronous run: clients overlap, no chain of steps made a version
+        return written[:-1]
     fig, (ax_rounds, ax_total) = plt.subplots(1, 2, figsize=(10, 4.2),
                                               gridspec_kw={"width_ratios": [3, 1]})
     bottom = 0.0

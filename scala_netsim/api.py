@@ -227,7 +227,11 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
     steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
-    if trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
+    budgeted = any(c.scenario.training.time_budget_s is not None for c in trained)
+    if budgeted:
+        print("no run-time estimate: the runs stop at a simulated time budget "
+              "(training.time_budget_s), so how many rounds they take shows only as they run")
+    elif trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
         costs = StepCosts.measure(scenario, dataset, device)
         estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
                          for c in trained)

@@ -155,21 +155,29 @@ def _transfer_problems(events: pd.DataFrame, grants: pd.DataFrame,
                         f"recorded transfer rates")
     elif len(transfers):
         moved = events.iloc[transfers["event_index"].to_numpy()]
-        direction = np.where(moved["kind"].isin(UPLINK), "uplink", "downlink")
-        granted = grants.set_index(["round", "client_id", "direction"])["bandwidth_hz"]
-        keys = pd.MultiIndex.from_arrays([moved["round"].to_numpy(),
-                                          moved["client_id"].to_numpy(), direction])
-        expected_hz = granted.reindex(keys).to_numpy()
-        used_hz = transfers["bandwidth_hz"].to_numpy()
-        if match_grants and not np.array_equal(expected_hz, used_hz):
-            problems.append(f"{int(np.sum(expected_hz != used_hz))} transfers used another "
-                            f"sub-band than their client was granted that round")
+        if match_grants:
+            problems.extend(_grant_problems(moved, grants, transfers))
         bad = _misfit_durations(moved, transfers["attempts"].to_numpy(),
                                 transfers["rate_bps"].to_numpy())
         if bad:
             problems.append(f"{bad} transfers do not last attempts x payload bits / their "
                             f"rate (cut ones: the bytes they got through)")
     return problems
+
+
+def _grant_problems(moved: pd.DataFrame, grants: pd.DataFrame,
+                    transfers: pd.DataFrame) -> list[str]:
+    """Every transfer used the sub-band its client was granted in the transfer's round."""
+    direction = np.where(moved["kind"].isin(UPLINK), "uplink", "downlink")
+    granted = grants.set_index(["round", "client_id", "direction"])["bandwidth_hz"]
+    keys = pd.MultiIndex.from_arrays([moved["round"].to_numpy(),
+                                      moved["client_id"].to_numpy(), direction])
+    expected_hz = granted.reindex(keys).to_numpy()
+    used_hz = transfers["bandwidth_hz"].to_numpy()
+    if not np.array_equal(expected_hz, used_hz):
+        return [f"{int(np.sum(expected_hz != used_hz))} transfers used another sub-band than "
+                f"their client was granted that round"]
+    return []
 
 
 def _sum_problems(events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import scala_netsim as sn
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.api import RefusedError
 from scala_netsim.config.scenario import ScenarioError
 
@@ -93,7 +94,7 @@ def test_a_folder_of_another_scenario_is_refused_and_kept(tiny):
 
 def test_open_results_reads_a_folder_the_cli_wrote():
     results = sn.open_results(GOLDEN)   # the golden runs: the CLI's files, kept in the repo
-    assert len(results.runs) == 17
+    assert len(results.runs) == len(ALGORITHMS)   # every algorithm's golden run
     fedavg = results.rounds.query("algorithm == 'fedavg'").drop(columns=["algorithm", "seed"])
     pd.testing.assert_frame_equal(fedavg.reset_index(drop=True),
                                   pd.read_csv(GOLDEN / "fedavg" / "rounds.csv"))

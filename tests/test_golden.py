@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.core.events import EVENT_COLUMNS
+from scala_netsim.core.events import ASYNC_COLUMNS, EVENT_COLUMNS
 
 from golden_run import COMPARED, GOLDEN, comparable
 
@@ -31,7 +31,10 @@ def test_results_are_byte_identical_to_the_golden_files(golden_run, algorithm, n
         f"{algorithm}/{name} differs from tests/golden/{algorithm}/{name}")
 
 
-@pytest.mark.parametrize("algorithm", GOLDEN_ALGORITHMS)
+SYNCHRONOUS = [a for a in GOLDEN_ALGORITHMS if not ALGORITHMS[a].traits.asynchronous]
+
+
+@pytest.mark.parametrize("algorithm", SYNCHRONOUS)
 def test_each_run_folder_holds_the_results_layout(golden_run, algorithm):
     folder = golden_run.run_dir(algorithm)
     for name in ("rounds.csv", "events.csv", "demands.csv", "clients.csv", "scenario.yaml",
@@ -60,6 +63,27 @@ def test_each_run_folder_holds_the_results_layout(golden_run, algorithm):
     assert summary["best_acc"] >= summary["final_acc"]
     # 3 clients a round, 2 local iterations: one forward pass per client and iteration
     assert (events.kind == "client_forward").sum() == 2 * 3 * 2
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS.with_trait("asynchronous"))
+def test_an_asynchronous_run_folder_holds_one_row_per_version(golden_run, algorithm):
+    """No round, no critical path: rows per global version, a server_update per arrival with
+    its version and staleness, whom the server listened to in the summary."""
+    folder = golden_run.run_dir(algorithm)
+    for name in ("rounds.csv", "events.csv", "demands.csv", "clients.csv", "scenario.yaml",
+                 "summary.json", "accuracy_vs_time.png", "accuracy_vs_rounds.png"):
+        assert (folder / name).stat().st_size > 0, name
+    assert not (folder / "latency_breakdown.png").exists()
+    rounds = pd.read_csv(folder / "rounds.csv")
+    events = pd.read_csv(folder / "events.csv")
+    summary = json.loads((folder / "summary.json").read_text())
+    assert tuple(events.columns) == EVENT_COLUMNS + ASYNC_COLUMNS
+    assert rounds["round"].tolist() == [1, 2] and "compute_time_s" not in rounds
+    updates = events[events.kind == "server_update"]
+    assert updates["version"].max() == 2 and (updates["staleness"] >= 0).all()
+    assert len(updates) == rounds["num_arrivals"].sum()
+    assert summary["staleness_max"] == updates["staleness"].max()
+    assert summary["total_sim_time_s"] == rounds["sim_time_s"].iloc[-1]
 
 
 def test_the_algorithms_share_the_cell_and_partition_and_differ_in_pattern(golden_run):

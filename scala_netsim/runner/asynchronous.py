@@ -92,3 +92,29 @@ def _slot_problems(events: pd.DataFrame, transfers: pd.DataFrame, band_hz: dict[
     used = transfers["bandwidth_hz"].to_numpy()
     bad = int((np.abs(used - slot) > REL_TOL * slot).sum())
     return [f"{bad} transfers did not use a slot of 1/Q of their band"] if bad else []
+
+
+def listening_summary(updates: dict[int, tuple[int, int]], client_of: list[int],
+                      flops_per_s: np.ndarray, gain_linear: np.ndarray) -> dict:
+    """summary.json's figures on whom an asynchronous server listened to: the updates each
+    client contributed (mean, min and max over the clients, and the share of the clients that
+    contributed none), their Pearson correlation with the clients' compute speed and with their
+    channel gain in dB (fast and well-placed clients finish more often), and the mean and
+    maximum staleness. `updates`: event index -> (version, staleness) of each server_update;
+    `client_of`: each event's client."""
+    counts = np.zeros(len(flops_per_s))
+    for index in updates:
+        counts[client_of[index]] += 1
+    staleness = np.array([s for _, s in updates.values()], dtype=float)
+
+    def correlation(x: np.ndarray) -> float:
+        return float(np.corrcoef(counts, x)[0, 1]) if counts.std() > 0 else float("nan")
+
+    return {"updates_per_client_mean": float(counts.mean()),
+            "updates_per_client_min": int(counts.min()),
+            "updates_per_client_max": int(counts.max()),
+            "clients_without_update": float((counts == 0).mean()),
+            "updates_compute_correlation": correlation(np.asarray(flops_per_s, float)),
+            "updates_gain_correlation": correlation(10 * np.log10(gain_linear)),
+            "staleness_mean": float(staleness.mean()) if len(staleness) else float("nan"),
+            "staleness_max": int(staleness.max()) if len(staleness) else 0}

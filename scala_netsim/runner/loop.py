@@ -42,7 +42,7 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.runner.asynchronous import check_asynchronous
+from scala_netsim.runner.asynchronous import check_asynchronous, listening_summary
 from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
 from scala_netsim.timing import timing_trainer
@@ -187,7 +187,8 @@ class Run:
         loss = self.trainer.round_loss
         self.diverged = loss is not None and not torch.isfinite(loss).item()
         evaluation = None
-        if (r % tr.eval_every == 0 or r == tr.rounds) and not self.diverged:
+        out_of_time = tr.time_budget_s is not None and self.env.now >= tr.time_budget_s
+        if (r % tr.eval_every == 0 or r == tr.rounds or out_of_time) and not self.diverged:
             evaluation = self.trainer.evaluate(self.world.dataset.test_x,
                                                self.world.dataset.test_y)  # None: timing only
             if evaluation is not None and not evaluation.accuracy <= self.best[0]:
@@ -290,12 +291,19 @@ class Run:
             **{column: float(frame[column].sum()) for column in ENERGY_COLUMNS
                if column in frame},
             **(drop_summary(frame) if self.records_drops else {}),
+            **(self._listening() if self.asynchronous else {}),
             "wall_time_s": wall_time_s,
             "resumed_from_round": resumed_from_round,
             "retimed_from": retimed_from,
             "device": str(device),
             **({"timing_only": True} if timing_only else {}),
         }
+
+    def _listening(self) -> dict:
+        """Whom the asynchronous server listened to (summary.json)."""
+        client = EVENT_COLUMNS.index("client_id")
+        return listening_summary(self.protocol.updates, [r[client] for r in self.log.rows],
+                                 self.world.cell.flops_per_s, self.world.cell.gain_linear)
 
     # --- checkpoints: between rounds ---------------------------------------------------
     def state_dict(self) -> dict:
