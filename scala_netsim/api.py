@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import yaml
 
+from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.config.scenario import (
     Scenario,
     ScenarioError,
@@ -140,7 +141,6 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
         if options.echo:
             print(f"warning: {warning}", file=sys.stderr)
     if scenario.timing_only:
-        from scala_netsim.algorithms.registry import ALGORITHMS
 
         unfit = [a for a in scenario.algorithms if not ALGORITHMS[a].traits.timeable]
         if unfit:
@@ -331,9 +331,13 @@ def summary_text(scenario: Scenario, dataset: Dataset, device: torch.device) -> 
         f"images, "
         f"{data.num_clients} clients, partition {part_text}",
         f"  model: {scenario.model.arch} split {scenario.model.split}",
-        f"  training: {', '.join(scenario.algorithms)}; {tr.rounds} rounds x {tr.local_iters} "
-        f"local iterations, B = {tr.batch_size}, {scenario.num_participants} clients per round, "
-        f"lr {tr.lr}, momentum {tr.momentum}",
+        f"  training: {', '.join(scenario.algorithms)}; "
+        + (f"until {tr.time_budget_s:g} s of simulated time (at most {tr.rounds} rounds)"
+           if tr.time_budget_s is not None else f"{tr.rounds} rounds")
+        + f" x {tr.local_iters} local iterations, B = {tr.batch_size}, "
+        f"{scenario.num_participants} clients per round, lr {tr.lr}, momentum {tr.momentum}"
+        + (f"; asynchronous: {scenario.concurrency} clients at once"
+           if any(ALGORITHMS[a].traits.asynchronous for a in scenario.algorithms) else ""),
         f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz",
