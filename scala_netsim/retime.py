@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     from scala_netsim.replay import Record, RecordError, TimelineDiverged, replay_trainer
 
     source, out = Path(args.run_dir), Path(args.out)
-    if not_retimeable(source):
-        return fail(not_retimeable(source))
+    if refused := not_retimeable(source):
+        return fail(refused)
     try:
         record = Record.load(source)
         scenario = load_scenario(source / SCENARIO_YAML, args.overrides)

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.common import SGD
-from scala_netsim.algorithms.contract import AppliedUpdate, AsyncFederatedTrainer, LocalStep
+from scala_netsim.algorithms.contract import AppliedUpdate, AsyncFederatedTrainer
 from scala_netsim.algorithms.federated import FedAvg
 from scala_netsim.messages import ModelMessage
 
@@ -57,8 +57,8 @@ class AsyncSlots:
 
 class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
     """The client side of the asynchronous FL algorithms (FedAvg's local steps on the model
-    downloaded) and their bookkeeping; subclasses say what the server does with an upload
-    (`server_apply`)."""
+    downloaded) and their bookkeeping; abstract: subclasses say what the server does with an
+    upload (`server_apply`, the contract's)."""
 
     fixed_step_costs = False     # the clock decides what is learned: nothing to time alone
 
@@ -97,9 +97,6 @@ class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
     def client_receive_model(self, message: ModelMessage) -> None:
         self.slots.load(message.client_id, message.tensors)
 
-    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
-        return super().client_local_step(k, local_iter)
-
     def _arrived(self, message: ModelMessage) -> tuple[int, int, tuple[torch.Tensor, ...]]:
         """(client, staleness, the tensors it downloaded) of an arriving upload; its slot
         is freed."""
@@ -108,9 +105,6 @@ class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
         self.slots.release(k)
         del self.client_batch_sizes[k]
         return k, self.version - version, base
-
-    def server_apply(self, message: ModelMessage) -> AppliedUpdate:
-        raise NotImplementedError
 
     def extra_state(self) -> dict:
         return {"version": self.version}

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from scala_netsim.core.events import EventKind
+from scala_netsim.metrics import BUCKETS
 
 REL_TOL = 1e-9
 
@@ -118,3 +119,19 @@ def listening_summary(updates: dict[int, tuple[int, int]], client_of: list[int],
             "updates_gain_correlation": correlation(10 * np.log10(gain_linear)),
             "staleness_mean": float(staleness.mean()) if len(staleness) else float("nan"),
             "staleness_max": int(staleness.max()) if len(staleness) else 0}
+
+
+def version_row(row: dict, taken: list[tuple[int, int]], contributors: list[int],
+                label_counts: np.ndarray, in_flight: int) -> dict:
+    """An asynchronous run's row of rounds.csv: a round's row (bytes, FLOPs, time since the
+    last version) without the critical path (clients overlap; no chain of steps made the
+    version), with the arrivals since the last version, their staleness (mean and maximum),
+    the clients in flight when it was made, and the label counts of the data its contributors
+    trained on (their whole local data)."""
+    row = {k: v for k, v in row.items() if k not in BUCKETS}
+    staleness = [s for _, s in taken]
+    counts = label_counts[contributors].sum(axis=0)
+    row.update({"num_arrivals": len(taken), "staleness_mean": float(np.mean(staleness)),
+                "staleness_max": int(max(staleness)), "in_flight": in_flight})
+    row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
+    return row

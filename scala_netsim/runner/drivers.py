@@ -86,7 +86,6 @@ class AsynchronousUpdates(Driver):
 
     def __init__(self, rng: np.random.Generator, num_clients: int, concurrency: int) -> None:
         self.rng, self.num_clients, self.concurrency = rng, num_clients, concurrency
-        self.started = False
 
     def bind(self, env: simpy.Environment, protocol: Protocol, link: WirelessLink,
              log: EventLog) -> None:
@@ -108,8 +107,7 @@ class AsynchronousUpdates(Driver):
 
     def advance(self, number: int) -> Version:
         protocol = self.protocol
-        if not self.started:
-            self.started = True
+        if not protocol.in_flight:   # the start (afterwards a finished client is replaced)
             for _ in range(self.concurrency):
                 protocol.start(self._draw())
         made = protocol.version_made

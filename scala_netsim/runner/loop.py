@@ -33,7 +33,7 @@ from scala_netsim.invariants import (
     check_drops,
     check_run,
 )
-from scala_netsim.metrics import BUCKETS, round_row
+from scala_netsim.metrics import round_row
 from scala_netsim.radio_record import (
     ENERGY_COLUMNS,
     RADIO_COLUMNS,
@@ -42,7 +42,11 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.runner.asynchronous import check_asynchronous, listening_summary
+from scala_netsim.runner.asynchronous import (
+    check_asynchronous,
+    listening_summary,
+    version_row,
+)
 from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
 from scala_netsim.timing import timing_trainer
@@ -67,22 +71,6 @@ def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
     row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
     row["label_bias_tv"] = (label_bias_tv(counts, selected_counts) if contributors
                             else math.nan)
-    return row
-
-
-def version_row(row: dict, taken: list[tuple[int, int]], contributors: list[int],
-                label_counts: np.ndarray, in_flight: int) -> dict:
-    """An asynchronous run's row of rounds.csv: a round's row (bytes, FLOPs, time since the
-    last version) without the critical path (clients overlap; no chain of steps made the
-    version), with the arrivals since the last version, their staleness (mean and maximum),
-    the clients in flight when it was made, and the label counts of the data its contributors
-    trained on (their whole local data)."""
-    row = {k: v for k, v in row.items() if k not in BUCKETS}
-    staleness = [s for _, s in taken]
-    counts = label_counts[contributors].sum(axis=0)
-    row.update({"num_arrivals": len(taken), "staleness_mean": float(np.mean(staleness)),
-                "staleness_max": int(max(staleness)), "in_flight": in_flight})
-    row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
     return row
 
 
@@ -172,14 +160,20 @@ class Run:
     def finished(self) -> bool:
         """Diverged, all `training.rounds` versions made, or the simulated time budget spent
         (the version that reaches it is the last)."""
-        budget = self.scenario.training.time_budget_s
         return (self.diverged or self.round >= self.scenario.training.rounds
-                or (budget is not None and bool(self.rows) and self.env.now >= budget))
+                or (bool(self.rows) and self.out_of_time))
+
+    @property
+    def out_of_time(self) -> bool:
+        """The simulated time has reached `training.time_budget_s` (never without one)."""
+        budget = self.scenario.training.time_budget_s
+        return budget is not None and self.env.now >= budget
 
     def step(self) -> dict:
         """Simulate up to the next global model version (a round). -> its row of rounds.csv."""
         tr = self.scenario.training
-        self.trainer.round_loss = None if self.asynchronous else self.trainer.round_loss
+        if self.asynchronous:   # (a synchronous protocol resets it when its round begins)
+            self.trainer.round_loss = None
         version = self.driver.advance(self.round + 1)
         r, selected = version.number, version.selected
         start_s, first_event = version.start_s, version.first_event
@@ -187,8 +181,7 @@ class Run:
         loss = self.trainer.round_loss
         self.diverged = loss is not None and not torch.isfinite(loss).item()
         evaluation = None
-        out_of_time = tr.time_budget_s is not None and self.env.now >= tr.time_budget_s
-        if (r % tr.eval_every == 0 or r == tr.rounds or out_of_time) and not self.diverged:
+        if (r % tr.eval_every == 0 or r == tr.rounds or self.out_of_time) and not self.diverged:
             evaluation = self.trainer.evaluate(self.world.dataset.test_x,
                                                self.world.dataset.test_y)  # None: timing only
             if evaluation is not None and not evaluation.accuracy <= self.best[0]:

@@ -71,10 +71,7 @@ class AsyncFederatedProtocol(Protocol):
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         yield from self._download_model(k)
-        for t in range(self.local_iters):
-            step = self.trainer.client_local_step(k, t)
-            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
-            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+        yield from self._local_steps(k)
         message = self.trainer.client_model_upload(k)
         yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
         self._arrive(k, self.trainer.server_apply(message))

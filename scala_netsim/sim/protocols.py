@@ -213,6 +213,14 @@ class Protocol(ABC):
         yield self.link.download(message, EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER)
         self.trainer.client_receive_model(message)
 
+    def _local_steps(self, k: int) -> Generator[simpy.Event, Any, None]:
+        """Client k's T local steps on the whole model it holds (the FL family): each step
+        trained, then its forward and backward passes timed at the client's FLOP/s."""
+        for t in range(self.local_iters):
+            step = self.trainer.client_local_step(k, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+
     def _upload_model(self, k: int) -> Generator[simpy.Event, Any, None]:
         message = self.trainer.client_model_upload(k)
         yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
@@ -410,8 +418,5 @@ class FederatedProtocol(Protocol):
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         yield from self._download_model(k)
-        for t in range(self.local_iters):
-            step = self.trainer.client_local_step(k, t)
-            yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
-            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+        yield from self._local_steps(k)
         yield from self._upload_model(k)
