@@ -1,6 +1,7 @@
 """Asynchronous federated learning: FedAsync (Xie et al., "Asynchronous Federated
 Optimization", arXiv 1903.03934) and FedBuff (Nguyen et al., "Federated Learning with
-Buffered Asynchronous Aggregation", AISTATS 2022, arXiv 2106.06639).
+Buffered Asynchronous Aggregation", AISTATS 2022, arXiv 2106.06639); and the plain
+asynchronous split baseline, async_sfl (GAS, the generative one, is in algorithms.gas).
 
 A client downloads the global model as it is when its download starts (the snapshot is
 taken then, whatever the server applies while the bytes are in the air), trains T local SGD
@@ -24,8 +25,13 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.common import SGD
-from scala_netsim.algorithms.contract import AppliedUpdate, AsyncFederatedTrainer
+from scala_netsim.algorithms.contract import (
+    AppliedUpdate,
+    AsyncFederatedTrainer,
+    AsyncSplitTrainer,
+)
 from scala_netsim.algorithms.federated import FedAvg
+from scala_netsim.algorithms.splitfed import SplitFedV2
 from scala_netsim.messages import ModelMessage
 
 
@@ -55,10 +61,12 @@ class AsyncSlots:
         return k in self._active
 
 
-class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
-    """The client side of the asynchronous FL algorithms (FedAvg's local steps on the model
-    downloaded) and their bookkeeping; abstract: subclasses say what the server does with an
-    upload (`server_apply`, the contract's)."""
+class AsyncClients:
+    """What every asynchronous trainer does for its clients (a mixin before the synchronous
+    trainer it extends): each client in flight trains its own copy of the global model
+    `client_template` (the whole model for FL, the client-side part for split learning),
+    downloaded as it was when its download started; the server's `version` counts the
+    global versions made; `_arrived` tells the staleness of an arriving model."""
 
     fixed_step_costs = False     # the clock decides what is learned: nothing to time alone
 
@@ -66,16 +74,10 @@ class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
         super().__init__(*args, **kwargs)
         self.version = 0
         self.concurrency = concurrency
-        self.slots = AsyncSlots(self.model, self.slots.optimizer_args)
+        self.slots = AsyncSlots(self.client_template, self.slots.optimizer_args)
         self.downloaded: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}
         sizes = [self.sampler.num_samples(k) for k in range(len(self.data.client_indices))]
         self._mean_samples = sum(sizes) / len(sizes)
-
-    @classmethod
-    def from_setup(cls, setup: Any, config: Any = None) -> AsyncFedAvg:
-        trainer = super().from_setup(setup, config)
-        trainer.concurrency = setup.concurrency
-        return trainer
 
     def begin_round(self, selected: Sequence[int]) -> None:
         raise RuntimeError("an asynchronous trainer has no rounds")
@@ -90,7 +92,7 @@ class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
     def client_model_download(self, k: int) -> ModelMessage:
         """The global model now, copied (the server may change it before the bytes arrive),
         and the version it is."""
-        tensors = tuple(t.detach().clone() for t in self.model.state_dict().values())
+        tensors = tuple(t.detach().clone() for t in self.client_template.state_dict().values())
         self.downloaded[k] = (self.version, tensors)
         return self.wire.model(ModelMessage(k, tensors))
 
@@ -113,10 +115,11 @@ class AsyncFedAvg(FedAvg, AsyncFederatedTrainer):
         self.version = int(state["version"])
 
 
-class FedAsync(AsyncFedAvg):
-    """FedAsync: each upload is mixed into the global model when it arrives,
-    w <- (1 - a s(tau)) w + a s(tau) w_k, with s(tau) = (tau + 1)^(-exponent) (the paper's
-    polynomial staleness function; exponent 0.5 its choice). Integer buffers are kept."""
+class StalenessMixing:
+    """FedAsync's server rule (a mixin of an asynchronous trainer): each arriving model is
+    mixed into the global one, w <- (1 - a s(tau)) w + a s(tau) w_k, with
+    s(tau) = (tau + 1)^(-exponent) (the paper's polynomial staleness function; exponent 0.5
+    its choice). Integer buffers are kept."""
 
     def __init__(self, *args, alpha: float = 0.6, staleness_exponent: float = 0.5,
                  **kwargs) -> None:
@@ -135,12 +138,30 @@ class FedAsync(AsyncFedAvg):
     def server_apply(self, message: ModelMessage) -> AppliedUpdate:
         k, staleness, _ = self._arrived(message)
         weight = self.mixing_weight(staleness)
-        for w, w_k in zip(self.model.state_dict().values(), message.tensors, strict=True):
+        for w, w_k in zip(self.client_template.state_dict().values(), message.tensors,
+                          strict=True):
             if w.is_floating_point():
                 w.lerp_(w_k.to(w.dtype), weight)   # w + weight (w_k - w)
         self.version += 1
         self.aggregations = [("client", k, weight)]
         return AppliedUpdate(self.version, staleness, True, (k,))
+
+
+class AsyncFedAvg(AsyncClients, FedAvg, AsyncFederatedTrainer):
+    """The client side of the asynchronous FL algorithms (FedAvg's local steps on the model
+    downloaded); abstract: subclasses say what the server does with an upload
+    (`server_apply`, the contract's)."""
+
+    @classmethod
+    def from_setup(cls, setup: Any, config: Any = None) -> AsyncFedAvg:
+        trainer = super().from_setup(setup, config)
+        trainer.concurrency = setup.concurrency
+        return trainer
+
+
+class FedAsync(StalenessMixing, AsyncFedAvg):
+    """FedAsync: each upload is mixed into the global model when it arrives
+    (StalenessMixing)."""
 
 
 class FedBuff(AsyncFedAvg):
@@ -173,3 +194,25 @@ class FedBuff(AsyncFedAvg):
         self.buffer = []
         self.version += 1
         return AppliedUpdate(self.version, staleness, True, contributors)
+
+
+class AsyncSplitClients(AsyncClients):
+    """The asynchronous split trainers' construction: the scenario's split model, with Q and
+    the algorithm's hyper-parameters."""
+
+    @classmethod
+    def from_setup(cls, setup: Any, config: Any = None, **extra: Any) -> AsyncSplitClients:
+        return super().from_setup(setup, config, concurrency=setup.concurrency,
+                                  **cls.hyper_parameters(config), **extra)
+
+    @classmethod
+    def hyper_parameters(cls, config: Any) -> dict:
+        return {}
+
+
+class AsyncSFL(StalenessMixing, AsyncSplitClients, SplitFedV2, AsyncSplitTrainer):
+    """async_sfl, the plain asynchronous split baseline: ONE server-side model stepped on each
+    client's activations when the server processor takes them (SplitFedV2's server, its order
+    decided by arrival; cross-entropy; its optimiser kept), the gradient sent back; after T
+    iterations the client's client-side model is mixed into the global one FedAsync's way
+    (StalenessMixing, under the algorithm's own section)."""

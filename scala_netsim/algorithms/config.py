@@ -39,6 +39,21 @@ class FedBuffConfig(AlgorithmConfig):
     server_lr: float = Field(default=1.0, gt=0)                 # [paper's default]
 
 
+class AsyncSFLConfig(FedAsyncConfig):
+    """async_sfl: client-side models mixed in FedAsync's way, w_c <- (1 - a s(tau)) w_c +
+    a s(tau) w_c,k, with the polynomial staleness function (the same defaults)."""
+
+
+class GASConfig(AlgorithmConfig):
+    """GAS (Yang and Liu 2024, arXiv 2409.01251; scala_netsim.algorithms.gas). null: the
+    authors' code's value, tied to training.concurrency Q."""
+
+    activation_buffer: int | None = Field(default=None, ge=1)   # uploads per server step [code: Q]
+    model_buffer: int | None = Field(default=None, ge=1)        # models per version [code: Q]
+    samples_per_label: int | None = Field(default=None, ge=1)   # labels topped up to [code: B/Q]
+    covariance: Literal["diagonal", "full"] = "diagonal"        # [choice] code: full
+
+
 class FedLCConfig(AlgorithmConfig):
     tau: float = Field(default=1.0, gt=0)          # [choice] the FedLC paper does not state it
 

@@ -13,9 +13,13 @@ a TypeError when the trainer is built). Every FLOP count comes from the real com
     split, models kept     KeptModelSplitProtocol   KeptModelSplitTrainer
     split, local loss      LocalLossProtocol        LocalLossTrainer
     federated              FederatedProtocol        FederatedTrainer
+    asynchronous FL        AsyncFederatedProtocol   AsyncFederatedTrainer
+    asynchronous split     AsyncSplitProtocol       AsyncSplitTrainer
 
 Every round is: begin_round(selected); the pattern's calls (and drop_client(k) for each
-client the network drops); end_round(). Evaluation and checkpoints happen between rounds.
+client the network drops); end_round(). Evaluation and checkpoints happen between rounds. The
+asynchronous patterns have no round: a driver starts each client (client_start), and the
+server applies or buffers each trained model when it arrives (server_apply).
 """
 
 from __future__ import annotations
@@ -264,3 +268,22 @@ class AsyncFederatedTrainer(Trainer, ExchangesModels):
     @abstractmethod
     def server_apply(self, message: Any) -> AppliedUpdate:
         """Client `message.client_id`'s trained model has arrived: apply or buffer it."""
+
+
+class AsyncSplitTrainer(Trainer, ExchangesModels, SplitClient, SplitServer):
+    """Asynchronous split learning (async_sfl, GAS): a client downloads the global client-side
+    model as it is when its download starts, then in each of its T local iterations sends
+    its activations up; `server_step` receives that one upload when the server processor
+    takes it (arrival order, no barrier) and replies with its gradient; after T iterations
+    the client uploads its model and `server_apply` mixes it in or buffers it."""
+
+    #: the global (client-side) model versions applied so far (0: the initial model)
+    version: int = 0
+
+    @abstractmethod
+    def client_start(self, k: int) -> None:
+        """Client k begins training (its batch size, a model slot); its download follows."""
+
+    @abstractmethod
+    def server_apply(self, message: Any) -> AppliedUpdate:
+        """Client `message.client_id`'s trained client-side model has arrived."""

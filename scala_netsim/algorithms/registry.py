@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from scala_netsim.algorithms.config import (
     AlgorithmConfig,
+    AsyncSFLConfig,
     FedAsyncConfig,
     FedBuffConfig,
     FedCBSConfig,
@@ -39,6 +40,7 @@ from scala_netsim.algorithms.config import (
     FedDynConfig,
     FedLCConfig,
     FedProxConfig,
+    GASConfig,
     ScalaPEConfig,
     SplitFedV3Config,
 )
@@ -85,6 +87,8 @@ LOCAL_LOSS = Traits(activations=True)
 FEDERATED = Traits()
 # the clock decides what is learned: never re-timed, never timed without training
 ASYNCHRONOUS_FEDERATED = Traits(timeable=False, retimeable=False, asynchronous=True)
+ASYNCHRONOUS_SPLIT = Traits(activations=True, gradients=True, timeable=False, retimeable=False,
+                            asynchronous=True)
 
 
 def traits_of(protocol: type[Protocol], trainer: type) -> Traits:
@@ -221,6 +225,7 @@ KEPT = (_ENGINE + "KeptModelSplitProtocol", KEPT_MODELS)
 LOCAL = (_ENGINE + "LocalLossProtocol", LOCAL_LOSS)
 FED = (_ENGINE + "FederatedProtocol", FEDERATED)
 ASYNC_FED = ("scala_netsim.sim.asynchronous:AsyncFederatedProtocol", ASYNCHRONOUS_FEDERATED)
+ASYNC_SPLIT = ("scala_netsim.sim.asynchronous:AsyncSplitProtocol", ASYNCHRONOUS_SPLIT)
 
 
 def _builtin(name: str, trainer: str, protocol: tuple[str, Traits], description: str,
@@ -273,6 +278,12 @@ for _spec in (
     _builtin("fedbuff", "asynchronous:FedBuff", ASYNC_FED,
              "asynchronous FL, K buffered deltas applied as their mean (FedBuff)",
              config=FedBuffConfig),
+    _builtin("async_sfl", "asynchronous:AsyncSFL", ASYNC_SPLIT,
+             "asynchronous split learning, server stepped on arrival, FedAsync-mixed clients",
+             config=AsyncSFLConfig),
+    _builtin("gas", "gas:GAS", ASYNC_SPLIT,
+             "asynchronous split learning with generated activations rebalancing labels (GAS)",
+             config=GASConfig),
 ):
     register(_spec)
 

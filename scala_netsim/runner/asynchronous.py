@@ -87,8 +87,8 @@ def _slot_problems(events: pd.DataFrame, transfers: pd.DataFrame, band_hz: dict[
     if not len(transfers):
         return []
     moved = events.iloc[transfers["event_index"].to_numpy()]
-    direction = np.where(moved["kind"].isin([EventKind.MODEL_UPLOAD.value]), "uplink",
-                         "downlink")
+    uplink = [kind.value for kind in EventKind if kind.is_uplink]
+    direction = np.where(moved["kind"].isin(uplink), "uplink", "downlink")
     slot = np.array([band_hz[d] / concurrency for d in direction])
     used = transfers["bandwidth_hz"].to_numpy()
     bad = int((np.abs(used - slot) > REL_TOL * slot).sum())

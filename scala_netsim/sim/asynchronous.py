@@ -1,10 +1,12 @@
-"""Asynchronous federated learning in the cell: clients train at once, each on a fixed slot of
-the bands, and the server takes each model when it arrives.
+"""Asynchronous federated and split learning in the cell: clients train at once, each on a
+fixed slot of the bands, and the server takes each model when it arrives.
 
 A client's life: it is started (by the run's driver), downloads the global model on its
-slot of the downlink, computes T local steps at its FLOP/s, uploads on its slot of the
-uplink, and the server applies (or buffers) the model at the instant it arrives; the driver
-then starts another client in its place. The band: each of the Q clients in flight holds a
+slot of the downlink, trains T local steps (federated: each computed at its FLOP/s; split:
+forward, activations up, the server's step when the server processor takes it, first come
+first served, the gradient down, backward), uploads its model on its slot of the uplink, and
+the server applies (or buffers) the model at the instant it arrives; the driver then starts
+another client in its place. The band: each of the Q clients in flight holds a
 fixed 1/Q of each band (W/Q Hz) from its start to its end, so that the sub-bands in use never
 exceed the band, and a client's transfer times do not depend on who else is sending (what a
 scheduler that reserves resource blocks per active client does; re-dividing the band among
@@ -19,26 +21,31 @@ version the update is part of and how stale it was.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import simpy
 
 from channel import Direction
-from scala_netsim.algorithms.contract import AppliedUpdate, AsyncFederatedTrainer
+from scala_netsim.algorithms.contract import (
+    AppliedUpdate,
+    AsyncFederatedTrainer,
+    AsyncSplitTrainer,
+)
 from scala_netsim.core.events import MODEL_TRANSFER, EventKind
 from scala_netsim.sim.protocols import Protocol
 
 
-class AsyncFederatedProtocol(Protocol):
-    """FedAsync and FedBuff: download, T local steps, upload, applied on arrival; no round."""
+class AsyncProtocol(Protocol):
+    """What the asynchronous patterns share: clients started one by one on fixed slots, each
+    arriving model applied or buffered, the driver told when a version is made."""
 
-    trainer_contract = AsyncFederatedTrainer
     asynchronous = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.trainer: AsyncFederatedTrainer
+        self.trainer: AsyncFederatedTrainer | AsyncSplitTrainer
         self.in_flight: set[int] = set()
         #: event index -> (version, staleness) of each server_update row
         self.updates: dict[int, tuple[int, int]] = {}
@@ -69,9 +76,13 @@ class AsyncFederatedProtocol(Protocol):
         self.link.assign(k, self._slots)
         return self.env.process(self._client(k))
 
+    @abstractmethod
+    def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
+        """Client k's T local steps, between its download and its upload."""
+
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         yield from self._download_model(k)
-        yield from self._local_steps(k)
+        yield from self._train(k)
         message = self.trainer.client_model_upload(k)
         yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
         self._arrive(k, self.trainer.server_apply(message))
@@ -90,3 +101,33 @@ class AsyncFederatedProtocol(Protocol):
             made.succeed((update, self.pending))
             self.pending = []
         self.on_finish(k)
+
+
+class AsyncFederatedProtocol(AsyncProtocol):
+    """FedAsync and FedBuff: download, T local steps, upload, applied on arrival; no round."""
+
+    trainer_contract = AsyncFederatedTrainer
+
+    def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._local_steps(k)
+
+
+class AsyncSplitProtocol(AsyncProtocol):
+    """async_sfl and GAS: download the client-side model; T times forward, activations up,
+    the server's step on them alone when the processor takes them (no barrier: arrival
+    order), their gradient down, backward; the model up, applied or buffered on arrival."""
+
+    trainer_contract = AsyncSplitTrainer
+    sends_activations = True
+    sends_gradients = True
+
+    def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
+        trainer = self.trainer
+        for t in range(self.local_iters):
+            forward = trainer.client_forward(k, t)
+            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+            step = yield from self._server_compute(t, k, [forward.upload])
+            (reply,) = step.replies
+            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
