@@ -109,7 +109,7 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     problems.extend(_transfer_problems(events, grants, transfers, match_grants=not slots))
     problems.extend(_sum_problems(events, rounds))
     if radio is not None:
-        problems.extend(check_radio(events, rounds, band_hz, radio))
+        problems.extend(check_radio(events, rounds, band_hz, radio, slots))
     problems.extend(_end_problems(events, rounds))
     return problems
 
@@ -208,25 +208,27 @@ def _end_problems(events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
 
 
 def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, float],
-                radio: RadioSettings) -> list[str]:
+                radio: RadioSettings, slots: bool = False) -> list[str]:
     """Problems in events.csv's radio and energy columns, recomputed from the columns alone:
 
     - every transfer lasts attempts x payload_bytes x 8 / rate_bps (relative 1e-9);
     - on an adaptive link, rate_bps = bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) /
       (N0 bandwidth_hz)) (relative 1e-9);
-    - the sub-bands the round's transfers used sum to at most the band, in each direction;
+    - the sub-bands the round's transfers used sum to at most the band, in each direction
+      (not with `slots`: an asynchronous run's version is no unit of time; its clients'
+      slots are checked instant by instant, scala_netsim.runner.asynchronous);
     - energy_j: tx_power_w x its airtime (attempts x bits / rate_bps) for uploads, kappa x
       flops x (FLOP/s)^2 for client computations, 0 for everything else; rounds.csv's energy
       columns are its sums.
     """
     kind = events["kind"]
     is_up, is_down = kind.isin(UPLINK).to_numpy(), kind.isin(DOWNLINK).to_numpy()
-    problems = _rate_problems(events[is_up | is_down], band_hz, radio)
+    problems = _rate_problems(events[is_up | is_down], None if slots else band_hz, radio)
     problems.extend(_energy_problems(events, rounds, radio, is_up))
     return problems
 
 
-def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float],
+def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
                    radio: RadioSettings) -> list[str]:
     problems = []
     bandwidth_hz, rate_bps = moved["bandwidth_hz"].to_numpy(), moved["rate_bps"].to_numpy()
@@ -242,6 +244,8 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float],
             problems.append(f"events.csv: {int((error >= REL_TOL).sum())} transfers' rate_bps "
                             f"is not bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) / (N0 "
                             f"bandwidth_hz)) (largest relative error {np.nanmax(error):.3g})")
+    if band_hz is None:
+        return problems
     used = moved.assign(direction=np.where(moved["kind"].isin(UPLINK), "uplink", "downlink"))
     per_client = used.groupby(["round", "direction", "client_id"])["bandwidth_hz"].max()
     for (r, direction), total_hz in per_client.groupby(level=[0, 1]).sum().items():

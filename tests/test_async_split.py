@@ -95,12 +95,14 @@ def run_to_the_end(make_run, algorithm, **sections):
 
 
 def test_a_real_gas_run_keeps_its_books_and_tops_labels_up(make_run):
-    """Fashion-MNIST, 10 clients, Q = 3, buffers of 2 models and 3 uploads: 4 versions of
-    2 models each; a server-side step per 3 activation uploads; the statistics hold the
-    weighted mean of every activation the server took, directly recomputed; every step
-    after all labels have statistics has each label topped up to B/Q = 8 samples."""
+    """Fashion-MNIST, 10 clients, Q = 3, buffers of 2 models and 3 uploads, the radio
+    recorded (its invariants hold though a version spans more than Q clients' transfers):
+    4 versions of 2 models each; a server-side step per 3 activation uploads; the statistics
+    hold the weighted mean of every activation the server took, directly recomputed; every
+    step after all labels have statistics has each label topped up to B/Q = 8 samples."""
     run = make_run("gas", training={"rounds": 4, "concurrency": 3, "eval_every": 2},
-                   gas={"model_buffer": 2, "activation_buffer": 3})
+                   gas={"model_buffer": 2, "activation_buffer": 3},
+                   network={"record_radio": True})
     trainer = run.trainer
     taken, steps, update = [], [], trainer.statistics.update
 
