@@ -346,6 +346,20 @@ def summary_text(scenario: Scenario, dataset: Dataset, device: torch.device) -> 
     ])
 
 
+def merged_columns(frames: list[pd.DataFrame]) -> list[str]:
+    """Every frame's columns, each frame's in its own order (a column first met in a later
+    frame goes right after the column before it there): runs whose files have different
+    columns, as synchronous and asynchronous ones do, stack without reordering any run's."""
+    order: list[str] = []
+    for frame in frames:
+        previous = None
+        for column in frame.columns:
+            if column not in order:
+                order.insert(order.index(previous) + 1 if previous is not None else 0, column)
+            previous = column
+    return order
+
+
 @dataclass(frozen=True)
 class RunResult:
     """One finished run: its folder, algorithm, swept setting, seed and summary.json."""
@@ -393,7 +407,9 @@ class Results:
             for i, (key, value) in enumerate(keys.items()):
                 frame.insert(i, key, value)
             frames.append(frame)
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)[merged_columns(frames)]
 
     @cached_property
     def summary(self) -> pd.DataFrame:

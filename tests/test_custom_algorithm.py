@@ -115,15 +115,15 @@ def test_every_builtin_algorithms_traits_agree_with_its_classes():
     assert ALGORITHMS.with_trait("barrier") == ["scala", "scala_pe", "ca_sfl"]
     assert ALGORITHMS.with_trait("gradients") == ["scala", "scala_pe", "ca_sfl", "splitfed_v1",
                                                   "splitfed_v2", "splitfed_v3", "lla_sfl",
-                                                  "cs_sfl"]
-    assert ALGORITHMS.with_trait("activations") == [*ALGORITHMS.with_trait("gradients"),
-                                                    "sfl_local_loss"]
+                                                  "cs_sfl", "async_sfl", "gas"]
+    assert ALGORITHMS.with_trait("activations") == [*ALGORITHMS.with_trait("gradients")[:-2],
+                                                    "sfl_local_loss", "async_sfl", "gas"]
     assert "splitfed_v3" not in ALGORITHMS.with_trait("attackable")
     assert ALGORITHMS["splitfed_v3"].traits.why_not_attackable("splitfed_v3") == (
         "splitfed_v3 has no global client-side model (each client keeps its own)")
     assert [n for n in ALGORITHMS if not ALGORITHMS[n].traits.timeable] == [
-        "fedconcat", "fedasync", "fedbuff"]
-    assert ALGORITHMS.with_trait("asynchronous") == ["fedasync", "fedbuff"]
+        "fedconcat", "fedasync", "fedbuff", "async_sfl", "gas"]
+    assert ALGORITHMS.with_trait("asynchronous") == ["fedasync", "fedbuff", "async_sfl", "gas"]
     assert ALGORITHMS.with_trait("retimeable") == [
         n for n in ALGORITHMS if n not in ("fedasync", "fedbuff")]
 
