@@ -31,6 +31,7 @@ on one core here), `covariance: full` is the code's default.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -156,8 +157,6 @@ class GAS(AsyncSplitClients, SplitTrainer, AsyncSplitTrainer):
     topping each label up for the server's steps, logit-adjusted client loss, client-side
     models averaged from a model buffer."""
 
-    server_order_matters = True
-
     def __init__(self, *args, activation_buffer: int | None = None,
                  model_buffer: int | None = None, samples_per_label: int | None = None,
                  covariance: str = "diagonal", generator_seed: int = 0, **kwargs) -> None:
@@ -170,10 +169,7 @@ class GAS(AsyncSplitClients, SplitTrainer, AsyncSplitTrainer):
         self.samples_per_label = samples_per_label or max(1, round(self.batch_size / q))
         self.server_optimizer = SGD(self.server_model.parameters(), **self.optim_args)
         self.cut_shape = tuple(self._planner.output_shape())
-        dim = 1
-        for n in self.cut_shape:
-            dim *= n
-        self.statistics = LabelStatistics(self.num_classes, dim, covariance,
+        self.statistics = LabelStatistics(self.num_classes, math.prod(self.cut_shape), covariance,
                                           self.train_x.device)
         self.generator = torch.Generator().manual_seed(generator_seed)
         self.activations: list[tuple[torch.Tensor, torch.Tensor, float]] = []

@@ -122,12 +122,5 @@ class AsyncSplitProtocol(AsyncProtocol):
     sends_gradients = True
 
     def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
-        trainer = self.trainer
         for t in range(self.local_iters):
-            forward = trainer.client_forward(k, t)
-            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
-            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
-            step = yield from self._server_compute(t, k, [forward.upload])
-            (reply,) = step.replies
-            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
-            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
+            yield from self._split_step(k, t)

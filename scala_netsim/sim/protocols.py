@@ -208,6 +208,19 @@ class Protocol(ABC):
                               result.flops)
         return result
 
+    def _split_step(self, k: int, t: int) -> Generator[simpy.Event, Any, None]:
+        """Client k's local iteration t of per-client split learning: forward, activations
+        up, the server's step on them alone when the processor takes them, their gradient
+        down, backward."""
+        trainer = self.trainer
+        forward = trainer.client_forward(k, t)
+        yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
+        yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
+        step = yield from self._server_compute(t, k, [forward.upload])
+        (reply,) = step.replies
+        yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
+        yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
+
     def _download_model(self, k: int) -> Generator[simpy.Event, Any, None]:
         message = self.trainer.client_model_download(k)
         yield self.link.download(message, EventKind.MODEL_DOWNLOAD, MODEL_TRANSFER)
@@ -340,16 +353,9 @@ class PerClientSplitProtocol(Protocol):
         yield from self._upload_model(k)
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        trainer = self.trainer
         yield from self._start_client(k)
         for t in range(self.local_iters):
-            forward = trainer.client_forward(k, t)
-            yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
-            yield self.link.upload(forward.upload, EventKind.ACTIVATION_UPLOAD, t)
-            step = yield from self._server_compute(t, k, [forward.upload])
-            (reply,) = step.replies
-            yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
-            yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
+            yield from self._split_step(k, t)
         yield from self._finish_client(k)
 
 
