@@ -184,3 +184,40 @@ def test_what_gas_and_async_sfl_may_not_be_given(section, message):
     with pytest.raises(ScenarioError) as caught:
         validate_scenario(document)
     assert message in str(caught.value)
+
+
+def test_gas_averages_the_models_as_they_arrived(make_run):
+    """The model buffer keeps each upload as it arrived, though its client's slot is given to
+    the next client (and overwritten by its download) before the buffer is full: each
+    version is the |D_k|-weighted average of the arrived models, recomputed here."""
+    run = make_run("gas", training={"rounds": 3, "concurrency": 3, "eval_every": 3},
+                   gas={"model_buffer": 3})
+    trainer, arrived, versions = run.trainer, {}, []
+    apply, upload = trainer.server_apply, trainer.client_model_upload
+
+    def spy_upload(k):
+        message = upload(k)
+        arrived[k] = tuple(t.clone() for t in message.tensors)
+        return message
+
+    def spy_apply(message):
+        update = apply(message)
+        if update.applied:   # the models as they arrived, kept before a later upload's
+            versions.append((update.contributors, tuple(
+                t.clone() for t in trainer.client_template.state_dict().values()),
+                {k: arrived[k] for k in update.contributors}))
+        return update
+
+    trainer.client_model_upload, trainer.server_apply = spy_upload, spy_apply
+    while not run.finished:
+        run.step()
+    assert len(versions) == 3
+    for contributors, model, arrived in versions:
+        assert len(set(contributors)) == len(contributors) == 3
+        sizes = [trainer.sampler.num_samples(k) for k in contributors]
+        fractions = [n / sum(sizes) for n in sizes]
+        for i, w in enumerate(model):     # the average's own order of operations: to the bit
+            mean = arrived[contributors[0]][i] * fractions[0]
+            for k, fraction in zip(contributors[1:], fractions[1:], strict=True):
+                mean.add_(arrived[k][i], alpha=fraction)
+            assert torch.equal(w, mean)

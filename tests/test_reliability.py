@@ -98,6 +98,33 @@ def test_resume_after_sigkill_gives_the_uninterrupted_files(cli, tmp_path):
                                files(out, algorithm) / name, shallow=False), (algorithm, name)
 
 
+def test_an_asynchronous_run_killed_half_way_resumes_to_the_uninterrupted_files(cli, tmp_path):
+    """GAS (clients in flight at every checkpoint, the server processor's queue, its buffers
+    and generator) killed with SIGKILL after version 4 or later and resumed writes the
+    uninterrupted run's files byte for byte."""
+    gas = [*TINY, "--set", "algorithms=[gas]", "--set", "training.rounds=12",
+           "--set", "training.concurrency=4", "--set", "gas={model_buffer: 2}"]
+    assert cli(QUICKSTART, "--out", tmp_path / "whole", *gas)[0] == 0
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "scala_netsim", str(QUICKSTART),
+                             "--out", str(out), *gas], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = files(out, "gas") / "checkpoint.pt"
+    wait_until(lambda: checkpoint_round(checkpoint) >= 4 or proc.poll() is not None, 300)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 4 <= checkpoint_round(checkpoint) < 12, "the run was not killed half way"
+
+    code, _, stderr = cli(QUICKSTART, "--out", out, *gas)
+    assert code == 0, stderr
+    summary = json.loads((files(out, "gas") / "summary.json").read_text())
+    assert 4 <= summary["resumed_from_round"] < 12 and summary["status"] == "completed"
+    for name in ("rounds.csv", "events.csv", "clients.csv"):
+        assert filecmp.cmp(files(tmp_path / "whole", "gas") / name, files(out, "gas") / name,
+                           shallow=False), name
+
+
 def test_checkpoint_of_another_scenario_is_refused(cli, tmp_path):
     three = ["--set", "training.rounds=3", "--set", "algorithms=[scala]"]
     assert cli(QUICKSTART, "--out", tmp_path, *TINY, *three)[0] == 0

@@ -18,6 +18,7 @@ an average round of Q clients.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +61,16 @@ class AsyncSlots:
     def __contains__(self, k: int) -> bool:
         return k in self._active
 
+    def state_dict(self) -> dict:
+        """The models and optimisers of the clients in flight (a checkpoint's)."""
+        return {k: {"model": m.state_dict(), "optimizer": o.state_dict()}
+                for k, (m, o) in self._active.items()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for k, saved in state.items():
+            self.load(k, tuple(saved["model"].values()))
+            self._active[k][1].load_state_dict(saved["optimizer"])
+
 
 class AsyncClients:
     """What every asynchronous trainer does for its clients (a mixin before the synchronous
@@ -99,6 +110,12 @@ class AsyncClients:
     def client_receive_model(self, message: ModelMessage) -> None:
         self.slots.load(message.client_id, message.tensors)
 
+    def client_model_upload(self, k: int) -> ModelMessage:
+        """Client k's trained model, copied: its slot is given to the next client as soon
+        as the model is in, while the server may keep the model (GAS's model buffer)."""
+        message = super().client_model_upload(k)
+        return dataclasses.replace(message, tensors=tuple(t.clone() for t in message.tensors))
+
     def _arrived(self, message: ModelMessage) -> tuple[int, int, tuple[torch.Tensor, ...]]:
         """(client, staleness, the tensors it downloaded) of an arriving upload; its slot
         is freed."""
@@ -109,10 +126,18 @@ class AsyncClients:
         return k, self.version - version, base
 
     def extra_state(self) -> dict:
-        return {"version": self.version}
+        """The version, and what the clients in flight hold: their models and optimisers,
+        what they downloaded, their batch sizes."""
+        return {"version": self.version, "slots": self.slots.state_dict(),
+                "downloaded": dict(self.downloaded),
+                "batch_sizes": dict(self.client_batch_sizes)}
 
     def load_extra_state(self, state: dict) -> None:
         self.version = int(state["version"])
+        self.slots.load_state_dict(state["slots"])
+        self.downloaded = {int(k): (int(v), tuple(t)) for k, (v, t) in
+                           state["downloaded"].items()}
+        self.client_batch_sizes = {int(k): int(b) for k, b in state["batch_sizes"].items()}
 
 
 class StalenessMixing:
@@ -174,6 +199,13 @@ class FedBuff(AsyncFedAvg):
         self.buffer_size, self.server_lr = buffer_size, server_lr
         self.buffer: list[tuple[int, tuple[torch.Tensor, ...]]] = []
 
+    def extra_state(self) -> dict:
+        return {**super().extra_state(), "buffer": list(self.buffer)}
+
+    def load_extra_state(self, state: dict) -> None:
+        super().load_extra_state(state)
+        self.buffer = [(int(k), tuple(delta)) for k, delta in state["buffer"]]
+
     @classmethod
     def hyper_parameters(cls, config: Any) -> dict:
         return {"buffer_size": config.buffer_size, "server_lr": config.server_lr}
@@ -208,6 +240,36 @@ class AsyncSplitClients(AsyncClients):
     @classmethod
     def hyper_parameters(cls, config: Any) -> dict:
         return {}
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._inputs: dict[int, torch.Tensor] = {}
+
+    def next_batch(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = super().next_batch(k)
+        self._inputs[k] = x     # a checkpoint remakes the activations awaiting a gradient
+        return x, y
+
+    def client_backward(self, reply: Any) -> int:
+        self._inputs.pop(reply.client_id)
+        return super().client_backward(reply)
+
+    def extra_state(self) -> dict:
+        """Also the inputs of the activations awaiting their gradient (the graph from them
+        to the client model is made again on resuming: the same forward pass, the same
+        bits)."""
+        return {**super().extra_state(), "inputs": dict(self._inputs)}
+
+    def load_extra_state(self, state: dict) -> None:
+        super().load_extra_state(state)
+        self._inputs = {int(k): x for k, x in state["inputs"].items()}
+        for k, x in self._inputs.items():
+            model = self.slots[k][0]
+            buffers = [b.clone() for b in model.buffers()]   # (BatchNorm's, moved once already)
+            self._pending[k] = model(x)
+            with torch.no_grad():
+                for b, saved in zip(model.buffers(), buffers, strict=True):
+                    b.copy_(saved)
 
 
 class AsyncSFL(StalenessMixing, AsyncSplitClients, SplitFedV2, AsyncSplitTrainer):

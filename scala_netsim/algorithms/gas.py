@@ -198,6 +198,25 @@ class GAS(AsyncSplitClients, SplitTrainer, AsyncSplitTrainer):
     def persistent_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"server": self.server_optimizer}
 
+    def extra_state(self) -> dict:
+        return {**super().extra_state(), "activations": list(self.activations),
+                "models": [(m.client_id, m.tensors) for m in self.models],
+                "counter": self.counter, "server_steps": self.server_steps,
+                "client_weights": dict(self.client_weights),
+                "statistics": self.statistics.state_dict(),
+                "generator": self.generator.get_state(),
+                "last_step_labels": self.last_step_labels}
+
+    def load_extra_state(self, state: dict) -> None:
+        super().load_extra_state(state)
+        self.activations = [(a, y, float(w)) for a, y, w in state["activations"]]
+        self.models = [ModelMessage(int(k), tuple(t)) for k, t in state["models"]]
+        self.counter, self.server_steps = int(state["counter"]), int(state["server_steps"])
+        self.client_weights = {int(k): int(w) for k, w in state["client_weights"].items()}
+        self.statistics.load_state_dict(state["statistics"])
+        self.generator.set_state(state["generator"])
+        self.last_step_labels = state["last_step_labels"]
+
     def client_start(self, k: int) -> None:
         super().client_start(k)
         self.client_weights[k] = self.counter

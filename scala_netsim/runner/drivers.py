@@ -95,6 +95,16 @@ class AsynchronousUpdates(Driver):
         self._last_s = env.now
         self._first_event, self._first_transfer = len(log), len(link.transfer_rows)
 
+    def state_dict(self) -> dict:
+        """Where the next version's records start (a checkpoint's; the rng is the run's)."""
+        return {"last_s": self._last_s, "first_event": self._first_event,
+                "first_transfer": self._first_transfer}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._last_s = float(state["last_s"])
+        self._first_event = int(state["first_event"])
+        self._first_transfer = int(state["first_transfer"])
+
     def _draw(self) -> int:
         """A client not training now, uniformly (redrawn until one is free)."""
         while True:

@@ -13,7 +13,6 @@ from pathlib import Path
 import torch
 
 from scala_netsim.algorithms.contract import Trainer
-from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
@@ -81,9 +80,7 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
     # are written when it ends (rewriting a growing events.csv every few rounds would cost
     # more than the simulation)
     at_the_end = trainer is not None or scenario.timing_only
-    # an asynchronous run always has clients in flight: its checkpoints would have to keep
-    # their SimPy processes (not built); interrupted, it starts again
-    checkpointed = not at_the_end and not ALGORITHMS[algorithm].traits.asynchronous
+    checkpointed = not at_the_end
     state = checkpointer.load() if resume and checkpointed else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
         for stale in (SUMMARY_JSON, CHECKPOINT_PT):
@@ -96,17 +93,20 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
         wall_before_s = state["wall_time_s"]
     resumed_from = run.round if state is not None else None
     tr = scenario.training
+    save_due = False   # a checkpoint is due, and taken as soon as the run can be saved
     while not run.finished:
         row = run.step()
         if progress is not None:
             progress(row["round"], row["sim_time_s"], row["test_acc"])
         if at_the_end:
             continue
+        save_due = save_due or (checkpointed and row["round"] % tr.checkpoint_every == 0)
         if run.diverged or run.finished:
             writer.flush(run, now=True)
-        elif row["round"] % tr.checkpoint_every == 0 and checkpointed:
+        elif save_due and run.checkpointable:
             writer.flush(run, now=True)
             checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
+            save_due = False
         elif not math.isnan(row["test_acc"]):
             writer.flush(run)
     if at_the_end:

@@ -49,6 +49,7 @@ from scala_netsim.runner.asynchronous import (
 )
 from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
+from scala_netsim.sim import async_state
 from scala_netsim.timing import timing_trainer
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
@@ -299,8 +300,17 @@ class Run:
                                  self.world.cell.flops_per_s, self.world.cell.gain_linear)
 
     # --- checkpoints: between rounds ---------------------------------------------------
+    @property
+    def checkpointable(self) -> bool:
+        """Can the run be saved now? Always between rounds; an asynchronous run when nothing
+        is due at this instant that anything waits on (scala_netsim.sim.async_state; else the
+        next version that can be is saved)."""
+        return not self.asynchronous or async_state.quiet(self.env)
+
     def state_dict(self) -> dict:
-        return {"trainer": self.trainer.state_dict(),
+        clock = ({"protocol": self.protocol.snapshot(), "driver": self.driver.state_dict()}
+                 if self.asynchronous else None)
+        return {"trainer": self.trainer.state_dict(), "asynchronous": clock,
                 "selection_rng": self.selection_rng.bit_generator.state,
                 "events": list(self.log.rows),
                 "demands": list(self.log.demands), "rounds": list(self.rows),
@@ -323,3 +333,6 @@ class Run:
                             [tuple(g) for g in state["grants"]],
                             [tuple(t) for t in state["transfers"]])
         self.link.load_stream_states(state["link_streams"])
+        if state.get("asynchronous") is not None:
+            self.driver.load_state_dict(state["asynchronous"]["driver"])
+            self.protocol.resume(state["asynchronous"]["protocol"])

@@ -34,7 +34,12 @@ from scala_netsim.algorithms.contract import (
     AsyncSplitTrainer,
 )
 from scala_netsim.core.events import MODEL_TRANSFER, EventKind
-from scala_netsim.sim.protocols import Protocol
+from scala_netsim.messages import ModelMessage
+from scala_netsim.sim import async_state
+from scala_netsim.sim.protocols import Protocol, Stage
+
+#: the stages of a client at the server's processor: waiting for it, holding it
+SERVER_STAGES = ("turn", "serve")
 
 
 class AsyncProtocol(Protocol):
@@ -56,6 +61,10 @@ class AsyncProtocol(Protocol):
         self.on_finish: Callable[[int], None] = lambda k: None
         self._slots: dict[Direction, float] = {}
         self.round = self.link.round = self.trainer.version + 1
+        #: client in flight -> (its stage's index and name, the order the event it waits on
+        #: was made in, that event, what the stage carries)
+        self.position: dict[int, tuple[int, str, int, simpy.Event, Any]] = {}
+        self._made = 0    # events the clients have waited on so far
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         raise RuntimeError("an asynchronous protocol has no rounds; its driver starts clients")
@@ -77,15 +86,68 @@ class AsyncProtocol(Protocol):
         return self.env.process(self._client(k))
 
     @abstractmethod
-    def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
-        """Client k's T local steps, between its download and its upload."""
+    def stages(self, k: int) -> list[Stage]:
+        """Client k's life after it started, one stage per event it waits on."""
 
-    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._download_model(k)
-        yield from self._train(k)
-        message = self.trainer.client_model_upload(k)
-        yield self.link.upload(message, EventKind.MODEL_UPLOAD, MODEL_TRANSFER)
-        self._arrive(k, self.trainer.server_apply(message))
+    def _client(self, k: int, at: int = 0, event: simpy.Event | None = None,
+                carry: Any = None, order: int = 0) -> Generator[simpy.Event, Any, None]:
+        """Client k's life from stage `at` (a resumed run: already waiting on `event`, the
+        `order`-th event made, holding `carry`); `position` tells a checkpoint where it is."""
+        stages = self.stages(k)
+        for i in range(at, len(stages)):
+            if event is None:
+                event, carry = stages[i].begin(carry)
+                order, self._made = self._made, self._made + 1
+            self.position[k] = (i, stages[i].name, order, event, carry)
+            yield event
+            del self.position[k]
+            carry, event = stages[i].end(carry), None
+
+    # --- checkpoints (scala_netsim.sim.async_state) ---------------------------------------
+    def snapshot(self) -> dict:
+        """Where every client in flight stands (only when nothing is due at this instant:
+        `async_state.quiet`)."""
+        if not async_state.quiet(self.env):
+            raise RuntimeError("an asynchronous run is saved only when nothing is due now")
+        queue = list(self.server_cpu.queue)
+        clients = []
+        for k, (i, name, order, event, carry) in self.position.items():
+            at_server = name in SERVER_STAGES     # carry: (the request, what it carries)
+            clients.append({"client": k, "stage": i, "name": name, "order": order,
+                            "record": async_state.pack(getattr(event, "record", None)),
+                            "queued": queue.index(event) if name == "turn" else None,
+                            "carry": async_state.pack(carry[1] if at_server else carry)})
+        return {"round": self.round, "updates": dict(self.updates),
+                "pending": list(self.pending), "made": self._made, "clients": clients}
+
+    def resume(self, state: dict) -> None:
+        """Stand where `snapshot` saw the run: the clients' slots given back, the server's
+        processor requested again by its user, then by its queue in its order, every timeout
+        made again in the order the originals were (SimPy breaks ties of time by it), each
+        client's process started at its stage."""
+        self.round = self.link.round = int(state["round"])
+        self.updates = {int(i): tuple(u) for i, u in state["updates"].items()}
+        self.pending = [tuple(p) for p in state["pending"]]
+        clients = sorted(state["clients"], key=lambda c: c["order"])
+        for c in clients:
+            self.in_flight.add(c["client"])
+            self.link.assign(c["client"], self._slots, record=False)
+        at_server = sorted((c for c in clients if c["name"] in SERVER_STAGES),
+                           key=lambda c: -1 if c["queued"] is None else c["queued"])
+        requests = {c["client"]: self.server_cpu.request() for c in at_server}
+        events = {c["client"]: (async_state.rebuild(self, c["record"])
+                                if c["record"] is not None else requests[c["client"]])
+                  for c in clients}
+        self._made = int(state["made"])
+        for c in clients:
+            k, carry = c["client"], async_state.unpack(c["carry"])
+            if k in requests:
+                carry = (requests[k], carry)
+            self.env.process(self._client(k, c["stage"], events[k], carry, c["order"]))
+
+    def _apply(self, k: int) -> Callable[[ModelMessage], None]:
+        """What happens when client k's model is in: the server applies (or buffers) it."""
+        return lambda message: self._arrive(k, self.trainer.server_apply(message))
 
     def _arrive(self, k: int, update: AppliedUpdate) -> None:
         """Record the update, and when it made a new global version, tell the driver; then
@@ -108,8 +170,9 @@ class AsyncFederatedProtocol(AsyncProtocol):
 
     trainer_contract = AsyncFederatedTrainer
 
-    def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._local_steps(k)
+    def stages(self, k: int) -> list[Stage]:
+        return (self._download_stages(k) + self._local_stages(k)
+                + self._upload_stages(k, self._apply(k)))
 
 
 class AsyncSplitProtocol(AsyncProtocol):
@@ -121,6 +184,8 @@ class AsyncSplitProtocol(AsyncProtocol):
     sends_activations = True
     sends_gradients = True
 
-    def _train(self, k: int) -> Generator[simpy.Event, Any, None]:
+    def stages(self, k: int) -> list[Stage]:
+        stages = self._download_stages(k)
         for t in range(self.local_iters):
-            yield from self._split_step(k, t)
+            stages += self._split_stages(k, t)
+        return stages + self._upload_stages(k, self._apply(k))

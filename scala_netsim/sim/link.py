@@ -198,14 +198,16 @@ class WirelessLink:
             self.grant_rows.extend((round_, k, direction.value, b)
                                    for k, b in self._bandwidth_hz[direction].items())
 
-    def assign(self, k: int, shares: dict[Direction, float]) -> None:
+    def assign(self, k: int, shares: dict[Direction, float], record: bool = True) -> None:
         """Give client k a sub-band of its own in each direction (Hz), from now until it is
         given another: an asynchronous run's fixed slot, granted when the client starts (its
-        grant rows carry the link's current `round`, the global version being built)."""
+        grant rows carry the link's current `round`, the global version being built; not
+        recorded again when a resumed run gives a client in flight its slot back)."""
         for direction, bandwidth_hz in shares.items():
             self._bandwidth_hz[direction][k] = bandwidth_hz
             self._rate_bps.pop((direction, k), None)
-            self.grant_rows.append((self.round, k, direction.value, bandwidth_hz))
+            if record:
+                self.grant_rows.append((self.round, k, direction.value, bandwidth_hz))
 
     def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
         """Client -> base station, starting now; yield it to wait for the transfer's end."""
@@ -253,6 +255,13 @@ class WirelessLink:
                 return attempt, float(gain), True
         return model.max_attempts, float(gain), False
 
+    def _transferred(self, transfer: simpy.Timeout) -> None:
+        """Record the transfer `transfer` ended (its `.record`, set by `_transfer`): its row
+        of the link's book, then its event."""
+        _, start, _, local_iter, k, kind, payload_bytes, *radio = transfer.record
+        self.transfer_rows.append((len(self.log), *radio))
+        self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
+
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
         """A timeout lasting the message's airtime that records the transfer when it ends
@@ -268,14 +277,11 @@ class WirelessLink:
             attempts, gain, delivered = self._attempts(direction, k)
             airtime_s = airtime_s * attempts
         transfer = self.env.timeout(airtime_s)
-
-        def record(_: simpy.Event) -> None:
-            self.transfer_rows.append((len(self.log), bandwidth_hz, rate_bps, attempts, gain,
-                                       tx_power_w))
-            self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
-
+        # what the record will say (an asynchronous run's checkpoint saves it)
+        transfer.record = ("transfer", start, airtime_s, local_iter, k, kind, payload_bytes,
+                           bandwidth_hz, rate_bps, attempts, gain, tx_power_w)
         if self.drops is None:
-            transfer.callbacks.append(record)
+            transfer.callbacks.append(self._transferred)
             return transfer
 
         def cut(done: int | None = None) -> None:
@@ -288,7 +294,7 @@ class WirelessLink:
             self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind, done)
 
         if delivered:
-            return self.drops.track(k, transfer, record, cut, local_iter)
+            return self.drops.track(k, transfer, self._transferred, cut, local_iter)
         lost = self.env.event()
 
         def give_up(_: simpy.Event) -> None:
