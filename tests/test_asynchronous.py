@@ -208,17 +208,21 @@ def test_fedbuff_needs_a_buffer():
         validate_scenario(document)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm, sections", [
     ("fedasync", {}),
     ("fedbuff", {"fedbuff": {"buffer_size": 2}}),
-    ("async_sfl", {}),
-    ("gas", {"gas": {"model_buffer": 2, "activation_buffer": 2}}),
+    ("async_sfl", {"network": {"shadowing_std_db": 8.0,
+                               "fading": {"kind": "rayleigh", "coherence": "transfer"}}}),
+    ("gas", {"gas": {"model_buffer": 2, "activation_buffer": 2},
+             "compute": {"client_flops_per_s": [1.0e9, 1.0e10]}}),
 ])
 def test_a_run_saved_between_versions_resumes_as_if_never_stopped(make_run, algorithm, sections):
     """Saved after version 3 or later with clients in flight (their stages, the timeouts
-    they wait on, the server's queue, what the trainer holds for them), written and read
-    as a checkpoint is (torch.save, weights_only), then resumed in a new run: every row,
-    event, grant and transfer, and the final model, are the uninterrupted run's to the bit."""
+    they wait on, the server's queue, what the trainer holds for them; with a fading draw
+    per transfer, or compute spread over the clients), written and read as a checkpoint is
+    (torch.save, weights_only), then resumed in a new run: every row, event, grant and
+    transfer, and the final model, are the uninterrupted run's to the bit."""
     training = {"training": {"rounds": 8, "concurrency": 3, "eval_every": 2,
                              "local_iters": 2}}
     whole = make_run(algorithm, **training, **sections)
