@@ -111,6 +111,12 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
         row.update({k: v for k, v in summary.items()
                     if k.startswith("dropped_fraction") or k in ("label_bias_tv",
                                                                  "rounds_without_contributor")})
+    if "staleness_mean" in summary:   # an asynchronous run (issue 28)
+        row.update(asynchronous_figures(folder, summary, rounds))
+    classes = sorted(c for c in rounds if c.startswith("acc_class_"))
+    final = rounds.dropna(subset=["test_acc"])
+    row["worst_class_acc"] = (float(final[classes].iloc[-1].min()) if classes and len(final)
+                              else float("nan"))
     attack = Path(folder) / "attack.json"
     if attack.is_file():   # the model-inversion attack on the run (scala_netsim.attack)
         scores = json.loads(attack.read_text())
@@ -118,6 +124,27 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
         row.update({f"attack_{name}_std": scores[name]["std"] for name in ATTACK_METRICS})
     row["folder"] = str(Path(folder).relative_to(scenario_dir))
     return row
+
+
+ASYNC_SUMMARY = ("staleness_mean", "staleness_max", "updates_per_client_mean",
+                 "updates_per_client_min", "updates_per_client_max", "clients_without_update",
+                 "updates_compute_correlation", "updates_gain_correlation")
+
+
+def asynchronous_figures(folder: Path | str, summary: dict, rounds: pd.DataFrame) -> dict:
+    """An asynchronous run's figures on whom its server listened to (summary.json), and the
+    label bias of what it took: the total variation distance between the label distribution
+    of every update the server took (rounds.csv's contrib_label_<c>, summed over the
+    versions) and that of the training set (clients.csv)."""
+    figures = {k: summary[k] for k in ASYNC_SUMMARY}
+    clients = pd.read_csv(Path(folder) / "clients.csv")
+    labels = sorted(c for c in clients if c.startswith("label_"))
+    taken = rounds[[f"contrib_{c}" for c in labels]].sum().to_numpy(dtype=float)
+    data = clients[labels].sum().to_numpy(dtype=float)
+    figures["server_label_bias_tv"] = (float(0.5 * np.abs(taken / taken.sum()
+                                                          - data / data.sum()).sum())
+                                       if taken.sum() else float("nan"))
+    return figures
 
 
 def comparison_table(scenario_dir: Path | str, targets: Sequence[float],

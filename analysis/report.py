@@ -27,6 +27,7 @@ from analysis.figures import (  # noqa: E402
 from analysis.runs import ReportError, _fmt_value, load_runs, setting_keys, short  # noqa: E402, F401
 from analysis.tables import (  # noqa: E402
     accuracy_table,
+    asynchronous_table,
     class_cost_table,
     cost_table,
     drops_table,
@@ -49,7 +50,8 @@ def write_report(scenario_dir: Path | str) -> Path:
     figures.mkdir(exist_ok=True)
     measured = not runs["timing_only"].all()   # some run has accuracies
     lines = summary_lines(runs, keys, targets, index, scenario_dir, measured)
-    lines += drop_lines(runs, keys, measured) + privacy_lines(runs, keys, targets)
+    lines += drop_lines(runs, keys, measured) + asynchronous_lines(runs, keys)
+    lines += privacy_lines(runs, keys, targets)
     lines += ["## Figures", ""]
     if measured:
         accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)
@@ -150,6 +152,24 @@ def drop_lines(runs: pd.DataFrame, keys: Sequence[str], measured: bool) -> list[
                           f"more accuracy):", "",
                           class_cost_table(runs, key, keys), ""]
     return lines
+
+
+def asynchronous_lines(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Whom the asynchronous servers listened to (when some run is asynchronous)."""
+    if "staleness_mean" not in runs or not runs["staleness_mean"].notna().any():
+        return []
+    return [
+        "## Asynchronous servers: whom they listened to", "",
+        "A version of an asynchronous algorithm is one server update (FedBuff, GAS: a full "
+        "buffer); a synchronous algorithm's is a round (no staleness: '-'). Staleness: the "
+        "versions made between a client's download and its update's arrival. Updates per "
+        "client and their correlation with the client's FLOP/s and channel gain (dB): who the "
+        "clock lets the server hear (summary.json). Server label bias: the total variation "
+        "distance between the labels of every update the server took (the contributors' "
+        "data, rounds.csv `contrib_label_<c>`) and those of the training set; 0 = the server "
+        "heard every label in proportion. Worst class: the lowest per-class test accuracy at "
+        "the last evaluation, what a label bias costs.", "",
+        asynchronous_table(runs, keys), ""]
 
 
 def privacy_lines(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float]) -> list[str]:

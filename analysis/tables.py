@@ -124,6 +124,34 @@ def drops_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
     return markdown_table(header, rows)
 
 
+def asynchronous_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
+    """Whom the asynchronous servers listened to, and what it cost in labels: versions made,
+    staleness (mean, max), updates per client (mean, min-max, share with none), their
+    correlation with the clients' FLOP/s and channel gain, the label bias of what the server
+    took (analysis.compare.asynchronous_figures), and for every run the final accuracy of its
+    worst class beside its final accuracy."""
+    header = ["algorithm", *map(short, keys), "versions", "staleness mean", "staleness max",
+              "updates / client", "min-max", "clients without update (%)",
+              "corr. with FLOP/s", "corr. with gain", "server label bias (TV)",
+              "worst class final acc (%)", "final acc (%)"]
+    rows = []
+    for algorithm, setting, g in groups(runs, keys):
+        asynchronous = "staleness_mean" in g and g["staleness_mean"].notna().any()
+        figures = ([mean_std(g["rounds"], digits=0), mean_std(g["staleness_mean"]),
+                    mean_std(g["staleness_max"], digits=0),
+                    mean_std(g["updates_per_client_mean"]),
+                    f"{int(g['updates_per_client_min'].min())}-"
+                    f"{int(g['updates_per_client_max'].max())}",
+                    mean_std(g["clients_without_update"], 100, digits=0),
+                    mean_std(g["updates_compute_correlation"]),
+                    mean_std(g["updates_gain_correlation"]),
+                    mean_std(g["server_label_bias_tv"], digits=3)]
+                   if asynchronous else [mean_std(g["rounds"], digits=0)] + ["-"] * 8)
+        rows.append([algorithm, *map(_fmt_value, setting.values()), *figures,
+                     mean_std(g["worst_class_acc"], 100), mean_std(g["final_acc"], 100)])
+    return markdown_table(header, rows)
+
+
 def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> str:
     """What each value of a swept key (a deadline) costs each algorithm against the key's
     first value (the baseline): the change in final, best and late accuracy (the mean over

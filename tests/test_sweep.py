@@ -175,7 +175,29 @@ def test_analysis_command_rebuilds_the_report_and_refuses_an_empty_folder(golden
     assert main([str(root)]) == 0
     assert (root / "report.md").is_file() and (root / "figures" / "latency_accuracy.png").is_file()
     report = (root / "report.md").read_text()
-    assert report.count("| fedconcat |") == 3              # one row in each table
+    assert report.count("| fedconcat |") == 4              # one row in each table
+    # whom the asynchronous servers listened to, from the run folders' own files
+    section = report.split("## Asynchronous servers")[1].split("\n## ")[0]
+    rows = {line.split(" | ")[0][2:]: line for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| algorithm")}
+    for algorithm in ("fedasync", "fedbuff", "async_sfl", "gas"):
+        folder = root / algorithm / "seed3"
+        summary = json.loads((folder / "summary.json").read_text())
+        rounds, clients = pd.read_csv(folder / "rounds.csv"), pd.read_csv(folder / "clients.csv")
+        taken = np.array([rounds[f"contrib_label_{c}"].sum() for c in range(10)], float)
+        data = np.array([clients[f"label_{c}"].sum() for c in range(10)], float)
+        bias = 0.5 * np.abs(taken / taken.sum() - data / data.sum()).sum()
+        final = rounds.dropna(subset=["test_acc"]).iloc[-1]
+        worst = min(final[f"acc_class_{c}"] for c in range(10))
+        assert rows[algorithm].split(" | ")[1:] == [
+            str(summary["rounds"]), f"{summary['staleness_mean']:.2f}",
+            str(summary["staleness_max"]), f"{summary['updates_per_client_mean']:.2f}",
+            f"{summary['updates_per_client_min']}-{summary['updates_per_client_max']}",
+            f"{100 * summary['clients_without_update']:.0f}",
+            f"{summary['updates_compute_correlation']:.2f}",
+            f"{summary['updates_gain_correlation']:.2f}", f"{bias:.3f}", f"{100 * worst:.2f}",
+            f"{100 * summary['final_acc']:.2f} |"]
+    assert rows["scala"].split(" | ")[2:10] == ["-"] * 8     # synchronous: no staleness
     assert main([str(tmp_path / "nothing")]) == 2
     assert "no such results folder" in capsys.readouterr().err
 
