@@ -47,6 +47,20 @@ def wait_until(done: Callable[[], bool], seconds: float) -> None:
         time.sleep(0.05)
 
 
+def kill_half_way(out: Path, args: list[str], algorithm: str, rounds: int) -> None:
+    """Start the CLI, SIGKILL it once `algorithm`'s checkpoint holds round 4 or later, and
+    check that it was killed half way (a checkpoint, no summary)."""
+    proc = subprocess.Popen([sys.executable, "-m", "scala_netsim", str(QUICKSTART),
+                             "--out", str(out), *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = files(out, algorithm) / "checkpoint.pt"
+    wait_until(lambda: checkpoint_round(checkpoint) >= 4 or proc.poll() is not None, 300)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 4 <= checkpoint_round(checkpoint) < rounds, "the run was not killed half way"
+    assert not (files(out, algorithm) / "summary.json").exists()
+
+
 def test_the_timing_trace_ignores_the_machines_speed(tmp_path):
     """One thread instead of two: the timeline (events.csv, the time, byte and FLOP columns)
     is byte for byte the golden one, since it comes from FLOP counts and tensor sizes."""
@@ -75,15 +89,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_files(cli, tmp_path):
     assert cli(QUICKSTART, "--out", tmp_path / "whole", *TINY, *rounds)[0] == 0
 
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "scala_netsim", str(QUICKSTART),
-                             "--out", str(out), *TINY, *rounds], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = files(out, "splitfed_v2") / "checkpoint.pt"
-    wait_until(lambda: checkpoint_round(checkpoint) >= 4 or proc.poll() is not None, 300)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert 4 <= checkpoint_round(checkpoint) < 10, "the run was not killed half way"
-    assert not (files(out, "splitfed_v2") / "summary.json").exists()
+    kill_half_way(out, [*TINY, *rounds], "splitfed_v2", 10)
 
     code, stdout, stderr = cli(QUICKSTART, "--out", out, *TINY, *rounds)
     assert code == 0, stderr
@@ -107,14 +113,7 @@ def test_an_asynchronous_run_killed_half_way_resumes_to_the_uninterrupted_files(
     assert cli(QUICKSTART, "--out", tmp_path / "whole", *gas)[0] == 0
 
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "scala_netsim", str(QUICKSTART),
-                             "--out", str(out), *gas], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = files(out, "gas") / "checkpoint.pt"
-    wait_until(lambda: checkpoint_round(checkpoint) >= 4 or proc.poll() is not None, 300)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert 4 <= checkpoint_round(checkpoint) < 12, "the run was not killed half way"
+    kill_half_way(out, gas, "gas", 12)
 
     code, _, stderr = cli(QUICKSTART, "--out", out, *gas)
     assert code == 0, stderr
