@@ -36,7 +36,8 @@ from scala_netsim.algorithms.contract import (
 from scala_netsim.core.events import MODEL_TRANSFER, EventKind
 from scala_netsim.messages import ModelMessage
 from scala_netsim.sim import async_state
-from scala_netsim.sim.protocols import Protocol, Stage
+from scala_netsim.sim.protocols import Protocol
+from scala_netsim.sim.stages import Stage
 
 #: the stages of a client at the server's processor: waiting for it, holding it
 SERVER_STAGES = ("turn", "serve")
