@@ -9,15 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from scala_netsim.algorithms.asynchronous import FedAsync, FedBuff
 from scala_netsim.algorithms.common import ClientData, SGDSettings
+from scala_netsim.algorithms.contract import ServerStep
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.config.scenario import ScenarioError, validate_scenario
 from scala_netsim.core.events import EventKind
+from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
 from scala_netsim.models import features_and_head
 from scala_netsim.runner.asynchronous import check_asynchronous
 from scala_netsim.runner.drivers import AsynchronousUpdates
+from scala_netsim.sim import async_state
 from scala_netsim.sim.asynchronous import AsyncFederatedProtocol
 
 from conftest import N0_DBM_PER_HZ, simulate, split_parts, tiny_cell, tiny_scenario
@@ -250,3 +255,35 @@ def test_a_run_saved_between_versions_resumes_as_if_never_stopped(make_run, algo
                                  whole.trainer.state_dict()["modules"].items(), strict=True):
         for key in a:
             assert torch.equal(a[key], b[key]), (name, key)
+
+
+@given(st.floats(0, 1e6), st.floats(0, 1), st.floats(0, 1e4))
+def test_a_rebuilt_timeout_ends_at_the_same_float_instant(now, share, left):
+    """A timeout made at `now` in place of one that began at `start` (earlier) and lasted
+    `duration` ends exactly when it did: now + delay_to(now, start + duration) ==
+    start + duration to the bit (SimPy adds the delay to now)."""
+    start = now * share
+    end = start + ((now - start) + left)
+    assume(end >= now)
+    assert now + async_state.delay_to(now, end) == end
+
+
+def test_what_a_stage_carries_survives_a_checkpoint_file():
+    """Messages (with their tensors), server steps, event kinds, lists and tuples are saved
+    as plain types and come back equal, through torch.save/torch.load(weights_only)."""
+    activations = ActivationMessage(3, 1, torch.randn(2, 4), torch.tensor([1, 7]), wire_bytes=40)
+    carry = ([activations], ServerStep([GradientMessage(3, 1, torch.randn(2, 4))], 123),
+             ModelMessage(3, (torch.ones(2),)), ("compute", 0.5, 0.25, 1, 3,
+                                                 EventKind.CLIENT_FORWARD, 99))
+    saved = io.BytesIO()
+    torch.save(async_state.pack(carry), saved)
+    saved.seek(0)
+    back = async_state.unpack(torch.load(saved, weights_only=True))
+    (a,), step, model, record = back
+    assert (a.client_id, a.local_iter, a.wire_bytes) == (3, 1, 40)
+    assert torch.equal(a.activations, activations.activations)
+    assert torch.equal(a.labels, activations.labels)
+    assert step.flops == 123 and torch.equal(step.replies[0].gradients,
+                                             carry[1].replies[0].gradients)
+    assert torch.equal(model.tensors[0], torch.ones(2))
+    assert record == carry[3] and record[5] is EventKind.CLIENT_FORWARD
