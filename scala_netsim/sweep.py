@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,9 +172,13 @@ def cell_state(cell: SweepCell) -> str:
 
 def swept_values(cells: Sequence[SweepCell]) -> dict[str, list]:
     """Swept key -> its values as validated, in sweep order."""
-    values = {}
-    for cell in cells:
-        for key, value in cell.setting:
+    return _values(dict(cell.setting) for cell in cells)
+
+
+def _values(settings: Iterable[dict]) -> dict[str, list]:
+    values: dict[str, list] = {}
+    for setting in settings:
+        for key, value in setting.items():
             if value not in values.setdefault(key, []):
                 values[key].append(value)
     return values
@@ -183,19 +187,38 @@ def swept_values(cells: Sequence[SweepCell]) -> dict[str, list]:
 def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
                       out_dir: Path | str) -> Path:
     """OUT/<scenario>/sweep.json: what the analysis needs to group the runs (swept keys,
-    accuracy targets, every cell and its folder), written before any cell runs."""
+    accuracy targets, every cell and its folder), written before any cell runs. The cells
+    of an earlier index in the folder that this invocation does not run are kept while
+    their run folders exist: a study run in parts (`--set algorithms=[...]`, one
+    invocation for each) is reported as one."""
     root = Path(out_dir) / scenario.name
+    entries = json.loads(json.dumps([   # as the file holds them (tuples as lists)
+        {"algorithm": c.algorithm, "setting": dict(c.setting),
+         "folder": str(c.folder.relative_to(root))} for c in cells]))
+    ours = {e["folder"]: e for e in entries}
+    earlier = [e for e in _earlier_cells(root / SWEEP_JSON) if (root / e["folder"]).is_dir()]
+    merged = [ours.pop(e["folder"], e) for e in earlier] + list(ours.values())
     index = {
         "scenario": scenario.name,
-        "algorithms": list(scenario.algorithms),
-        "sweep": swept_values(cells),
+        "algorithms": list(dict.fromkeys([*scenario.algorithms,
+                                          *(e["algorithm"] for e in merged)])),
+        "sweep": _values(e["setting"] for e in merged),
         "accuracy_targets": list(scenario.report.accuracy_targets),
         "rounds": scenario.training.rounds,
-        "cells": [{"algorithm": c.algorithm, "setting": dict(c.setting),
-                   "folder": str(c.folder.relative_to(root))} for c in cells],
+        "cells": merged,
     }
     write_json(root / SWEEP_JSON, index)
     return root / SWEEP_JSON
+
+
+def _earlier_cells(path: Path) -> list[dict]:
+    """The cells of the index at `path` (none when there is none, or it cannot be read)."""
+    try:
+        cells = json.loads(path.read_text())["cells"]
+        return [c for c in cells
+                if isinstance(c, dict) and {"algorithm", "setting", "folder"} <= set(c)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 # --- running one cell: the same function in-process, in worker processes and on Ray ---------

@@ -373,3 +373,25 @@ def test_a_radio_sweep_of_named_cases_is_re_timed_and_reports_energy(cli, tmp_pa
     assert "## Round latency and energy" in report and "client energy / round (J)" in report
     assert (root / "figures" / "energy_accuracy.png").stat().st_size > 10_000
     assert "(figures/energy_accuracy.png)" in report
+
+
+@pytest.mark.slow
+def test_a_study_run_in_parts_is_indexed_and_reported_as_one(cli, tmp_path):
+    """Two invocations on one --out, each for one algorithm (as a long study is run in the
+    background): sweep.json lists the cells of both, so the report has both; a cell whose
+    run folder is gone is not listed any more."""
+    once = [*TINY, "--set", "training.rounds=1", "--no-figures"]
+    assert cli(QUICKSTART, "--out", tmp_path, *once, "--set", "algorithms=[scala]")[0] == 0
+    assert cli(QUICKSTART, "--out", tmp_path, *once, "--set", "algorithms=[fedavg]")[0] == 0
+    root = tmp_path / "quickstart"
+    index = json.loads((root / "sweep.json").read_text())
+    assert index["algorithms"] == ["fedavg", "scala"]
+    assert [(c["algorithm"], c["folder"]) for c in index["cells"]] == [
+        ("scala", "scala/seed0"), ("fedavg", "fedavg/seed0")]
+    report = (root / "report.md").read_text()
+    assert report.count("| scala |") == report.count("| fedavg |") >= 3   # every table
+    shutil.rmtree(root / "scala")
+    code, stdout, _ = cli(QUICKSTART, "--out", tmp_path, *once, "--set", "algorithms=[fedavg]")
+    assert code == 0 and "already completed, skipped" in stdout
+    index = json.loads((root / "sweep.json").read_text())
+    assert [c["algorithm"] for c in index["cells"]] == ["fedavg"]
