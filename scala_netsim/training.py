@@ -3,6 +3,7 @@ evaluation. Nothing here knows about simulated time.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -99,6 +100,17 @@ def apportion_batch_sizes(num_samples: Sequence[int], total_batch_size: int) -> 
 
 
 @torch.no_grad()
+def to_device(value: Any, device: torch.device) -> Any:
+    """`value` with every tensor in it (through dicts, lists and tuples) on `device`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
 def weighted_average_(target: nn.Module, sources: Sequence[Sequence[torch.Tensor]],
                       weights: Sequence[float]) -> None:
     """target <- sum_k w_k source_k / sum_k w_k over every parameter and buffer (FedAvg)."""

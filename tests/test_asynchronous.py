@@ -24,6 +24,7 @@ from scala_netsim.runner.asynchronous import check_asynchronous
 from scala_netsim.runner.drivers import AsynchronousUpdates
 from scala_netsim.sim import async_state
 from scala_netsim.sim.asynchronous import AsyncFederatedProtocol
+from scala_netsim.training import to_device
 
 from conftest import N0_DBM_PER_HZ, simulate, split_parts, tiny_cell, tiny_scenario
 
@@ -287,3 +288,16 @@ def test_what_a_stage_carries_survives_a_checkpoint_file():
                                              carry[1].replies[0].gradients)
     assert torch.equal(model.tensors[0], torch.ones(2))
     assert record == carry[3] and record[5] is EventKind.CLIENT_FORWARD
+
+
+def test_a_checkpoint_read_onto_the_cpu_goes_back_to_the_run_device():
+    """What trainers and clients in flight held (through dicts, lists and tuples, messages
+    packed as dicts) is moved to the run's device on resuming; numbers and names stay as
+    they are (the meta device stands in for a GPU)."""
+    packed = async_state.pack(([ActivationMessage(3, 1, torch.randn(2, 4), torch.tensor([1, 7]))],
+                               {"buffer": [(4, (torch.ones(2),))], "counter": 7}))
+    moved = to_device(packed, torch.device("meta"))
+    (message,), extra = async_state.unpack(moved)
+    assert message.activations.is_meta and message.labels.is_meta and message.client_id == 3
+    assert extra["buffer"][0][1][0].is_meta and extra["buffer"][0][0] == 4
+    assert extra["counter"] == 7

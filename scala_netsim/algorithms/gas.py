@@ -214,7 +214,7 @@ class GAS(AsyncSplitClients, SplitTrainer, AsyncSplitTrainer):
         self.counter, self.server_steps = int(state["counter"]), int(state["server_steps"])
         self.client_weights = {int(k): int(w) for k, w in state["client_weights"].items()}
         self.statistics.load_state_dict(state["statistics"])
-        self.generator.set_state(state["generator"])
+        self.generator.set_state(state["generator"].cpu())   # a CPU generator's state
         self.last_step_labels = state["last_step_labels"]
 
     def client_start(self, k: int) -> None:

@@ -51,6 +51,7 @@ from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
 from scala_netsim.sim import async_state
 from scala_netsim.timing import timing_trainer
+from scala_netsim.training import to_device
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 
@@ -109,6 +110,7 @@ class Run:
                  device: torch.device, trainer: Trainer | None = None) -> None:
         spec = ALGORITHMS[algorithm]
         self.scenario, self.algorithm, self.world = scenario, algorithm, world
+        self.device = device
         # `trainer`: one that answers the protocol without training (scala_netsim.replay)
         self.trainer = trainer or spec.trainer.from_setup(trainer_setup(scenario, world, device),
                                                           spec.section(scenario))
@@ -321,7 +323,12 @@ class Run:
                 "cut": list(self.log.cut), "aggregations": list(self.aggregation_rows)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.trainer.load_state_dict(state["trainer"])
+        """`state` as read from a checkpoint (onto the CPU): what the trainer and the clients
+        in flight held beyond modules and optimisers goes back to the run's device."""
+        trainer = state["trainer"]
+        if "extra" in trainer:
+            trainer = {**trainer, "extra": to_device(trainer["extra"], self.device)}
+        self.trainer.load_state_dict(trainer)
         self.selection_rng.bit_generator.state = state["selection_rng"]
         self.log.rows = [tuple(e) for e in state["events"]]
         self.log.demands = [tuple(d) for d in state["demands"]]
@@ -335,4 +342,4 @@ class Run:
         self.link.load_stream_states(state["link_streams"])
         if state.get("asynchronous") is not None:
             self.driver.load_state_dict(state["asynchronous"]["driver"])
-            self.protocol.resume(state["asynchronous"]["protocol"])
+            self.protocol.resume(to_device(state["asynchronous"]["protocol"], self.device))
