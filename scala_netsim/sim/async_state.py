@@ -20,10 +20,11 @@ at the same instant to the bit; the run is then saved at the next version that c
 from __future__ import annotations
 
 import dataclasses
-import math
+import heapq
 from typing import Any
 
 import simpy
+from simpy.events import NORMAL
 
 from scala_netsim.algorithms.contract import ServerStep
 from scala_netsim.core.events import EventKind
@@ -65,26 +66,25 @@ def unpack(value: Any) -> Any:
     return value
 
 
-def delay_to(now: float, end: float) -> float:
-    """The delay d with now + d == end to the bit (a timeout made at `now` then ends exactly
-    when the one it replaces did, which was made at another instant)."""
-    delay = end - now
-    while now + delay < end:
-        delay = math.nextafter(delay, math.inf)
-    while now + delay > end:
-        delay = math.nextafter(delay, -math.inf)
-    if now + delay != end:
-        raise RuntimeError(f"no delay from {now!r} ends at {end!r}")
-    return delay
+def at(env: simpy.Environment, end: float) -> simpy.Event:
+    """An event that happens at `end` exactly, as a timeout does (triggered, due then): the
+    one it stands for was made at another instant, and a timeout made now would end at
+    now + delay, a float sum that cannot reach every instant (0.3333333333333333 + d is
+    never 0.8695312851478766)."""
+    # SimPy has no public way to schedule at an absolute time; its own entry, as schedule()
+    # makes it: (time, priority, event id, event)
+    event = simpy.Event(env)
+    event._ok, event._value = True, None
+    heapq.heappush(env._queue, (end, NORMAL, next(env._eid), event))
+    return event
 
 
-def rebuild(protocol: Any, record: Any) -> simpy.Timeout:
+def rebuild(protocol: Any, record: Any) -> simpy.Event:
     """A timeout ending when the one `record` (packed) describes did, recorded as it would
     have been: a computation by the protocol, a transfer by its link."""
     record = unpack(record)
     what, start, duration_s = record[:3]
-    env = protocol.env
-    timeout = env.timeout(delay_to(env.now, start + duration_s))
+    timeout = at(protocol.env, start + duration_s)
     timeout.record = record
     timeout.callbacks.append(protocol._computed if what == "compute"
                              else protocol.link._transferred)
