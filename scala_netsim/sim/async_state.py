@@ -6,10 +6,10 @@ computation (a SimPy timeout that records itself when it ends), or its turn at t
 processor. SimPy's processes cannot be saved, so the protocol keeps, for each client in
 flight, the stage of its life it is in and what that stage carries (`AsyncProtocol.position`),
 and every timeout it waits on keeps what its record will say (`.record`, set by
-`Protocol._timed` and `WirelessLink._transfer`). A checkpoint saves those; a resumed run makes
-the same timeouts again, ending at the same instants to the bit, in the order the originals
-were made (SimPy breaks ties of time by that order), queues the same requests at the server
-in the same order, and starts each client's process at its stage.
+`Protocol._timed` and `WirelessLink._transfer`). A checkpoint saves those; a resumed run puts
+the same timeouts back on SimPy's queue at the same instants to the bit (`at`), in the order
+the originals were made (SimPy breaks ties of time by that order), queues the same requests at
+the server in the same order, and starts each client's process at its stage.
 
 A checkpoint is taken only when nothing is due at the current instant that anything waits on
 (`quiet`): an event due now would be processed by the uninterrupted run in an order a resumed
@@ -46,7 +46,7 @@ def pack(value: Any) -> Any:
     """`value` in the types a checkpoint may hold (torch.load with weights_only)."""
     if isinstance(value, EventKind):
         return {"event_kind": value.value}
-    if type(value).__name__ in CARRIED and dataclasses.is_dataclass(value):
+    if isinstance(value, tuple(CARRIED.values())):
         return {"carried": type(value).__name__,
                 **{f.name: pack(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if isinstance(value, tuple | list):

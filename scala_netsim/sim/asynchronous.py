@@ -37,10 +37,7 @@ from scala_netsim.core.events import MODEL_TRANSFER, EventKind
 from scala_netsim.messages import ModelMessage
 from scala_netsim.sim import async_state
 from scala_netsim.sim.protocols import Protocol
-from scala_netsim.sim.stages import Stage
-
-#: the stages of a client at the server's processor: waiting for it, holding it
-SERVER_STAGES = ("turn", "serve")
+from scala_netsim.sim.stages import SERVER_STAGES, Stage
 
 
 class AsyncProtocol(Protocol):
@@ -116,7 +113,7 @@ class AsyncProtocol(Protocol):
             at_server = name in SERVER_STAGES     # carry: (the request, what it carries)
             clients.append({"client": k, "stage": i, "name": name, "order": order,
                             "record": async_state.pack(getattr(event, "record", None)),
-                            "queued": queue.index(event) if name == "turn" else None,
+                            "queued": queue.index(event) if name == SERVER_STAGES[0] else None,
                             "carry": async_state.pack(carry[1] if at_server else carry)})
         return {"round": self.round, "updates": dict(self.updates),
                 "pending": list(self.pending), "made": self._made, "clients": clients}

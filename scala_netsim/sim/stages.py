@@ -16,6 +16,10 @@ from scala_netsim.algorithms.contract import ServerStep
 from scala_netsim.core.events import MODEL_TRANSFER, EventKind
 from scala_netsim.messages import ActivationMessage, ModelMessage
 
+#: the stages of a client at the server's processor, waiting for it and holding it: both
+#: carry (the request, what the stage carries)
+SERVER_STAGES = ("turn", "serve")
+
 
 def _keep(carry: Any) -> Any:
     return carry
@@ -82,8 +86,9 @@ class ClientStages:
         def release(carry: tuple) -> None:
             self.server_cpu.release(carry[0])
 
-        return [Stage("turn", turn, abandon=release),
-                Stage("serve", serve, served, abandon=release)]
+        waiting, holding = SERVER_STAGES
+        return [Stage(waiting, turn, abandon=release),
+                Stage(holding, serve, served, abandon=release)]
 
     def _server_compute(self, local_iter: int, client_id: int,
                         uploads: Sequence[ActivationMessage]
