@@ -24,6 +24,14 @@ def time_to_accuracy_s(rounds: pd.DataFrame, target: float) -> float:
     return float(hit["sim_time_s"].iloc[0]) if len(hit) else float("nan")
 
 
+def accuracy_by_time(curve: np.ndarray, instant_s: float) -> float:
+    """The best test accuracy among a run's evaluations made by simulated time `instant_s`
+    (`curve`: its evaluated rounds as rows of round, sim_time_s, test_acc; NaN when none was
+    made by then)."""
+    made = curve[curve[:, 1] <= instant_s, 2]
+    return float(made.max()) if len(made) else float("nan")
+
+
 def energy_to_accuracy_j(rounds: pd.DataFrame, target: float) -> float:
     """The clients' energy (J, rounds.csv's client_energy_j summed) until the test accuracy
     first reaches `target` (NaN if never)."""

@@ -31,6 +31,7 @@ from analysis.tables import (  # noqa: E402
     class_cost_table,
     cost_table,
     drops_table,
+    equal_time_table,
     latency_energy_table,
     paired_change_table,
     privacy_table,
@@ -50,7 +51,9 @@ def write_report(scenario_dir: Path | str) -> Path:
     figures.mkdir(exist_ok=True)
     measured = not runs["timing_only"].all()   # some run has accuracies
     lines = summary_lines(runs, keys, targets, index, scenario_dir, measured)
-    lines += drop_lines(runs, keys, measured) + asynchronous_lines(runs, keys)
+    lines += drop_lines(runs, keys, measured)
+    lines += equal_time_lines(runs, curves, keys) if measured else []
+    lines += asynchronous_lines(runs, keys)
     lines += privacy_lines(runs, keys, targets)
     lines += ["## Figures", ""]
     if measured:
@@ -152,6 +155,27 @@ def drop_lines(runs: pd.DataFrame, keys: Sequence[str], measured: bool) -> list[
                           f"more accuracy):", "",
                           class_cost_table(runs, key, keys), ""]
     return lines
+
+
+#: the instants of the equal-time table, as shares of the runs' common time budget
+EQUAL_TIME_SHARES = (1 / 12, 1 / 6, 1 / 4, 1 / 2, 3 / 4, 1)
+
+
+def equal_time_lines(runs: pd.DataFrame, curves: dict, keys: Sequence[str]) -> list[str]:
+    """Accuracy at equal simulated time, when every run had the same time budget
+    (`training.time_budget_s`): the question such a study asks (issue 28's)."""
+    budgets = runs["time_budget_s"]
+    if budgets.isna().any() or budgets.nunique() != 1:
+        return []
+    budget = float(budgets.iloc[0])
+    return [
+        "## Accuracy at equal simulated time", "",
+        f"Every run stopped at its first version (a round, or an asynchronous server update) "
+        f"that reached `training.time_budget_s` = {budget:g} s of simulated time. The best "
+        f"test accuracy among the evaluations each run had made by each instant (test "
+        f"accuracy is evaluated every `training.eval_every` versions and at the last one); a "
+        f"last version that ends after the budget counts only in the accuracy table above.",
+        "", equal_time_table(runs, curves, keys, [budget * s for s in EQUAL_TIME_SHARES]), ""]
 
 
 def asynchronous_lines(runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:

@@ -57,6 +57,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         by_kind = events.groupby("kind")["payload_bytes"].sum()
         row.update({
             "local_iters": scenario["training"]["local_iters"],
+            "time_budget_s": scenario["training"].get("time_budget_s"),
             "time_per_round_s": summary["total_sim_time_s"] / done,
             "uplink_MB": summary["uplink_bytes"] / MB,
             "downlink_MB": summary["downlink_bytes"] / MB,

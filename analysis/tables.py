@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
+from analysis.compare import accuracy_by_time  # noqa: E402
 from analysis.runs import _fmt_value, groups, short  # noqa: E402
 from scala_netsim.core.events import DROP_REASONS  # noqa: E402
 
@@ -149,6 +150,28 @@ def asynchronous_table(runs: pd.DataFrame, keys: Sequence[str]) -> str:
                    if asynchronous else [mean_std(g["rounds"], digits=0)] + ["-"] * 8)
         rows.append([algorithm, *map(_fmt_value, setting.values()), *figures,
                      mean_std(g["worst_class_acc"], 100), mean_std(g["final_acc"], 100)])
+    return markdown_table(header, rows)
+
+
+def equal_time_table(runs: pd.DataFrame, curves: dict, keys: Sequence[str],
+                     instants: Sequence[float]) -> str:
+    """Accuracy at equal simulated time: per group, the best test accuracy among the
+    evaluations each run made by each instant (analysis.compare.accuracy_by_time; a seed that
+    had made none by then is left out of the mean and counted in brackets), and when the
+    runs' last versions ended."""
+    header = ["algorithm", *map(short, keys),
+              *(f"best acc by {t:,.0f} s (%)" for t in instants), "last version ends (s)"]
+    rows = []
+    for algorithm, setting, g in groups(runs, keys):
+        cells = []
+        for instant in instants:
+            accuracies = np.array([accuracy_by_time(curves[f], instant) for f in g["folder"]])
+            made = np.isfinite(accuracies)
+            text = mean_std(accuracies[made], 100) if made.any() else "no evaluation yet"
+            cells.append(text if made.all() or not made.any()
+                         else f"{text} ({made.sum()}/{len(made)})")
+        rows.append([algorithm, *map(_fmt_value, setting.values()), *cells,
+                     mean_std(g["total_sim_time_s"], digits=0)])
     return markdown_table(header, rows)
 
 

@@ -296,6 +296,37 @@ def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_pa
     assert not [t for t in texts if t.startswith("95 %")]
 
 
+def test_accuracy_at_equal_simulated_time_on_constructed_runs():
+    """The equal-time table: per group the best accuracy evaluated by each instant, seeds
+    without an evaluation by then counted apart; no section without one common budget."""
+    from analysis.compare import accuracy_by_time
+    from analysis.report import equal_time_lines
+
+    curves = {"a/0": np.array([[10, 100.0, 0.5], [20, 200.0, 0.4], [30, 400.0, 0.7]]),
+              "a/1": np.array([[10, 250.0, 0.6], [20, 390.0, 0.8]]),
+              "b/0": np.array([[5, 50.0, 0.2], [6, 410.0, 0.9]])}
+    assert np.isnan(accuracy_by_time(curves["a/0"], 99.9))            # none made yet
+    assert accuracy_by_time(curves["a/0"], 200.0) == 0.5          # best, not latest
+    assert accuracy_by_time(curves["a/0"], 400.0) == 0.7
+    runs = pd.DataFrame([
+        {"algorithm": "a", "seed": 0, "folder": "a/0", "total_sim_time_s": 400.0},
+        {"algorithm": "a", "seed": 1, "folder": "a/1", "total_sim_time_s": 390.0},
+        {"algorithm": "b", "seed": 0, "folder": "b/0", "total_sim_time_s": 410.0}])
+    runs["time_budget_s"] = 400.0
+    lines = equal_time_lines(runs, curves, [])
+    assert lines[0] == "## Accuracy at equal simulated time"
+    table = [line for line in "\n".join(lines).splitlines() if line.startswith("| ")]
+    assert table[0].split(" | ")[1:3] == ["best acc by 33 s (%)", "best acc by 67 s (%)"]
+    # a by 100 and 200 s: seed 0 only (50 %, its best); by 300 s both (50, 60); by 400 s 70, 80
+    assert table[1] == ("| a | no evaluation yet | no evaluation yet | 50.00 (1/2) | "
+                        "50.00 (1/2) | 55.00 ± 7.07 | 75.00 ± 7.07 | 395 ± 7 |")
+    assert table[2] == "| b | no evaluation yet | 20.00 | 20.00 | 20.00 | 20.00 | 20.00 | 410 |"
+    runs.loc[2, "time_budget_s"] = 500.0
+    assert equal_time_lines(runs, curves, []) == []
+    runs["time_budget_s"] = None
+    assert equal_time_lines(runs, curves, []) == []
+
+
 def _constructed_sweep(bands, end_times):
     """Runs of scala and fedavg over `bands` with accuracy curves ending at `end_times`."""
     key = "network.uplink_bandwidth_hz"
