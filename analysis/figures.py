@@ -244,8 +244,9 @@ def _pair_text(ax: Axes, key: str, target: float, pair: tuple[str, str], lines: 
     faster = None if not both.any() else (
         alg_a if (mean_a[both] < mean_b[both]).all() else (
             alg_b if (mean_b[both] < mean_a[both]).all() else None))
-    span = (f"{_fmt_value(first[0] / divisor)}-{_fmt_value(first[-1] / divisor)}"
-            f"{unit}" if first and ticks is None else "")
+    span = ("-".join(dict.fromkeys(_fmt_value(v / divisor) for v in (first[0], first[-1])))
+            + unit if first and ticks is None else "")
+    every = f"the only {short(key)}" if len(first) == 1 else f"every {short(key)}"
     if where:
         last = np.flatnonzero(both)[-1]
         above = alg_a if mean_a[last] < mean_b[last] else alg_b
@@ -254,7 +255,7 @@ def _pair_text(ax: Axes, key: str, target: float, pair: tuple[str, str], lines: 
     elif faster:
         slower = b if faster == alg_a else a
         return (f"{100 * target:g} %: {a if faster == alg_a else b} before "
-                f"{slower} at every {short(key)} where both reach it ({span}); "
+                f"{slower} at {every} where both reach it ({span}); "
                 f"no crossover")
     elif both.any():
         return (f"{100 * target:g} %: {a} and {b} meet without crossing "

@@ -278,13 +278,14 @@ def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_pa
     bands = [1e5, 1e6, 1e7]
     times = {("scala", 0.7): [100.0, 50.0, 40.0], ("fedavg", 0.7): [80.0, 60.0, 30.0],
              ("scala", 0.8): [200.0, 90.0, 80.0], ("fedavg", 0.8): [np.nan] * 3,
+             ("scala", 0.85): [np.nan, np.nan, 90.0], ("fedavg", 0.85): [np.nan, 500.0, 250.0],
              ("scala", 0.9): [np.nan, 300.0, 100.0], ("fedavg", 0.9): [np.nan, 400.0, 200.0]}
     runs = pd.DataFrame([{"algorithm": a, "seed": 0, key: b,
-                          **{f"time_to_{t:g}_s": times[(a, t)][i] for t in (0.7, 0.8, 0.9)}}
+                          **{f"time_to_{t:g}_s": times[(a, t)][i] for t in (0.7, 0.8, 0.85, 0.9)}}
                          for a in ("scala", "fedavg") for i, b in enumerate(bands)])
     runs[f"time_to_{0.95:g}_s"] = np.nan                      # reached by no run: no panel
     path = tmp_path / "t.png"
-    texts = time_to_target_figure(runs, key, [key], [0.7, 0.8, 0.9, 0.95], path)
+    texts = time_to_target_figure(runs, key, [key], [0.7, 0.8, 0.85, 0.9, 0.95], path)
     assert path.stat().st_size > 10_000
     # 70 %: 100 > 80 then 50 < 60 then 40 > 30: two crossings, fedavg first at the top
     (seventy,) = [t for t in texts if t.startswith("70 %")]
@@ -293,6 +294,8 @@ def test_time_to_accuracy_curves_and_their_crossovers_on_constructed_runs(tmp_pa
     assert "80 %: only scala reaches it, not fedavg" in texts
     assert "90 %: scala before fedavg at every uplink_bandwidth_hz where both reach it " \
            "(1-10 MHz); no crossover" in texts
+    assert "85 %: scala before fedavg at the only uplink_bandwidth_hz where both reach it " \
+           "(10 MHz); no crossover" in texts
     assert not [t for t in texts if t.startswith("95 %")]
 
 
