@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import find_runs  # noqa: E402
+from analysis.runs import group_label  # noqa: E402
 from analysis.style import legend_outside, log_time_axis, marker_size, set_log_x  # noqa: E402
 from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV
 
@@ -122,12 +123,24 @@ def reconstruction_figure(originals: np.ndarray, reconstructions: np.ndarray, pa
 
 def _curves(scenario_dir: Path, x_column: str,
             algorithms: Collection[str] | None) -> dict[str, list[np.ndarray]]:
-    curves = {}
-    for summary, folder in find_runs(scenario_dir, algorithms):
+    """Label -> the evaluated curves of its runs (one per seed): the label is the algorithm,
+    followed by its swept values when the runs differ in more than the seed (a sweep), so
+    that each setting gets a line of its own."""
+    found = [(summary["algorithm"],
+              {k: v for k, v in summary.get("setting", {}).items() if k != "seed"}, folder)
+             for summary, folder in find_runs(scenario_dir, algorithms)]
+    found.sort(key=lambda run: (run[0], [_order(v) for v in run[1].values()]))
+    curves: dict[str, list[np.ndarray]] = {}
+    for algorithm, setting, folder in found:
+        label = group_label(algorithm, setting)
         rounds = read_rounds(folder).dropna(subset=["test_acc"])
-        curve = rounds[[x_column, "test_acc"]].to_numpy()
-        curves.setdefault(summary["algorithm"], []).append(curve)
+        curves.setdefault(label, []).append(rounds[[x_column, "test_acc"]].to_numpy())
     return curves
+
+
+def _order(value: object) -> tuple:
+    """Sort numbers by value, anything else by its text, numbers first."""
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
 
 
 def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str,
@@ -141,13 +154,13 @@ def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str
     span = max(ends, default=0.0)
     divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
     log_x = over_time and log_time_axis(ends)
-    for algorithm, runs in sorted(curves.items()):
-        for i, c in enumerate(runs):  # one line per seed, one colour per algorithm
+    colours = plt.get_cmap("tab10" if len(curves) <= 10 else "tab20")
+    for g, (label, runs) in enumerate(curves.items()):
+        for i, c in enumerate(runs):  # one line per seed, one colour per label
             c = c[c[:, 0] > 0] if log_x else c   # round 0 (time 0) has no place on a log axis
             ax.plot(c[:, 0] / divisor, 100 * c[:, 1], lw=1.3, marker=".",
                     ms=marker_size(len(c)) + 1 if marker_size(len(c)) else 0,
-                    color=f"C{sorted(curves).index(algorithm) % 10}",
-                    label=algorithm if i == 0 else None)
+                    color=colours(g % colours.N), label=label if i == 0 else None)
     if log_x:
         set_log_x(ax)
     ax.set_xlabel(x_label + (", log scale" if log_x else ""))

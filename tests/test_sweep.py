@@ -330,6 +330,30 @@ def test_accuracy_at_equal_simulated_time_on_constructed_runs():
     assert equal_time_lines(runs, curves, []) == []
 
 
+def test_the_comparison_figure_gives_each_swept_setting_its_own_line(tmp_path):
+    """A sweep's accuracy_vs_time.png: one labelled colour per (algorithm, setting), seeds
+    sharing it, settings in numeric order; without a sweep, the algorithm alone."""
+    from analysis.plots import _curves, comparison_figures
+
+    for algorithm, t, seed in [("scala", 10, 0), ("scala", 5, 0), ("scala", 5, 1),
+                               ("fedavg", 5, 0)]:
+        folder = tmp_path / "s" / algorithm / f"t={t}" / f"seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps(
+            {"algorithm": algorithm, "setting": {"training.local_iters": t, "seed": seed}}))
+        pd.DataFrame({"round": [1, 2], "sim_time_s": [t, 2.0 * t],
+                      "test_acc": [0.1 * seed + 0.2, 0.5]}).to_csv(folder / "rounds.csv")
+    curves = _curves(tmp_path / "s", "sim_time_s", None)
+    assert list(curves) == ["fedavg local_iters=5", "scala local_iters=5",
+                            "scala local_iters=10"]
+    assert [len(runs) for runs in curves.values()] == [1, 2, 1]
+    assert curves["scala local_iters=10"][0].tolist() == [[10.0, 0.2], [20.0, 0.5]]
+    assert [p.stat().st_size > 10_000 for p in comparison_figures(tmp_path / "s")] == [True] * 2
+    for folder in (tmp_path / "s").rglob("summary.json"):
+        folder.write_text(json.dumps({"algorithm": folder.parts[-4], "setting": {}}))
+    assert list(_curves(tmp_path / "s", "round", None)) == ["fedavg", "scala"]
+
+
 def _constructed_sweep(bands, end_times):
     """Runs of scala and fedavg over `bands` with accuracy curves ending at `end_times`."""
     key = "network.uplink_bandwidth_hz"
