@@ -82,10 +82,29 @@ def log_time_axis(last_times: Sequence[float]) -> bool:
     return bool(ends) and max(ends) / min(ends) >= LOG_TIME_SPAN
 
 
+#: a logarithmic axis spanning at most this many decades also labels its 2s and 5s (one
+#: labelled decade alone does not say where the points are; over more, labels collide)
+LABEL_MINOR_DECADES = 1.5
+
+
+def tick_text(value: float) -> str:
+    """A logarithmic axis' tick as a plain number (0.2, 5, 3000), not 10 to a power."""
+    return f"{value:g}"
+
+
 def set_log_x(ax: Axes) -> None:
-    """A logarithmic x axis labelled at its decades only (labelled minor ticks collide)."""
+    """A logarithmic x axis labelled with plain numbers at its decades, and at the 2s and 5s
+    between them while it spans LABEL_MINOR_DECADES or fewer (decided when it is drawn)."""
     ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: tick_text(x)))
+
+    def minor(value: float, _: int) -> str:
+        low, high = sorted(ax.get_xlim())
+        few = low > 0 and np.log10(high / low) <= LABEL_MINOR_DECADES
+        leading = round(value / 10 ** np.floor(np.log10(value) + 1e-9))
+        return tick_text(value) if few and leading in (2, 5) else ""
+
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
 
 
 def log_y_if_wide(ax: Axes, factor: float = 30.0) -> bool:

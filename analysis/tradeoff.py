@@ -81,6 +81,9 @@ def _trade_off_points(runs: pd.DataFrame, keys: Sequence[str], column: str) -> t
 #: an algorithm with more points than this in a trade-off figure has only its first and last
 #: point labelled (in the sweep's order) and its points joined: a label on each would overlap
 LABEL_EVERY_POINT_UP_TO = 4
+#: points between a label and its point: clear of the Pareto front's circle (s = 160, a
+#: radius of about 6.3 points)
+LABEL_GAP = 9
 
 
 def setting_text(key: str, value: object) -> str:
@@ -127,7 +130,7 @@ def place_labels(ax: Axes, labels: Sequence[tuple], fontsize: float = 7,
             ly -= line
         placed.append((*span, ly))
         ax.annotate(text, (x, y), fontsize=fontsize, color=color,
-                    xytext=(-4 if right_aligned else 4, (ly - py) * per_point),
+                    xytext=(-LABEL_GAP if right_aligned else LABEL_GAP, (ly - py) * per_point),
                     textcoords="offset points", ha="right" if right_aligned else "left")
 
 

@@ -395,6 +395,35 @@ def test_a_numeric_sweep_of_many_values_gets_a_colour_map_and_decades_a_log_axis
     assert log_time_axis([0.0, float("nan"), 5.0]) is False
 
 
+def test_a_log_axis_labels_plain_numbers_and_its_2s_and_5s_only_when_it_spans_few_decades():
+    """A log time axis over a decade and a half labels 0.2, 0.5, 2, 5 besides its decades (a
+    single decade label does not say where the points are); over several decades only the
+    decades are labelled, and never as 10 to a power."""
+    import matplotlib.pyplot as plt
+
+    from analysis.style import set_log_x, tick_text
+
+    def labels(low, high):
+        figure, ax = plt.subplots()
+        set_log_x(ax)
+        ax.set_xlim(low, high)
+        figure.canvas.draw()
+        axis = ax.xaxis
+        texts = {kind: [tick.label1.get_text() for tick, value in zip(ticks, locations, strict=True)
+                        if tick.label1.get_text() and low <= value <= high]
+                 for kind, ticks, locations in (
+                     ("major", axis.get_major_ticks(), axis.get_majorticklocs()),
+                     ("minor", axis.get_minor_ticks(), axis.get_minorticklocs()))}
+        plt.close(figure)
+        return texts
+
+    narrow = labels(0.15, 1.1)
+    assert narrow["major"] == ["1"] and narrow["minor"] == ["0.2", "0.5"]
+    wide = labels(1.0, 5000.0)
+    assert wide["major"] == ["1", "10", "100", "1000"] and wide["minor"] == []
+    assert [tick_text(v) for v in (0.2, 5.0, 3000.0, 1e5)] == ["0.2", "5", "3000", "100000"]
+
+
 @pytest.mark.slow
 def test_a_radio_sweep_of_named_cases_is_re_timed_and_reports_energy(cli, tmp_path):
     """Channel cases differing only in the network: one training per algorithm, the other
