@@ -22,6 +22,10 @@ steps are per client. Each algorithm's blocks are interleaved with blocks of (a)
 
     python benchmarks/bench_throughput.py [--repeats 5] [--rounds-per-block 4]
                                           [--algorithms scala fedavg] [--arch vgg11]
+                                          [--device cuda]
+
+Every variant runs on --device (the data there too) in the kernels' mode a run uses
+(scala_netsim.runner.world.deterministic); on a GPU each block ends with a synchronisation.
 
 A ResNet-18 round (B = 320, T = 5) is about 2.7 TFLOP: minutes on a 2-core CPU, so run the
 larger models with `--repeats 2 --rounds-per-block 1` there.
@@ -43,8 +47,14 @@ from scala_netsim.data import load_dataset
 from scala_netsim.metrics import FLOPS, round_row
 from scala_netsim.models import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS, build_split_model
 from scala_netsim.runner.loop import Run
-from scala_netsim.runner.world import build_world
+from scala_netsim.runner.world import build_world, deterministic
 from scala_netsim.selection import RandomSelector
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued kernels (a GPU runs them after the call returns)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def centralized_block(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
@@ -53,10 +63,11 @@ def centralized_block(model: nn.Module, optimizer: torch.optim.Optimizer, x: tor
     """`steps` plain training steps; -> (seconds, samples)."""
     start = time.perf_counter()
     for _ in range(steps):
-        idx = torch.randint(len(y), (batch_size,), generator=generator)
+        idx = torch.randint(len(y), (batch_size,), generator=generator).to(x.device)
         optimizer.zero_grad(set_to_none=True)
         nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
         optimizer.step()
+    synchronize(x.device)
     return time.perf_counter() - start, steps * batch_size
 
 
@@ -89,13 +100,19 @@ def main() -> None:
                         choices=list(ALGORITHMS), help="algorithms for the per-algorithm lines")
     parser.add_argument("--arch", default="alexnet14", choices=list(ARCHS),
                         help="the model, split at its default point")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="where every variant trains")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA GPU is available")
+    device = torch.device(args.device)
+    deterministic(device)
 
     split = DEFAULT_SPLITS[args.arch]
     scenario = validate_scenario({"name": "bench", "device": "cpu",   # cellular_10pct defaults
                                   "model": {"arch": args.arch, "split": split}})
     tr = scenario.training
-    dataset = load_dataset("fashion_mnist", pad_to_32=args.arch not in NATIVE_SIZE_ARCHS)
+    dataset = load_dataset("fashion_mnist", pad_to_32=args.arch not in NATIVE_SIZE_ARCHS).to(device)
     world = build_world(scenario, dataset)
     selection, selector = np.random.default_rng(0), RandomSelector(scenario.data.num_clients)
     rounds = [selector.select(scenario.num_participants, selection)
@@ -108,7 +125,7 @@ def main() -> None:
     for variant, fast_layout in layouts:
         model = nn.Sequential(*build_split_model(args.arch, split, 1, 10,
                                                  torch.Generator().manual_seed(0), fast_layout,
-                                                 image_size=dataset.image_size))
+                                                 image_size=dataset.image_size)).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=tr.lr, momentum=tr.momentum)
         centralized[variant] = (model, optimizer)
     g = torch.Generator().manual_seed(0)
@@ -117,9 +134,8 @@ def main() -> None:
     flops_per_step = counter.get_total_flops()
 
     # (b) bare math and (c) co-simulation, each with its own trainer
-    cpu = torch.device("cpu")
-    bare = Run(scenario, "scala", world, cpu).trainer
-    cosim = Run(scenario, "scala", world, cpu)
+    bare = Run(scenario, "scala", world, device).trainer
+    cosim = Run(scenario, "scala", world, device)
 
     def cosim_round(r: int) -> int:
         start_s, first = cosim.env.now, len(cosim.log)
@@ -148,6 +164,7 @@ def main() -> None:
                 flops += (bare_scala_round(bare, rounds[r], tr.local_iters) if variant == "b"
                           else cosim_round(r))
                 r += 1
+            synchronize(device)
             results[variant].append((time.perf_counter() - start, steps * tr.batch_size, flops))
 
     def rates(variant: str) -> tuple[float, float]:
@@ -159,7 +176,7 @@ def main() -> None:
              "b": "(b) bare SCALA math", "c": "(c) SCALA co-simulation"}
     names = {v: name for v, name in names.items() if v in results}
     print(f"{args.arch} split {split}, B = {tr.batch_size}, {scenario.num_participants} clients x "
-          f"{tr.local_iters} iterations, {torch.get_num_threads()} threads, "
+          f"{tr.local_iters} iterations, {device.type} ({torch.get_num_threads()} threads), "
           f"{args.repeats} interleaved blocks of {steps} iterations each")
     print(f"{'variant':28s} {'samples/s':>10s} {'GFLOP/s':>9s}")
     for v in names:
@@ -183,15 +200,17 @@ def main() -> None:
     print(f"\nper algorithm: co-simulation GFLOP/s as a ratio to (a), and to (d) plain PyTorch "
           f"steps at batch {small_batch}, measured alongside")
     for algorithm in args.algorithms:
-        run = Run(scenario, algorithm, world, cpu)
-        rng = np.random.default_rng(1)
+        run = Run(scenario, algorithm, world, device)
+        # a block: `count` rounds, or for an asynchronous algorithm as many versions as a
+        # round has clients per round (a version takes one client's update, FedBuff's K)
+        per_round = scenario.num_participants if run.asynchronous else 1
 
         def block(count: int, first_round: int, run: Run = run,
-                  rng: np.random.Generator = rng) -> tuple[float, int]:
+                  per_round: int = per_round) -> tuple[float, int]:
             start, first = time.perf_counter(), len(run.log)
-            for i in range(count):
-                run.protocol.run_round(first_round + i,
-                                       run.selector.select(scenario.num_participants, rng))
+            for i in range(count * per_round):
+                run.driver.advance(first_round * per_round + i + 1)
+            synchronize(device)
             return time.perf_counter() - start, sum(e.flops for e in run.log.since(first))
 
         block(1, 0)  # warm-up, FLOP caches
