@@ -48,6 +48,7 @@ from scala_netsim.core.records import (
     SUMMARY_JSON,
     SWEEP_JSON,
 )
+from scala_netsim.core.results import read_csv
 
 if TYPE_CHECKING:
     import torch
@@ -400,7 +401,7 @@ class Results:
         """Every run's `name` file, one frame: algorithm, the swept keys and seed first."""
         frames = []
         for r in self.runs:
-            frame = pd.read_csv(r.folder / name)
+            frame = read_csv(r.folder / name)
             keys = {"algorithm": r.algorithm, **{k: str(v) if isinstance(v, (list, dict))
                                                  else v for k, v in r.setting.items()},
                     "seed": r.seed}

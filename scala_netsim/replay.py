@@ -63,7 +63,7 @@ from scala_netsim.core.records import (
     SCENARIO_YAML,
     SUMMARY_JSON,
 )
-from scala_netsim.core.results import file_sha256, read_written_yaml
+from scala_netsim.core.results import file_sha256, read_csv, read_written_yaml
 from scala_netsim.messages import RecordedMessage
 from scala_netsim.radio_record import RADIO_COLUMNS
 from scala_netsim.runner.recorded import RecordedTrainer
@@ -86,8 +86,6 @@ class TimelineDiverged(Exception):  # noqa: N818 (an outcome of a replay, not a 
         return f"round {self.round}: {self.reason}"
 
 
-# pandas reads floats back exactly by default from version 3 on; before, only when asked
-EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 _KINDS = list(EventKind)
 _KIND_CODE = {kind.value: code for code, kind in enumerate(_KINDS)}
 
@@ -219,10 +217,10 @@ def _record_tables(folder: Path, summary: dict
                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(rounds, events, demands) of a finished run, their columns and order checked."""
     where = str(folder)
-    read = EXACT_FLOATS   # evaluations are copied bit for bit
+    # (read_csv: evaluations are copied bit for bit)
     with open(folder / EVENTS_CSV) as f:
         header = tuple(f.readline().rstrip("\n").split(","))
-    demands = pd.read_csv(folder / DEMANDS_CSV, **read)
+    demands = read_csv(folder / DEMANDS_CSV)
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
                for radio in ((), RADIO_COLUMNS)]
     if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
@@ -231,8 +229,8 @@ def _record_tables(folder: Path, summary: dict
                           f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}) and "
                           f"{DEMAND_COLUMNS}")
     # what was sent and computed is all a replay needs (the radio columns are timing)
-    events = pd.read_csv(folder / EVENTS_CSV, usecols=list(EVENT_COLUMNS), **read)
-    rounds = pd.read_csv(folder / ROUNDS_CSV, **read)
+    events = read_csv(folder / EVENTS_CSV, usecols=list(EVENT_COLUMNS))
+    rounds = read_csv(folder / ROUNDS_CSV)
     unknown = set(events["kind"]) - set(_KIND_CODE)
     if unknown:
         raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")

@@ -2,6 +2,7 @@
 the registry refuses a trainer that does not fit its protocol."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -72,7 +73,9 @@ def plugin_dir(tmp_path):
 
 @pytest.mark.slow
 def test_an_out_of_tree_algorithm_runs_through_the_cli(plugin_dir, tmp_path):
-    env = {"PYTHONPATH": str(plugin_dir)}
+    # the plugin's folder before what PYTHONPATH held (where this environment's packages may be)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, (str(plugin_dir),
+                                                       os.environ.get("PYTHONPATH"))))}
     proc = run_golden(tmp_path / "out", "--set", "algorithms=[fedavg_clip, fedavg]",
                       "--set", "fedavg_clip.max_norm=0.05", env=env)
     assert proc.returncode == 0, proc.stderr

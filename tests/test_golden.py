@@ -12,6 +12,7 @@ import pytest
 
 from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.core.events import ASYNC_COLUMNS, EVENT_COLUMNS
+from scala_netsim.core.results import read_csv
 
 from golden_run import COMPARED, GOLDEN, comparable
 
@@ -41,8 +42,8 @@ def test_each_run_folder_holds_the_results_layout(golden_run, algorithm):
                  "summary.json",
                  "accuracy_vs_time.png", "accuracy_vs_rounds.png", "latency_breakdown.png"):
         assert (folder / name).stat().st_size > 0, name
-    rounds = pd.read_csv(folder / "rounds.csv")
-    events = pd.read_csv(folder / "events.csv")
+    rounds = read_csv(folder / "rounds.csv")
+    events = read_csv(folder / "events.csv")
     summary = json.loads((folder / "summary.json").read_text())
     assert tuple(events.columns) == EVENT_COLUMNS
     assert list(rounds.columns[:13]) == [
@@ -74,8 +75,8 @@ def test_an_asynchronous_run_folder_holds_one_row_per_version(golden_run, algori
                  "summary.json", "accuracy_vs_time.png", "accuracy_vs_rounds.png"):
         assert (folder / name).stat().st_size > 0, name
     assert not (folder / "latency_breakdown.png").exists()
-    rounds = pd.read_csv(folder / "rounds.csv")
-    events = pd.read_csv(folder / "events.csv")
+    rounds = read_csv(folder / "rounds.csv")
+    events = read_csv(folder / "events.csv")
     summary = json.loads((folder / "summary.json").read_text())
     assert tuple(events.columns) == EVENT_COLUMNS + ASYNC_COLUMNS
     assert rounds["round"].tolist() == [1, 2] and "compute_time_s" not in rounds
@@ -87,13 +88,13 @@ def test_an_asynchronous_run_folder_holds_one_row_per_version(golden_run, algori
 
 
 def test_the_algorithms_share_the_cell_and_partition_and_differ_in_pattern(golden_run):
-    clients = pd.read_csv(golden_run.run_dir("scala") / "clients.csv")
+    clients = read_csv(golden_run.run_dir("scala") / "clients.csv")
     assert len(clients) == 10 and ((clients.filter(like="label_") > 0).sum(axis=1) == 2).all()
     for algorithm in GOLDEN_ALGORITHMS:
         pd.testing.assert_frame_equal(clients,
-                                      pd.read_csv(golden_run.run_dir(algorithm) / "clients.csv"))
+                                      read_csv(golden_run.run_dir(algorithm) / "clients.csv"))
     server_steps = {
-        a: (pd.read_csv(golden_run.run_dir(a) / "events.csv").kind == "server_step").sum()
+        a: (read_csv(golden_run.run_dir(a) / "events.csv").kind == "server_step").sum()
         for a in GOLDEN_ALGORITHMS}
     assert server_steps["scala"] == server_steps["ca_sfl"] == 2 * 2          # ONE per iteration
     for per_client in ("splitfed_v1", "splitfed_v2", "splitfed_v3", "lla_sfl", "cs_sfl",
@@ -110,7 +111,7 @@ def test_the_command_reports_and_compares(golden_run):
     assert f"results: {golden_run.out}" in stdout
     for algorithm in GOLDEN_ALGORITHMS:
         assert f"{algorithm}: completed, best accuracy" in stdout
-    comparison = pd.read_csv(golden_run.out / "comparison.csv").set_index("algorithm")
+    comparison = read_csv(golden_run.out / "comparison.csv").set_index("algorithm")
     assert sorted(comparison.index) == GOLDEN_ALGORITHMS
     assert {"final_acc", "best_acc", "time_to_0.6_s", "time_to_0.7_s", "time_to_0.8_s",
             "uplink_bytes", "downlink_bytes", "client_flops", "server_flops"
