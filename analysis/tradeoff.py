@@ -84,6 +84,8 @@ LABEL_EVERY_POINT_UP_TO = 4
 #: points between a label and its point: clear of the Pareto front's circle (s = 160, a
 #: radius of about 6.3 points)
 LABEL_GAP = 9
+#: a point's marker (ms = 5) as an obstacle for labels, in points from its centre
+MARKER_RADIUS = 3.5
 
 
 def setting_text(key: str, value: object) -> str:
@@ -112,26 +114,44 @@ def _point_labels(ax: Axes, points: Sequence[tuple], algs: Sequence[str],
 
 
 def place_labels(ax: Axes, labels: Sequence[tuple], fontsize: float = 7,
-                 right_aligned: bool = False) -> None:
+                 right_aligned: bool = False, avoid: Sequence[tuple] = ()) -> None:
     """Annotate (x, y, text, colour) labels beside their points, each moved down a line while
-    it would overlap one placed before it (points close together otherwise print their labels
-    on top of each other)."""
+    it would overlap one placed before it or cover one of the markers at `avoid` ((x, y) in
+    data units; points close together otherwise print their labels on top of each other or
+    of their neighbours), or up a line where moving down would take it below the axes."""
     ax.autoscale_view()
     per_point = 72 / ax.figure.dpi
     line, width = 1.3 * fontsize / per_point, 0.6 * fontsize / per_point
+    radius = MARKER_RADIUS / per_point
+    markers = [ax.transData.transform(point) for point in avoid]
     placed: list[tuple[float, float, float]] = []
     for x, y, text, color in sorted(labels, key=lambda item: -item[1]):
         px, py = ax.transData.transform((x, y))
         ly = py + 4 / per_point
         left = px - (len(text) * width if right_aligned else 0)
+        left += -LABEL_GAP / per_point if right_aligned else LABEL_GAP / per_point
         span = (left, left + len(text) * width)
-        while any(abs(ly - qy) < line and span[0] < q1 and q0 < span[1]
-                  for q0, q1, qy in placed):
-            ly -= line
+
+        def blocked(ly: float, span: tuple = span) -> bool:
+            return (any(abs(ly - qy) < line and span[0] < q1 and q0 < span[1]
+                        for q0, q1, qy in placed)
+                    or any(span[0] - radius < mx < span[1] + radius
+                           and ly - radius < my < ly + fontsize / per_point + radius
+                           for mx, my in markers))
+
+        down = ly
+        while blocked(down):   # ends: each line down leaves the placed labels and markers
+            down -= line
+        if down < ax.bbox.y0:   # below the axes: the nearest free line above, if any
+            up = next((candidate for candidate in (ly + k * line for k in range(1, 100))
+                       if candidate < ax.bbox.y1 and not blocked(candidate)), None)
+            down = up if up is not None else down
+        ly = down
         placed.append((*span, ly))
         ax.annotate(text, (x, y), fontsize=fontsize, color=color,
                     xytext=(-LABEL_GAP if right_aligned else LABEL_GAP, (ly - py) * per_point),
-                    textcoords="offset points", ha="right" if right_aligned else "left")
+                    textcoords="offset points", ha="right" if right_aligned else "left",
+                    in_layout=False)   # placed in the final layout: they must not move it
 
 
 def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
@@ -169,9 +189,6 @@ def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Se
             ax.scatter([right], [acc], marker=">", color="gray")
         ax.text(right, ax.get_ylim()[1], "target not\nreached", fontsize=7, ha="center",
                 va="top", color="gray")
-    place_labels(ax, labels_of_points)
-    if missed:
-        place_labels(ax, [(right, acc, label, "gray") for label, acc in missed], 6, True)
     what = (f"{cost_name} to {100 * target:g} % test accuracy" if target is not None
             else f"{cost_name} of the whole run (no group reached any accuracy target)")
     ax.set_xlabel(f"{what} ({t_label.split('(')[-1]}")
@@ -179,6 +196,10 @@ def latency_accuracy_figure(runs: pd.DataFrame, keys: Sequence[str], targets: Se
     ax.set_title(f"{cost}-accuracy trade-off (mean ± std over seeds); up and left is better")
     ax.grid(alpha=0.3)
     legend_outside(fig, [ax])
+    fig.draw_without_rendering()   # the axes where the layout puts them: labels placed there
+    place_labels(ax, labels_of_points, avoid=[(p[0] / divisor, p[1]) for p in points])
+    if missed:
+        place_labels(ax, [(right, acc, label, "gray") for label, acc in missed], 6, True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return what, [labels[i] for i in front]

@@ -424,6 +424,35 @@ def test_a_log_axis_labels_plain_numbers_and_its_2s_and_5s_only_when_it_spans_fe
     assert [tick_text(v) for v in (0.2, 5.0, 3000.0, 1e5)] == ["0.2", "5", "3000", "100000"]
 
 
+def test_trade_off_labels_keep_off_each_other_off_other_points_and_inside_the_axes():
+    """Labels of points close together: none overlaps another or covers a neighbour's marker,
+    and a label pushed below the axes goes to the nearest free line above instead."""
+    import matplotlib.pyplot as plt
+
+    from analysis.tradeoff import place_labels
+
+    figure, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    points = [(1.0, 80.0), (1.1, 79.9), (1.3, 79.8), (3.0, 10.0), (3.0, 10.0), (3.0, 10.0)]
+    ax.plot(*zip(*points, strict=True), "o", ms=5)
+    ax.set_ylim(5, 90)
+    figure.draw_without_rendering()
+    place_labels(ax, [(x, y, f"label {i}", "k") for i, (x, y) in enumerate(points[:3])],
+                 avoid=points[:3])
+    place_labels(ax, [(x, y, f"not reached {i}", "gray") for i, (x, y) in
+                      enumerate(points[3:])], 6, True)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = [text.get_window_extent(renderer) for text in ax.texts]
+    assert len(boxes) == 6
+    for i, box in enumerate(boxes):
+        assert box.y0 >= ax.bbox.y0 - 1, ax.texts[i].get_text()
+        assert not any(box.overlaps(other) for other in boxes[i + 1:]), ax.texts[i].get_text()
+    markers = [ax.transData.transform(point) for point in points[:3]]
+    for box in boxes[:3]:
+        assert not any(box.x0 < mx < box.x1 and box.y0 < my < box.y1 for mx, my in markers)
+    plt.close(figure)
+
+
 @pytest.mark.slow
 def test_a_radio_sweep_of_named_cases_is_re_timed_and_reports_energy(cli, tmp_path):
     """Channel cases differing only in the network: one training per algorithm, the other
