@@ -219,3 +219,24 @@ def test_bad_input_is_answered_without_loading_torch():
                           cwd=ROOT, timeout=120)
     assert proc.stdout.split() == ["2", "False"], proc.stderr
     assert "training.rounds: must be >= 1, got 0" in proc.stderr
+
+
+def test_the_run_time_estimate_times_each_pattern_as_it_runs():
+    """SCALA and CA-SFL are estimated from a measured local iteration of their own pattern
+    (the clients' parts at B / (r K), the server part on the concatenation), the per-client
+    algorithms from whole-model steps at the clients' batch; evaluations from the server batch."""
+    from scala_netsim.estimate import StepCosts, concatenated_step_s, run_time_s
+
+    from conftest import tiny_dataset, tiny_scenario
+
+    costs = StepCosts(server_batch_s=1e-4, client_batch_s=2e-4, concatenated_s=3e-4)
+    scenario = tiny_scenario(training={"rounds": 20, "eval_every": 10})   # T = 2, B = 24
+    evaluations = 2 * 1e-4 / 3 * 100
+    assert run_time_s(scenario, "scala", 100, costs) == pytest.approx(20 * 2 * 24 * 3e-4
+                                                                      + evaluations)
+    assert run_time_s(scenario, "ca_sfl", 100, costs) == run_time_s(scenario, "scala", 100,
+                                                                    costs)
+    assert run_time_s(scenario, "fedavg", 100, costs) == pytest.approx(20 * 2 * 24 * 2e-4
+                                                                       + evaluations)
+    measured = concatenated_step_s(scenario, tiny_dataset(), torch.device("cpu"), steps=1)
+    assert 0 < measured < float("inf")
