@@ -44,17 +44,12 @@ from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.scala import SCALA
 from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.data import load_dataset
+from scala_netsim.estimate import synchronize
 from scala_netsim.metrics import FLOPS, round_row
 from scala_netsim.models import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS, build_split_model
 from scala_netsim.runner.loop import Run
 from scala_netsim.runner.world import build_world, deterministic
 from scala_netsim.selection import RandomSelector
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued kernels (a GPU runs them after the call returns)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def centralized_block(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
@@ -201,8 +196,8 @@ def main() -> None:
           f"steps at batch {small_batch}, measured alongside")
     for algorithm in args.algorithms:
         run = Run(scenario, algorithm, world, device)
-        # a block: `count` rounds, or for an asynchronous algorithm as many versions as a
-        # round has clients per round (a version takes one client's update, FedBuff's K)
+        # a block: `count` rounds; for an asynchronous algorithm, `count` x (clients per
+        # round) versions (a version takes one client's update, FedBuff's K of them)
         per_round = scenario.num_participants if run.asynchronous else 1
 
         def block(count: int, first_round: int, run: Run = run,

@@ -4,6 +4,7 @@ measured time of training steps of the scenario's model."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -15,37 +16,48 @@ from scala_netsim.data import Dataset
 from scala_netsim.models import build_split_model
 
 
-def _synchronize(x: torch.Tensor) -> None:
-    """Wait for the kernels queued on x's GPU (a GPU runs them after the calls return)."""
-    if x.is_cuda:
-        torch.cuda.synchronize(x.device)
+def synchronize(device: torch.device) -> None:
+    """Wait for the kernels queued on a GPU (it runs them after the calls return)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
-def _time_train_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int) -> float:
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    _synchronize(x)
+def _timed(step: Callable[[], None], device: torch.device, steps: int) -> float:
+    """Seconds of one call of `step`, averaged over `steps` calls after one warm-up call."""
+    step()
+    synchronize(device)
     start = time.perf_counter()
     for _ in range(steps):
-        optimizer.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
-    _synchronize(x)
+        step()
+    synchronize(device)
     return (time.perf_counter() - start) / steps
+
+
+def _parts(scenario: Scenario, dataset: Dataset, device: torch.device
+           ) -> tuple[nn.Module, nn.Module]:
+    """A throwaway (client, server) pair of the scenario's model on `device`."""
+    client, server = build_split_model(scenario.model.arch, scenario.model.split,
+                                       dataset.in_channels, dataset.num_classes,
+                                       torch.Generator().manual_seed(0),
+                                       image_size=dataset.image_size)
+    return client.to(device), server.to(device)
 
 
 def train_step_s(scenario: Scenario, dataset: Dataset, device: torch.device, batch_size: int,
                  steps: int = 3) -> float:
     """Seconds of one training step of the whole model on `batch_size` images (a throwaway
     model, lr 0), measured after one warm-up step."""
-    client, server = build_split_model(scenario.model.arch, scenario.model.split,
-                                       dataset.in_channels, dataset.num_classes,
-                                       torch.Generator().manual_seed(0),
-                                       image_size=dataset.image_size)
-    model = nn.Sequential(client, server).to(device)
+    model = nn.Sequential(*_parts(scenario, dataset, device))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     batch = min(batch_size, len(dataset.train_y))
     x, y = dataset.train_x[:batch], dataset.train_y[:batch]
-    _time_train_steps(model, x, y, 1)  # warm-up
-    return _time_train_steps(model, x, y, steps)
+
+    def step() -> None:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return _timed(step, device, steps)
 
 
 def concatenated_step_s(scenario: Scenario, dataset: Dataset, device: torch.device,
@@ -55,11 +67,7 @@ def concatenated_step_s(scenario: Scenario, dataset: Dataset, device: torch.devi
     the concatenated activations (a backward pass for its weights, an input-only one for the
     activations' gradient), each client runs its part backward. Measured, not derived from a
     whole-model step: on a GPU the clients' small batches cost kernel launches, not FLOPs."""
-    client, server = build_split_model(scenario.model.arch, scenario.model.split,
-                                       dataset.in_channels, dataset.num_classes,
-                                       torch.Generator().manual_seed(0),
-                                       image_size=dataset.image_size)
-    client, server = client.to(device), server.to(device)
+    client, server = _parts(scenario, dataset, device)
     clients = scenario.num_participants
     batch = max(1, min(scenario.training.batch_size // clients, len(dataset.train_y)))
     x, y = dataset.train_x[:batch], dataset.train_y[:batch].repeat(clients)
@@ -80,13 +88,7 @@ def concatenated_step_s(scenario: Scenario, dataset: Dataset, device: torch.devi
         for _ in range(clients):   # one step per client model (here all the one part)
             client_optimizer.step()
 
-    iteration()  # warm-up
-    _synchronize(x)
-    start = time.perf_counter()
-    for _ in range(steps):
-        iteration()
-    _synchronize(x)
-    return (time.perf_counter() - start) / steps
+    return _timed(iteration, device, steps)
 
 
 @dataclass(frozen=True)
