@@ -24,7 +24,7 @@ PINNED_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
               "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512F AVX512CD AVX512_KNL AVX512_KNM "
                                           "AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"}
 COMPARED = ("rounds.csv", "events.csv", "demands.csv", "summary.json")
-VOLATILE = ("wall_time_s",)   # summary.json keys that differ from run to run
+VOLATILE = ("wall_time_s", "machines")   # summary.json keys that differ from run to run
 
 
 def run_pinned(module: str, *args: str | Path,

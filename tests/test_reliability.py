@@ -96,6 +96,11 @@ def test_resume_after_sigkill_gives_the_uninterrupted_files(cli, tmp_path):
     assert "scala: already completed, skipped" in stdout
     summary = json.loads((files(out, "splitfed_v2") / "summary.json").read_text())
     assert 4 <= summary["resumed_from_round"] < 10 and summary["status"] == "completed"
+    # one record of the machine per invocation that trained it, from the round it started at
+    machines = summary["machines"]
+    assert [m["from_round"] for m in machines] == [0, summary["resumed_from_round"]]
+    assert all(m["torch_threads"] == torch.get_num_threads() and m["processor"]
+               and m["cores"] == os.cpu_count() for m in machines)
     for algorithm in ("scala", "splitfed_v2"):
         dropped = pd.read_csv(files(out, algorithm) / "rounds.csv")["num_dropped"]
         assert 0 < dropped.sum() < 50, (algorithm, dropped.tolist())   # some, not all

@@ -58,7 +58,8 @@ class Checkpointer:
                 f"refusing to resume it (--force starts the run afresh)")
         return state
 
-    def save(self, run: Run, wall_time_s: float) -> None:
+    def save(self, run: Run, wall_time_s: float, machines: list[dict]) -> None:
+        """`machines`: where each invocation so far worked on the run (runner.execute)."""
         data = {"identity": self.identity, "round": run.round, "run": run.state_dict(),
-                "wall_time_s": wall_time_s}
+                "wall_time_s": wall_time_s, "machines": machines}
         write_atomic(self.path, lambda f: torch.save(data, f), binary=True)

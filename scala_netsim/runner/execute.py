@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
+import platform
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +44,25 @@ def objects_so_far_frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+def processor_name() -> str:
+    """The processor's model name (/proc/cpuinfo on Linux; platform's word elsewhere)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def machine_record(device: torch.device, from_round: int) -> dict:
+    """Where one invocation worked on a run (summary.json's `machines`, one entry per
+    invocation that trained it): the processor, its cores, the torch threads (accuracies are
+    bit-identical only at the same thread count: docs/guides/reproducibility.md), torch's
+    version and the device, from the round it started at."""
+    return {"from_round": from_round, "processor": processor_name(), "cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "torch": str(torch.__version__),
+            "device": str(device)}
 
 
 def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.device,
@@ -87,11 +108,12 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
             (folder / stale).unlink(missing_ok=True)
     writer = RunWriter(folder, scenario, world)
     run = Run(scenario, algorithm, world, device, trainer)
-    wall_before_s = 0.0
+    wall_before_s, machines = 0.0, []
     if state is not None:
         run.load_state_dict(state["run"])
-        wall_before_s = state["wall_time_s"]
+        wall_before_s, machines = state["wall_time_s"], list(state.get("machines", []))
     resumed_from = run.round if state is not None else None
+    machines.append(machine_record(device, run.round))
     tr = scenario.training
     save_due = False   # a checkpoint is due, and taken as soon as the run can be saved
     while not run.finished:
@@ -105,7 +127,7 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
             writer.flush(run, now=True)
         elif save_due and run.checkpointable:
             writer.flush(run, now=True)
-            checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start)
+            checkpointer.save(run, wall_before_s + time.perf_counter() - wall_start, machines)
             save_due = False
         elif not math.isnan(row["test_acc"]):
             writer.flush(run)
@@ -120,7 +142,7 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
             finish(folder)
     summary = run.summary(status, setting or {}, wall_before_s + time.perf_counter() - wall_start,
                           resumed_from, device, retimed_from)
-    writer.summary(summary)
+    writer.summary({**summary, "machines": machines})
     if problems:
         raise InvariantError([f"{folder}: {p}" for p in problems])
     return summary
