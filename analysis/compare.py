@@ -14,7 +14,7 @@ from analysis import accuracy_of, read_rounds
 from scala_netsim.core.records import CLIENTS_CSV, COMPARISON_CSV, DEMANDS_CSV, SUMMARY_JSON
 from scala_netsim.core.results import write_csv
 
-#: the scores of attack.json (scala_netsim.privacy.Reconstruction's fields)
+#: the scores of attack.json (scala_netsim.learn.privacy.Reconstruction's fields)
 ATTACK_METRICS = ("mse", "ssim", "psnr_db")
 
 
@@ -110,7 +110,7 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
         row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
     row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes", "downlink_bytes",
                                         "client_flops", "server_flops", "wall_time_s")})
-    if "client_energy_j" in rounds:   # a run that records energy (scala_netsim.radio_record)
+    if "client_energy_j" in rounds:   # a run that records energy (scala_netsim.runner.radio_record)
         row.update({k: summary[k] for k in ("client_energy_j", "client_transmit_energy_j",
                                             "client_compute_energy_j")})
         for target in targets:
@@ -126,7 +126,7 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
     row["worst_class_acc"] = (float(final[classes].iloc[-1].min()) if classes and len(final)
                               else float("nan"))
     attack = Path(folder) / "attack.json"
-    if attack.is_file():   # the model-inversion attack on the run (scala_netsim.attack)
+    if attack.is_file():   # the model-inversion attack on the run (scala_netsim.tools.attack)
         scores = json.loads(attack.read_text())
         row.update({f"attack_{name}": scores[name]["mean"] for name in ATTACK_METRICS})
         row.update({f"attack_{name}_std": scores[name]["std"] for name in ATTACK_METRICS})

@@ -40,16 +40,17 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.algorithms.scala import SCALA
+from scala_netsim.algorithms.selection import RandomSelector
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import validate_scenario
-from scala_netsim.data import load_dataset
-from scala_netsim.estimate import synchronize
-from scala_netsim.metrics import FLOPS, round_row
-from scala_netsim.models import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS, build_split_model
+from scala_netsim.core.catalog import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS
+from scala_netsim.learn.data import load_dataset
+from scala_netsim.learn.models import build_split_model
+from scala_netsim.runner.estimate import synchronize
 from scala_netsim.runner.loop import Run
+from scala_netsim.runner.metrics import FLOPS, round_row
 from scala_netsim.runner.world import build_world, deterministic
-from scala_netsim.selection import RandomSelector
 
 
 def centralized_block(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,

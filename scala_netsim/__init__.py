@@ -1,25 +1,26 @@
 """Split federated learning trained for real under a SimPy-simulated cellular clock.
 
-The package is built in layers; a module imports only its own layer and the layers below it
-(tests/test_layers.py reads every import, those inside functions and under TYPE_CHECKING
-included, and finds no cycle):
+The package is built in layers, each a folder; a module imports only its own layer and the
+layers below it (tests/test_layers.py reads every import, those inside functions and under
+TYPE_CHECKING included, and finds no cycle):
 
-    entry      cli, retime, __main__, this package's Python API
-    tools      sweep (planning and executors), attack (the model-inversion attack)
-    runner     run (world, run loop, writer, checkpoints), replay, timing, radio_record,
-               invariants, metrics, estimate
-    config     config.scenario (the schema; loads no torch)
-    registry   algorithms.registry (every algorithm: classes by path, traits as data)
-    algorithms algorithms.* (trainers, their sections), selection  |  sim: engine (imports
-               only the trainer contract of the layer below)
-    contract   algorithms.contract (what a protocol calls on its trainer)
-    learn      messages, models, flops, losses, partition, data, compression, privacy,
-               training  |  channel/ (radio and compute, pure math)  |  analysis/ (reads
-               result folders; imports only the core)
-    core       core.* (records: the run folder's files; events, results, seeds, catalog,
-               exits, version; no torch, simpy or pydantic)
+    entry      the root modules: cli, retime, attack, __main__, api (this package's Python API)
+    tools/     sweep (planning and executors), attack (the model-inversion attack)
+    runner/    world, run loop, drivers, writer, checkpoints, execution; the books (invariants,
+               metrics, radio_record, version_books) and the re-timers (replay, timing,
+               recorded), the run-time estimate
+    config/    scenario (the schema; loads no torch), documents, registry (every algorithm:
+               classes by path, traits as data), async_checks
+    algorithms/ (trainers, their sections, client selection)  |  sim/ (cell, link, drops,
+               stages, protocols: the SimPy engine)
+    learn/     messages, models, flops, losses, partition, data, compression, privacy,
+               training, contract (what a protocol calls on its trainer)  |  channel/ (radio
+               and compute, pure math)  |  analysis/ (reads result folders; imports only core)
+    core/      records (the run folder's files), events, results, seeds, catalog, exits,
+               version (no torch, simpy or pydantic)
 
-Layers side by side (learn, channel and analysis; algorithms and sim) do not import each other.
+Layers side by side (learn, channel and analysis; algorithms and sim) do not import each other:
+the algorithms and the simulator meet only in the trainer contract below them.
 """
 
 from scala_netsim.core.version import __version__

@@ -32,14 +32,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import yaml
 
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.config.scenario import (
-    Scenario,
-    ScenarioError,
-    apply_overrides,
-    set_dotted,
-    validate_scenario,
-)
+from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.config.scenario import Scenario, validate_scenario
 from scala_netsim.config.scenario import load_scenario as load_scenario_file
 from scala_netsim.core.exits import check_writable
 from scala_netsim.core.records import (
@@ -53,8 +48,8 @@ from scala_netsim.core.results import read_csv
 if TYPE_CHECKING:
     import torch
 
-    from scala_netsim.data import Dataset
-    from scala_netsim.sweep import SweepCell
+    from scala_netsim.learn.data import Dataset
+    from scala_netsim.tools.sweep import SweepCell
 
 #: The run-time estimate times 8 training steps; below this many local iterations in all the
 #: runs to train (a smoke test, a one-round check) it would cost a good part of the work
@@ -130,7 +125,7 @@ class RefusedError(ValueError):
 
 def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     """`run` on a validated scenario."""
-    from scala_netsim.sweep import expand_sweep
+    from scala_netsim.tools.sweep import expand_sweep
 
     cells = expand_sweep(scenario, out)
     problem = check_writable(out)
@@ -151,7 +146,7 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     device = run_device(scenario)
     dataset = check_data(cells, device)
     todo, plan, states = plan_cells(scenario, cells, out, dataset, device, options)
-    from scala_netsim.sweep import write_sweep_index
+    from scala_netsim.tools.sweep import write_sweep_index
 
     write_sweep_index(scenario, cells, out)
     run_cells([c for c in todo if c.folder not in plan], [c for c in todo if c.folder in plan],
@@ -200,8 +195,8 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     """(the cells to run, {folder of a cell to re-time: the cell it is re-timed from}, each
     cell's state by folder: new, partial, finished), printing the plan; RefusedError where
     a folder holds a run of another scenario."""
-    from scala_netsim.estimate import StepCosts, format_duration, run_time_s
-    from scala_netsim.sweep import cell_state, plan_retiming, swept_values
+    from scala_netsim.runner.estimate import StepCosts, format_duration, run_time_s
+    from scala_netsim.tools.sweep import cell_state, plan_retiming, swept_values
 
     # by folder: swept values may be lists, which cannot be dictionary keys
     states = {c.folder: ("new" if options.force else cell_state(c)) for c in cells}
@@ -249,8 +244,8 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
               out: Path) -> None:
     """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
     from the cell `plan` maps each to (training any that cannot be re-timed)."""
-    from scala_netsim.replay import RecordError, TimelineDiverged
-    from scala_netsim.sweep import cell_arguments, retime_cell, run_in_processes, run_on_ray
+    from scala_netsim.runner.replay import RecordError, TimelineDiverged
+    from scala_netsim.tools.sweep import cell_arguments, retime_cell, run_in_processes, run_on_ray
 
     def resume_of(cell: SweepCell) -> bool:
         return states[cell.folder] == "partial"
@@ -283,7 +278,7 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
 
 def run_line(label: str, summary: dict) -> str:
     """The line the CLI prints for a finished run."""
-    from scala_netsim.estimate import format_duration
+    from scala_netsim.runner.estimate import format_duration
 
     how = "re-timed" if summary.get("retimed_from") else summary["status"]
     accuracy = ("timing only" if summary.get("timing_only") else
@@ -302,7 +297,7 @@ def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
     """Run one cell here, with a progress bar when asked. -> its summary."""
     from tqdm import tqdm
 
-    from scala_netsim.sweep import cell_arguments, run_cell
+    from scala_netsim.tools.sweep import cell_arguments, run_cell
 
     bar = tqdm(total=cell.scenario.training.rounds, desc=cell.label, unit="round",
                disable=not show_progress, file=sys.stderr)

@@ -47,12 +47,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--retime", choices=("on", "off"), default="on",
                         help="on (default): of the cells that differ only in network.* and "
                              "compute.*, train one per algorithm and learning settings and "
-                             "re-time the others from its run, exactly (scala_netsim.replay); "
-                             "off: train every cell")
+                             "re-time the others from its run, exactly "
+                             "(scala_netsim.runner.replay); off: train every cell")
     parser.add_argument("--timing-only", action="store_true",
                         help="time the protocols without training (= --set timing_only=true): "
                              "each step's bytes and FLOPs come from the real trainer's first "
-                             "step of that batch size; no accuracy (scala_netsim.timing)")
+                             "step of that batch size; no accuracy (scala_netsim.runner.timing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-report", action="store_true",
                         help="do not write report.md and the study figures at the end")
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # Imports after argument parsing, and torch only after the scenario is valid, so that
     # `--help` and input errors answer at once.
-    from scala_netsim.config.scenario import ScenarioError, load_scenario
+    from scala_netsim.config.documents import ScenarioError
+    from scala_netsim.config.scenario import load_scenario
 
     for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
         if value < 1:
@@ -79,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         return fail(str(exc))
     from scala_netsim.api import Options, RefusedError, run_scenario
-    from scala_netsim.data import DataNotFoundError
-    from scala_netsim.invariants import InvariantError
-    from scala_netsim.partition import PartitionError
+    from scala_netsim.learn.data import DataNotFoundError
+    from scala_netsim.learn.partition import PartitionError
     from scala_netsim.runner.checkpoints import CheckpointError
+    from scala_netsim.runner.invariants import InvariantError
 
     options = Options(jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
                       ray_cpus_per_cell=args.ray_cpus_per_cell, retime=args.retime == "on",

@@ -42,7 +42,7 @@ def not_retimeable(source: Path) -> str | None:
     algorithm: the clock decides what it learns), or None."""
     import json
 
-    from scala_netsim.algorithms.registry import ALGORITHMS
+    from scala_netsim.config.registry import ALGORITHMS
 
     summary = source / SUMMARY_JSON
     if not summary.is_file():
@@ -57,8 +57,9 @@ def not_retimeable(source: Path) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from scala_netsim.config.scenario import ScenarioError, load_scenario
-    from scala_netsim.replay import Record, RecordError, TimelineDiverged, replay_trainer
+    from scala_netsim.config.documents import ScenarioError
+    from scala_netsim.config.scenario import load_scenario
+    from scala_netsim.runner.replay import Record, RecordError, TimelineDiverged, replay_trainer
 
     source, out = Path(args.run_dir), Path(args.out)
     if refused := not_retimeable(source):
@@ -71,19 +72,18 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     if out.resolve() == source.resolve():
         return fail("--out: must not be the run folder being re-timed")
-    problem = check_writable(out)
-    if problem:
+    if problem := check_writable(out):
         return fail(problem)
 
     import torch
 
     from analysis.plots import plot_run
-    from scala_netsim.attack import after_training
-    from scala_netsim.data import DataNotFoundError
-    from scala_netsim.estimate import format_duration
+    from scala_netsim.learn.data import DataNotFoundError
+    from scala_netsim.runner.estimate import format_duration
     from scala_netsim.runner.execute import execute_run
     from scala_netsim.runner.world import build_world, cell_dataset, deterministic
-    from scala_netsim.sweep import get_dotted
+    from scala_netsim.tools.attack import after_training
+    from scala_netsim.tools.sweep import get_dotted
 
     wanted = args.device or record.summary.get("device", "cpu")
     device = torch.device("cuda" if wanted == "auto" and torch.cuda.is_available()

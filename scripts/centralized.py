@@ -25,9 +25,9 @@ from torch import nn
 from scala_netsim.algorithms.common import SGD
 from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.results import write_json
-from scala_netsim.models import build_split_model
+from scala_netsim.learn.models import build_split_model
+from scala_netsim.learn.training import evaluate
 from scala_netsim.runner.world import cell_dataset
-from scala_netsim.training import evaluate
 
 
 def main() -> None:

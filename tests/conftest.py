@@ -31,15 +31,17 @@ import torch  # noqa: E402
 
 import channel  # noqa: E402
 from scala_netsim.algorithms.common import ClientData, SGDSettings  # noqa: E402
-from scala_netsim.algorithms.contract import Trainer  # noqa: E402
 from scala_netsim.algorithms.scala import SCALA  # noqa: E402
 from scala_netsim.config.scenario import Scenario, validate_scenario  # noqa: E402
 from scala_netsim.core.events import EventLog  # noqa: E402
-from scala_netsim.data import Dataset  # noqa: E402
-from scala_netsim.engine import Cell, ConcatSplitProtocol, Protocol, WirelessLink  # noqa: E402
-from scala_netsim.models import build_split_model  # noqa: E402
+from scala_netsim.learn.contract import Trainer  # noqa: E402
+from scala_netsim.learn.data import Dataset  # noqa: E402
+from scala_netsim.learn.models import build_split_model  # noqa: E402
 from scala_netsim.runner.loop import Run  # noqa: E402
 from scala_netsim.runner.world import build_world  # noqa: E402
+from scala_netsim.sim.cell import Cell  # noqa: E402
+from scala_netsim.sim.link import WirelessLink  # noqa: E402
+from scala_netsim.sim.protocols import ConcatSplitProtocol, Protocol  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 N0_DBM_PER_HZ = -174.0
@@ -124,7 +126,7 @@ def tiny_scenario(algorithm: str = "scala", **sections: dict) -> Scenario:
 @pytest.fixture(scope="session")
 def fashion_slice() -> Dataset:
     """The first 1,000 training and 200 test images of the real Fashion-MNIST."""
-    from scala_netsim.data import load_dataset
+    from scala_netsim.learn.data import load_dataset
 
     return load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)
 
@@ -234,10 +236,10 @@ def check_round_payloads(run: Run, algorithm: str, arch: str, image_size: int = 
     carries the model's real payloads (activations and their gradient, the client model, the
     whole model for FL, the client model and aux head for SFL with local loss) or FLOPs, and
     both client passes happened."""
-    from scala_netsim.algorithms.registry import ALGORITHMS
     from scala_netsim.algorithms.scala import with_bottleneck
+    from scala_netsim.config.registry import ALGORITHMS
     from scala_netsim.core.events import EventKind
-    from scala_netsim.models import state_bytes
+    from scala_netsim.learn.models import state_bytes
 
     side = (1, image_size, image_size)
     client, server = build_split_model(arch, "S2", 1, 10, torch.Generator().manual_seed(0),

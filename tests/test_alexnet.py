@@ -10,16 +10,12 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.common import SGD
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.config.scenario import ScenarioError, load_scenario, validate_scenario
+from scala_netsim.config.documents import ScenarioError
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.config.scenario import load_scenario, validate_scenario
+from scala_netsim.core.catalog import ALEXNET_SPLITS
 from scala_netsim.core.events import EventKind
-from scala_netsim.models import (
-    ALEXNET_SPLITS,
-    build_split_model,
-    features_and_head,
-    input_size,
-    state_bytes,
-)
+from scala_netsim.learn.models import build_split_model, features_and_head, input_size, state_bytes
 
 from conftest import ROOT, check_round_payloads
 
@@ -123,7 +119,7 @@ def test_only_alexnet_is_fed_fashion_mnist_at_28():
 
 
 def test_fashion_mnist_unpadded_is_the_padded_images_centre(fashion_slice):
-    from scala_netsim.data import load_dataset
+    from scala_netsim.learn.data import load_dataset
 
     native = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200,
                           pad_to_32=False)
@@ -235,7 +231,7 @@ def test_events_csv_carries_the_alexnet_tensors_sizes(cli, tmp_path):
 
 @pytest.fixture(scope="module")
 def fashion_slice_28():
-    from scala_netsim.data import load_dataset
+    from scala_netsim.learn.data import load_dataset
 
     data = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=10,
                         pad_to_32=False)
@@ -263,7 +259,7 @@ def test_alexnet_bytes_per_round_equal_the_closed_form(make_run, fashion_slice_2
     """The local-iterations study's closed form on the authors' model, with the sizes worked
     out by hand: SCALA sends per client and round 2 T |A_k| + 2 |w_c| (|A_k| = B_k x 3,136
     float32 activations, plus B_k int64 labels up), FL 2 |w|."""
-    from scala_netsim.metrics import round_row
+    from scala_netsim.runner.metrics import round_row
 
     activation_bytes, client_bytes, model_bytes = 64 * 7 * 7 * 4, 18_816 * 4, 3_868_170 * 4
     for algorithm in ("scala", "fedavg"):

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import scala_netsim as sn
-from scala_netsim.algorithms.registry import ALGORITHMS
 from scala_netsim.api import RefusedError
-from scala_netsim.config.scenario import ScenarioError
+from scala_netsim.config.documents import ScenarioError
+from scala_netsim.config.registry import ALGORITHMS
 
 from golden_run import GOLDEN, SCENARIO
 

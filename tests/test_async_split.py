@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from scala_netsim.algorithms.gas import REGULARIZATION, LabelStatistics, statistics_flops
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.config.scenario import ScenarioError, validate_scenario
+from scala_netsim.config.documents import ScenarioError
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.core.events import EventKind
 
 from conftest import tiny_scenario

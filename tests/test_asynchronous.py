@@ -13,19 +13,20 @@ import torch
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from scala_netsim.algorithms.asynchronous import FedAsync, FedBuff
+from scala_netsim.algorithms.async_trainers import FedAsync, FedBuff
 from scala_netsim.algorithms.common import ClientData, SGDSettings
-from scala_netsim.algorithms.contract import ServerStep
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.config.scenario import ScenarioError, validate_scenario
+from scala_netsim.config.documents import ScenarioError
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.core.events import EventKind
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
-from scala_netsim.models import features_and_head
-from scala_netsim.runner.asynchronous import check_asynchronous
+from scala_netsim.learn.contract import ServerStep
+from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.learn.models import features_and_head
+from scala_netsim.learn.training import to_device
 from scala_netsim.runner.drivers import AsynchronousUpdates
+from scala_netsim.runner.version_books import check_asynchronous
 from scala_netsim.sim import async_state
-from scala_netsim.sim.asynchronous import AsyncFederatedProtocol
-from scala_netsim.training import to_device
+from scala_netsim.sim.async_protocols import AsyncFederatedProtocol
 
 from conftest import N0_DBM_PER_HZ, simulate, split_parts, tiny_cell, tiny_scenario
 
@@ -175,7 +176,7 @@ def test_asynchronous_algorithms_are_never_re_timed_nor_timed_alone():
         traits = ALGORITHMS[name].traits
         assert traits.asynchronous and not traits.retimeable and not traits.timeable
         ALGORITHMS[name].classes()          # the classes agree with the traits
-    from scala_netsim.sweep import SweepCell, learning_key
+    from scala_netsim.tools.sweep import SweepCell, learning_key
 
     scenario = tiny_scenario("fedasync")
     assert learning_key(SweepCell("fedasync", (), scenario, None)) is None

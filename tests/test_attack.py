@@ -8,17 +8,11 @@ import torch
 
 from analysis.runs import load_runs
 from analysis.tables import privacy_table
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.attack import (
-    attackable,
-    client_model_of,
-    inversion_decoder,
-    main,
-    reconstruct,
-    train_decoder,
-)
-from scala_netsim.data import to_unit_range
-from scala_netsim.privacy import reconstruction_metrics
+from scala_netsim.attack import main
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.learn.data import to_unit_range
+from scala_netsim.learn.privacy import inversion_decoder, reconstruction_metrics
+from scala_netsim.tools.attack import attackable, client_model_of, reconstruct, train_decoder
 
 from conftest import ROOT
 
@@ -167,7 +161,7 @@ def test_scala_pe_regulariser_gradient_equals_autograd_of_the_stated_loss(make_r
 def test_scala_pe_bottleneck_shrinks_what_is_sent(make_run):
     """AlexNet-14 at S2 sends 192 x 2 x 2 floats a sample; SCALA-PE's C8S1 bottleneck 8 x 2 x 2
     (and s = 2: 8 x 1 x 1); the model carries the two bottleneck convolutions."""
-    from scala_netsim.models import build_split_model, state_bytes
+    from scala_netsim.learn.models import build_split_model, state_bytes
 
     client = build_split_model("alexnet14", "S2", 1, 10, torch.Generator())[0]
     for stride, per_sample in ((1, 8 * 2 * 2), (2, 8 * 1 * 1)):

@@ -21,13 +21,13 @@ from scala_netsim.algorithms.federated import (
     decorrelation_penalty,
     fedlc_calibration,
 )
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.algorithms.selection import FedCBSSelector, qcid
 from scala_netsim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.core.events import EventKind
-from scala_netsim.engine import KeptModelSplitProtocol, PerClientSplitProtocol
-from scala_netsim.models import build_split_model, features_and_head, state_bytes
-from scala_netsim.selection import FedCBSSelector, qcid
-from scala_netsim.training import ClientSampler
+from scala_netsim.learn.models import build_split_model, features_and_head, state_bytes
+from scala_netsim.learn.training import ClientSampler
+from scala_netsim.sim.protocols import KeptModelSplitProtocol, PerClientSplitProtocol
 
 from conftest import make_client_data, simulate, split_parts, tiny_cell
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from scala_netsim.config.scenario import load_scenario
-from scala_netsim.sweep import expand_sweep
+from scala_netsim.tools.sweep import expand_sweep
 
 from conftest import ROOT
 
@@ -187,9 +187,9 @@ def test_a_finished_run_leaves_its_final_model_which_scores_the_final_accuracy(c
     exactly the final test accuracy of summary.json (on the same test slice)."""
     import json
 
-    from scala_netsim.data import load_dataset
-    from scala_netsim.models import build_split_model
-    from scala_netsim.training import evaluate
+    from scala_netsim.learn.data import load_dataset
+    from scala_netsim.learn.models import build_split_model
+    from scala_netsim.learn.training import evaluate
 
     code, _, err = cli(ROOT / "scenarios" / "quickstart.yaml", "--out", tmp_path,
                        "--set", "data.train_samples=1000", "--set", "data.test_samples=200",
@@ -225,7 +225,7 @@ def test_the_run_time_estimate_times_each_pattern_as_it_runs():
     """SCALA and CA-SFL are estimated from a measured local iteration of their own pattern
     (the clients' parts at B / (r K), the server part on the concatenation), the per-client
     algorithms from whole-model steps at the clients' batch; evaluations from the server batch."""
-    from scala_netsim.estimate import StepCosts, concatenated_step_s, run_time_s
+    from scala_netsim.runner.estimate import StepCosts, concatenated_step_s, run_time_s
 
     from conftest import tiny_dataset, tiny_scenario
 

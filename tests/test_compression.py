@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from scala_netsim.compression import (
+from scala_netsim.core.events import EventKind
+from scala_netsim.learn.compression import (
     Float16,
     Int8,
     TopK,
@@ -14,7 +15,6 @@ from scala_netsim.compression import (
     make_codec,
     transmit_state,
 )
-from scala_netsim.core.events import EventKind
 
 
 def activations(shape=(32, 192, 2, 2), seed=0):
@@ -187,7 +187,7 @@ def test_cut_layer_compression_needs_an_algorithm_that_sends_activations(cli, tm
 
 def test_a_mixed_scenario_compresses_only_the_cells_that_send_activations(tmp_path):
     from scala_netsim.config.scenario import validate_scenario
-    from scala_netsim.sweep import expand_sweep
+    from scala_netsim.tools.sweep import expand_sweep
 
     scenario = validate_scenario({"name": "mixed", "algorithms": ["scala", "fedavg"],
                                   "compression": {"uplink": "int8", "downlink": "fp16",

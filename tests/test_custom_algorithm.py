@@ -10,15 +10,15 @@ import textwrap
 import pandas as pd
 import pytest
 
-from scala_netsim.algorithms.registry import (
+from scala_netsim.algorithms.scala import SCALA
+from scala_netsim.config.registry import (
     ALGORITHMS,
     AlgorithmSpec,
     Traits,
     register,
     traits_of,
 )
-from scala_netsim.algorithms.scala import SCALA
-from scala_netsim.engine import FederatedProtocol
+from scala_netsim.sim.protocols import FederatedProtocol
 
 from golden_run import GOLDEN, run_golden
 
@@ -29,8 +29,8 @@ from pydantic import Field
 
 from scala_netsim.algorithms.config import AlgorithmConfig
 from scala_netsim.algorithms.federated import FedAvg
-from scala_netsim.algorithms.registry import AlgorithmSpec
-from scala_netsim.engine import FederatedProtocol
+from scala_netsim.config.registry import AlgorithmSpec
+from scala_netsim.sim.protocols import FederatedProtocol
 
 
 class FedAvgClipConfig(AlgorithmConfig):
@@ -135,9 +135,10 @@ def test_an_entry_named_by_path_needs_traits_and_they_must_match_its_classes():
     with pytest.raises(TypeError, match="'lazy': traits are required when the trainer or the "
                                         "protocol is named by path"):
         AlgorithmSpec("lazy", "scala_netsim.algorithms.scala:SCALA",
-                      "scala_netsim.engine:ConcatSplitProtocol", "SCALA by path")
+                      "scala_netsim.sim.protocols:ConcatSplitProtocol", "SCALA by path")
     spec = AlgorithmSpec("lying", "scala_netsim.algorithms.federated:FedAvg",
-                         "scala_netsim.engine:FederatedProtocol", "FedAvg claiming a barrier",
+                         "scala_netsim.sim.protocols:FederatedProtocol",
+                         "FedAvg claiming a barrier",
                          traits=Traits(barrier=True))
     with pytest.raises(TypeError, match=r"'lying': traits disagree with FedAvg and "
                                         r"FederatedProtocol: barrier=True \(the classes say "
@@ -148,9 +149,9 @@ def test_an_entry_named_by_path_needs_traits_and_they_must_match_its_classes():
 def test_validating_a_scenario_imports_no_algorithm_classes():
     """The registry names its built-in classes by path: reading it loads neither torch nor
     the trainers (checked in a fresh interpreter)."""
-    code = ("import sys; from scala_netsim.algorithms.registry import ALGORITHMS; "
+    code = ("import sys; from scala_netsim.config.registry import ALGORITHMS; "
             "assert ALGORITHMS['scala'].traits.barrier; "
-            "print(sorted(m for m in ('torch', 'scala_netsim.engine', "
+            "print(sorted(m for m in ('torch', 'scala_netsim.sim.protocols', "
             "'scala_netsim.algorithms.scala') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

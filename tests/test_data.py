@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from scala_netsim.data import (
+from scala_netsim.learn.data import (
     CIFAR10_CLASSES,
     DEBIAN_FASHION_MNIST_DIR,
     FASHION_MNIST_CLASSES,

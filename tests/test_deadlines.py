@@ -294,7 +294,7 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
     what is learned, so nothing is re-timed), the records carry the drop columns, the report
     its drops table and the accuracy-against-deadline figure; a record with drops is refused
     as the source of a re-timing."""
-    from scala_netsim.replay import Record, RecordError
+    from scala_netsim.runner.replay import Record, RecordError
 
     cases = ("sweep={deadline: {none: {training.deadline_s: null}, "
              "tight: {training.deadline_s: 14.0}}}")
@@ -375,7 +375,8 @@ def test_a_round_that_ends_early_leaves_no_deadline_to_the_next(fashion_slice):
      "timing_only: scala with deadlines, over-selection or a fixed-rate link"),
 ])
 def test_bad_deadline_settings_name_field_value_and_what_is_allowed(document, message):
-    from scala_netsim.config.scenario import ScenarioError, validate_scenario
+    from scala_netsim.config.documents import ScenarioError
+    from scala_netsim.config.scenario import validate_scenario
 
     with pytest.raises(ScenarioError) as error:
         validate_scenario({"name": "x", **document})
@@ -384,7 +385,7 @@ def test_bad_deadline_settings_name_field_value_and_what_is_allowed(document, me
 
 def test_a_step_deadline_stays_with_the_algorithms_that_have_a_barrier(tmp_path):
     from scala_netsim.config.scenario import validate_scenario
-    from scala_netsim.sweep import expand_sweep
+    from scala_netsim.tools.sweep import expand_sweep
 
     scenario = validate_scenario({"name": "x", "algorithms": ["scala", "fedavg"],
                                   "training": {"deadline_s": 60.0, "step_deadline_s": 2.0}})

@@ -6,8 +6,8 @@ import pytest
 
 from channel import Direction
 from scala_netsim.core.events import SERVER_ID, EventKind
-from scala_netsim.engine import PerClientSplitProtocol
-from scala_netsim.metrics import BUCKETS, round_row
+from scala_netsim.runner.metrics import BUCKETS, round_row
+from scala_netsim.sim.protocols import PerClientSplitProtocol
 
 from conftest import (
     B_K,

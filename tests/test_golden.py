@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.core.events import ASYNC_COLUMNS, EVENT_COLUMNS
 from scala_netsim.core.results import read_csv
 

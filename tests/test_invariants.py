@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 
 from scala_netsim.core.events import events_frame
-from scala_netsim.engine import grants_frame, transfers_frame
-from scala_netsim.invariants import check_run
-from scala_netsim.metrics import round_row
+from scala_netsim.runner.invariants import check_run
+from scala_netsim.runner.metrics import round_row
+from scala_netsim.sim.link import grants_frame, transfers_frame
 
 from conftest import W_DL, W_UL
 from conftest import two_client_scala as build

@@ -13,26 +13,20 @@ from conftest import ROOT
 
 PACKAGES = ("scala_netsim", "channel", "analysis")
 # (layer, rank, module prefixes), bottom first; layers of one rank may not import each other.
-# A prefix names a module and everything below it; one ending in $ names that module only.
+# Every layer is a folder; the entry points are the package's root modules. A prefix names a
+# module and everything below it; one ending in $ names that module only.
 LAYERS = [
-    ("core", 0, ["scala_netsim.core", "scala_netsim.events", "scala_netsim.results",
-                 "scala_netsim.seeds"]),
+    ("core", 0, ["scala_netsim.core"]),
     ("channel", 1, ["channel"]),
     ("analysis", 1, ["analysis"]),
-    ("learn", 1, ["scala_netsim.messages", "scala_netsim.models", "scala_netsim.flops",
-                  "scala_netsim.losses", "scala_netsim.partition", "scala_netsim.data",
-                  "scala_netsim.compression", "scala_netsim.privacy", "scala_netsim.training"]),
-    ("contract", 2, ["scala_netsim.algorithms.contract"]),
-    ("algorithms", 3, ["scala_netsim.algorithms", "scala_netsim.selection"]),
-    ("sim", 3, ["scala_netsim.engine", "scala_netsim.sim"]),
-    ("registry", 4, ["scala_netsim.algorithms.registry"]),
-    ("config", 5, ["scala_netsim.config", "scala_netsim.scenario"]),
-    ("runner", 6, ["scala_netsim.runner", "scala_netsim.replay", "scala_netsim.timing",
-                   "scala_netsim.radio_record", "scala_netsim.invariants",
-                   "scala_netsim.metrics", "scala_netsim.estimate"]),
-    ("tools", 7, ["scala_netsim.sweep", "scala_netsim.attack"]),
-    ("entry", 8, ["scala_netsim.cli", "scala_netsim.retime", "scala_netsim.api",
-                  "scala_netsim.__main__", "scala_netsim$"]),
+    ("learn", 1, ["scala_netsim.learn"]),
+    ("algorithms", 2, ["scala_netsim.algorithms"]),
+    ("sim", 2, ["scala_netsim.sim"]),
+    ("config", 3, ["scala_netsim.config"]),
+    ("runner", 4, ["scala_netsim.runner"]),
+    ("tools", 5, ["scala_netsim.tools"]),
+    ("entry", 6, ["scala_netsim$", "scala_netsim.__main__", "scala_netsim.api",
+                  "scala_netsim.cli", "scala_netsim.retime", "scala_netsim.attack"]),
 ]
 BOTTOM_FORBIDS = ("torch", "torchvision", "simpy", "pydantic")
 
@@ -117,23 +111,90 @@ def test_the_bottom_layer_imports_no_torch_simpy_or_pydantic():
     assert len(bottom) >= 8
 
 
-def test_the_simulator_imports_only_the_trainer_contract_of_the_algorithms():
-    sim = [m for m in GRAPH if layer_of(m)[0] == "sim"]
-    for module in sim:
-        assert {t for t in GRAPH[module][0] if layer_of(t)[1] >= 2
-                and layer_of(t)[0] != "sim"} <= {"scala_netsim.algorithms.contract"}, module
+def test_the_simulator_and_the_algorithms_meet_only_in_the_trainer_contract():
+    """sim and algorithms stand side by side on the learning layer: neither imports the
+    other; both import the trainer contract (learn.contract)."""
+    for layer in ("sim", "algorithms"):
+        modules = [m for m in GRAPH if layer_of(m)[0] == layer]
+        assert any("scala_netsim.learn.contract" in GRAPH[m][0] for m in modules), layer
+
+
+def test_the_package_root_holds_only_the_entry_points():
+    """At the root: __init__, __main__ and the commands (api, cli, retime, attack); every
+    other module lives in its layer's folder."""
+    root = sorted(p.name for p in (ROOT / "scala_netsim").glob("*.py"))
+    assert root == ["__init__.py", "__main__.py", "api.py", "attack.py", "cli.py", "retime.py"]
+
+
+def test_no_module_only_re_exports_another():
+    """No shim: a module whose body (after its docstring) is nothing but imports, or that
+    replaces itself in sys.modules, or answers attributes it does not define (__getattr__
+    forwarding), would be a second path to another module's names. The package's top
+    (scala_netsim/__init__.py) loads the Python API lazily and is the one __getattr__."""
+    shims = []
+    for module, path in sorted(MODULES.items()):
+        tree = ast.parse(path.read_text())
+        body = [n for n in tree.body if not (isinstance(n, ast.Expr)
+                                            and isinstance(n.value, ast.Constant))]
+        text = path.read_text()
+        if body and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in body):
+            shims.append(f"{module}: only imports")
+        if "sys.modules[__name__]" in text:
+            shims.append(f"{module}: replaces itself in sys.modules")
+        if module != "scala_netsim" and any(isinstance(n, ast.FunctionDef)
+                                            and n.name == "__getattr__" for n in tree.body):
+            shims.append(f"{module}: a module-level __getattr__")
+    assert not shims, "\n".join(shims)
 
 
 def test_the_checker_sees_function_level_and_type_checking_imports():
-    first, third = imports_of("scala_netsim.sweep")
+    first, third = imports_of("scala_netsim.tools.sweep")
     assert "scala_netsim.runner.execute" in first   # sweep imports it inside its cell functions
     assert "torch" in third
-    # the registry names the engine's classes by path; its one import of it is for types
-    assert "scala_netsim.engine" in imports_of("scala_netsim.algorithms.registry")[0]
-    assert layer_of("scala_netsim.config.scenario") == ("config", 5)
-    assert layer_of("scala_netsim") == ("entry", 8)   # the package's top: the Python API
+    # the registry names the protocols by path; its one import of them is for types
+    assert "scala_netsim.sim.protocols" in imports_of("scala_netsim.config.registry")[0]
+    assert layer_of("scala_netsim.config.scenario") == ("config", 3)
+    assert layer_of("scala_netsim") == ("entry", 6)   # the package's top: the Python API
     with pytest.raises(AssertionError, match="scala_netsim.extra has no layer"):
         layer_of("scala_netsim.extra")
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+FLOORS_BEGIN, FLOORS_END = "<!-- floors: begin -->", "<!-- floors: end -->"
+
+
+def floors_picture(width: int = 96) -> str:
+    """The floors of the house, top first, drawn from LAYERS and the modules found: each
+    floor's folder(s) and the modules in them (layers of one rank side by side)."""
+    ranks = sorted({rank for _, rank, _ in LAYERS}, reverse=True)
+    lines = []
+    for rank in ranks:
+        cells = []
+        for name, r, _ in LAYERS:
+            if r != rank:
+                continue
+            members = sorted(m for m in MODULES if layer_of(m)[0] == name)
+            paths = sorted({str(MODULES[m].relative_to(ROOT).parent) + "/" for m in members})
+            stems = sorted({MODULES[m].stem for m in members} - {"__init__"} if name != "entry"
+                           else {MODULES[m].stem for m in members})
+            where = ", ".join(paths) if name != "entry" else "scala_netsim/ (root)"
+            cells.append(f"{name} [{where}]: {', '.join(stems)}")
+        text = f"{rank}  " + "  |  ".join(cells)
+        while len(text) > width:   # wrap at a comma, indented under the floor's text
+            cut = text.rfind(", ", 0, width) + 1
+            lines.append(text[:cut])
+            text = "   " + text[cut:]
+        lines.append(text)
+        lines.append("-" * width if rank else "=" * width)
+    return "\n".join(lines)
+
+
+def test_the_architecture_page_shows_the_floors_as_they_are():
+    """docs/architecture.md's picture of the floors is generated from LAYERS (rewrite it with
+    `python tests/test_layers.py`), so it cannot drift from the code."""
+    text = ARCHITECTURE.read_text()
+    block = text.split(FLOORS_BEGIN)[1].split(FLOORS_END)[0]
+    assert block.strip("\n") == f"```\n{floors_picture()}\n```"
 
 
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 60
@@ -151,3 +212,9 @@ def test_no_module_over_500_lines_and_no_function_over_60():
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{module}.{node.name}: {length} lines")
     assert not too_long, "\n".join(too_long)
+
+
+if __name__ == "__main__":   # rewrite docs/architecture.md's picture of the floors
+    head, rest = ARCHITECTURE.read_text().split(FLOORS_BEGIN)
+    ARCHITECTURE.write_text(f"{head}{FLOORS_BEGIN}\n```\n{floors_picture()}\n```\n"
+                            f"{FLOORS_END}{rest.split(FLOORS_END)[1]}")

@@ -4,8 +4,9 @@ import math
 import pytest
 import torch
 
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.models import ALEXNET14_SPLITS, SPLITS, build_split_model, state_bytes
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.core.catalog import ALEXNET14_SPLITS, SPLITS
+from scala_netsim.learn.models import build_split_model, state_bytes
 
 from conftest import check_round_payloads
 

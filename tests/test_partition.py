@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from scala_netsim.partition import (
+from scala_netsim.learn.partition import (
     label_counts,
     make_partition,
     partition_dirichlet,

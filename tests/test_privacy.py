@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from scala_netsim.privacy import PSNR_CAP_DB, reconstruction_metrics, reconstruction_scores
+from scala_netsim.learn.privacy import PSNR_CAP_DB, reconstruction_metrics, reconstruction_scores
 
 C1, C2 = 0.01**2, 0.03**2   # Wang et al. (2004) with data range 1
 
@@ -76,7 +76,7 @@ def test_normalised_images_come_back_to_their_pixels_in_0_1(fashion_slice):
 
     import numpy as np
 
-    from scala_netsim.data import DEBIAN_FASHION_MNIST_DIR, to_unit_range
+    from scala_netsim.learn.data import DEBIAN_FASHION_MNIST_DIR, to_unit_range
 
     back = to_unit_range("fashion_mnist", fashion_slice.test_x[:5])
     assert back.min() >= 0 and back.max() <= 1

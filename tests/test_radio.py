@@ -175,7 +175,7 @@ def test_shadowing_is_drawn_once_per_client_from_its_own_stream(fashion_slice):
 
 
 def test_a_negative_shadowing_spread_is_refused_with_its_field():
-    from scala_netsim.config.scenario import ScenarioError
+    from scala_netsim.config.documents import ScenarioError
 
     from conftest import tiny_scenario
 
@@ -323,7 +323,8 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
     ({}, {"energy_coefficient": -1e-28}, "compute.energy_coefficient: must be >= 0.0, got -1e-28"),
 ])
 def test_bad_radio_settings_name_field_value_and_what_is_allowed(network, compute, message):
-    from scala_netsim.config.scenario import ScenarioError, validate_scenario
+    from scala_netsim.config.documents import ScenarioError
+    from scala_netsim.config.scenario import validate_scenario
 
     with pytest.raises(ScenarioError) as error:
         validate_scenario({"name": "x", "network": network, "compute": compute})
@@ -351,8 +352,8 @@ def check(run, events):
     """The run's invariants on `events` (events.csv as the run would write it)."""
     import pandas as pd
 
-    from scala_netsim.engine import grants_frame, transfers_frame
-    from scala_netsim.invariants import check_run
+    from scala_netsim.runner.invariants import check_run
+    from scala_netsim.sim.link import grants_frame, transfers_frame
 
     cell = run.world.cell
     return check_run(events, pd.DataFrame(run.rows), grants_frame(run.link.grant_rows),
@@ -363,7 +364,7 @@ def check(run, events):
 
 def test_a_default_cell_writes_todays_columns_and_record_radio_adds_the_contract(make_run):
     from scala_netsim.core.events import EVENT_COLUMNS
-    from scala_netsim.radio_record import ENERGY_COLUMNS, RADIO_COLUMNS
+    from scala_netsim.runner.radio_record import ENERGY_COLUMNS, RADIO_COLUMNS
 
     plain, recorded = make_run("scala"), make_run("scala", network={"record_radio": True})
     plain.step()

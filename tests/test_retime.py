@@ -12,10 +12,10 @@ import shutil
 import pandas as pd
 import pytest
 
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.core.records import RECORD_FILES
 from scala_netsim.core.results import file_sha256
-from scala_netsim.replay import Record, RecordError
+from scala_netsim.runner.replay import Record, RecordError
 
 from golden_run import GOLDEN, run_golden, run_pinned
 
@@ -107,8 +107,8 @@ def test_a_damaged_events_file_is_refused(golden_run, tmp_path):
 def test_a_foreign_events_file_is_refused_even_with_matching_digests(golden_run, tmp_path):
     """FedAvg's record in SCALA's folder, its digests written into the summary: the replay
     itself finds that the protocol asks for steps the record does not hold."""
-    from scala_netsim.replay import replay_trainer
     from scala_netsim.runner.loop import Run
+    from scala_netsim.runner.replay import replay_trainer
     from scala_netsim.runner.world import build_world, cell_dataset
 
     folder = copy_run(golden_run, "scala", tmp_path)

@@ -10,8 +10,13 @@ import torch.nn.functional as F
 
 from scala_netsim.algorithms.common import SGDSettings
 from scala_netsim.algorithms.scala import CASFL, SCALA
-from scala_netsim.losses import PRIOR_EPS, label_prior, log_prior, logit_adjusted_cross_entropy
-from scala_netsim.training import apportion_batch_sizes, weighted_average_
+from scala_netsim.learn.losses import (
+    PRIOR_EPS,
+    label_prior,
+    log_prior,
+    logit_adjusted_cross_entropy,
+)
+from scala_netsim.learn.training import apportion_batch_sizes, weighted_average_
 
 from conftest import make_client_data, split_parts
 

@@ -6,7 +6,7 @@ import torch
 
 from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.core.events import EventKind, events_frame
-from scala_netsim.data import load_dataset
+from scala_netsim.learn.data import load_dataset
 from scala_netsim.runner.loop import Run
 from scala_netsim.runner.world import build_world
 

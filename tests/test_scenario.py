@@ -5,12 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scala_netsim.config.scenario import (
-    ScenarioError,
-    apply_overrides,
-    load_scenario,
-    validate_scenario,
-)
+from scala_netsim.config.documents import ScenarioError, apply_overrides
+from scala_netsim.config.scenario import load_scenario, validate_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted(ROOT.joinpath("scenarios").glob("*.yaml"))
@@ -161,16 +157,13 @@ def test_an_unknown_partition_key_lists_the_keys_of_its_kind(kind, fields, allow
 def test_validating_a_scenario_loads_no_torch():
     """The configuration layer reads names and traits, never an implementation (a fresh
     interpreter: torch, torchvision, simpy and the trainers stay out of sys.modules)."""
-    code = ("import sys; from scala_netsim.config import load_scenario; "
+    code = ("import sys; from scala_netsim.config.scenario import load_scenario; "
             "s = load_scenario('scenarios/cellular_10pct.yaml', ['training.rounds=3']); "
             "assert s.training.rounds == 3 and s.model.arch == 'alexnet'; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', "
-            "'torchvision', 'simpy') or m in ('scala_netsim.engine', 'scala_netsim.models', "
-            "'scala_netsim.compression', 'scala_netsim.algorithms.scala')))")
+            "'torchvision', 'simpy') or m in ('scala_netsim.sim.protocols', "
+            "'scala_netsim.learn.models', 'scala_netsim.learn.compression', "
+            "'scala_netsim.algorithms.scala')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
-    import scala_netsim.config.scenario as moved
-    import scala_netsim.scenario as old_path
-
-    assert old_path is moved   # the old import path, kept for one release

@@ -4,7 +4,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scala_netsim.config.scenario import Scenario, ScenarioError, load_scenario, validate_scenario
+from scala_netsim.config.documents import ScenarioError
+from scala_netsim.config.scenario import Scenario, load_scenario, validate_scenario
 
 SECTIONS = {"data": ["dataset", "data_dir", "num_clients", "partition", "train_samples"],
             "training": ["rounds", "local_iters", "batch_size", "lr", "participation"],

@@ -14,14 +14,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.contract import Evaluation, ExchangesModels, Trainer
-from scala_netsim.compression import Wire
 from scala_netsim.core.seeds import Seeds
-from scala_netsim.flops import FlopMeter
-from scala_netsim.losses import log_prior
-from scala_netsim.messages import ModelMessage
-from scala_netsim.models import build_split_model
-from scala_netsim.training import ClientSampler, apportion_batch_sizes, evaluate, weighted_average_
+from scala_netsim.learn.compression import Wire
+from scala_netsim.learn.contract import Evaluation, ExchangesModels, Trainer
+from scala_netsim.learn.flops import FlopMeter
+from scala_netsim.learn.losses import log_prior
+from scala_netsim.learn.messages import ModelMessage
+from scala_netsim.learn.models import build_split_model
+from scala_netsim.learn.training import (
+    ClientSampler,
+    apportion_batch_sizes,
+    evaluate,
+    weighted_average_,
+)
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,7 @@ class TrainerBase(Trainer, ExchangesModels):
     """
 
     fixed_step_costs = True   # FLOPs metered per (step kind, batch size); sizes from shapes
-    #: how messages cross the air (scala_netsim.compression); set by the run from the
+    #: how messages cross the air (scala_netsim.learn.compression); set by the run from the
     #: scenario's compression section, plain by default
     wire: Wire = Wire()
 

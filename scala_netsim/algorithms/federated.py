@@ -25,11 +25,11 @@ from scala_netsim.algorithms.common import (
     TrainerSetup,
     state_tensors,
 )
-from scala_netsim.algorithms.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
-from scala_netsim.flops import MetaPlanner
-from scala_netsim.messages import ModelMessage
-from scala_netsim.models import features_and_head, init_linear_
-from scala_netsim.training import evaluate
+from scala_netsim.learn.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
+from scala_netsim.learn.flops import MetaPlanner
+from scala_netsim.learn.messages import ModelMessage
+from scala_netsim.learn.models import features_and_head, init_linear_
+from scala_netsim.learn.training import evaluate
 
 
 def fedlc_calibration(label_counts: torch.Tensor, tau: float) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """GAS: generative activation-aided asynchronous split federated learning (Yang and Liu,
 arXiv 2409.01251; the authors' code, github.com/eejiarong/GAS, read for what the paper leaves
-open). The math only; the asynchronous split protocol (scala_netsim.sim.asynchronous) decides
+open). The math only; the asynchronous split protocol (scala_netsim.sim.async_protocols) decides
 when each step happens.
 
 - Clients: Q train at once, each on the client-side model as it was when its download
@@ -38,12 +38,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.asynchronous import AsyncSplitClients
+from scala_netsim.algorithms.async_trainers import AsyncSplitClients
 from scala_netsim.algorithms.common import SGD
-from scala_netsim.algorithms.contract import AppliedUpdate, AsyncSplitTrainer, ServerStep
 from scala_netsim.algorithms.scala import SplitTrainer
-from scala_netsim.losses import logit_adjusted_cross_entropy
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.learn.contract import AppliedUpdate, AsyncSplitTrainer, ServerStep
+from scala_netsim.learn.losses import logit_adjusted_cross_entropy
+from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage
 
 #: the code's regularisation added to a merged covariance (times the identity)
 REGULARIZATION = 1e-5

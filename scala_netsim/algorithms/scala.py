@@ -18,12 +18,12 @@ from scala_netsim.algorithms.common import (
     TrainerBase,
     TrainerSetup,
 )
-from scala_netsim.algorithms.contract import ConcatSplitTrainer, Forward, ServerStep, StepDemand
-from scala_netsim.flops import MetaPlanner
-from scala_netsim.losses import label_prior, log_prior, logit_adjusted_cross_entropy
-from scala_netsim.messages import ActivationMessage, GradientMessage
-from scala_netsim.models import init_layers_
-from scala_netsim.privacy import inversion_decoder
+from scala_netsim.learn.contract import ConcatSplitTrainer, Forward, ServerStep, StepDemand
+from scala_netsim.learn.flops import MetaPlanner
+from scala_netsim.learn.losses import label_prior, log_prior, logit_adjusted_cross_entropy
+from scala_netsim.learn.messages import ActivationMessage, GradientMessage
+from scala_netsim.learn.models import init_layers_
+from scala_netsim.learn.privacy import inversion_decoder
 
 
 class SplitTrainer(TrainerBase):

@@ -23,7 +23,8 @@ from scala_netsim.algorithms.common import (
     load_state_,
     state_tensors,
 )
-from scala_netsim.algorithms.contract import (
+from scala_netsim.algorithms.scala import SplitTrainer
+from scala_netsim.learn.contract import (
     Evaluation,
     KeptModelSplitTrainer,
     LocalLossTrainer,
@@ -32,12 +33,11 @@ from scala_netsim.algorithms.contract import (
     ServerStep,
     StepDemand,
 )
-from scala_netsim.algorithms.scala import SplitTrainer
-from scala_netsim.flops import MetaPlanner
-from scala_netsim.losses import logit_adjusted_cross_entropy
-from scala_netsim.messages import ActivationMessage, GradientMessage
-from scala_netsim.models import init_linear_
-from scala_netsim.training import evaluate
+from scala_netsim.learn.flops import MetaPlanner
+from scala_netsim.learn.losses import logit_adjusted_cross_entropy
+from scala_netsim.learn.messages import ActivationMessage, GradientMessage
+from scala_netsim.learn.models import init_linear_
+from scala_netsim.learn.training import evaluate
 
 
 class PerClientServer(SplitTrainer):

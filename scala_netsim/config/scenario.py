@@ -6,7 +6,7 @@ the file: first every field on its own (types, ranges, names, unknown keys); the
 field is valid, the checks that relate several fields (cross_field_problems).
 
 The allowed names come from their registries: algorithms (and each algorithm's section) from
-scala_netsim.algorithms.registry, path-loss models, link models and bandwidth allocators from
+scala_netsim.config.registry, path-loss models, link models and bandwidth allocators from
 channel.
 """
 
@@ -21,9 +21,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 import channel
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.config.asynchronous import asynchronous_problems
-from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted  # noqa: F401 (their import path here)
+from scala_netsim.config.async_checks import asynchronous_problems
+from scala_netsim.config.documents import ScenarioError, apply_overrides
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
@@ -74,7 +74,7 @@ class DataConfig(_Strict):
 
 class ModelConfig(_Strict):
     arch: Literal[ARCHS] = "alexnet14"
-    split: str = "S2"  # every arch's default split is S2 (scala_netsim.models)
+    split: str = "S2"  # every arch's default split is S2 (scala_netsim.learn.models)
 
     @model_validator(mode="after")
     def _split_of_arch(self) -> ModelConfig:
@@ -162,7 +162,7 @@ class NetworkConfig(_Strict):
     fading: FadingConfig = Field(default_factory=FadingConfig)
     link: LinkConfig = Field(default_factory=LinkConfig)
     allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
-    # write the radio and energy columns (scala_netsim.radio_record) even when no part of the
+    # write the radio and energy columns (scala_netsim.runner.radio_record) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
 
@@ -191,7 +191,7 @@ class ComputeConfig(_Strict):
 
 
 class CompressionConfig(_Strict):
-    """What crosses the air compressed (scala_netsim.compression): the cut-layer activations
+    """What crosses the air compressed (scala_netsim.learn.compression): the cut-layer activations
     going up, their gradients coming down, the models either way."""
     uplink: Literal[CODECS] = "none"
     downlink: Literal[CODECS] = "none"
@@ -200,7 +200,7 @@ class CompressionConfig(_Strict):
 
 
 class PrivacyConfig(_Strict):
-    """Run the model-inversion attack (scala_netsim.attack) on each completed run."""
+    """Run the model-inversion attack (scala_netsim.tools.attack) on each completed run."""
     attack_epochs: int = Field(default=20, ge=1)
     attack_seeds: list[Annotated[int, Field(ge=0)]] = Field(default=[0, 1, 2], min_length=1)
 
@@ -264,7 +264,7 @@ def _fields() -> dict:
         "seed": (int, Field(default=0, ge=0)),
         "device": (Literal["auto", "cpu", "cuda"], "auto"),
         # true: time the protocols with each step's bytes and FLOPs from the real trainer's
-        # first step of that batch size, training nothing else (scala_netsim.timing)
+        # first step of that batch size, training nothing else (scala_netsim.runner.timing)
         "timing_only": (bool, False),
         "data": (DataConfig, Field(default_factory=DataConfig)),
         "model": (ModelConfig, Field(default_factory=ModelConfig)),
@@ -279,7 +279,7 @@ def _fields() -> dict:
         "report": (ReportConfig, Field(default_factory=ReportConfig)),
         # dotted key -> list of values, or a name of your own -> named cases (case name ->
         # {dotted key: value, ...}: keys that vary together); every combination is run with
-        # every algorithm (scala_netsim.sweep). Values are checked cell by cell when the
+        # every algorithm (scala_netsim.tools.sweep). Values are checked cell by cell when the
         # sweep is expanded.
         "sweep": (dict[str, Annotated[list[Any], Field(min_length=1)]
                        | Annotated[dict[str, dict[str, Any]], Field(min_length=1)]],
@@ -301,7 +301,7 @@ def scenario_model() -> type[Scenario]:
 def compression_problems(scenario: Scenario) -> list[str]:
     """Cut-layer compression needs an algorithm that sends activations (uplink) or their
     gradients (downlink); in a scenario that lists others too, only the cells of those that
-    send them carry it (scala_netsim.sweep). Models may be compressed for every algorithm."""
+    send them carry it (scala_netsim.tools.sweep). Models may be compressed for every algorithm."""
     problems = []
     for direction, trait, what in (("uplink", "activations", "cut-layer activations"),
                                    ("downlink", "gradients", "activation gradients")):

@@ -1,5 +1,5 @@
 """The names a scenario may choose among, as data: the architectures with their split points,
-and the codecs. The implementations (scala_netsim.models, scala_netsim.compression) import
+and the codecs. The implementations (scala_netsim.learn.models and .compression) import
 these; the scenario schema validates against them without importing torch."""
 
 # Each architecture is a list of layers; a split point names how many of them run on the
@@ -30,7 +30,7 @@ DEFAULT_SPLITS = {"alexnet": "S2", "alexnet14": "S2", "resnet18": "S2", "vgg11":
 # feed their AlexNet); the others take 32 x 32 (Fashion-MNIST zero-padded).
 NATIVE_SIZE_ARCHS = frozenset({"alexnet"})
 
-# Cut-layer codecs (scala_netsim.compression): for activations and their gradients, and the
+# Cut-layer codecs (scala_netsim.learn.compression): for activations and their gradients, and the
 # ones that models may use too.
 CODECS = ("none", "fp16", "int8", "topk")
 MODEL_CODECS = ("none", "fp16")

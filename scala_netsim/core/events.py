@@ -101,7 +101,7 @@ def events_frame(events: Iterable[Event]) -> pd.DataFrame:
 
 
 #: demands.csv: what each participant told the allocator it needs in one local step of a
-#: round (scala_netsim.algorithms.contract.StepDemand), one row per (round, client)
+#: round (scala_netsim.learn.contract.StepDemand), one row per (round, client)
 DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compute_flops")
 
 

@@ -23,7 +23,7 @@ import simpy
 from scala_netsim.core.events import EVENT_COLUMNS, EventLog
 
 if TYPE_CHECKING:
-    from scala_netsim.selection import ClientSelector
+    from scala_netsim.algorithms.selection import ClientSelector
     from scala_netsim.sim.link import WirelessLink
     from scala_netsim.sim.protocols import Protocol
 

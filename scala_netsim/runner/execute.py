@@ -14,17 +14,17 @@ from pathlib import Path
 
 import torch
 
-from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
     MODEL_PT,
     SUMMARY_JSON,
 )
-from scala_netsim.invariants import (
+from scala_netsim.learn.contract import Trainer
+from scala_netsim.runner.checkpoints import Checkpointer, checkpoint_identity
+from scala_netsim.runner.invariants import (
     InvariantError,
 )
-from scala_netsim.runner.checkpoints import Checkpointer, checkpoint_identity
 from scala_netsim.runner.loop import Progress, Run
 from scala_netsim.runner.world import World
 from scala_netsim.runner.writer import RunWriter, save_final_model
@@ -78,11 +78,11 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
     is recorded in summary.json. Raises InvariantError (after writing summary.json with
     status "invariant violation") when the run's books do not balance.
 
-    With `trainer` (a replay, scala_netsim.replay) nothing is trained: the run is timed with
+    With `trainer` (a replay, scala_netsim.runner.replay) nothing is trained: the run is timed with
     that trainer, never checkpointed, and summary.json names the source (`retimed_from`).
     A timing-only run is not checkpointed either; both write their files once, at the end.
     `finish` is called on the folder of a completed trained run after its model is saved and
-    before its summary is written (scala_netsim.attack.after_training: the attack), so that a
+    before its summary is written (scala_netsim.tools.attack.after_training: the attack), so that a
     run whose summary says completed has done it.
     """
     with objects_so_far_frozen():

@@ -12,8 +12,7 @@ import simpy
 import torch
 
 import channel
-from scala_netsim.algorithms.contract import Trainer
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.events import (
     ASYNC_COLUMNS,
@@ -22,19 +21,17 @@ from scala_netsim.core.events import (
     EVENT_COLUMNS,
     EventLog,
 )
-from scala_netsim.engine import (
-    WirelessLink,
-    grants_frame,
-    transfers_frame,
-)
-from scala_netsim.invariants import (
+from scala_netsim.learn.contract import Trainer
+from scala_netsim.learn.training import to_device
+from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
+from scala_netsim.runner.invariants import (
     DropSettings,
     RadioSettings,
     check_drops,
     check_run,
 )
-from scala_netsim.metrics import round_row
-from scala_netsim.radio_record import (
+from scala_netsim.runner.metrics import round_row
+from scala_netsim.runner.radio_record import (
     ENERGY_COLUMNS,
     RADIO_COLUMNS,
     radio_columns,
@@ -42,16 +39,15 @@ from scala_netsim.radio_record import (
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.runner.asynchronous import (
+from scala_netsim.runner.timing import timing_trainer
+from scala_netsim.runner.version_books import (
     check_asynchronous,
     listening_summary,
     version_row,
 )
-from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
 from scala_netsim.sim import async_state
-from scala_netsim.timing import timing_trainer
-from scala_netsim.training import to_device
+from scala_netsim.sim.link import WirelessLink, grants_frame, transfers_frame
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 
@@ -111,7 +107,7 @@ class Run:
         spec = ALGORITHMS[algorithm]
         self.scenario, self.algorithm, self.world = scenario, algorithm, world
         self.device = device
-        # `trainer`: one that answers the protocol without training (scala_netsim.replay)
+        # `trainer`: one that answers the protocol without training (scala_netsim.runner.replay)
         self.trainer = trainer or spec.trainer.from_setup(trainer_setup(scenario, world, device),
                                                           spec.section(scenario))
         if trainer is None:
@@ -128,7 +124,7 @@ class Run:
         self.records_radio = recorded(scenario)
         self.records_drops = scenario.drops_clients
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
-        #: be dropped and the trainer reports them: scala_netsim.invariants.check_drops)
+        #: be dropped and the trainer reports them: scala_netsim.runner.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
         self.asynchronous = spec.traits.asynchronous
         self.driver = (AsynchronousUpdates(self.selection_rng, scenario.data.num_clients,
@@ -240,7 +236,7 @@ class Run:
                              flops_per_s=self.world.cell.flops_per_s)
 
     def problems(self) -> list[str]:
-        """Broken invariants of the run so far (see scala_netsim.invariants)."""
+        """Broken invariants of the run so far (see scala_netsim.runner.invariants)."""
         columns, rows = self.event_table()
         events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows)
         band_hz = {"uplink": self.world.cell.uplink_bandwidth_hz,

@@ -1,6 +1,6 @@
 """The one base of the trainers that answer a protocol from sizes and FLOPs instead of tensors:
-the replay of a finished run (scala_netsim.replay.Replayer) and the timing-only meter
-(scala_netsim.timing.TimingMeter).
+the replay of a finished run (scala_netsim.runner.replay.Replayer) and the timing-only meter
+(scala_netsim.runner.timing.TimingMeter).
 
 The engine checks that a protocol's trainer is an instance of the protocol's trainer contract
 (`Protocol.trainer_contract`); a recorded trainer answers every contract's methods, so
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from scala_netsim.algorithms.contract import Trainer
-from scala_netsim.messages import RecordedMessage
+from scala_netsim.learn.contract import Trainer
+from scala_netsim.learn.messages import RecordedMessage
 
 
 class RecordedTrainer:

@@ -13,17 +13,15 @@ import torch
 
 import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
-from scala_netsim.algorithms.contract import Trainer
-from scala_netsim.compression import Wire
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
 from scala_netsim.core.seeds import Seeds
-from scala_netsim.data import Dataset, load_dataset
-from scala_netsim.engine import (
-    Cell,
-    RoundRules,
-)
-from scala_netsim.partition import label_counts, make_partition
+from scala_netsim.learn.compression import Wire
+from scala_netsim.learn.contract import Trainer
+from scala_netsim.learn.data import Dataset, load_dataset
+from scala_netsim.learn.partition import label_counts, make_partition
+from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.drops import RoundRules
 
 
 @dataclass
@@ -157,13 +155,13 @@ def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> Tra
 
 
 def use_wire(trainer: Trainer, scenario: Scenario) -> None:
-    """Give the trainer the scenario's compression (scala_netsim.compression)."""
+    """Give the trainer the scenario's compression (scala_netsim.learn.compression)."""
     c = scenario.compression
     if (c.uplink, c.downlink, c.models) == ("none", "none", "none"):
         return
     if not hasattr(trainer, "wire"):
         raise ValueError(f"compression: {type(trainer).__name__} builds its messages without "
-                         f"a Wire (scala_netsim.compression), so it cannot compress them")
+                         f"a Wire (scala_netsim.learn.compression), so it cannot compress them")
     trainer.wire = Wire.of(c.uplink, c.downlink, c.models, c.topk_fraction)
 
 

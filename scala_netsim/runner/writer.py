@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from scala_netsim.algorithms.contract import Trainer
 from scala_netsim.config.scenario import Scenario, scenario_yaml
 from scala_netsim.core.events import (
     DEMAND_COLUMNS,
@@ -32,6 +31,7 @@ from scala_netsim.core.results import (
     write_rows_csv,
     write_text,
 )
+from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.world import World, clients_frame
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def save_final_model(path: Path, trainer: Trainer) -> None:
     """model.pt: the trained global model at the end of a run, {"modules": {name: state
     dict}} as the trainer keeps them (split algorithms: "client" and "server"; FL: "client",
     the whole model; FedConcat: its clusters and classifier), on the CPU, written atomically.
-    The attack (scala_netsim.attack) reads it. Nothing is written for a trainer that names no
+    The attack (scala_netsim.tools.attack) reads it. Nothing is written for a trainer that names no
     persistent modules (its whole state, optimisers and per-client extras, is not built)."""
     modules = getattr(trainer, "persistent_modules", None)
     if modules is None:

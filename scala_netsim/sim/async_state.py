@@ -26,9 +26,9 @@ from typing import Any
 import simpy
 from simpy.events import NORMAL
 
-from scala_netsim.algorithms.contract import ServerStep
 from scala_netsim.core.events import EventKind
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.learn.contract import ServerStep
+from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage
 
 #: what a stage may carry besides tensors, numbers, lists and tuples (saved as dicts)
 CARRIED = {cls.__name__: cls for cls in (ModelMessage, ActivationMessage, GradientMessage,

@@ -16,7 +16,7 @@ import simpy
 import channel
 from channel import Direction
 from scala_netsim.core.events import EventKind, EventLog
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
+from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 

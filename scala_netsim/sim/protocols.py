@@ -1,5 +1,5 @@
 """The five communication patterns (SimPy processes of a round), each calling the trainer
-contract of its pattern (scala_netsim.algorithms.contract) and knowing nothing of gradients
+contract of its pattern (scala_netsim.learn.contract) and knowing nothing of gradients
 beyond it."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.algorithms.contract import (
+from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
+from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
     FederatedTrainer,
     KeptModelSplitTrainer,
@@ -21,8 +22,7 @@ from scala_netsim.algorithms.contract import (
     PerClientSplitTrainer,
     Trainer,
 )
-from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
-from scala_netsim.messages import ActivationMessage
+from scala_netsim.learn.messages import ActivationMessage
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
 from scala_netsim.sim.link import TransferLost, WirelessLink, share_done

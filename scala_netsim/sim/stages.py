@@ -12,9 +12,9 @@ from typing import Any
 import simpy
 
 import channel
-from scala_netsim.algorithms.contract import ServerStep
 from scala_netsim.core.events import MODEL_TRANSFER, EventKind
-from scala_netsim.messages import ActivationMessage, ModelMessage
+from scala_netsim.learn.contract import ServerStep
+from scala_netsim.learn.messages import ActivationMessage, ModelMessage
 
 #: the stages of a client at the server's processor, waiting for it and holding it: both
 #: carry (the request, what the stage carries)

@@ -30,22 +30,9 @@ import pandas as pd
 import torch
 import yaml
 
-from scala_netsim.algorithms.contract import (
-    ConcatSplitTrainer,
-    Evaluation,
-    Forward,
-    LocalStep,
-    ServerStep,
-    StepDemand,
-    Trainer,
-)
-from scala_netsim.algorithms.registry import ALGORITHMS
-from scala_netsim.config.scenario import (
-    Scenario,
-    ScenarioError,
-    learning_identity,
-    validate_scenario,
-)
+from scala_netsim.config.documents import ScenarioError
+from scala_netsim.config.registry import ALGORITHMS
+from scala_netsim.config.scenario import Scenario, learning_identity, validate_scenario
 from scala_netsim.core.events import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
@@ -64,8 +51,17 @@ from scala_netsim.core.records import (
     SUMMARY_JSON,
 )
 from scala_netsim.core.results import file_sha256, read_csv, read_written_yaml
-from scala_netsim.messages import RecordedMessage
-from scala_netsim.radio_record import RADIO_COLUMNS
+from scala_netsim.learn.contract import (
+    ConcatSplitTrainer,
+    Evaluation,
+    Forward,
+    LocalStep,
+    ServerStep,
+    StepDemand,
+    Trainer,
+)
+from scala_netsim.learn.messages import RecordedMessage
+from scala_netsim.runner.radio_record import RADIO_COLUMNS
 from scala_netsim.runner.recorded import RecordedTrainer
 
 

@@ -13,7 +13,7 @@ class ClientSelector(ABC):
     """Chooses `num_selected` of the clients for a round."""
 
     #: whether the choice depends on the network (gains, rates, timings); none does yet. A
-    #: run of a policy that does is never re-timed in another cell (scala_netsim.replay)
+    #: run of a policy that does is never re-timed in another cell (scala_netsim.runner.replay)
     uses_network: ClassVar[bool] = False
 
     @classmethod

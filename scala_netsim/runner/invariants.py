@@ -97,11 +97,11 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     - every transfer lasts payload bits / the rate it was given (relative error below 1e-9);
     - bytes and FLOPs per round equal the sums over the events; the last round's sim_time_s
       is the end of its last event;
-    - with `radio` (events.csv has scala_netsim.radio_record's columns): `check_radio`.
+    - with `radio` (events.csv has scala_netsim.runner.radio_record's columns): `check_radio`.
 
     With `slots` (an asynchronous run: each client holds a fixed slot from its start to its
     end, granted when it starts, not per round) the sub-bands are checked by
-    scala_netsim.runner.asynchronous.check_asynchronous instead of round by round.
+    scala_netsim.runner.version_books.check_asynchronous instead of round by round.
     """
     problems = _clock_and_overlap_problems(events, rounds, pipelined_clients)
     if not slots:
@@ -216,7 +216,7 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
       (N0 bandwidth_hz)) (relative 1e-9);
     - the sub-bands the round's transfers used sum to at most the band, in each direction
       (not with `slots`: an asynchronous run's version is no unit of time; its clients'
-      slots are checked instant by instant, scala_netsim.runner.asynchronous);
+      slots are checked instant by instant, scala_netsim.runner.version_books);
     - energy_j: tx_power_w x its airtime (attempts x bits / rate_bps) for uploads, kappa x
       flops x (FLOP/s)^2 for client computations, 0 for everything else; rounds.csv's energy
       columns are its sums.

@@ -11,7 +11,7 @@ import numpy as np
 from scala_netsim.core.events import EVENT_COLUMNS, EventKind
 
 if TYPE_CHECKING:
-    from scala_netsim.algorithms.contract import Evaluation
+    from scala_netsim.learn.contract import Evaluation
 
 # Which critical-path bucket each event kind falls in.
 CRITICAL_PATH_BUCKET = {
@@ -78,7 +78,7 @@ def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
     """One row of rounds.csv from the round's event rows (EventLog.rows; an event's kind may be
     the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
     and server, the critical path, the number of participants, the clients' energy when the
-    run records it (`energy`, scala_netsim.radio_record.round_energy), who contributed when
+    run records it (`energy`, scala_netsim.runner.radio_record.round_energy), who contributed when
     clients can be dropped (`drops`, scala_netsim.runner.loop.drop_columns) and, in evaluated
     rounds, the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other
     rounds)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.registry import ALGORITHMS
 
 
 def asynchronous_problems(scenario: Any) -> list[str]:

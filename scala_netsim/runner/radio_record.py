@@ -1,5 +1,5 @@
 """The radio and energy columns of a run's records, derived from its events and the link's
-transfer rows (scala_netsim.engine.TransferRate), so that an independent checker can recompute
+transfer rows (scala_netsim.sim.link.TransferRate), so that an independent checker can recompute
 every duration and every joule from events.csv alone.
 
 events.csv gains, per event (RADIO_COLUMNS):

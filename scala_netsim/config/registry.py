@@ -44,10 +44,10 @@ from scala_netsim.algorithms.config import (
     ScalaPEConfig,
     SplitFedV3Config,
 )
-from scala_netsim.selection import ClientSelector, FedCBSSelector, RandomSelector
+from scala_netsim.algorithms.selection import ClientSelector, FedCBSSelector, RandomSelector
 
 if TYPE_CHECKING:
-    from scala_netsim.engine import Protocol
+    from scala_netsim.sim.protocols import Protocol
 
 ENTRY_POINT_GROUP = "scala_netsim.algorithms"
 
@@ -218,14 +218,14 @@ class Registry(Mapping):
 ALGORITHMS = Registry()
 register = ALGORITHMS.register
 
-_ENGINE = "scala_netsim.engine:"
+_ENGINE = "scala_netsim.sim.protocols:"
 CONCAT = (_ENGINE + "ConcatSplitProtocol", CONCATENATED)
 PER = (_ENGINE + "PerClientSplitProtocol", PER_CLIENT)
 KEPT = (_ENGINE + "KeptModelSplitProtocol", KEPT_MODELS)
 LOCAL = (_ENGINE + "LocalLossProtocol", LOCAL_LOSS)
 FED = (_ENGINE + "FederatedProtocol", FEDERATED)
-ASYNC_FED = ("scala_netsim.sim.asynchronous:AsyncFederatedProtocol", ASYNCHRONOUS_FEDERATED)
-ASYNC_SPLIT = ("scala_netsim.sim.asynchronous:AsyncSplitProtocol", ASYNCHRONOUS_SPLIT)
+ASYNC_FED = ("scala_netsim.sim.async_protocols:AsyncFederatedProtocol", ASYNCHRONOUS_FEDERATED)
+ASYNC_SPLIT = ("scala_netsim.sim.async_protocols:AsyncSplitProtocol", ASYNCHRONOUS_SPLIT)
 
 
 def _builtin(name: str, trainer: str, protocol: tuple[str, Traits], description: str,
@@ -272,13 +272,13 @@ for _spec in (
              config=FedConcatConfig, traits=dataclasses.replace(FEDERATED, timeable=False)),
     _builtin("fedcbs", "federated:FedAvg", FED, "FedAvg with Fed-CBS class-balanced selection",
              selector=FedCBSSelector, config=FedCBSConfig),
-    _builtin("fedasync", "asynchronous:FedAsync", ASYNC_FED,
+    _builtin("fedasync", "async_trainers:FedAsync", ASYNC_FED,
              "asynchronous FL, each upload mixed in on arrival, staleness-weighted (FedAsync)",
              config=FedAsyncConfig),
-    _builtin("fedbuff", "asynchronous:FedBuff", ASYNC_FED,
+    _builtin("fedbuff", "async_trainers:FedBuff", ASYNC_FED,
              "asynchronous FL, K buffered deltas applied as their mean (FedBuff)",
              config=FedBuffConfig),
-    _builtin("async_sfl", "asynchronous:AsyncSFL", ASYNC_SPLIT,
+    _builtin("async_sfl", "async_trainers:AsyncSFL", ASYNC_SPLIT,
              "asynchronous split learning, server stepped on arrival, FedAsync-mixed clients",
              config=AsyncSFLConfig),
     _builtin("gas", "gas:GAS", ASYNC_SPLIT,

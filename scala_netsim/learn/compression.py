@@ -26,8 +26,13 @@ from dataclasses import dataclass
 
 import torch
 
-from scala_netsim.core.catalog import CODECS, MODEL_CODECS  # noqa: F401 (MODEL_CODECS: its old import path)
-from scala_netsim.messages import ActivationMessage, GradientMessage, ModelMessage, tensor_bytes
+from scala_netsim.core.catalog import CODECS
+from scala_netsim.learn.messages import (
+    ActivationMessage,
+    GradientMessage,
+    ModelMessage,
+    tensor_bytes,
+)
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.documents import ScenarioError, set_dotted
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import (
     Scenario,
-    ScenarioError,
     learning_identity,
-    set_dotted,
     training_identity,
     validate_scenario,
 )
@@ -222,16 +221,6 @@ def _earlier_cells(path: Path) -> list[dict]:
 
 
 # --- running one cell: the same function in-process, in worker processes and on Ray ---------
-def __getattr__(name: str) -> object:
-    """cell_dataset and deterministic moved to scala_netsim.runner.world (issue 26's layers); their
-    old import path here keeps working for one release."""
-    if name in ("cell_dataset", "deterministic"):
-        from scala_netsim.runner import world
-
-        return getattr(world, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
              device: str, resume: bool, threads: int | None = None,
              progress: Callable[[int, float, float], None] | None = None) -> dict:
@@ -240,9 +229,9 @@ def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict
     count (worker processes share the machine's cores). Draws no figure."""
     import torch
 
-    from scala_netsim.attack import after_training
     from scala_netsim.runner.execute import execute_run
     from scala_netsim.runner.world import build_world, cell_dataset, deterministic
+    from scala_netsim.tools.attack import after_training
 
     if threads:
         torch.set_num_threads(threads)
@@ -293,8 +282,8 @@ def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: d
     TimelineDiverged (this cell's timeline changes what is learned): train it then."""
     import torch
 
-    from scala_netsim.replay import Record, replay_trainer
     from scala_netsim.runner.execute import execute_run
+    from scala_netsim.runner.replay import Record, replay_trainer
     from scala_netsim.runner.world import build_world, cell_dataset
 
     device = torch.device(device)

@@ -1,4 +1,4 @@
-"""The books of an asynchronous run (scala_netsim.sim.asynchronous), checked from what it
+"""The books of an asynchronous run (scala_netsim.sim.async_protocols), checked from what it
 recorded: events.csv (with its `version` and `staleness` columns), rounds.csv (one row per
 global version) and the sub-band each transfer used."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from scala_netsim.core.events import EventKind
-from scala_netsim.metrics import BUCKETS
+from scala_netsim.runner.metrics import BUCKETS
 
 REL_TOL = 1e-9
 

@@ -26,14 +26,14 @@ import torch
 from torch import nn
 
 from scala_netsim.algorithms.common import SGD
-from scala_netsim.algorithms.contract import (
+from scala_netsim.algorithms.federated import FedAvg
+from scala_netsim.algorithms.splitfed import SplitFedV2
+from scala_netsim.learn.contract import (
     AppliedUpdate,
     AsyncFederatedTrainer,
     AsyncSplitTrainer,
 )
-from scala_netsim.algorithms.federated import FedAvg
-from scala_netsim.algorithms.splitfed import SplitFedV2
-from scala_netsim.messages import ModelMessage
+from scala_netsim.learn.messages import ModelMessage
 
 
 class AsyncSlots:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from scala_netsim.algorithms.contract import (
+from scala_netsim.core.events import MODEL_TRANSFER
+from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
     Forward,
     LocalStep,
@@ -25,10 +26,9 @@ from scala_netsim.algorithms.contract import (
     StepDemand,
     Trainer,
 )
-from scala_netsim.core.events import MODEL_TRANSFER
-from scala_netsim.messages import RecordedMessage
+from scala_netsim.learn.messages import RecordedMessage
+from scala_netsim.learn.training import apportion_batch_sizes
 from scala_netsim.runner.recorded import RecordedTrainer
-from scala_netsim.training import apportion_batch_sizes
 
 
 class TimingError(ValueError):

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.registry import ALGORITHMS
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
-from scala_netsim.data import Dataset
-from scala_netsim.models import build_split_model
+from scala_netsim.learn.data import Dataset
+from scala_netsim.learn.models import build_split_model
 
 
 def synchronize(device: torch.device) -> None:

@@ -1,7 +1,7 @@
 """Typed messages exchanged between clients and the server.
 
 Their sizes come from the real tensors they carry (numel * element_size), never from constants;
-a compressed message (scala_netsim.compression) carries what the receiver decoded and the size
+a compressed message (scala_netsim.learn.compression) carries what the receiver decoded and the size
 of the encoded representation, `wire_bytes`.
 """
 

@@ -4,16 +4,11 @@ import torch
 from torch import nn
 from torchvision.models.resnet import resnet18
 
-from scala_netsim.core.catalog import (  # noqa: F401 (their old import paths)
-    ALEXNET14_SPLITS,
-    ALEXNET_SPLITS,
+from scala_netsim.core.catalog import (
     ARCHS,
-    DEFAULT_SPLITS,
     NATIVE_SIZE_ARCHS,
-    RESNET18_SPLITS,
     SPLITS,
     VGG11_CONFIG,
-    VGG11_SPLITS,
 )
 
 

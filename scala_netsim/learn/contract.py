@@ -1,11 +1,11 @@
 """The trainer contract: what the engine's protocols call, and what they get back.
 
-A protocol (scala_netsim.engine) is one communication pattern written as SimPy processes; it
+A protocol (scala_netsim.sim.protocols) is one communication pattern written as SimPy processes; it
 decides WHEN each step happens and calls the trainer, which does the learning math and knows
 nothing of time. Each pattern has one abstract class below listing exactly the methods its
 protocol calls; an algorithm's trainer implements the one of its pattern (a missing method is
 a TypeError when the trainer is built). Every FLOP count comes from the real computation
-(scala_netsim.flops) and every payload from the real tensors (scala_netsim.messages).
+(scala_netsim.learn.flops) and every payload from the real tensors (scala_netsim.learn.messages).
 
     pattern                protocol                 trainer contract
     concatenated split     ConcatSplitProtocol      ConcatSplitTrainer
@@ -32,7 +32,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import torch
 
-from scala_netsim.messages import (
+from scala_netsim.learn.messages import (
     ActivationMessage,
     GradientMessage,
     ModelMessage,
@@ -99,7 +99,7 @@ class Trainer(ABC):
     client calls must depend on that client's own state and the round's global model alone
     (never on which client the clock served before), and whatever it aggregates it
     aggregates in client-id order. The simulated clock interleaves the clients differently
-    in every cell, and re-timing a run in another cell (scala_netsim.replay) relies on it.
+    in every cell, and re-timing a run in another cell (scala_netsim.runner.replay) relies on it.
     """
 
     #: does what is learned depend on the order in which the server takes different
@@ -109,7 +109,7 @@ class Trainer(ABC):
     server_order_matters: ClassVar[bool] = True
 
     #: are every step's FLOPs and bytes a function of its kind and batch size alone, the
-    #: same in every round (what a timing-only run relies on, scala_netsim.timing)?
+    #: same in every round (what a timing-only run relies on, scala_netsim.runner.timing)?
     fixed_step_costs: ClassVar[bool] = False
 
     #: the sum of the round's training losses so far (0-d float64 tensor; None until a step

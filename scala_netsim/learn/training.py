@@ -17,7 +17,7 @@ class ClientSampler:
     when it is used up. Client k's e-th permutation is drawn from its own generator, seeded
     from (seed, k, e) alone: what a client draws never depends on when the other clients
     draw, so the order in which the simulated clock interleaves clients cannot change what
-    is learned (the premise of re-timing a run, scala_netsim.replay). Only the clients that
+    is learned (the premise of re-timing a run, scala_netsim.runner.replay). Only the clients that
     have drawn keep state: their permutation, position in it and epoch count.
     """
 

@@ -28,13 +28,13 @@ from typing import Any
 import simpy
 
 from channel import Direction
-from scala_netsim.algorithms.contract import (
+from scala_netsim.core.events import MODEL_TRANSFER, EventKind
+from scala_netsim.learn.contract import (
     AppliedUpdate,
     AsyncFederatedTrainer,
     AsyncSplitTrainer,
 )
-from scala_netsim.core.events import MODEL_TRANSFER, EventKind
-from scala_netsim.messages import ModelMessage
+from scala_netsim.learn.messages import ModelMessage
 from scala_netsim.sim import async_state
 from scala_netsim.sim.protocols import Protocol
 from scala_netsim.sim.stages import SERVER_STAGES, Stage
