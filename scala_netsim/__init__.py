@@ -1,7 +1,7 @@
 """Split federated learning trained for real under a SimPy-simulated cellular clock.
 
 The package is built in layers, each a folder; a module imports only its own layer and the
-layers below it (tests/test_layers.py reads every import, those inside functions and under
+layers below it (tests/house/test_layers.py reads every import, those inside functions and under
 TYPE_CHECKING included, and finds no cycle):
 
     entry      the root modules: cli, retime, attack, __main__, api (this package's Python API)

@@ -178,7 +178,7 @@ def simulate(trainer: Trainer, protocol: type[Protocol], cell: Cell, local_iters
     return Simulation(env, log, link, protocol(env, cell, trainer, link, log, local_iters))
 
 
-# The two-client SCALA cell whose timeline tests/test_engine.py works out by hand.
+# The two-client SCALA cell whose timeline tests/sim/test_engine.py works out by hand.
 DIST_M = (100.0, 400.0)
 FLOPS_PER_S = (2e9, 5e9)
 SERVER_FLOPS_PER_S = 1e13

@@ -271,7 +271,7 @@ def test_fixed_rate_links_retransmit_until_an_attempt_is_below_capacity(make_run
 
 
 def test_a_transfer_that_exhausts_its_attempts_drops_its_client(make_run):
-    """(Issue 12: a lost transfer drops its client from the round; tests/test_deadlines.py.)"""
+    """(Issue 12: a lost transfer drops its client from the round; tests/sim/test_deadlines.py.)"""
     for attempts in (1, 2):
         run = make_run("fedavg", network={"link": {
             "mode": "fixed_rate", "target_rate_bps": 1e12, "max_attempts": attempts}})

@@ -235,7 +235,7 @@ def test_a_lost_transfer_drops_its_client(make_run):
 def test_each_pattern_drops_at_the_round_deadline_and_balances_its_books(fashion_slice,
                                                                         algorithm):
     """The patterns and aggregations not covered above (SplitFedV2: the SIGKILL test of
-    tests/test_reliability.py; CA-SFL: SCALA's protocol): the late client is dropped and not
+    tests/runner/test_reliability.py; CA-SFL: SCALA's protocol): the late client is dropped and not
     averaged, and the books balance."""
     free = three_client_run(fashion_slice, algorithm)
     free.step()

@@ -163,6 +163,7 @@ def test_every_study_sweep_expands_to_valid_cells(tmp_path, scenario, cells):
     assert len({c.folder for c in expanded}) == cells
 
 
+@pytest.mark.slow   # trains end to end for more than 5 s
 def test_no_figures_leaves_the_run_figures_to_analysis_plots(cli, tmp_path):
     from analysis.plots import main as plots_main
 
@@ -182,6 +183,7 @@ def test_no_figures_leaves_the_run_figures_to_analysis_plots(cli, tmp_path):
     assert plots_main([str(tmp_path / "nothing")]) == 2
 
 
+@pytest.mark.slow   # trains end to end for more than 5 s
 def test_a_finished_run_leaves_its_final_model_which_scores_the_final_accuracy(cli, tmp_path):
     """model.pt holds the global model at the end: loaded into a fresh split model it gives
     exactly the final test accuracy of summary.json (on the same test slice)."""

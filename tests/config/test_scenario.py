@@ -8,7 +8,7 @@ import yaml
 from scala_netsim.config.documents import ScenarioError, apply_overrides
 from scala_netsim.config.scenario import load_scenario, validate_scenario
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(ROOT.joinpath("scenarios").glob("*.yaml"))
 
 
@@ -25,7 +25,7 @@ def test_every_shipped_scenario_is_valid(path):
 
 
 def test_cellular_10pct_is_the_paper_setup():
-    s = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "cellular_10pct.yaml")
+    s = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "cellular_10pct.yaml")
     assert (s.data.num_clients, s.num_participants, s.data.partition.alpha) == (100, 10, 2)
     assert (s.training.batch_size, s.training.local_iters, s.training.rounds) == (320, 5, 500)
     assert (s.training.lr, s.training.momentum, s.model.split) == (0.01, 0.9, "S2")

@@ -1,5 +1,5 @@
 """The timing trace ignores the machine's speed, resume after a SIGKILL, Ctrl-C, checkpoints
-that are refused, and divergence. (Same scenario, same bytes: tests/test_golden.py.)"""
+that are refused, and divergence. (Same scenario, same bytes: tests/runner/test_golden.py.)"""
 
 import filecmp
 import json

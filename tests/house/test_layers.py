@@ -191,7 +191,7 @@ def floors_picture(width: int = 96) -> str:
 
 def test_the_architecture_page_shows_the_floors_as_they_are():
     """docs/architecture.md's picture of the floors is generated from LAYERS (rewrite it with
-    `python tests/test_layers.py`), so it cannot drift from the code."""
+    `python tests/house/test_layers.py`), so it cannot drift from the code."""
     text = ARCHITECTURE.read_text()
     block = text.split(FLOORS_BEGIN)[1].split(FLOORS_END)[0]
     assert block.strip("\n") == f"```\n{floors_picture()}\n```"

@@ -272,7 +272,8 @@ FEDERATED_FAMILY = {"fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr"
 @pytest.mark.parametrize("algorithm", sorted(set(ALGORITHMS)
                                              - set(ALGORITHMS.with_trait("asynchronous"))))
 def test_each_algorithm_has_its_events_and_payloads_equal_tensor_sizes(make_run, algorithm):
-    """(Every synchronous algorithm: the asynchronous ones have tests/test_asynchronous.py.)"""
+    """(Every synchronous algorithm: the asynchronous ones have
+    tests/algorithms/test_asynchronous.py.)"""
     run = make_run(algorithm)
     demands = {}   # (round, client) -> (upload bytes, download bytes, compute FLOPs) as told
     ask = run.protocol.demands

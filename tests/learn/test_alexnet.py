@@ -254,6 +254,7 @@ def test_every_algorithm_trains_a_round_of_alexnet(make_run, fashion_slice_28, a
     check_round_payloads(run, algorithm, "alexnet", image_size=28)
 
 
+@pytest.mark.slow   # trains end to end for more than 5 s
 @pytest.mark.parametrize("local_iters", [1, 3])
 def test_alexnet_bytes_per_round_equal_the_closed_form(make_run, fashion_slice_28, local_iters):
     """The local-iterations study's closed form on the authors' model, with the sizes worked

@@ -225,6 +225,7 @@ def test_loads_cinic10_class_folders_of_png_once(tmp_path):
     assert torch.equal(load_dataset("cinic10", tmp_path / "cinic").train_x, ds.train_x)
 
 
+@pytest.mark.slow   # trains end to end for more than 5 s
 def test_a_cifar10_scenario_runs_end_to_end_from_a_data_dir(cli, tmp_path):
     from conftest import ROOT
 
