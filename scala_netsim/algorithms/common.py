@@ -179,9 +179,12 @@ class TrainerBase(Trainer, ExchangesModels):
     """
 
     fixed_step_costs = True   # FLOPs metered per (step kind, batch size); sizes from shapes
-    #: how messages cross the air (scala_netsim.learn.compression); set by the run from the
-    #: scenario's compression section, plain by default
+    #: how messages cross the air (scala_netsim.learn.compression): plain unless the run
+    #: gives the scenario's compression (use_wire)
     wire: Wire = Wire()
+
+    def use_wire(self, wire: Wire) -> None:
+        self.wire = wire
 
     def __init__(self, client_template: nn.Module, data: ClientData, sgd: SGDSettings,
                  batch_seed: int, extra_weight_decay: float = 0.0) -> None:

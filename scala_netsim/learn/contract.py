@@ -31,7 +31,9 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
+from torch import nn
 
+from scala_netsim.learn.compression import Wire
 from scala_netsim.learn.messages import (
     ActivationMessage,
     GradientMessage,
@@ -117,6 +119,22 @@ class Trainer(ABC):
     #: not finite at the round's end: when any step of the round had a non-finite loss,
     #: whatever order the clock put the steps in (never just the last step's)
     round_loss: torch.Tensor | None = None
+
+    #: the round's aggregations, (what was averaged, client, its weight), each group's
+    #: weights summing to 1, checked by the run's invariants when clients can be dropped;
+    #: None: the trainer does not report them (that check is skipped)
+    aggregations: list[tuple[str, int, float]] | None = None
+
+    def persistent_modules(self) -> dict[str, nn.Module] | None:
+        """The modules of the trained global model by name (model.pt, what the attack reads);
+        None: the trainer names none, and no model.pt is written."""
+        return None
+
+    def use_wire(self, wire: Wire) -> None:
+        """Build every message through `wire` (the scenario's compression), from the first
+        round on; a trainer that builds its messages without a Wire refuses."""
+        raise ValueError(f"compression: {type(self).__name__} builds its messages without a "
+                         f"Wire (scala_netsim.learn.compression), so it cannot compress them")
 
     def note_loss(self, loss: torch.Tensor) -> None:
         """Add a step's training loss to `round_loss` (no device synchronisation)."""

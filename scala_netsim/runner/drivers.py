@@ -1,13 +1,15 @@
-"""What moves a run's simulated clock forward: a driver.
+"""What moves a run's simulated clock forward: a driver, one for each clock.
 
 The run loop (`runner.loop.Run`) asks its driver to `advance` to the next global model version
 and records what it produced: one row per version (rounds.csv's `round` is the version
 number), the events logged since, the evaluation when one is due, the checkpoint between
-versions. The loop knows nothing of how a version comes about. `SynchronousRounds` is today's
-driver for every algorithm: a version is a round, whose clients are drawn by the algorithm's
-selector and which the protocol simulates (and trains) to its end. An asynchronous driver
-(issue 28) advances instead until the server's next update, with clients starting when others
-finish, on the same seam.
+versions. The loop knows nothing of how a version comes about, nor of what differs between
+the two clocks: the driver says it. `SynchronousRounds`: a version is a round, whose clients
+are drawn by the algorithm's selector and which the protocol simulates (and trains) to its
+end. `AsynchronousUpdates`: a version is a server update, with clients starting when others
+finish; it adds the columns a version writes (its arrivals, their staleness), the books it is
+checked by, the summary's figures on whom the server listened to, what a checkpoint holds of
+the clients in flight, and when the run may be saved.
 """
 
 from __future__ import annotations
@@ -18,9 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import simpy
+import torch
 
-from scala_netsim.core.events import EVENT_COLUMNS, EventLog
+from scala_netsim.core.events import ASYNC_COLUMNS, EVENT_COLUMNS, EventLog
+from scala_netsim.learn.training import to_device
+from scala_netsim.runner.version_books import check_asynchronous, listening_summary, version_row
+from scala_netsim.sim import async_state
 
 if TYPE_CHECKING:
     from scala_netsim.algorithms.selection import ClientSelector
@@ -49,7 +56,12 @@ class Version:
 
 class Driver(ABC):
     """Advances a run to its next global model version. `bind` hands it the simulation it
-    drives (at the start, and again when a run resumes from a checkpoint on a fresh clock)."""
+    drives (at the start, and again when a run resumes from a checkpoint on a fresh clock).
+    The other members say what the run records and checks beyond what every version has; the
+    defaults are a round's."""
+
+    #: each client in flight holds a fixed slot of the bands (the invariants' check_run)
+    slots = False
 
     def bind(self, env: simpy.Environment, protocol: Protocol, link: WirelessLink,
              log: EventLog) -> None:
@@ -58,6 +70,39 @@ class Driver(ABC):
     @abstractmethod
     def advance(self, number: int) -> Version:
         """Simulate (and train) until version `number` of the global model exists."""
+
+    def version_row(self, row: dict, version: Version, label_counts: np.ndarray) -> dict:
+        """The version's row of rounds.csv, from the row every version has."""
+        return row
+
+    def event_table(self, columns: tuple[str, ...],
+                    rows: list[tuple]) -> tuple[tuple[str, ...], list[tuple]]:
+        """events.csv's columns and rows, with what this clock adds."""
+        return columns, rows
+
+    def problems(self, events: pd.DataFrame, rounds: pd.DataFrame, transfers: pd.DataFrame,
+                 band_hz: dict[str, float]) -> list[str]:
+        """Broken invariants of this clock's own books (check_run checks what all share)."""
+        return []
+
+    def summary(self, flops_per_s: np.ndarray, gain_linear: np.ndarray) -> dict:
+        """summary.json's figures of this clock."""
+        return {}
+
+    @property
+    def checkpointable(self) -> bool:
+        """Can the run be saved now? Between rounds, always."""
+        return True
+
+    def state_dict(self) -> dict | None:
+        """What a checkpoint holds of the clock beyond the run's rows and books (None: nothing,
+        a round ends with nothing in flight)."""
+        return None
+
+    def load_state_dict(self, state: dict | None, device: torch.device) -> None:
+        """Put back what state_dict saved (after `bind` on the resumed clock); a round's
+        clock has nothing to put back."""
+        return None
 
 
 class SynchronousRounds(Driver):
@@ -84,6 +129,8 @@ class AsynchronousUpdates(Driver):
     stream, in the order the clock finishes them). `selected` of a version: the clients
     whose updates it took."""
 
+    slots = True
+
     def __init__(self, rng: np.random.Generator, num_clients: int, concurrency: int) -> None:
         self.rng, self.num_clients, self.concurrency = rng, num_clients, concurrency
 
@@ -95,15 +142,46 @@ class AsynchronousUpdates(Driver):
         self._last_s = env.now
         self._first_event, self._first_transfer = len(log), len(link.transfer_rows)
 
-    def state_dict(self) -> dict:
-        """Where the next version's records start (a checkpoint's; the rng is the run's)."""
-        return {"last_s": self._last_s, "first_event": self._first_event,
-                "first_transfer": self._first_transfer}
+    def version_row(self, row: dict, version: Version, label_counts: np.ndarray) -> dict:
+        return version_row(row, self.taken, list(version.selected), label_counts,
+                           len(self.protocol.in_flight))
 
-    def load_state_dict(self, state: dict) -> None:
-        self._last_s = float(state["last_s"])
-        self._first_event = int(state["first_event"])
-        self._first_transfer = int(state["first_transfer"])
+    def event_table(self, columns: tuple[str, ...],
+                    rows: list[tuple]) -> tuple[tuple[str, ...], list[tuple]]:
+        updates = self.protocol.updates
+        return (columns + ASYNC_COLUMNS,
+                [(*row, *updates.get(i, (-1, -1))) for i, row in enumerate(rows)])
+
+    def problems(self, events: pd.DataFrame, rounds: pd.DataFrame, transfers: pd.DataFrame,
+                 band_hz: dict[str, float]) -> list[str]:
+        return check_asynchronous(events, rounds, transfers, band_hz, self.concurrency)
+
+    def summary(self, flops_per_s: np.ndarray, gain_linear: np.ndarray) -> dict:
+        """Whom the server listened to."""
+        client = EVENT_COLUMNS.index("client_id")
+        return listening_summary(self.protocol.updates, [r[client] for r in self.log.rows],
+                                 flops_per_s, gain_linear)
+
+    @property
+    def checkpointable(self) -> bool:
+        """When nothing is due at this instant that anything waits on
+        (scala_netsim.sim.async_state; else the next version that can be is saved)."""
+        return async_state.quiet(self.env)
+
+    def state_dict(self) -> dict:
+        """The clients in flight (the protocol's snapshot) and where the next version's
+        records start (the rng is the run's)."""
+        return {"protocol": self.protocol.snapshot(),
+                "driver": {"last_s": self._last_s, "first_event": self._first_event,
+                           "first_transfer": self._first_transfer}}
+
+    def load_state_dict(self, state: dict | None, device: torch.device) -> None:
+        assert state is not None, "an asynchronous checkpoint holds its clients in flight"
+        driver = state["driver"]
+        self._last_s = float(driver["last_s"])
+        self._first_event = int(driver["first_event"])
+        self._first_transfer = int(driver["first_transfer"])
+        self.protocol.resume(to_device(state["protocol"], device))
 
     def _draw(self) -> int:
         """A client not training now, uniformly (redrawn until one is free)."""
@@ -117,6 +195,7 @@ class AsynchronousUpdates(Driver):
 
     def advance(self, number: int) -> Version:
         protocol = self.protocol
+        protocol.trainer.round_loss = None   # the version's loss (a round's protocol resets it)
         if not protocol.in_flight:   # the start (afterwards a finished client is replaced)
             for _ in range(self.concurrency):
                 protocol.start(self._draw())

@@ -15,7 +15,6 @@ import channel
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.events import (
-    ASYNC_COLUMNS,
     COMPLETED_COLUMN,
     DROP_REASONS,
     EVENT_COLUMNS,
@@ -23,7 +22,7 @@ from scala_netsim.core.events import (
 )
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
-from scala_netsim.runner.drivers import AsynchronousUpdates, SynchronousRounds
+from scala_netsim.runner.drivers import AsynchronousUpdates, Driver, SynchronousRounds
 from scala_netsim.runner.invariants import (
     DropSettings,
     RadioSettings,
@@ -40,13 +39,8 @@ from scala_netsim.runner.radio_record import (
     rows_with_columns,
 )
 from scala_netsim.runner.timing import timing_trainer
-from scala_netsim.runner.version_books import (
-    check_asynchronous,
-    listening_summary,
-    version_row,
-)
 from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
-from scala_netsim.sim import async_state
+from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import WirelessLink, grants_frame, transfers_frame
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
@@ -126,11 +120,10 @@ class Run:
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
         #: be dropped and the trainer reports them: scala_netsim.runner.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
-        self.asynchronous = spec.traits.asynchronous
-        self.driver = (AsynchronousUpdates(self.selection_rng, scenario.data.num_clients,
-                                           scenario.concurrency) if self.asynchronous else
-                       SynchronousRounds(self.selector, self.selection_rng,
-                                         scenario.num_selected))
+        self.driver: Driver = (
+            AsynchronousUpdates(self.selection_rng, scenario.data.num_clients,
+                                scenario.concurrency) if spec.traits.asynchronous else
+            SynchronousRounds(self.selector, self.selection_rng, scenario.num_selected))
         self._simulate_from(0.0, [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
@@ -139,15 +132,16 @@ class Run:
         self.env = simpy.Environment(initial_time=time_s)
         allocator = channel.ALLOCATORS[self.scenario.network.allocation]()
         fading = self.scenario.network.fading
-        self.link = WirelessLink(self.env, self.world.cell, link_model(self.scenario), allocator,
-                                 self.log, self.world.seeds.sequence("link"),
+        model, rules = link_model(self.scenario), round_rules(self.scenario)
+        self.link = WirelessLink(self.env, self.world.cell, model, allocator, self.log,
+                                 self.world.seeds.sequence("link"),
                                  channel.Fading(fading.kind, fading.k_factor_db,
                                                 fading.coherence),
-                                 self.world.seeds.sequence("fading"))
-        self.link.grant_rows, self.link.transfer_rows = grant_rows, transfer_rows
+                                 self.world.seeds.sequence("fading"),
+                                 Drops() if rules.active or model.outages else None,
+                                 grant_rows, transfer_rows)
         self.protocol = self._protocol_class(self.env, self.world.cell, self.trainer, self.link,
-                                             self.log, self.scenario.training.local_iters,
-                                             round_rules(self.scenario))
+                                             self.log, self.scenario.training.local_iters, rules)
         self.driver.bind(self.env, self.protocol, self.link, self.log)
 
     @property
@@ -171,8 +165,6 @@ class Run:
     def step(self) -> dict:
         """Simulate up to the next global model version (a round). -> its row of rounds.csv."""
         tr = self.scenario.training
-        if self.asynchronous:   # (a synchronous protocol resets it when its round begins)
-            self.trainer.round_loss = None
         version = self.driver.advance(self.round + 1)
         r, selected = version.number, version.selected
         start_s, first_event = version.start_s, version.first_event
@@ -193,12 +185,10 @@ class Run:
         if self.records_drops:
             drops = drop_columns([int(k) for k in selected], self.protocol.drops.dropped,
                                  self.world.label_counts)
-            self.aggregation_rows.extend((r, *a) for a in getattr(self.trainer, "aggregations",
-                                                                  ()))
-        row = round_row(r, rows, start_s, self.env.now, len(selected), evaluation, energy, drops)
-        if self.asynchronous:
-            row = version_row(row, self.driver.taken, list(selected), self.world.label_counts,
-                              len(self.protocol.in_flight))
+            self.aggregation_rows.extend((r, *a) for a in self.trainer.aggregations or ())
+        row = self.driver.version_row(
+            round_row(r, rows, start_s, self.env.now, len(selected), evaluation, energy, drops),
+            version, self.world.label_counts)
         self.rows.append(row)
         return row
 
@@ -219,11 +209,7 @@ class Run:
         if self.records_radio:
             columns = columns + RADIO_COLUMNS
             rows = rows_with_columns(rows, self._radio_columns(self.log.rows, 0, 0))
-        if self.asynchronous:
-            columns = columns + ASYNC_COLUMNS
-            updates = self.protocol.updates
-            rows = [(*row, *updates.get(i, (-1, -1))) for i, row in enumerate(rows)]
-        return columns, rows
+        return self.driver.event_table(columns, rows)
 
     def radio_settings(self) -> RadioSettings | None:
         """What the invariants need to recompute the radio columns (None when not recorded)."""
@@ -244,14 +230,12 @@ class Run:
         transfers = transfers_frame(self.link.transfer_rows)
         problems = check_run(events, rounds, grants_frame(self.link.grant_rows), transfers,
                              band_hz, self.protocol.pipelined_clients, self.radio_settings(),
-                             slots=self.asynchronous)
-        if self.asynchronous:
-            problems.extend(check_asynchronous(events, rounds, transfers, band_hz,
-                                               self.scenario.concurrency))
+                             slots=self.driver.slots)
+        problems.extend(self.driver.problems(events, rounds, transfers, band_hz))
         if self.records_drops:
             aggregations = (pd.DataFrame(self.aggregation_rows,
                                          columns=["round", "group", "client_id", "weight"])
-                            if hasattr(self.trainer, "aggregations") else None)
+                            if self.trainer.aggregations is not None else None)
             problems.extend(check_drops(events, rounds, self.log.demands_frame(), DropSettings(
                 self.world.label_counts, aggregations)))
         return problems
@@ -283,7 +267,7 @@ class Run:
             **{column: float(frame[column].sum()) for column in ENERGY_COLUMNS
                if column in frame},
             **(drop_summary(frame) if self.records_drops else {}),
-            **(self._listening() if self.asynchronous else {}),
+            **self.driver.summary(self.world.cell.flops_per_s, self.world.cell.gain_linear),
             "wall_time_s": wall_time_s,
             "resumed_from_round": resumed_from_round,
             "retimed_from": retimed_from,
@@ -291,24 +275,14 @@ class Run:
             **({"timing_only": True} if timing_only else {}),
         }
 
-    def _listening(self) -> dict:
-        """Whom the asynchronous server listened to (summary.json)."""
-        client = EVENT_COLUMNS.index("client_id")
-        return listening_summary(self.protocol.updates, [r[client] for r in self.log.rows],
-                                 self.world.cell.flops_per_s, self.world.cell.gain_linear)
-
     # --- checkpoints: between rounds ---------------------------------------------------
     @property
     def checkpointable(self) -> bool:
-        """Can the run be saved now? Always between rounds; an asynchronous run when nothing
-        is due at this instant that anything waits on (scala_netsim.sim.async_state; else the
-        next version that can be is saved)."""
-        return not self.asynchronous or async_state.quiet(self.env)
+        """Can the run be saved now? The driver says (a round: always)."""
+        return self.driver.checkpointable
 
     def state_dict(self) -> dict:
-        clock = ({"protocol": self.protocol.snapshot(), "driver": self.driver.state_dict()}
-                 if self.asynchronous else None)
-        return {"trainer": self.trainer.state_dict(), "asynchronous": clock,
+        return {"trainer": self.trainer.state_dict(), "asynchronous": self.driver.state_dict(),
                 "selection_rng": self.selection_rng.bit_generator.state,
                 "events": list(self.log.rows),
                 "demands": list(self.log.demands), "rounds": list(self.rows),
@@ -336,6 +310,4 @@ class Run:
                             [tuple(g) for g in state["grants"]],
                             [tuple(t) for t in state["transfers"]])
         self.link.load_stream_states(state["link_streams"])
-        if state.get("asynchronous") is not None:
-            self.driver.load_state_dict(state["asynchronous"]["driver"])
-            self.protocol.resume(to_device(state["asynchronous"]["protocol"], self.device))
+        self.driver.load_state_dict(state.get("asynchronous"), self.device)

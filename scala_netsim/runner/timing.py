@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from scala_netsim.algorithms.common import TrainerBase
 from scala_netsim.core.events import MODEL_TRANSFER
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
@@ -166,7 +167,7 @@ class TimingMeter(RecordedTrainer):
 
 def timing_trainer(inner: Trainer, contract: type[Trainer]) -> Trainer:
     """A trainer of `contract` that times `inner`'s steps, metering each batch size once."""
-    if not type(inner).fixed_step_costs or not hasattr(inner, "sampler"):
+    if not type(inner).fixed_step_costs or not isinstance(inner, TrainerBase):
         raise TimingError(f"timing_only: {type(inner).__name__}'s step costs are not fixed by "
                           f"their batch size (its messages change from round to round); run "
                           f"it with training")

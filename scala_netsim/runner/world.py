@@ -159,10 +159,7 @@ def use_wire(trainer: Trainer, scenario: Scenario) -> None:
     c = scenario.compression
     if (c.uplink, c.downlink, c.models) == ("none", "none", "none"):
         return
-    if not hasattr(trainer, "wire"):
-        raise ValueError(f"compression: {type(trainer).__name__} builds its messages without "
-                         f"a Wire (scala_netsim.learn.compression), so it cannot compress them")
-    trainer.wire = Wire.of(c.uplink, c.downlink, c.models, c.topk_fraction)
+    trainer.use_wire(Wire.of(c.uplink, c.downlink, c.models, c.topk_fraction))
 
 
 # --- the dataset of a cell, loaded once per process, and deterministic kernels ------------

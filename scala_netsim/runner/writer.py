@@ -45,11 +45,11 @@ def save_final_model(path: Path, trainer: Trainer) -> None:
     the whole model; FedConcat: its clusters and classifier), on the CPU, written atomically.
     The attack (scala_netsim.tools.attack) reads it. Nothing is written for a trainer that names no
     persistent modules (its whole state, optimisers and per-client extras, is not built)."""
-    modules = getattr(trainer, "persistent_modules", None)
+    modules = trainer.persistent_modules()
     if modules is None:
         return
     data = {"modules": {name: {k: t.detach().cpu() for k, t in module.state_dict().items()}
-                        for name, module in modules().items()}}
+                        for name, module in modules.items()}}
     write_atomic(path, lambda f: torch.save(data, f), binary=True)
 
 

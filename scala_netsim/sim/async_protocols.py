@@ -38,6 +38,7 @@ from scala_netsim.learn.messages import ModelMessage
 from scala_netsim.sim import async_state
 from scala_netsim.sim.protocols import Protocol
 from scala_netsim.sim.stages import SERVER_STAGES, Stage
+from scala_netsim.sim.timeouts import Recorded
 
 
 class AsyncProtocol(Protocol):
@@ -58,7 +59,8 @@ class AsyncProtocol(Protocol):
         #: the driver's hook: a client has finished (its model is in); start another
         self.on_finish: Callable[[int], None] = lambda k: None
         self._slots: dict[Direction, float] = {}
-        self.round = self.link.round = self.trainer.version + 1
+        self.round = self.trainer.version + 1
+        self.link.begin_version(self.round)
         #: client in flight -> (its stage's index and name, the order the event it waits on
         #: was made in, that event, what the stage carries)
         self.position: dict[int, tuple[int, str, int, simpy.Event, Any]] = {}
@@ -112,7 +114,8 @@ class AsyncProtocol(Protocol):
         for k, (i, name, order, event, carry) in self.position.items():
             at_server = name in SERVER_STAGES     # carry: (the request, what it carries)
             clients.append({"client": k, "stage": i, "name": name, "order": order,
-                            "record": async_state.pack(getattr(event, "record", None)),
+                            "record": async_state.pack(event.record if isinstance(event, Recorded)
+                                                       else None),
                             "queued": queue.index(event) if name == SERVER_STAGES[0] else None,
                             "carry": async_state.pack(carry[1] if at_server else carry)})
         return {"round": self.round, "updates": dict(self.updates),
@@ -123,7 +126,8 @@ class AsyncProtocol(Protocol):
         processor requested again by its user, then by its queue in its order, every timeout
         made again in the order the originals were (SimPy breaks ties of time by it), each
         client's process started at its stage."""
-        self.round = self.link.round = int(state["round"])
+        self.round = int(state["round"])
+        self.link.begin_version(self.round)
         self.updates = {int(i): tuple(u) for i, u in state["updates"].items()}
         self.pending = [tuple(p) for p in state["pending"]]
         clients = sorted(state["clients"], key=lambda c: c["order"])
@@ -157,7 +161,8 @@ class AsyncProtocol(Protocol):
         self.in_flight.discard(k)
         if update.applied:
             made, self.version_made = self.version_made, self.env.event()
-            self.round = self.link.round = update.version + 1
+            self.round = update.version + 1
+            self.link.begin_version(self.round)
             made.succeed((update, self.pending))
             self.pending = []
         self.on_finish(k)

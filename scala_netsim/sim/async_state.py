@@ -20,15 +20,14 @@ at the same instant to the bit; the run is then saved at the next version that c
 from __future__ import annotations
 
 import dataclasses
-import heapq
 from typing import Any
 
 import simpy
-from simpy.events import NORMAL
 
 from scala_netsim.core.events import EventKind
 from scala_netsim.learn.contract import ServerStep
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.sim.timeouts import RecordedAt
 
 #: what a stage may carry besides tensors, numbers, lists and tuples (saved as dicts)
 CARRIED = {cls.__name__: cls for cls in (ModelMessage, ActivationMessage, GradientMessage,
@@ -66,26 +65,12 @@ def unpack(value: Any) -> Any:
     return value
 
 
-def at(env: simpy.Environment, end: float) -> simpy.Event:
-    """An event that happens at `end` exactly, as a timeout does (triggered, due then): the
-    one it stands for was made at another instant, and a timeout made now would end at
-    now + delay, a float sum that cannot reach every instant (0.3333333333333333 + d is
-    never 0.8695312851478766)."""
-    # SimPy has no public way to schedule at an absolute time; its own entry, as schedule()
-    # makes it: (time, priority, event id, event)
-    event = simpy.Event(env)
-    event._ok, event._value = True, None
-    heapq.heappush(env._queue, (end, NORMAL, next(env._eid), event))
-    return event
-
-
 def rebuild(protocol: Any, record: Any) -> simpy.Event:
     """A timeout ending when the one `record` (packed) describes did, recorded as it would
     have been: a computation by the protocol, a transfer by its link."""
     record = unpack(record)
     what, start, duration_s = record[:3]
-    timeout = at(protocol.env, start + duration_s)
-    timeout.record = record
+    timeout = RecordedAt(protocol.env, start + duration_s, record)
     timeout.callbacks.append(protocol._computed if what == "compute"
                              else protocol.link._transferred)
     return timeout

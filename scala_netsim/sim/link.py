@@ -19,6 +19,7 @@ from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
+from scala_netsim.sim.timeouts import RecordedTimeout
 
 # what a protocol hands the link: a real trainer's message, or a recorded one (a replay, a
 # timing-only run); the engine reads only Transfer's client_id and payload_bytes
@@ -106,14 +107,23 @@ class WirelessLink:
     def __init__(self, env: simpy.Environment, cell: Cell, model: channel.LinkModel,
                  allocator: channel.BandwidthAllocator, log: EventLog,
                  seed: np.random.SeedSequence, fading: channel.Fading | None = None,
-                 fading_seed: np.random.SeedSequence | None = None) -> None:
+                 fading_seed: np.random.SeedSequence | None = None, drops: Drops | None = None,
+                 grant_rows: list[tuple] | None = None,
+                 transfer_rows: list[tuple] | None = None) -> None:
+        """`drops`: the book of steps in flight when clients can be dropped (round rules, or
+        a link model that loses transfers), shared with the protocol; None keeps the plain,
+        faster path. `grant_rows` and `transfer_rows`: the books so far (a resumed run's)."""
+        if model.outages and drops is None:
+            raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
+                             f"of drops (drops=Drops())")
         self.env, self.cell, self.model, self.allocator, self.log = env, cell, model, allocator, log
         self.fading = channel.Fading() if fading is None else fading
         self._fading_seed = fading_seed
         self._fading_rngs: dict[int, np.random.Generator] = {}
         self._round_fading: dict[tuple[Direction, int], float] = {}
-        self.grant_rows: list[tuple] = []       # Grant.as_row()
-        self.transfer_rows: list[tuple] = []    # TransferRate's fields
+        self.grant_rows: list[tuple] = [] if grant_rows is None else grant_rows  # Grant.as_row()
+        self.transfer_rows: list[tuple] = (   # TransferRate's fields
+            [] if transfer_rows is None else transfer_rows)
         self.round = 0
         self._bandwidth_hz: dict[Direction, dict[int, float]] = {d: {} for d in Direction}
         self._seed = seed
@@ -126,8 +136,7 @@ class WirelessLink:
         self._airtime_s: dict[tuple[Direction, int, int], float] = {}
         # what an allocator weighing the clients' rates needs of the link model (fixed)
         self._radio = {d: model.allocation_radio(d) for d in Direction}
-        # the protocol's book of steps in flight, when clients can be dropped (else None)
-        self.drops: Drops | None = None
+        self.drops = drops
 
     @property
     def grants(self) -> list[Grant]:
@@ -197,6 +206,11 @@ class WirelessLink:
                                                      strict=True))
             self.grant_rows.extend((round_, k, direction.value, b)
                                    for k, b in self._bandwidth_hz[direction].items())
+
+    def begin_version(self, number: int) -> None:
+        """An asynchronous run builds global version `number` from now: the round its
+        records carry (a round's protocol says it with begin_round)."""
+        self.round = number
 
     def assign(self, k: int, shares: dict[Direction, float], record: bool = True) -> None:
         """Give client k a sub-band of its own in each direction (Hz), from now until it is
@@ -276,10 +290,10 @@ class WirelessLink:
         if self.model.outages:
             attempts, gain, delivered = self._attempts(direction, k)
             airtime_s = airtime_s * attempts
-        transfer = self.env.timeout(airtime_s)
         # what the record will say (an asynchronous run's checkpoint saves it)
-        transfer.record = ("transfer", start, airtime_s, local_iter, k, kind, payload_bytes,
-                           bandwidth_hz, rate_bps, attempts, gain, tx_power_w)
+        transfer = RecordedTimeout(self.env, airtime_s, (
+            "transfer", start, airtime_s, local_iter, k, kind, payload_bytes, bandwidth_hz,
+            rate_bps, attempts, gain, tx_power_w))
         if self.drops is None:
             transfer.callbacks.append(self._transferred)
             return transfer

@@ -24,9 +24,10 @@ from scala_netsim.learn.contract import (
 )
 from scala_netsim.learn.messages import ActivationMessage
 from scala_netsim.sim.cell import Cell
-from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
+from scala_netsim.sim.drops import NO_RULES, RoundRules
 from scala_netsim.sim.link import TransferLost, WirelessLink, share_done
 from scala_netsim.sim.stages import ClientStages
+from scala_netsim.sim.timeouts import RecordedTimeout
 
 
 class Protocol(ClientStages, ABC):
@@ -58,9 +59,12 @@ class Protocol(ClientStages, ABC):
         self.server_cpu = simpy.Resource(env, capacity=1)
         self.round = 0
         self._compute_s: dict[tuple[int, int], float] = {}  # (client, FLOPs) -> seconds
-        # the book of drops, when clients can be dropped; None keeps the plain, faster path
-        self.drops = Drops() if rules.active or link.model.outages else None
-        link.drops = self.drops
+        # the book of drops, when clients can be dropped (the link's: it cuts transfers); None
+        # keeps the plain, faster path
+        if rules.active and link.drops is None:
+            raise ValueError("round rules (deadlines, over-selection) drop clients: the link "
+                             "must be given the book of drops (WirelessLink(..., drops=Drops()))")
+        self.drops = link.drops
 
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
@@ -178,8 +182,8 @@ class Protocol(ClientStages, ABC):
         (the FLOPs done so far recorded) if its owner is dropped first. Its `.record` keeps
         what the record will say (an asynchronous run's checkpoint saves it)."""
         start = self.env.now
-        timeout = self.env.timeout(duration_s)
-        timeout.record = ("compute", start, duration_s, local_iter, who, kind, flops)
+        timeout = RecordedTimeout(self.env, duration_s,
+                                  ("compute", start, duration_s, local_iter, who, kind, flops))
         if self.drops is None:
             timeout.callbacks.append(self._computed)
             return timeout

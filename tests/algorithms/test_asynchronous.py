@@ -27,6 +27,7 @@ from scala_netsim.runner.drivers import AsynchronousUpdates
 from scala_netsim.runner.version_books import check_asynchronous
 from scala_netsim.sim import async_state
 from scala_netsim.sim.async_protocols import AsyncFederatedProtocol
+from scala_netsim.sim.timeouts import RecordedAt
 
 from conftest import N0_DBM_PER_HZ, simulate, split_parts, tiny_cell, tiny_scenario
 
@@ -270,7 +271,7 @@ def test_a_rebuilt_timeout_ends_at_the_same_float_instant(now, share, left):
     end = start + ((now - start) + left)
     assume(end >= now)
     env = simpy.Environment(initial_time=now)
-    env.run(until=async_state.at(env, end))
+    env.run(until=RecordedAt(env, end, ("compute",)))
     assert env.now == end
 
 

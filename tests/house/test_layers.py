@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
+ROOT = Path(__file__).resolve().parents[2]   # (no conftest import: also run as a script)
 PACKAGES = ("scala_netsim", "channel", "analysis")
 # (layer, rank, module prefixes), bottom first; layers of one rank may not import each other.
 # Every layer is a folder; the entry points are the package's root modules. A prefix names a

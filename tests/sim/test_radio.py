@@ -222,7 +222,7 @@ def test_block_fading_per_round_is_one_draw_per_client_direction_and_round(make_
     e = next(i for i, row in enumerate(runs["scala"].log.rows) if row[5] == "activation_upload")
     row = runs["scala"].log.rows[e]
     k, r = row[4], row[2]
-    link.round = r
+    link.begin_version(r)   # the round the fading draw is for
     link._round_fading.clear()
     h2 = link.fading_gain(channel.Direction.UPLINK, k)
     t = next(t for t in link.transfers if t.event_index == e)
