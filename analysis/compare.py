@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 
 from analysis import accuracy_of, read_rounds
-from scala_netsim.core.records import CLIENTS_CSV, COMPARISON_CSV, DEMANDS_CSV, SUMMARY_JSON
+from scala_netsim.core.records import (
+    CLIENTS_CSV,
+    COMPARISON_CSV,
+    DEMANDS_CSV,
+    SUMMARY_JSON,
+    record_path,
+)
 from scala_netsim.core.results import write_csv
 
 #: the scores of attack.json (scala_netsim.learn.privacy.Reconstruction's fields)
@@ -80,8 +86,9 @@ def class_losses(folder: Path | str, rounds: pd.DataFrame
     if not columns:
         return np.zeros(len(accuracy_columns)), accuracy
     folder = Path(folder)
-    labels = pd.read_csv(folder / CLIENTS_CSV).set_index("client_id")
-    selected_ids = pd.read_csv(folder / DEMANDS_CSV, usecols=["client_id"])["client_id"]
+    labels = pd.read_csv(record_path(folder, CLIENTS_CSV)).set_index("client_id")
+    selected_ids = pd.read_csv(record_path(folder, DEMANDS_CSV),
+                               usecols=["client_id"])["client_id"]
     classes = [c.removeprefix("contrib_") for c in columns]
     selected = labels.loc[selected_ids, classes].to_numpy().sum(0).astype(float)
     aggregated = rounds[columns].to_numpy().sum(0)
@@ -145,7 +152,7 @@ def asynchronous_figures(folder: Path | str, summary: dict, rounds: pd.DataFrame
     of every update the server took (rounds.csv's contrib_label_<c>, summed over the
     versions) and that of the training set (clients.csv)."""
     figures = {k: summary[k] for k in ASYNC_SUMMARY}
-    clients = pd.read_csv(Path(folder) / "clients.csv")
+    clients = pd.read_csv(record_path(folder, CLIENTS_CSV))
     labels = sorted(c for c in clients if c.startswith("label_"))
     taken = rounds[[f"contrib_{c}" for c in labels]].sum().to_numpy(dtype=float)
     data = clients[labels].sum().to_numpy(dtype=float)

@@ -22,7 +22,7 @@ from analysis import read_rounds  # noqa: E402
 from analysis.compare import find_runs  # noqa: E402
 from analysis.runs import group_label  # noqa: E402
 from analysis.style import legend_outside, log_time_axis, marker_size, set_log_x  # noqa: E402
-from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV
+from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV, record_path
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
@@ -190,7 +190,7 @@ def comparison_figures(scenario_dir: Path | str,
 
 def main(argv: list[str] | None = None) -> int:
     dirs = sys.argv[1:] if argv is None else argv
-    missing = [d for d in dirs if not any((Path(d) / f).is_file()
+    missing = [d for d in dirs if not any(record_path(d, f).is_file()
                                           for f in (ROUNDS_CSV, COMPARISON_CSV))]
     if not dirs or missing:
         print(f"error: need run folders holding rounds.csv or scenario folders holding "
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
               if missing else "usage: python -m analysis.plots DIR [DIR ...]", file=sys.stderr)
         return 2
     for folder in dirs:
-        run = (Path(folder) / ROUNDS_CSV).is_file()
+        run = record_path(folder, ROUNDS_CSV).is_file()
         for path in plot_run(folder) if run else comparison_figures(folder):
             print(path)
     return 0

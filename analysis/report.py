@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.compare import write_comparison  # noqa: E402
 from analysis.figures import (  # noqa: E402
     accuracy_figure,
     drops_figure,
@@ -41,9 +42,12 @@ from scala_netsim.core.results import write_text  # noqa: E402
 
 
 def write_report(scenario_dir: Path | str) -> Path:
-    """OUT/<scenario>/report.md and its figures in OUT/<scenario>/figures/."""
+    """OUT/<scenario>/report.md and its figures in OUT/<scenario>/figures/, with the
+    comparison.csv the tables come from (rewritten from the run folders: the same file the
+    command line wrote, or a kept study's rebuilt)."""
     scenario_dir = Path(scenario_dir)
     runs, curves, index = load_runs(scenario_dir)
+    write_comparison(scenario_dir, index["accuracy_targets"])
     # a key swept over one value (a sweep cut to one cell) labels nothing: the summary names it
     keys = [k for k in setting_keys(index) if k in runs.columns and runs[k].nunique() >= 2]
     targets = index["accuracy_targets"]

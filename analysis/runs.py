@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
-from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON, record_path
 from scala_netsim.core.results import read_written_yaml  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9
@@ -53,7 +53,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
             if key in row:
                 row[key] = _hashable(row[key])
         done = max(int(summary["rounds"]), 1)
-        events = pd.read_csv(folder / EVENTS_CSV, usecols=["kind", "payload_bytes"])
+        events = pd.read_csv(record_path(folder, EVENTS_CSV), usecols=["kind", "payload_bytes"])
         by_kind = events.groupby("kind")["payload_bytes"].sum()
         row.update({
             "local_iters": scenario["training"]["local_iters"],

@@ -42,6 +42,7 @@ from scala_netsim.core.records import (
     ROUNDS_CSV,
     SUMMARY_JSON,
     SWEEP_JSON,
+    record_path,
 )
 from scala_netsim.core.results import read_csv
 
@@ -396,7 +397,7 @@ class Results:
         """Every run's `name` file, one frame: algorithm, the swept keys and seed first."""
         frames = []
         for r in self.runs:
-            frame = read_csv(r.folder / name)
+            frame = read_csv(record_path(r.folder, name))
             keys = {"algorithm": r.algorithm, **{k: str(v) if isinstance(v, (list, dict))
                                                  else v for k, v in r.setting.items()},
                     "seed": r.seed}

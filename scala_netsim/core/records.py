@@ -1,6 +1,8 @@
 """A run folder's files, by name, in one place (README, "Results"): every module that reads
 or writes OUT/<scenario>/<algorithm>/[<setting>/]seed<k>/ takes the names from here."""
 
+from pathlib import Path
+
 SCENARIO_YAML = "scenario.yaml"   # the resolved scenario, every default filled in
 CLIENTS_CSV = "clients.csv"       # the drop: distance, path loss, FLOP/s, samples, labels
 ROUNDS_CSV = "rounds.csv"         # one row per round
@@ -11,6 +13,19 @@ CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when 
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
 SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's cells and settings
+
+#: a kept run's tables are gzipped (scala_netsim.tools.keep): NAME.csv.gz for NAME.csv
+GZIPPED = ".gz"
+
+
+def record_path(folder: Path | str, name: str) -> Path:
+    """Where a run folder holds its file `name`: the file, or its gzipped copy where only that
+    is there (a run kept in git), else the plain name (which the caller finds missing)."""
+    plain = Path(folder) / name
+    if not plain.is_file() and plain.with_name(name + GZIPPED).is_file():
+        return plain.with_name(name + GZIPPED)
+    return plain
+
 
 #: the per-round records a checkpoint must agree with when a run resumes
 RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)

@@ -7,6 +7,7 @@ reads those. (Files are not forced to disk: a crash of the machine itself is not
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import json
 import os
@@ -75,10 +76,17 @@ def write_json(path: Path | str, data: dict) -> None:
     write_atomic(path, lambda f: json.dump(data, f, indent=2))
 
 
+def open_record(path: Path | str, mode: str = "rb") -> IO:
+    """A record file opened for reading, decompressed on the fly when it is gzipped (*.gz:
+    a run kept in git, scala_netsim.tools.keep)."""
+    return gzip.open(path, mode) if str(path).endswith(".gz") else open(path, mode)
+
+
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes, as hex (the summary's digests of the record files)."""
+    """The SHA-256 of a file's bytes, as hex (the summary's digests of the record files); of
+    a gzipped file's decompressed bytes, so that a kept copy has the digests of the original."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_record(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

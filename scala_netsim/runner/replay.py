@@ -49,8 +49,9 @@ from scala_netsim.core.records import (
     ROUNDS_CSV,
     SCENARIO_YAML,
     SUMMARY_JSON,
+    record_path,
 )
-from scala_netsim.core.results import file_sha256, read_csv, read_written_yaml
+from scala_netsim.core.results import file_sha256, open_record, read_csv, read_written_yaml
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
     Evaluation,
@@ -199,11 +200,11 @@ def _finished_summary(folder: Path) -> dict:
         raise RecordError(f"{where}/summary.json: holds no digests of the record files "
                           f"(written by an older scala_netsim); train it again")
     for name in RECORD_FILES:
-        path = folder / name
+        path = record_path(folder, name)
         if not path.is_file():
             raise RecordError(f"{where}: {name} is missing")
         if file_sha256(path) != digests.get(name):
-            raise RecordError(f"{where}/{name}: not the file its run wrote (its SHA-256 "
+            raise RecordError(f"{where}/{path.name}: not the file its run wrote (its SHA-256 "
                               f"differs from the one in summary.json): damaged, edited or "
                               f"from another run")
     return summary
@@ -214,9 +215,9 @@ def _record_tables(folder: Path, summary: dict
     """(rounds, events, demands) of a finished run, their columns and order checked."""
     where = str(folder)
     # (read_csv: evaluations are copied bit for bit)
-    with open(folder / EVENTS_CSV) as f:
+    with open_record(record_path(folder, EVENTS_CSV), "rt") as f:
         header = tuple(f.readline().rstrip("\n").split(","))
-    demands = read_csv(folder / DEMANDS_CSV)
+    demands = read_csv(record_path(folder, DEMANDS_CSV))
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
                for radio in ((), RADIO_COLUMNS)]
     if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
@@ -225,8 +226,8 @@ def _record_tables(folder: Path, summary: dict
                           f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}) and "
                           f"{DEMAND_COLUMNS}")
     # what was sent and computed is all a replay needs (the radio columns are timing)
-    events = read_csv(folder / EVENTS_CSV, usecols=list(EVENT_COLUMNS))
-    rounds = read_csv(folder / ROUNDS_CSV)
+    events = read_csv(record_path(folder, EVENTS_CSV), usecols=list(EVENT_COLUMNS))
+    rounds = read_csv(record_path(folder, ROUNDS_CSV))
     unknown = set(events["kind"]) - set(_KIND_CODE)
     if unknown:
         raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")

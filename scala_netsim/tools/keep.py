@@ -1,0 +1,130 @@
+"""Keeping a study's run records in git: each finished run folder copied as the command line
+wrote it, less what can be rebuilt or is too large to keep (checkpoint.pt, the resumable
+state; model.pt, the final weights, 15.5 MB for the authors' AlexNet), its CSV tables
+gzipped. Every reader of a run folder takes a table's gzipped copy where the plain file is
+absent (core.records.record_path), and summary.json's SHA-256 digests hold for the gzipped
+copy too (they are of the decompressed text: core.results.file_sha256), so that the report
+is rebuilt and a run re-timed from the kept copy exactly as from the original.
+
+    python -m scala_netsim.tools.keep RESULTS/<scenario> docs/studies/<study>/results
+
+copies every finished run under the first folder that the second does not hold yet (or
+holds another version of), and prints what it kept and its size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from scala_netsim.core.records import (
+    CHECKPOINT_PT,
+    FINISHED,
+    MODEL_PT,
+    RECORD_FILES,
+    SUMMARY_JSON,
+    record_path,
+)
+from scala_netsim.core.results import file_sha256
+
+#: what is not kept: the state to resume from, and the final weights
+LEFT_OUT = (CHECKPOINT_PT, MODEL_PT)
+GZ = ".gz"
+
+
+class KeepError(ValueError):
+    """A run folder that cannot be kept as it is (not finished, or its files damaged)."""
+
+
+def gzip_file(source: Path, target: Path) -> None:
+    """`target` = `source` gzipped at level 9, the same bytes for the same text (no file name
+    and no time stamp in the header), written to a temporary name and renamed."""
+    partial = target.with_name(target.name + ".partial")
+    with open(source, "rb") as raw, open(partial, "wb") as out, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=9,
+                          mtime=0) as packed:
+        shutil.copyfileobj(raw, packed, 1 << 20)
+    partial.replace(target)
+
+
+def keep_run(run_dir: Path, target: Path) -> int:
+    """Copy the finished run in `run_dir` to `target` (CSV tables gzipped, LEFT_OUT left out),
+    checking its record files against summary.json's digests first and the copy after. ->
+    the bytes kept."""
+    summary_path = run_dir / SUMMARY_JSON
+    summary = json.loads(summary_path.read_text())
+    if not str(summary.get("status", "")).startswith(FINISHED):
+        raise KeepError(f"{run_dir}: not a finished run (status {summary.get('status')!r})")
+    digests = summary.get("files_sha256", {})
+    for name in RECORD_FILES:
+        if file_sha256(record_path(run_dir, name)) != digests.get(name):
+            raise KeepError(f"{run_dir}/{name}: not the file its run wrote (its SHA-256 "
+                            f"differs from summary.json's)")
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for path in sorted(run_dir.iterdir()):
+        if path.name in LEFT_OUT or path.name.endswith(".partial") or not path.is_file():
+            continue
+        if path.suffix == ".csv":
+            gzip_file(path, target / (path.name + GZ))
+        else:
+            shutil.copyfile(path, target / path.name)
+    for name in RECORD_FILES:   # the copy vouched for by the same digests
+        if file_sha256(record_path(target, name)) != digests[name]:
+            raise KeepError(f"{target}/{name}: the copy differs from the run's file")
+    return sum(p.stat().st_size for p in target.iterdir())
+
+
+def finished_runs(scenario_dir: Path) -> list[Path]:
+    """The run folders under `scenario_dir` whose summary.json says they ended."""
+    runs = []
+    for summary_path in sorted(scenario_dir.rglob(SUMMARY_JSON)):
+        status = str(json.loads(summary_path.read_text()).get("status", ""))
+        if status.startswith(FINISHED):
+            runs.append(summary_path.parent)
+    return runs
+
+
+def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
+    """Keep every finished run of `scenario_dir` under `kept_dir` at the same relative path
+    (<algorithm>/[<setting>/]seed<k>/), skipping those already kept with the same summary.
+    -> (kept folder, bytes) of each run copied now."""
+    copied = []
+    for run_dir in finished_runs(scenario_dir):
+        target = kept_dir / run_dir.relative_to(scenario_dir)
+        kept = target / SUMMARY_JSON
+        if kept.is_file() and kept.read_bytes() == (run_dir / SUMMARY_JSON).read_bytes():
+            continue
+        copied.append((target, keep_run(run_dir, target)))
+    return copied
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scala_netsim.tools.keep",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenario_dir", type=Path, help="a scenario's results folder")
+    parser.add_argument("kept_dir", type=Path, help="where its runs are kept (in git)")
+    args = parser.parse_args(argv)
+    if not args.scenario_dir.is_dir():
+        print(f"error: {args.scenario_dir}: no such results folder", file=sys.stderr)
+        return 2
+    try:
+        copied = keep_study(args.scenario_dir, args.kept_dir)
+    except KeepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for target, size in copied:
+        print(f"kept {target} ({size / 1e6:.2f} MB)")
+    total = sum(p.stat().st_size for p in args.kept_dir.rglob("*") if p.is_file())
+    print(f"{args.kept_dir}: {len(copied)} run(s) kept now, {total / 1e6:.2f} MB in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Run records kept in git (scala_netsim.tools.keep): CSV tables gzipped, checkpoint and model
+left out; the report and a re-timing rebuilt from the kept copy equal those from the
+original, and a damaged kept file is refused with its name."""
+
+import gzip
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from analysis.report import write_report
+from scala_netsim.core.records import RECORD_FILES, record_path
+from scala_netsim.core.results import file_sha256
+from scala_netsim.retime import main as retime_main
+from scala_netsim.tools.keep import KeepError, keep_run, keep_study, main
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def kept(golden_run, tmp_path_factory):
+    """The golden scenario's runs kept as a study's records are."""
+    target = tmp_path_factory.mktemp("kept") / "results"
+    copied = keep_study(golden_run.out, target)
+    assert len(copied) == len(list(golden_run.out.glob("*/seed3")))
+    return target
+
+
+def test_a_kept_run_holds_gzipped_tables_and_no_checkpoint_or_model(golden_run, kept):
+    run = kept / "scala" / "seed3"
+    names = sorted(p.name for p in run.iterdir())
+    assert "checkpoint.pt" not in names and "model.pt" not in names
+    assert {"rounds.csv.gz", "events.csv.gz", "demands.csv.gz", "clients.csv.gz",
+            "summary.json", "scenario.yaml"} <= set(names)
+    assert not [n for n in names if n.endswith(".csv")]
+    original = golden_run.run_dir("scala")
+    for name in RECORD_FILES:   # the digests of summary.json hold for the gzipped copy
+        assert record_path(run, name).name == name + ".gz"
+        assert file_sha256(record_path(run, name)) == file_sha256(original / name)
+        packed = (run / (name + ".gz")).read_bytes()
+        assert gzip.decompress(packed) == (original / name).read_bytes()
+    assert (run / "summary.json").read_bytes() == (original / "summary.json").read_bytes()
+
+
+def test_keeping_again_copies_nothing_and_the_copy_is_the_same_bytes(golden_run, kept, tmp_path):
+    assert keep_study(golden_run.out, kept) == []
+    again = tmp_path / "again"
+    keep_run(golden_run.run_dir("fedavg"), again)
+    for path in (kept / "fedavg" / "seed3").iterdir():
+        assert (again / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_the_report_rebuilt_from_kept_records_equals_the_original(golden_run, kept, tmp_path):
+    write_report(kept)
+    original = tmp_path / "original"
+    shutil.copytree(golden_run.out, original)
+    write_report(original)
+    ours, theirs = (pd.read_csv(d / "comparison.csv") for d in (kept, original))
+    pd.testing.assert_frame_equal(ours, theirs)
+
+
+def test_a_kept_run_re_times_exactly_as_the_original(golden_run, kept, tmp_path, capsys):
+    outs = {}
+    for name, source in (("kept", kept / "scala" / "seed3"),
+                         ("original", golden_run.run_dir("scala"))):
+        outs[name] = tmp_path / name
+        assert retime_main([str(source), "--set", "network.uplink_bandwidth_hz=5e6",
+                            "--out", str(outs[name])]) == 0
+        assert "re-timed from" in capsys.readouterr().out
+    for name in ("rounds.csv", "events.csv", "demands.csv"):
+        assert (outs["kept"] / name).read_bytes() == (outs["original"] / name).read_bytes()
+    slower = pd.read_csv(outs["kept"] / "rounds.csv")["sim_time_s"].iloc[-1]
+    assert slower > json.loads((kept / "scala" / "seed3" / "summary.json").read_text())[
+        "total_sim_time_s"]   # 5 MHz instead of 20: a longer clock, the same learning
+
+
+def test_a_damaged_kept_file_is_refused_with_its_name(kept, tmp_path, capsys):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(kept / "scala" / "seed3", damaged)
+    events = damaged / "events.csv.gz"
+    text = gzip.decompress(events.read_bytes())
+    events.write_bytes(gzip.compress(text[: len(text) // 2]))
+    assert retime_main([str(damaged), "--out", str(tmp_path / "out")]) == 2
+    assert "events.csv" in capsys.readouterr().err
+    with pytest.raises(KeepError, match="events.csv"):
+        keep_run(damaged, tmp_path / "again")
+
+
+def test_the_command_names_a_missing_folder(tmp_path, capsys):
+    assert main([str(tmp_path / "nothing"), str(tmp_path / "kept")]) == 2
+    assert "no such results folder" in capsys.readouterr().err
