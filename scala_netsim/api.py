@@ -92,6 +92,7 @@ class Options:
     ray_address: str | None = None
     ray_cpus_per_cell: int = 1
     retime: bool = True           # re-time cells that differ only in network.*/compute.*
+    retime_from: Path | None = None   # re-time from the finished runs here where they match
     progress: bool = False        # a progress bar per trained run (one after another)
     force: bool = False           # rerun finished runs from scratch
     figures: bool = False         # draw each run's and the comparison's figures at the end
@@ -197,7 +198,7 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     cell's state by folder: new, partial, finished), printing the plan; RefusedError where
     a folder holds a run of another scenario."""
     from scala_netsim.runner.estimate import StepCosts, format_duration, run_time_s
-    from scala_netsim.tools.sweep import cell_state, plan_retiming, swept_values
+    from scala_netsim.tools.sweep import cell_state, kept_runs, plan_retiming, swept_values
 
     # by folder: swept values may be lists, which cannot be dictionary keys
     states = {c.folder: ("new" if options.force else cell_state(c)) for c in cells}
@@ -209,7 +210,8 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
                            f"differs):\n{listed}\nuse --force to replace them, or another "
                            f"--out")
     todo = [c for c in cells if states[c.folder] != "finished"]
-    plan = plan_retiming(cells, states) if options.retime else {}
+    kept = kept_runs(options.retime_from) if options.retime and options.retime_from else None
+    plan = plan_retiming(cells, states, kept) if options.retime else {}
     trained = [c for c in todo if c.folder not in plan]
     if not options.echo:
         return todo, plan, states
@@ -264,7 +266,7 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
         for cell in trained:
             report(cell, run_one(cell, device, options.progress, resume_of(cell)))
     for cell in retimed:
-        source = plan[cell.folder].folder
+        source = plan[cell.folder]
         arguments = cell_arguments(cell, device, resume=False)[:5]
         try:
             summary = retime_cell(*arguments, str(source.resolve()),

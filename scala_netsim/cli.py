@@ -44,6 +44,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "start a local Ray instance")
     parser.add_argument("--ray-cpus-per-cell", type=int, default=1, metavar="C",
                         help="CPUs Ray reserves for each cell, = its torch threads (default 1)")
+    parser.add_argument("--retime-from", type=Path, metavar="DIR",
+                        help="re-time the cells whose learning settings (all but network.*, "
+                             "compute.* and the name) match a finished training under DIR "
+                             "(another study's results or its kept records) from that run, "
+                             "training none of them")
     parser.add_argument("--retime", choices=("on", "off"), default="on",
                         help="on (default): of the cells that differ only in network.* and "
                              "compute.*, train one per algorithm and learning settings and "
@@ -73,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
         if value < 1:
             return fail(f"{flag}: must be a whole number >= 1, got {value}")
+    if args.retime_from is not None and not args.retime_from.is_dir():
+        return fail(f"--retime-from: {args.retime_from} is not a folder (a study's results, "
+                    f"or its kept records)")
     overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else []) + (
         ["timing_only=true"] if args.timing_only else [])
     try:
@@ -87,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     options = Options(jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
                       ray_cpus_per_cell=args.ray_cpus_per_cell, retime=args.retime == "on",
+                      retime_from=args.retime_from,
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report)
     previous = signal.signal(signal.SIGTERM, interrupt)  # kill, timeout, a batch scheduler

@@ -257,22 +257,42 @@ def learning_key(cell: SweepCell) -> tuple[str, str] | None:
     return cell.algorithm, yaml.safe_dump(learning_identity(cell.scenario), sort_keys=True)
 
 
-def plan_retiming(cells: Sequence[SweepCell], states: dict[Path, str]) -> dict[Path, SweepCell]:
-    """Folder of each cell to re-time -> the cell whose run it replays: one cell per distinct
-    learning trajectory is trained (a finished one is used as it is), the others re-timed."""
+def plan_retiming(cells: Sequence[SweepCell], states: dict[Path, str],
+                  kept: dict[tuple[str, str], Path] | None = None) -> dict[Path, Path]:
+    """Folder of each cell to re-time -> the run folder it replays: one cell per distinct
+    learning trajectory is trained (a finished one is used as it is), the others re-timed;
+    a trajectory that `kept` (learning key -> finished run elsewhere: kept_runs) holds
+    trains no cell at all."""
     groups: dict[tuple, list[SweepCell]] = {}
     for cell in cells:
         key = learning_key(cell)
         if key is not None:
             groups.setdefault(key, []).append(cell)
     plan = {}
-    for group in groups.values():
+    for key, group in groups.items():
         finished = [c for c in group if states[c.folder] == "finished"]
-        source = finished[0] if finished else group[0]
+        source = (kept or {}).get(key) or (finished[0] if finished else group[0]).folder
         for cell in group:
-            if cell is not source and states[cell.folder] != "finished":
+            if cell.folder != source and states[cell.folder] != "finished":
                 plan[cell.folder] = source
     return plan
+
+
+def kept_runs(folder: Path) -> dict[tuple[str, str], Path]:
+    """The finished runs under `folder` (any study's results, a study's kept records) by
+    learning key: what a sweep may re-time from instead of training (--retime-from)."""
+    runs: dict[tuple[str, str], Path] = {}
+    for summary_path in sorted(Path(folder).rglob(SUMMARY_JSON)):
+        run = summary_path.parent
+        summary = json.loads(summary_path.read_text())
+        if not str(summary.get("status", "")).startswith(FINISHED) or summary.get(
+                "retimed_from") or summary.get("timing_only"):
+            continue   # only trainings: a re-timed or timing-only run has no learning of its own
+        scenario = validate_scenario(read_written_yaml(run / SCENARIO_YAML))
+        key = learning_key(SweepCell(summary["algorithm"], (), scenario, run))
+        if key is not None:
+            runs.setdefault(key, run)
+    return runs
 
 
 def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,

@@ -90,3 +90,27 @@ def test_a_damaged_kept_file_is_refused_with_its_name(kept, tmp_path, capsys):
 def test_the_command_names_a_missing_folder(tmp_path, capsys):
     assert main([str(tmp_path / "nothing"), str(tmp_path / "kept")]) == 2
     assert "no such results folder" in capsys.readouterr().err
+
+
+def test_a_study_of_other_cells_is_re_timed_from_kept_records_training_nothing(kept, tmp_path,
+                                                                               cli):
+    """--retime-from: a sweep over the uplink whose learning settings are the kept runs' is
+    re-timed from them, cell by cell; nothing is trained, the accuracies are the kept ones."""
+    from golden_run import SCENARIO
+
+    code, out, err = cli(SCENARIO, "--out", tmp_path, "--set", "name=wider",
+                         "--set", "algorithms=[scala, fedavg]",
+                         "--set", "sweep={network.uplink_bandwidth_hz: [5.0e6, 50.0e6]}",
+                         "--retime-from", kept, "--no-progress", "--no-figures", "--no-report")
+    assert code == 0, err
+    runs = sorted((tmp_path / "wider").glob("*/*/seed3"))
+    assert len(runs) == 4
+    for run in runs:
+        summary = json.loads((run / "summary.json").read_text())
+        source = (tmp_path / summary["retimed_from"]).resolve()   # (relative to --out)
+        assert source == (kept / summary["algorithm"] / "seed3").resolve(), run
+        kept_rounds = pd.read_csv(source / "rounds.csv.gz")
+        rounds = pd.read_csv(run / "rounds.csv")
+        assert rounds["test_acc"].equals(kept_rounds["test_acc"])
+    assert code == 0 and "re-timed" in out
+    assert cli(SCENARIO, "--out", tmp_path, "--retime-from", tmp_path / "nothing")[0] == 2
