@@ -28,6 +28,7 @@ from scala_netsim.core.records import (
     MODEL_PT,
     RECORD_FILES,
     SUMMARY_JSON,
+    SWEEP_JSON,
     record_path,
 )
 from scala_netsim.core.results import file_sha256
@@ -93,8 +94,12 @@ def finished_runs(scenario_dir: Path) -> list[Path]:
 
 def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
     """Keep every finished run of `scenario_dir` under `kept_dir` at the same relative path
-    (<algorithm>/[<setting>/]seed<k>/), skipping those already kept with the same summary.
-    -> (kept folder, bytes) of each run copied now."""
+    (<algorithm>/[<setting>/]seed<k>/), skipping those already kept with the same summary,
+    and the study's index (sweep.json: its swept keys label the report's rows). -> (kept
+    folder, bytes) of each run copied now."""
+    kept_dir.mkdir(parents=True, exist_ok=True)
+    if (scenario_dir / SWEEP_JSON).is_file():
+        shutil.copyfile(scenario_dir / SWEEP_JSON, kept_dir / SWEEP_JSON)
     copied = []
     for run_dir in finished_runs(scenario_dir):
         target = kept_dir / run_dir.relative_to(scenario_dir)

@@ -24,6 +24,7 @@ def kept(golden_run, tmp_path_factory):
     target = tmp_path_factory.mktemp("kept") / "results"
     copied = keep_study(golden_run.out, target)
     assert len(copied) == len(list(golden_run.out.glob("*/seed3")))
+    assert (target / "sweep.json").read_bytes() == (golden_run.out / "sweep.json").read_bytes()
     return target
 
 
