@@ -19,6 +19,8 @@ from typing import IO, Any
 import pandas as pd
 import yaml
 
+from scala_netsim.core.records import GZIPPED, RECORD_FILES, record_path
+
 
 def write_atomic(path: Path | str, write: Callable[[IO], Any], binary: bool = False) -> None:
     """Call write(file_object) on a temporary file next to `path`, then rename it to `path`."""
@@ -79,7 +81,7 @@ def write_json(path: Path | str, data: dict) -> None:
 def open_record(path: Path | str, mode: str = "rb") -> IO:
     """A record file opened for reading, decompressed on the fly when it is gzipped (*.gz:
     a run kept in git, scala_netsim.tools.keep)."""
-    return gzip.open(path, mode) if str(path).endswith(".gz") else open(path, mode)
+    return gzip.open(path, mode) if str(path).endswith(GZIPPED) else open(path, mode)
 
 
 def file_sha256(path: Path) -> str:
@@ -90,3 +92,17 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def damaged_record(folder: Path, digests: dict) -> str | None:
+    """What is wrong with a finished run folder's record files, checked against summary.json's
+    `files_sha256` (`digests`): the first one missing, or not the file its run wrote; None
+    when every one is (a kept copy's gzipped tables included: record_path, file_sha256)."""
+    for name in RECORD_FILES:
+        path = record_path(folder, name)
+        if not path.is_file():
+            return f"{folder}: {name} is missing"
+        if file_sha256(path) != digests.get(name):
+            return (f"{folder}/{path.name}: not the file its run wrote (its SHA-256 differs "
+                    f"from the one in summary.json): damaged, edited or from another run")
+    return None

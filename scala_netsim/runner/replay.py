@@ -45,13 +45,12 @@ from scala_netsim.core.records import (
     DEMANDS_CSV,
     EVENTS_CSV,
     FINISHED,
-    RECORD_FILES,
     ROUNDS_CSV,
     SCENARIO_YAML,
     SUMMARY_JSON,
     record_path,
 )
-from scala_netsim.core.results import file_sha256, open_record, read_csv, read_written_yaml
+from scala_netsim.core.results import damaged_record, open_record, read_csv, read_written_yaml
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
     Evaluation,
@@ -199,14 +198,8 @@ def _finished_summary(folder: Path) -> dict:
     if not isinstance(digests, dict):
         raise RecordError(f"{where}/summary.json: holds no digests of the record files "
                           f"(written by an older scala_netsim); train it again")
-    for name in RECORD_FILES:
-        path = record_path(folder, name)
-        if not path.is_file():
-            raise RecordError(f"{where}: {name} is missing")
-        if file_sha256(path) != digests.get(name):
-            raise RecordError(f"{where}/{path.name}: not the file its run wrote (its SHA-256 "
-                              f"differs from the one in summary.json): damaged, edited or "
-                              f"from another run")
+    if problem := damaged_record(folder, digests):
+        raise RecordError(problem)
     return summary
 
 

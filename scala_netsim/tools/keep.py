@@ -25,17 +25,15 @@ from pathlib import Path
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
     FINISHED,
+    GZIPPED,
     MODEL_PT,
-    RECORD_FILES,
     SUMMARY_JSON,
     SWEEP_JSON,
-    record_path,
 )
-from scala_netsim.core.results import file_sha256
+from scala_netsim.core.results import damaged_record
 
 #: what is not kept: the state to resume from, and the final weights
 LEFT_OUT = (CHECKPOINT_PT, MODEL_PT)
-GZ = ".gz"
 
 
 class KeepError(ValueError):
@@ -62,10 +60,8 @@ def keep_run(run_dir: Path, target: Path) -> int:
     if not str(summary.get("status", "")).startswith(FINISHED):
         raise KeepError(f"{run_dir}: not a finished run (status {summary.get('status')!r})")
     digests = summary.get("files_sha256", {})
-    for name in RECORD_FILES:
-        if file_sha256(record_path(run_dir, name)) != digests.get(name):
-            raise KeepError(f"{run_dir}/{name}: not the file its run wrote (its SHA-256 "
-                            f"differs from summary.json's)")
+    if problem := damaged_record(run_dir, digests):
+        raise KeepError(problem)
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -73,12 +69,11 @@ def keep_run(run_dir: Path, target: Path) -> int:
         if path.name in LEFT_OUT or path.name.endswith(".partial") or not path.is_file():
             continue
         if path.suffix == ".csv":
-            gzip_file(path, target / (path.name + GZ))
+            gzip_file(path, target / (path.name + GZIPPED))
         else:
             shutil.copyfile(path, target / path.name)
-    for name in RECORD_FILES:   # the copy vouched for by the same digests
-        if file_sha256(record_path(target, name)) != digests[name]:
-            raise KeepError(f"{target}/{name}: the copy differs from the run's file")
+    if problem := damaged_record(target, digests):   # the copy vouched for by the same digests
+        raise KeepError(f"the copy differs from the run's files: {problem}")
     return sum(p.stat().st_size for p in target.iterdir())
 
 
