@@ -30,12 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import yaml
 
 from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted
 from scala_netsim.config.registry import ALGORITHMS
-from scala_netsim.config.scenario import Scenario, validate_scenario
-from scala_netsim.config.scenario import load_scenario as load_scenario_file
+from scala_netsim.config.scenario import Scenario, read_document, validate_scenario
 from scala_netsim.core.exits import check_writable
 from scala_netsim.core.records import (
     EVENTS_CSV,
@@ -70,12 +68,10 @@ def load_scenario(source: str | Path | Mapping[str, Any],
     if isinstance(source, Mapping):
         document, where = copy.deepcopy(dict(source)), "<scenario>"
         document = apply_overrides(document, strings)
-    elif not values:
-        return load_scenario_file(source, strings)
     else:
-        path = Path(source)
-        load_scenario_file(path, strings)   # the file's own problems, reported as the CLI does
-        document, where = apply_overrides(yaml.safe_load(path.read_text()) or {}, strings), path
+        document, where = read_document(source, strings), Path(source)
+    if values and not isinstance(document, dict):
+        return validate_scenario(document, source=where)   # (says the top level is wrong)
     problems = [f"{key}: {p}" for key, value in values.items()
                 if (p := set_dotted(document, key, value))]
     if problems:
@@ -248,7 +244,7 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
     """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
     from the cell `plan` maps each to (training any that cannot be re-timed)."""
     from scala_netsim.runner.replay import RecordError, TimelineDiverged
-    from scala_netsim.tools.sweep import cell_arguments, retime_cell, run_in_processes, run_on_ray
+    from scala_netsim.tools.sweep import run_cell, run_in_processes, run_on_ray
 
     def resume_of(cell: SweepCell) -> bool:
         return states[cell.folder] == "partial"
@@ -267,10 +263,9 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
             report(cell, run_one(cell, device, options.progress, resume_of(cell)))
     for cell in retimed:
         source = plan[cell.folder]
-        arguments = cell_arguments(cell, device, resume=False)[:5]
         try:
-            summary = retime_cell(*arguments, str(source.resolve()),
-                                  os.path.relpath(source, out))
+            summary = run_cell(cell, str(device), source=source.resolve(),
+                               retimed_from=os.path.relpath(source, out))
         except (RecordError, TimelineDiverged) as exc:
             if options.echo:
                 print(f"{cell.label}: not re-timed from {source}: {exc}; training it for "
@@ -300,7 +295,7 @@ def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
     """Run one cell here, with a progress bar when asked. -> its summary."""
     from tqdm import tqdm
 
-    from scala_netsim.tools.sweep import cell_arguments, run_cell
+    from scala_netsim.tools.sweep import run_cell
 
     bar = tqdm(total=cell.scenario.training.rounds, desc=cell.label, unit="round",
                disable=not show_progress, file=sys.stderr)
@@ -313,7 +308,7 @@ def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
         bar.update(1)
 
     try:
-        return run_cell(*cell_arguments(cell, device, resume), progress=progress)
+        return run_cell(cell, str(device), resume, progress=progress)
     finally:
         bar.close()
 

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from scala_netsim.config.documents import ScenarioError
     from scala_netsim.config.scenario import load_scenario
-    from scala_netsim.runner.replay import Record, RecordError, TimelineDiverged, replay_trainer
+    from scala_netsim.runner.replay import Record, RecordError, TimelineDiverged
 
     source, out = Path(args.run_dir), Path(args.out)
     if refused := not_retimeable(source):
@@ -80,35 +80,26 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.plots import plot_run
     from scala_netsim.learn.data import DataNotFoundError
     from scala_netsim.runner.estimate import format_duration
-    from scala_netsim.runner.execute import execute_run
-    from scala_netsim.runner.world import build_world, cell_dataset, deterministic
-    from scala_netsim.tools.attack import after_training
-    from scala_netsim.tools.sweep import get_dotted
+    from scala_netsim.tools.sweep import SweepCell, get_dotted, run_cell
 
     wanted = args.device or record.summary.get("device", "cpu")
-    device = torch.device("cuda" if wanted == "auto" and torch.cuda.is_available()
-                          else "cpu" if wanted == "auto" else wanted)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    device = ("cuda" if wanted == "auto" and torch.cuda.is_available()
+              else "cpu" if wanted == "auto" else wanted)
+    if device == "cuda" and not torch.cuda.is_available():
         return fail(f"device: {wanted!r} was asked for but no CUDA GPU is available")
-    try:
-        world = build_world(scenario, cell_dataset(scenario, device))
-    except DataNotFoundError as exc:
-        return fail(str(exc))
     resolved = scenario.model_dump(mode="json")
-    setting = {key: get_dotted(resolved, key)
-               for key in dict.fromkeys(o.split("=", 1)[0].strip() for o in args.overrides)}
+    setting = tuple((key, get_dotted(resolved, key))
+                    for key in dict.fromkeys(o.split("=", 1)[0].strip() for o in args.overrides))
+    cell = SweepCell(record.algorithm, setting, scenario, out)
     try:
-        summary = execute_run(scenario, record.algorithm, world, device, out, setting,
-                              trainer=replay_trainer(record),
-                              retimed_from=os.path.relpath(source.resolve(), out.resolve()))
+        summary = run_cell(cell, device, source=record,
+                           retimed_from=os.path.relpath(source.resolve(), out.resolve()))
         how = f"re-timed from {source}"
-    except RecordError as exc:
+    except (RecordError, DataNotFoundError) as exc:
         return fail(str(exc))
     except TimelineDiverged as exc:
         print(f"{source}: cannot be re-timed ({exc}); training it for real", flush=True)
-        deterministic(device)
-        summary = execute_run(scenario, record.algorithm, world, device, out, setting,
-                              finish=after_training(scenario))
+        summary = run_cell(cell, device)
         how = "trained for real"
     plot_run(out, title=f"{scenario.name}: {record.algorithm} (re-timed)")
     print(f"{out}: {how}; simulated time {format_duration(summary['total_sim_time_s'])} "

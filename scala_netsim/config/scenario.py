@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
@@ -214,6 +214,28 @@ class Scenario(_Strict):
     `scenario_model()` (the fixed sections, then `algorithms` and one section per registered
     algorithm with hyper-parameters, derived from the algorithm registry)."""
 
+    if TYPE_CHECKING:   # the fields _fields() gives every scenario, as the type checker sees them
+        name: str
+        seed: int
+        device: Literal["auto", "cpu", "cuda"]
+        timing_only: bool
+        data: DataConfig
+        model: ModelConfig
+        training: TrainingConfig
+        algorithms: list[str]
+        network: NetworkConfig
+        compute: ComputeConfig
+        compression: CompressionConfig
+        privacy: PrivacyConfig | None
+        report: ReportConfig
+        sweep: dict[str, list[Any] | dict[str, dict[str, Any]]]
+
+    def __reduce__(self) -> tuple:
+        """Pickled by the fields as they are and rebuilt on `scenario_model()`'s class (the
+        class is made for the registered algorithms, so pickle cannot name it): a worker
+        process or Ray task gets the validated scenario, not a document to validate again."""
+        return _rebuilt, (self.__getstate__(),)
+
     @property
     def num_participants(self) -> int:
         """r * K clients take part in every round (at least one): n, the clients kept."""
@@ -296,6 +318,14 @@ def scenario_model() -> type[Scenario]:
         _MODEL.clear()
         _MODEL[ALGORITHMS.version] = create_model("Scenario", __base__=Scenario, **_fields())
     return _MODEL[ALGORITHMS.version]
+
+
+def _rebuilt(state: dict) -> Scenario:
+    """A pickled Scenario (Scenario.__reduce__), on this process's scenario model."""
+    model = scenario_model()
+    scenario = model.__new__(model)
+    scenario.__setstate__(state)
+    return scenario
 
 
 def compression_problems(scenario: Scenario) -> list[str]:
@@ -449,6 +479,12 @@ def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scena
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
     """Read, override and validate a scenario file."""
+    return validate_scenario(read_document(path, overrides), source=Path(path))
+
+
+def read_document(path: str | Path, overrides: list[str] | tuple = ()) -> Any:
+    """A scenario file's parsed document with `overrides` ("dotted.key=value") applied, not
+    yet validated; ScenarioError for a file that is missing or not YAML."""
     path = Path(path)
     if not path.is_file():
         raise ScenarioError(path, [f"scenario file not found: {str(path)!r}"])
@@ -463,7 +499,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenar
         document = {}
     if isinstance(document, dict):
         document = apply_overrides(document, overrides)
-    return validate_scenario(document, source=path)
+    return document
 
 
 def scenario_yaml(scenario: Scenario) -> str:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenari
 
     import torch
 
-
+    from scala_netsim.runner.replay import Record
 
 
 @dataclass(frozen=True)
@@ -220,26 +220,42 @@ def _earlier_cells(path: Path) -> list[dict]:
         return []
 
 
-# --- running one cell: the same function in-process, in worker processes and on Ray ---------
-def run_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
-             device: str, resume: bool, threads: int | None = None,
-             progress: Callable[[int, float, float], None] | None = None) -> dict:
-    """Run one cell and write its folder. -> its summary. Arguments are plain data so that
-    worker processes and Ray tasks receive them unchanged; `threads` sets torch's thread
-    count (worker processes share the machine's cores). Draws no figure."""
+# --- running one cell: the one function the command line, the Python API, the worker ------
+# --- processes, Ray tasks and the re-timer call ----------------------------------------------
+def run_cell(cell: SweepCell, device: str, resume: bool = False, threads: int | None = None,
+             progress: Callable[[int, float, float], None] | None = None,
+             source: Path | str | Record | None = None,
+             retimed_from: str | None = None) -> dict:
+    """Run one cell and write its folder. -> its summary. Draws no figure.
+
+    The cell's scenario is validated already (SweepCell; a Scenario pickles, so worker
+    processes and Ray tasks receive it as it is). `device` is a torch device's name;
+    `threads` sets torch's thread count (worker processes share the machine's cores). With
+    `source` (a finished run folder, or its Record) nothing is trained: the source is
+    re-timed under this cell's network and summary.json names `retimed_from`; this raises
+    RecordError (the source cannot be replayed) or TimelineDiverged (this cell's timeline
+    changes what is learned), and the caller decides whether to train the cell instead.
+    """
     import torch
 
     from scala_netsim.runner.execute import execute_run
+    from scala_netsim.runner.replay import Record, replay_trainer
     from scala_netsim.runner.world import build_world, cell_dataset, deterministic
     from scala_netsim.tools.attack import after_training
 
     if threads:
         torch.set_num_threads(threads)
-    device = torch.device(device)
-    deterministic(device)
-    scenario = validate_scenario(scenario_document)
-    world = build_world(scenario, cell_dataset(scenario, device))
-    return execute_run(scenario, algorithm, world, device, Path(folder), setting, progress,
+    scenario, where = cell.scenario, torch.device(device)
+    setting = dict(cell.setting)
+    if source is not None:
+        record = source if isinstance(source, Record) else Record.load(source)
+        record.check_learns_as(scenario, cell.algorithm)
+        world = build_world(scenario, cell_dataset(scenario, where))
+        return execute_run(scenario, cell.algorithm, world, where, cell.folder, setting,
+                           trainer=replay_trainer(record), retimed_from=retimed_from)
+    deterministic(where)
+    world = build_world(scenario, cell_dataset(scenario, where))
+    return execute_run(scenario, cell.algorithm, world, where, cell.folder, setting, progress,
                        resume, finish=after_training(scenario))
 
 
@@ -295,31 +311,6 @@ def kept_runs(folder: Path) -> dict[tuple[str, str], Path]:
     return runs
 
 
-def retime_cell(scenario_document: dict, algorithm: str, folder: str, setting: dict,
-                device: str, source: str, retimed_from: str) -> dict:
-    """Re-time the finished run in `source` under this cell's network and write the cell's
-    folder. -> its summary. Raises RecordError (the source cannot be replayed) or
-    TimelineDiverged (this cell's timeline changes what is learned): train it then."""
-    import torch
-
-    from scala_netsim.runner.execute import execute_run
-    from scala_netsim.runner.replay import Record, replay_trainer
-    from scala_netsim.runner.world import build_world, cell_dataset
-
-    device = torch.device(device)
-    scenario = validate_scenario(scenario_document)
-    record = Record.load(source)
-    record.check_learns_as(scenario, algorithm)
-    world = build_world(scenario, cell_dataset(scenario, device))
-    return execute_run(scenario, algorithm, world, device, Path(folder), setting,
-                       trainer=replay_trainer(record), retimed_from=retimed_from)
-
-
-def cell_arguments(cell: SweepCell, device: torch.device | str, resume: bool) -> tuple:
-    return (cell.scenario.model_dump(mode="json"), cell.algorithm, str(cell.folder.resolve()),
-            dict(cell.setting), str(device), resume)
-
-
 def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, jobs: int,
                      resume_of: Callable[[SweepCell], bool],
                      on_done: Callable[[SweepCell, dict], None]) -> None:
@@ -335,7 +326,7 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
     threads = max(1, torch.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
-        pending = {pool.submit(run_cell, *cell_arguments(c, device, resume_of(c)), threads): c
+        pending = {pool.submit(run_cell, c, str(device), resume_of(c), threads): c
                    for c in cells}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -373,7 +364,7 @@ def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, address: 
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
              include_dashboard=False)
     task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(run_cell)
-    pending = {task.remote(*cell_arguments(c, device, resume_of(c)), cpus_per_cell): c
+    pending = {task.remote(c, str(device), resume_of(c), cpus_per_cell): c
                for c in cells}
     try:
         while pending:

@@ -167,3 +167,22 @@ def test_validating_a_scenario_loads_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
+
+
+def test_a_scenario_pickles_as_validated_and_is_not_validated_again(monkeypatch):
+    # worker processes and Ray tasks receive the cell's Scenario itself (issue 36: one way to
+    # run a cell, the scenario validated once)
+    import pickle
+
+    import scala_netsim.config.scenario as module
+
+    scenario = module.load_scenario(ROOT / "scenarios" / "cellular_10pct.yaml")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validated again")
+
+    monkeypatch.setattr(module, "validate_scenario", refuse)
+    monkeypatch.setattr(module.scenario_model(), "model_validate", refuse)
+    again = pickle.loads(pickle.dumps(scenario))
+    assert again == scenario and type(again) is module.scenario_model()
+    assert again.num_participants == scenario.num_participants == 10
