@@ -99,14 +99,20 @@ class Options:
 def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "results", *,
         jobs: int = 1, executor: str = "local", retime: bool = True, progress: bool = False,
         force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
-        ray_address: str | None = None, ray_cpus_per_cell: int = 1) -> Results:
+        ray_address: str | None = None, ray_cpus_per_cell: int = 1,
+        retime_from: str | Path | None = None) -> Results:
     """Run every cell of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
     write the study's comparison.csv; finished runs are skipped and interrupted ones resume
-    (unless `force`). -> the Results of OUT/<scenario>/."""
+    (unless `force`). The keywords are the command line's flags (`retime_from`: re-time
+    from the finished runs in that folder where they learn the same). -> the Results of
+    OUT/<scenario>/."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    options = Options(jobs, executor, ray_address, ray_cpus_per_cell, retime, progress,
-                      force, figures, report, echo)
+    options = Options(jobs=jobs, executor=executor, ray_address=ray_address,
+                      ray_cpus_per_cell=ray_cpus_per_cell, retime=retime,
+                      retime_from=None if retime_from is None else Path(retime_from),
+                      progress=progress, force=force, figures=figures, report=report,
+                      echo=echo)
     for name, value in (("jobs", jobs), ("ray_cpus_per_cell", ray_cpus_per_cell)):
         if value < 1:
             raise RefusedError(f"{name}: must be a whole number >= 1, got {value}")

@@ -104,3 +104,18 @@ def test_open_results_reads_a_folder_the_cli_wrote():
     assert row["best_acc"] == summary["best_acc"] and row["seed"] == 3
     with pytest.raises(FileNotFoundError, match="no finished run here"):
         sn.open_results(GOLDEN / "no_such_folder")
+
+
+def test_every_keyword_of_run_reaches_its_option(monkeypatch, tmp_path):
+    # Options gained retime_from after retime; run() built it by position, so progress went
+    # to retime_from, force to progress, ..., and echo=False to report (found by mypy)
+    import scala_netsim.api as api
+
+    seen = {}
+    monkeypatch.setattr(api, "run_scenario",
+                        lambda scenario, out, options: seen.setdefault("options", options))
+    given = dict(jobs=3, executor="ray", retime=False, progress=True, force=True, figures=True,
+                 report=True, echo=False, ray_address="auto", ray_cpus_per_cell=2,
+                 retime_from=tmp_path)
+    sn.run(SCENARIO, out=tmp_path, **given)
+    assert {name: getattr(seen["options"], name) for name in given} == given
