@@ -25,15 +25,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.common import SGD
-from scala_netsim.algorithms.federated import FedAvg
-from scala_netsim.algorithms.splitfed import SplitFedV2
+from scala_netsim.algorithms.common import SGD, TrainerBase, TrainerSetup, TrainerT
+from scala_netsim.algorithms.federated import LocalSGD
+from scala_netsim.algorithms.splitfed import SharedServer
 from scala_netsim.learn.contract import (
     AppliedUpdate,
     AsyncFederatedTrainer,
     AsyncSplitTrainer,
 )
 from scala_netsim.learn.messages import ModelMessage
+from scala_netsim.learn.models import features_and_head
 
 
 class AsyncSlots:
@@ -72,12 +73,13 @@ class AsyncSlots:
             self._active[k][1].load_state_dict(saved["optimizer"])
 
 
-class AsyncClients:
-    """What every asynchronous trainer does for its clients (a mixin before the synchronous
-    trainer it extends): each client in flight trains its own copy of the global model
-    `client_template` (the whole model for FL, the client-side part for split learning),
-    downloaded as it was when its download started; the server's `version` counts the
-    global versions made; `_arrived` tells the staleness of an arriving model."""
+class AsyncClients(TrainerBase):
+    """What every asynchronous trainer does for its clients (before the learning it takes
+    from a round trainer's: LocalSGD, SharedServer, SplitTrainer): each client in flight
+    trains its own copy of the global model `client_template` (the whole model for FL, the
+    client-side part for split learning), downloaded as it was when its download started;
+    the server's `version` counts the global versions made; `_arrived` tells the staleness
+    of an arriving model."""
 
     fixed_step_costs = False     # the clock decides what is learned: nothing to time alone
 
@@ -89,12 +91,6 @@ class AsyncClients:
         self.downloaded: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}
         sizes = [self.sampler.num_samples(k) for k in range(len(self.data.client_indices))]
         self._mean_samples = sum(sizes) / len(sizes)
-
-    def begin_round(self, selected: Sequence[int]) -> None:
-        raise RuntimeError("an asynchronous trainer has no rounds")
-
-    def end_round(self) -> None:
-        raise RuntimeError("an asynchronous trainer has no rounds")
 
     def client_start(self, k: int) -> None:
         share = self.sampler.num_samples(k) / (self.concurrency * self._mean_samples)
@@ -140,7 +136,7 @@ class AsyncClients:
         self.client_batch_sizes = {int(k): int(b) for k, b in state["batch_sizes"].items()}
 
 
-class StalenessMixing:
+class StalenessMixing(AsyncClients):
     """FedAsync's server rule (a mixin of an asynchronous trainer): each arriving model is
     mixed into the global one, w <- (1 - a s(tau)) w + a s(tau) w_k, with
     s(tau) = (tau + 1)^(-exponent) (the paper's polynomial staleness function; exponent 0.5
@@ -172,16 +168,16 @@ class StalenessMixing:
         return AppliedUpdate(self.version, staleness, True, (k,))
 
 
-class AsyncFedAvg(AsyncClients, FedAvg, AsyncFederatedTrainer):
-    """The client side of the asynchronous FL algorithms (FedAvg's local steps on the model
-    downloaded); abstract: subclasses say what the server does with an upload
+class AsyncFedAvg(AsyncClients, LocalSGD, AsyncFederatedTrainer):
+    """The client side of the asynchronous FL algorithms (FedAvg's local steps, LocalSGD, on
+    the model downloaded); abstract: subclasses say what the server does with an upload
     (`server_apply`, the contract's)."""
 
     @classmethod
-    def from_setup(cls, setup: Any, config: Any = None) -> AsyncFedAvg:
-        trainer = super().from_setup(setup, config)
-        trainer.concurrency = setup.concurrency
-        return trainer
+    def from_setup(cls: type[TrainerT], setup: TrainerSetup, config: Any = None) -> TrainerT:
+        return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
+                   setup.batch_seed(), concurrency=setup.concurrency,
+                   **cls.hyper_parameters(config))
 
 
 class FedAsync(StalenessMixing, AsyncFedAvg):
@@ -233,13 +229,10 @@ class AsyncSplitClients(AsyncClients):
     the algorithm's hyper-parameters."""
 
     @classmethod
-    def from_setup(cls, setup: Any, config: Any = None, **extra: Any) -> AsyncSplitClients:
-        return super().from_setup(setup, config, concurrency=setup.concurrency,
-                                  **cls.hyper_parameters(config), **extra)
-
-    @classmethod
-    def hyper_parameters(cls, config: Any) -> dict:
-        return {}
+    def from_setup(cls: type[TrainerT], setup: TrainerSetup, config: Any = None,
+                   **extra: Any) -> TrainerT:
+        return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_seed(),
+                   concurrency=setup.concurrency, **cls.hyper_parameters(config), **extra)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -272,7 +265,7 @@ class AsyncSplitClients(AsyncClients):
                     b.copy_(saved)
 
 
-class AsyncSFL(StalenessMixing, AsyncSplitClients, SplitFedV2, AsyncSplitTrainer):
+class AsyncSFL(StalenessMixing, AsyncSplitClients, SharedServer, AsyncSplitTrainer):
     """async_sfl, the plain asynchronous split baseline: ONE server-side model stepped on each
     client's activations when the server processor takes them (SplitFedV2's server, its order
     decided by arrival; cross-entropy; its optimiser kept), the gradient sent back; after T

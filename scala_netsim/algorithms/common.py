@@ -8,7 +8,7 @@ import copy
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -27,6 +27,9 @@ from scala_netsim.learn.training import (
     evaluate,
     weighted_average_,
 )
+
+#: a trainer class's own type (what its from_setup returns)
+TrainerT = TypeVar("TrainerT", bound="TrainerBase")
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,11 @@ class TrainerBase(Trainer, ExchangesModels):
 
     def use_wire(self, wire: Wire) -> None:
         self.wire = wire
+
+    @classmethod
+    def hyper_parameters(cls, config: Any) -> dict:
+        """Constructor arguments taken from the algorithm's scenario section (none here)."""
+        return {}
 
     def __init__(self, client_template: nn.Module, data: ClientData, sgd: SGDSettings,
                  batch_seed: int, extra_weight_decay: float = 0.0) -> None:

@@ -23,6 +23,7 @@ from scala_netsim.algorithms.common import (
     SGDSettings,
     TrainerBase,
     TrainerSetup,
+    TrainerT,
     state_tensors,
 )
 from scala_netsim.learn.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
@@ -51,10 +52,12 @@ def decorrelation_penalty(features: torch.Tensor, eps: float = 1e-8) -> torch.Te
     return off_diagonal / (d * (d - 1))
 
 
-class FedAvg(TrainerBase, FederatedTrainer):
-    """FedAvg: T local SGD steps of cross-entropy on the whole model, then the uploads
-    averaged weighted by |D_k|. Variants override `local_loss` (the data term) or
-    `adjust_gradients` (a weight regulariser's gradient, added before the SGD step)."""
+class LocalSGD(TrainerBase):
+    """A client's T local SGD steps of cross-entropy on the whole model: FedAvg's learning,
+    which the round's FedAvg and the asynchronous FL trainers
+    (scala_netsim.algorithms.async_trainers) both take. Variants override `local_loss` (the
+    data term) or `adjust_gradients` (a weight regulariser's gradient, added before the SGD
+    step)."""
 
     def __init__(self, features: nn.Module, head: nn.Module, data: ClientData, sgd: SGDSettings,
                  batch_seed: int, extra_weight_decay: float = 0.0) -> None:
@@ -64,16 +67,12 @@ class FedAvg(TrainerBase, FederatedTrainer):
         self._planner = MetaPlanner(self.model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None) -> FedAvg:
+    def from_setup(cls: type[TrainerT], setup: TrainerSetup,
+                   config: Any = None) -> TrainerT:
         """The trainer on the scenario's data and model (the initial weights every algorithm
         starts from) and optimiser, with `hyper_parameters(config)` for the constructor."""
         return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
                    setup.batch_seed(), **cls.hyper_parameters(config))
-
-    @classmethod
-    def hyper_parameters(cls, config: Any) -> dict:
-        """Constructor arguments taken from the algorithm's scenario section (none here)."""
-        return {}
 
     def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,
                    labels: torch.Tensor) -> torch.Tensor:
@@ -106,6 +105,11 @@ class FedAvg(TrainerBase, FederatedTrainer):
 
     def global_model(self) -> nn.Module:
         return self.model
+
+
+class FedAvg(LocalSGD, FederatedTrainer):
+    """FedAvg: T local SGD steps of cross-entropy on the whole model (LocalSGD), then the
+    uploads averaged weighted by |D_k|."""
 
 
 class FedLC(FedAvg):

@@ -112,10 +112,10 @@ class LLASFL(SplitFedV1):
         return logit_adjusted_cross_entropy(logits, labels, self.client_log_priors[k])
 
 
-class SplitFedV2(PerClientServer, PerClientSplitTrainer):
-    """SplitFedV2: ONE shared server model updated by each upload at once, in the order they
-    reach the server; it keeps its optimiser state across rounds. Client models averaged at
-    the end of the round."""
+class SharedServer(PerClientServer):
+    """ONE shared server model updated by each upload at once, in the order they reach the
+    server, keeping its optimiser state: SplitFedV2's server, which async_sfl's
+    (scala_netsim.algorithms.async_trainers) is too."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -126,6 +126,12 @@ class SplitFedV2(PerClientServer, PerClientSplitTrainer):
 
     def persistent_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"server": self.server_optimizer}
+
+
+class SplitFedV2(SharedServer, PerClientSplitTrainer):
+    """SplitFedV2: ONE shared server model updated by each upload at once, in the order they
+    reach the server (SharedServer); it keeps its optimiser state across rounds. Client
+    models averaged at the end of the round."""
 
 
 class SplitFedV3(ServerCopies, KeptModelSplitTrainer):

@@ -3,6 +3,7 @@ dotted-key overrides (`--set training.rounds=20`) applied to a parsed YAML docum
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def set_dotted(document: dict, key: str, value: Any) -> str | None:
     return None
 
 
-def apply_overrides(document: dict, overrides: list[str], source: str = "--set") -> dict:
+def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--set") -> dict:
     """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
     problems = []
     for item in overrides:
@@ -41,7 +42,8 @@ def apply_overrides(document: dict, overrides: list[str], source: str = "--set")
         try:
             value = yaml.safe_load(raw)
         except yaml.YAMLError as exc:
-            problems.append(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})")
+            why = getattr(exc, "problem", exc)
+            problems.append(f"--set {key}: value {raw!r} is not valid YAML ({why})")
             continue
         problem = set_dotted(document, key, value)
         if problem:

@@ -47,7 +47,7 @@ from scala_netsim.algorithms.config import (
 from scala_netsim.algorithms.selection import ClientSelector, FedCBSSelector, RandomSelector
 
 if TYPE_CHECKING:
-    from scala_netsim.sim.protocols import Protocol
+    from scala_netsim.sim.stages import ClientStages
 
 ENTRY_POINT_GROUP = "scala_netsim.algorithms"
 
@@ -91,7 +91,7 @@ ASYNCHRONOUS_SPLIT = Traits(activations=True, gradients=True, timeable=False, re
                             asynchronous=True)
 
 
-def traits_of(protocol: type[Protocol], trainer: type) -> Traits:
+def traits_of(protocol: type[ClientStages[Any]], trainer: type) -> Traits:
     """The traits that `protocol` and `trainer` declare as class flags."""
     return Traits(barrier=protocol.has_barrier, activations=protocol.sends_activations,
                   gradients=protocol.sends_gradients,
@@ -115,7 +115,7 @@ class AlgorithmSpec:
     `traits` (None: read from the classes). `trainer` and `protocol` may be classes or
     "module:Class" paths, imported on first use; `traits` is then required."""
 
-    def __init__(self, name: str, trainer: type | str, protocol: type[Protocol] | str,
+    def __init__(self, name: str, trainer: type | str, protocol: type[ClientStages[Any]] | str,
                  description: str, selector: type[ClientSelector] = RandomSelector,
                  config: type[AlgorithmConfig] | None = None,
                  traits: Traits | None = None) -> None:
@@ -142,7 +142,7 @@ class AlgorithmSpec:
     def __repr__(self) -> str:
         return f"AlgorithmSpec({self.name!r}, {self.description!r}, {self.traits})"
 
-    def classes(self) -> tuple[type, type[Protocol]]:
+    def classes(self) -> tuple[type, type[ClientStages[Any]]]:
         """(trainer, protocol), imported and checked on first use: the trainer implements
         the protocol's contract and the classes' flags agree with the traits."""
         if self._classes is None:
@@ -156,7 +156,7 @@ class AlgorithmSpec:
         return self.classes()[0]
 
     @property
-    def protocol(self) -> type[Protocol]:
+    def protocol(self) -> type[ClientStages[Any]]:
         return self.classes()[1]
 
     def section(self, scenario: Any) -> AlgorithmConfig | None:
@@ -164,7 +164,8 @@ class AlgorithmSpec:
         return getattr(scenario, self.name) if self.config is not None else None
 
 
-def check_classes(name: str, trainer: type, protocol: type[Protocol], traits: Traits) -> None:
+def check_classes(name: str, trainer: type, protocol: type[ClientStages[Any]],
+                  traits: Traits) -> None:
     """Refuse a trainer that does not implement its protocol's contract, or classes whose
     flags contradict the declared traits."""
     contract = protocol.trainer_contract

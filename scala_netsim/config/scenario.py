@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from types import GenericAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
@@ -27,6 +29,28 @@ from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
+
+
+def one_of(names: Iterable[str]) -> Any:
+    """typing.Literal of `names`, made at run time from a registry (pydantic checks a value
+    against it; the type checker sees the fields as str)."""
+    return Literal.__getitem__(tuple(names))
+
+
+if TYPE_CHECKING:
+    DatasetName: TypeAlias = str
+    ArchName: TypeAlias = str
+    LinkMode: TypeAlias = str
+    FadingKind: TypeAlias = str
+    PathlossName: TypeAlias = str
+    AllocatorName: TypeAlias = str
+    CodecName: TypeAlias = str
+    ModelCodecName: TypeAlias = str
+else:
+    DatasetName, ArchName = one_of(DATASET_CLASSES), one_of(ARCHS)
+    LinkMode, FadingKind = one_of(channel.LINK_MODELS), one_of(channel.FADING_KINDS)
+    PathlossName, AllocatorName = one_of(channel.PATHLOSS_MODELS), one_of(channel.ALLOCATORS)
+    CodecName, ModelCodecName = one_of(CODECS), one_of(MODEL_CODECS)
 
 
 class _Strict(BaseModel):
@@ -64,7 +88,7 @@ PARTITION_KINDS = {get_args(member.model_fields["kind"].annotation)[0]: member
 
 
 class DataConfig(_Strict):
-    dataset: Literal[tuple(DATASET_CLASSES)] = "fashion_mnist"
+    dataset: DatasetName = "fashion_mnist"
     data_dir: str | None = None
     num_clients: int = Field(default=100, ge=1)
     partition: Partition = QuantityPartition(kind="quantity", alpha=2)
@@ -73,7 +97,7 @@ class DataConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    arch: Literal[ARCHS] = "alexnet14"
+    arch: ArchName = "alexnet14"
     split: str = "S2"  # every arch's default split is S2 (scala_netsim.learn.models)
 
     @model_validator(mode="after")
@@ -115,7 +139,7 @@ class LinkConfig(_Strict):
     """How a transfer's rate is set (channel.LINK_MODELS): adaptive (Shannon rate, never an
     outage) or fixed_rate (target_rate_bps; an attempt below capacity fails, ARQ repeats it up
     to max_attempts in all)."""
-    mode: Literal[tuple(channel.LINK_MODELS)] = "adaptive"
+    mode: LinkMode = "adaptive"
     target_rate_bps: float | None = Field(default=None, gt=0)
     max_attempts: int = Field(default=4, ge=1)
 
@@ -132,7 +156,7 @@ class LinkConfig(_Strict):
 class FadingConfig(_Strict):
     """Small-scale block fading (channel.fading): |h|^2 per client and direction, drawn per
     round or per transfer from the `fading` seed stream."""
-    kind: Literal[channel.FADING_KINDS] = "none"
+    kind: FadingKind = "none"
     k_factor_db: float | None = None      # Rician K factor (line of sight over scattered power)
     coherence: Literal["round", "transfer"] = "round"
 
@@ -150,7 +174,7 @@ class FadingConfig(_Strict):
 class NetworkConfig(_Strict):
     radius_m: float = Field(default=500.0, gt=0)
     min_distance_m: float = Field(default=35.0, ge=0)
-    pathloss: Literal[tuple(channel.PATHLOSS_MODELS)] = "3gpp_36814_macro"
+    pathloss: PathlossName = "3gpp_36814_macro"
     uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
     downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
     client_tx_power_w: float = Field(default=0.2, gt=0)
@@ -161,7 +185,7 @@ class NetworkConfig(_Strict):
     shadowing_std_db: float = Field(default=0.0, ge=0)
     fading: FadingConfig = Field(default_factory=FadingConfig)
     link: LinkConfig = Field(default_factory=LinkConfig)
-    allocation: Literal[tuple(channel.ALLOCATORS)] = "equal"
+    allocation: AllocatorName = "equal"
     # write the radio and energy columns (scala_netsim.runner.radio_record) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -193,10 +217,10 @@ class ComputeConfig(_Strict):
 class CompressionConfig(_Strict):
     """What crosses the air compressed (scala_netsim.learn.compression): the cut-layer activations
     going up, their gradients coming down, the models either way."""
-    uplink: Literal[CODECS] = "none"
-    downlink: Literal[CODECS] = "none"
+    uplink: CodecName = "none"
+    downlink: CodecName = "none"
     topk_fraction: float = Field(default=0.1, gt=0, le=1)   # share of entries top-k keeps
-    models: Literal[MODEL_CODECS] = "none"
+    models: ModelCodecName = "none"
 
 
 class PrivacyConfig(_Strict):
@@ -291,7 +315,8 @@ def _fields() -> dict:
         "data": (DataConfig, Field(default_factory=DataConfig)),
         "model": (ModelConfig, Field(default_factory=ModelConfig)),
         "training": (TrainingConfig, Field(default_factory=TrainingConfig)),
-        "algorithms": (list[Literal[tuple(ALGORITHMS)]], Field(default=["scala"], min_length=1)),
+        "algorithms": (GenericAlias(list, one_of(ALGORITHMS)),
+                       Field(default=["scala"], min_length=1)),
         "network": (NetworkConfig, Field(default_factory=NetworkConfig)),
         "compute": (ComputeConfig, Field(default_factory=ComputeConfig)),
         "compression": (CompressionConfig, Field(default_factory=CompressionConfig)),
@@ -403,7 +428,8 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         reasons = [ALGORITHMS[a].traits.why_not_attackable(a) for a in scenario.algorithms]
         if all(reasons):
             problems.append(f"privacy: the attack needs an algorithm that sends activations "
-                            f"from a global client-side model; {'; '.join(reasons)}")
+                            f"from a global client-side model; "
+                            f"{'; '.join(r for r in reasons if r)}")
     if scenario.timing_only and barrier and scenario.drops_clients:
         problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
                         f"fixed-rate link steps the server on the clients left, batches no "
@@ -420,7 +446,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
 
 def _allowed_keys(loc: tuple) -> list[str]:
     """Field names allowed at `loc` (a pydantic error location), for close-match hints."""
-    model = scenario_model()
+    model: Any = scenario_model()   # a model class, or None once the location leaves models
     for part in loc[:-1]:
         if part in PARTITION_KINDS:   # a discriminated union's tag names its member model
             model = PARTITION_KINDS[part]
@@ -434,7 +460,7 @@ def _allowed_keys(loc: tuple) -> list[str]:
     return list(getattr(model, "model_fields", {}))
 
 
-def _describe(error: dict) -> list[str]:
+def _describe(error: Mapping[str, Any]) -> list[str]:
     loc = [p for p in error["loc"] if p not in PARTITION_KINDS]
     where = ".".join(str(p) for p in loc) or "(top level)"
     kind, ctx, got = error["type"], error.get("ctx", {}), error.get("input")
@@ -477,12 +503,12 @@ def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scena
     return scenario
 
 
-def load_scenario(path: str | Path, overrides: list[str] | tuple = ()) -> Scenario:
+def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
     """Read, override and validate a scenario file."""
     return validate_scenario(read_document(path, overrides), source=Path(path))
 
 
-def read_document(path: str | Path, overrides: list[str] | tuple = ()) -> Any:
+def read_document(path: str | Path, overrides: Sequence[str] = ()) -> Any:
     """A scenario file's parsed document with `overrides` ("dotted.key=value") applied, not
     yet validated; ScenarioError for a file that is missing or not YAML."""
     path = Path(path)

@@ -94,7 +94,10 @@ class Evaluation(NamedTuple):
 
 
 class Trainer(ABC):
-    """What every protocol and the run loop call.
+    """What every protocol, round or asynchronous, and the run loop call: the core that the
+    round trainers (RoundTrainer, its patterns below) and the asynchronous ones
+    (AsyncTrainer) share. A trainer is one or the other, never both, so that a protocol
+    refuses by type a trainer of the other clock (scala_netsim.config.registry).
 
     What a trainer learns may depend on the clock in one way only, which it declares: the
     order in which the server runs different clients' steps (`server_order_matters`). Its
@@ -114,9 +117,9 @@ class Trainer(ABC):
     #: same in every round (what a timing-only run relies on, scala_netsim.runner.timing)?
     fixed_step_costs: ClassVar[bool] = False
 
-    #: the sum of the round's training losses so far (0-d float64 tensor; None until a step
-    #: reports one); the protocol resets it when a round begins and the run stops when it is
-    #: not finite at the round's end: when any step of the round had a non-finite loss,
+    #: the sum of the round's (or version's) training losses so far (0-d float64 tensor;
+    #: None until a step reports one); the run takes it at the round's end (`take_loss`) and
+    #: stops when it is not finite: when any step of the round had a non-finite loss,
     #: whatever order the clock put the steps in (never just the last step's)
     round_loss: torch.Tensor | None = None
 
@@ -141,13 +144,11 @@ class Trainer(ABC):
         loss = loss.detach().double()
         self.round_loss = loss if self.round_loss is None else self.round_loss + loss
 
-    @abstractmethod
-    def begin_round(self, selected: Sequence[int]) -> None:
-        """Start a round with these participants (in increasing id order)."""
-
-    @abstractmethod
-    def end_round(self) -> None:
-        """Finish the round: aggregate what the participants sent."""
+    def take_loss(self) -> torch.Tensor | None:
+        """The losses summed since the last call (`round_loss`), which starts again at None:
+        the run takes it when a round or version is made."""
+        loss, self.round_loss = self.round_loss, None
+        return loss
 
     def drop_client(self, k: int) -> None:  # noqa: B027 (a hook: most trainers need nothing)
         """The network dropped client k from the round (a deadline, a lost transfer,
@@ -169,6 +170,19 @@ class Trainer(ABC):
     @abstractmethod
     def load_state_dict(self, state: dict) -> None:
         """Restore what `state_dict` returned."""
+
+
+class RoundTrainer(Trainer):
+    """A trainer of rounds: every round is begin_round(selected), the pattern's calls,
+    end_round()."""
+
+    @abstractmethod
+    def begin_round(self, selected: Sequence[int]) -> None:
+        """Start a round with these participants (in increasing id order)."""
+
+    @abstractmethod
+    def end_round(self) -> None:
+        """Finish the round: aggregate what the participants sent."""
 
 
 class ExchangesModels(ABC):
@@ -203,6 +217,16 @@ class SplitClient(ABC):
         """Client k backpropagates the gradient it received and steps. -> FLOPs."""
 
 
+class LocalSteps(ABC):
+    """A client that trains on its own, step by step (federated learning, and split
+    learning with a local loss)."""
+
+    @abstractmethod
+    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
+        """Client k's forward, loss, backward and SGD step (its local iteration
+        `local_iter`) on the model it holds."""
+
+
 class SplitServer(ABC):
     """The server side of split learning."""
 
@@ -211,17 +235,17 @@ class SplitServer(ABC):
         """One step of the server part on the uploads the protocol hands over."""
 
 
-class ConcatSplitTrainer(Trainer, ExchangesModels, SplitClient, SplitServer):
+class ConcatSplitTrainer(RoundTrainer, ExchangesModels, SplitClient, SplitServer):
     """Concatenated split learning (SCALA, CA-SFL): in every local iteration `server_step`
     receives every participant's upload at once, in client-id order, and replies to each."""
 
 
-class PerClientSplitTrainer(Trainer, ExchangesModels, SplitClient, SplitServer):
+class PerClientSplitTrainer(RoundTrainer, ExchangesModels, SplitClient, SplitServer):
     """Per-client split learning (SplitFed V1/V2, LLA-SFL, CS-SFL): `server_step` receives
     one client's upload, in the order the server processor takes them, and replies to it."""
 
 
-class KeptModelSplitTrainer(Trainer, SplitClient, SplitServer):
+class KeptModelSplitTrainer(RoundTrainer, SplitClient, SplitServer):
     """Per-client split learning where every client keeps its own client model (SplitFed V3):
     nothing goes down or up at round boundaries."""
 
@@ -234,22 +258,14 @@ class KeptModelSplitTrainer(Trainer, SplitClient, SplitServer):
         """Client k keeps its trained model for its next round."""
 
 
-class LocalLossTrainer(Trainer, ExchangesModels, SplitServer):
-    """Split learning with a local loss: a client trains on its own and uploads activations
-    after each step (`LocalStep.upload`); `server_step` consumes one upload and replies
-    nothing."""
-
-    @abstractmethod
-    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
-        """Client k's forward, local loss, backward and SGD step."""
+class LocalLossTrainer(RoundTrainer, ExchangesModels, LocalSteps, SplitServer):
+    """Split learning with a local loss: a client trains on its own (`client_local_step`:
+    forward, local loss, backward, SGD step) and uploads activations after each step
+    (`LocalStep.upload`); `server_step` consumes one upload and replies nothing."""
 
 
-class FederatedTrainer(Trainer, ExchangesModels):
+class FederatedTrainer(RoundTrainer, ExchangesModels, LocalSteps):
     """Federated learning: the whole model trains on the client, T steps a round."""
-
-    @abstractmethod
-    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
-        """Client k's forward, loss, backward and SGD step on its model."""
 
 
 class AppliedUpdate(NamedTuple):
@@ -266,11 +282,9 @@ class AppliedUpdate(NamedTuple):
     contributors: tuple[int, ...] = ()
 
 
-class AsyncFederatedTrainer(Trainer, ExchangesModels):
-    """Asynchronous federated learning: a client downloads the global model as it is when its
-    download starts, trains T local steps on it, and uploads; the server applies each upload
-    when it arrives (FedAsync) or buffers it (FedBuff). There is no round: `begin_round` and
-    `end_round` are never called."""
+class AsyncTrainer(Trainer):
+    """A trainer without rounds: a driver starts each client (`client_start`), and the server
+    applies or buffers each trained model when it arrives (`server_apply`)."""
 
     #: the global model versions applied so far (0: the initial model)
     version: int = 0
@@ -280,28 +294,20 @@ class AsyncFederatedTrainer(Trainer, ExchangesModels):
         """Client k begins training (its batch size, a model slot); its download follows."""
 
     @abstractmethod
-    def client_local_step(self, k: int, local_iter: int) -> LocalStep:
-        """Client k's forward, loss, backward and SGD step on the model it downloaded."""
-
-    @abstractmethod
     def server_apply(self, message: Any) -> AppliedUpdate:
         """Client `message.client_id`'s trained model has arrived: apply or buffer it."""
 
 
-class AsyncSplitTrainer(Trainer, ExchangesModels, SplitClient, SplitServer):
+class AsyncFederatedTrainer(AsyncTrainer, ExchangesModels, LocalSteps):
+    """Asynchronous federated learning: a client downloads the global model as it is when its
+    download starts, trains T local steps on it, and uploads; the server applies each upload
+    when it arrives (FedAsync) or buffers it (FedBuff)."""
+
+
+class AsyncSplitTrainer(AsyncTrainer, ExchangesModels, SplitClient, SplitServer):
     """Asynchronous split learning (async_sfl, GAS): a client downloads the global client-side
     model as it is when its download starts, then in each of its T local iterations sends
     its activations up; `server_step` receives that one upload when the server processor
     takes it (arrival order, no barrier) and replies with its gradient; after T iterations
-    the client uploads its model and `server_apply` mixes it in or buffers it."""
-
-    #: the global (client-side) model versions applied so far (0: the initial model)
-    version: int = 0
-
-    @abstractmethod
-    def client_start(self, k: int) -> None:
-        """Client k begins training (its batch size, a model slot); its download follows."""
-
-    @abstractmethod
-    def server_apply(self, message: Any) -> AppliedUpdate:
-        """Client `message.client_id`'s trained client-side model has arrived."""
+    the client uploads its model and `server_apply` mixes it in or buffers it (`version`
+    counts the global client-side model's versions)."""

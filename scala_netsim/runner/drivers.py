@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,8 +31,16 @@ from scala_netsim.sim import async_state
 
 if TYPE_CHECKING:
     from scala_netsim.algorithms.selection import ClientSelector
+    from scala_netsim.learn.contract import Trainer
+    from scala_netsim.sim.async_protocols import AsyncProtocol
+    from scala_netsim.sim.cell import Cell
+    from scala_netsim.sim.drops import RoundRules
     from scala_netsim.sim.link import WirelessLink
     from scala_netsim.sim.protocols import Protocol
+    from scala_netsim.sim.stages import ClientStages
+
+#: the kind of protocol a driver drives (a round protocol, or an asynchronous one)
+ProtocolT = TypeVar("ProtocolT", bound="ClientStages[Any]")
 
 
 ROUND = EVENT_COLUMNS.index("round")
@@ -54,7 +62,7 @@ class Version:
     end_transfer: int | None = None
 
 
-class Driver(ABC):
+class Driver(ABC, Generic[ProtocolT]):
     """Advances a run to its next global model version. `bind` hands it the simulation it
     drives (at the start, and again when a run resumes from a checkpoint on a fresh clock).
     The other members say what the run records and checks beyond what every version has; the
@@ -63,7 +71,16 @@ class Driver(ABC):
     #: each client in flight holds a fixed slot of the bands (the invariants' check_run)
     slots = False
 
-    def bind(self, env: simpy.Environment, protocol: Protocol, link: WirelessLink,
+    protocol: ProtocolT
+
+    @abstractmethod
+    def open(self, protocol_class: type[ProtocolT], env: simpy.Environment, cell: Cell,
+             trainer: Trainer, link: WirelessLink, log: EventLog, local_iters: int,
+             rules: RoundRules) -> ProtocolT:
+        """The algorithm's protocol on a fresh clock `env` (at the start, and again when a
+        run resumes from a checkpoint), driven by this driver from now on."""
+
+    def bind(self, env: simpy.Environment, protocol: ProtocolT, link: WirelessLink,
              log: EventLog) -> None:
         self.env, self.protocol, self.link, self.log = env, protocol, link, log
 
@@ -105,13 +122,21 @@ class Driver(ABC):
         return None
 
 
-class SynchronousRounds(Driver):
+class SynchronousRounds(Driver["Protocol[Any]"]):
     """One version per round: `num_selected` clients drawn by `selector` from `rng`, the
     protocol's round simulated to its end (its slowest client, or its deadline)."""
 
     def __init__(self, selector: ClientSelector, rng: np.random.Generator,
                  num_selected: int) -> None:
         self.selector, self.rng, self.num_selected = selector, rng, num_selected
+
+    def open(self, protocol_class: type[Protocol[Any]], env: simpy.Environment, cell: Cell,
+             trainer: Trainer, link: WirelessLink, log: EventLog, local_iters: int,
+             rules: RoundRules) -> Protocol[Any]:
+        """A round protocol, with the round's rules (deadlines, over-selection)."""
+        protocol = protocol_class(env, cell, trainer, link, log, local_iters, rules)
+        self.bind(env, protocol, link, log)
+        return protocol
 
     def advance(self, number: int) -> Version:
         selected = self.selector.select(self.num_selected, self.rng)
@@ -121,7 +146,7 @@ class SynchronousRounds(Driver):
         return version
 
 
-class AsynchronousUpdates(Driver):
+class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
     """One version per server update of an asynchronous algorithm (FedAsync: every arrival;
     FedBuff: every K-th). `concurrency` (Q) clients train at once: the first Q are drawn when
     the run starts, and whenever one finishes (its model reached the server) another is drawn
@@ -134,11 +159,19 @@ class AsynchronousUpdates(Driver):
     def __init__(self, rng: np.random.Generator, num_clients: int, concurrency: int) -> None:
         self.rng, self.num_clients, self.concurrency = rng, num_clients, concurrency
 
-    def bind(self, env: simpy.Environment, protocol: Protocol, link: WirelessLink,
+    def open(self, protocol_class: type[AsyncProtocol[Any]], env: simpy.Environment,
+             cell: Cell, trainer: Trainer, link: WirelessLink, log: EventLog, local_iters: int,
+             rules: RoundRules) -> AsyncProtocol[Any]:
+        """An asynchronous protocol (no round, so no round rules: config.async_checks
+        refuses them), Q clients at once, another started as each finishes."""
+        protocol = protocol_class(env, cell, trainer, link, log, local_iters)
+        self.bind(env, protocol, link, log)
+        return protocol
+
+    def bind(self, env: simpy.Environment, protocol: AsyncProtocol[Any], link: WirelessLink,
              log: EventLog) -> None:
         super().bind(env, protocol, link, log)
-        protocol.set_concurrency(self.concurrency)
-        protocol.on_finish = self._replace
+        protocol.drive(self.concurrency, self._replace)
         self._last_s = env.now
         self._first_event, self._first_transfer = len(log), len(link.transfer_rows)
 
@@ -195,7 +228,6 @@ class AsynchronousUpdates(Driver):
 
     def advance(self, number: int) -> Version:
         protocol = self.protocol
-        protocol.trainer.round_loss = None   # the version's loss (a round's protocol resets it)
         if not protocol.in_flight:   # the start (afterwards a finished client is replaced)
             for _ in range(self.concurrency):
                 protocol.start(self._draw())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -120,7 +121,7 @@ class Run:
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
         #: be dropped and the trainer reports them: scala_netsim.runner.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
-        self.driver: Driver = (
+        self.driver: Driver[Any] = (
             AsynchronousUpdates(self.selection_rng, scenario.data.num_clients,
                                 scenario.concurrency) if spec.traits.asynchronous else
             SynchronousRounds(self.selector, self.selection_rng, scenario.num_selected))
@@ -140,9 +141,9 @@ class Run:
                                  self.world.seeds.sequence("fading"),
                                  Drops() if rules.active or model.outages else None,
                                  grant_rows, transfer_rows)
-        self.protocol = self._protocol_class(self.env, self.world.cell, self.trainer, self.link,
-                                             self.log, self.scenario.training.local_iters, rules)
-        self.driver.bind(self.env, self.protocol, self.link, self.log)
+        self.protocol = self.driver.open(self._protocol_class, self.env, self.world.cell,
+                                         self.trainer, self.link, self.log,
+                                         self.scenario.training.local_iters, rules)
 
     @property
     def round(self) -> int:
@@ -169,7 +170,7 @@ class Run:
         r, selected = version.number, version.selected
         start_s, first_event = version.start_s, version.first_event
         first_transfer = version.first_transfer
-        loss = self.trainer.round_loss
+        loss = self.trainer.take_loss()
         self.diverged = loss is not None and not torch.isfinite(loss).item()
         evaluation = None
         if (r % tr.eval_every == 0 or r == tr.rounds or self.out_of_time) and not self.diverged:
@@ -182,8 +183,8 @@ class Run:
             energy = round_energy(self._radio_columns(rows, first_event, first_transfer,
                                                       version.end_transfer), rows)
         drops = None
-        if self.records_drops:
-            drops = drop_columns([int(k) for k in selected], self.protocol.drops.dropped,
+        if self.records_drops and self.link.drops is not None:
+            drops = drop_columns([int(k) for k in selected], self.link.drops.dropped,
                                  self.world.label_counts)
             self.aggregation_rows.extend((r, *a) for a in self.trainer.aggregations or ())
         row = self.driver.version_row(

@@ -22,42 +22,52 @@ version the update is part of and how stale it was.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import Any, ClassVar, TypeVar
 
 import simpy
 
 from channel import Direction
-from scala_netsim.core.events import MODEL_TRANSFER, EventKind
+from scala_netsim.core.events import MODEL_TRANSFER, EventKind, EventLog
 from scala_netsim.learn.contract import (
     AppliedUpdate,
     AsyncFederatedTrainer,
     AsyncSplitTrainer,
+    AsyncTrainer,
 )
 from scala_netsim.learn.messages import ModelMessage
 from scala_netsim.sim import async_state
-from scala_netsim.sim.protocols import Protocol
-from scala_netsim.sim.stages import SERVER_STAGES, Stage
+from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.link import WirelessLink
+from scala_netsim.sim.stages import SERVER_STAGES, ClientStages, Stage
 from scala_netsim.sim.timeouts import Recorded
 
+#: the trainer of an asynchronous protocol (of its contract)
+AsyncTrainerT = TypeVar("AsyncTrainerT", bound=AsyncTrainer)
 
-class AsyncProtocol(Protocol):
+
+class AsyncProtocol(ClientStages[AsyncTrainerT]):
     """What the asynchronous patterns share: clients started one by one on fixed slots, each
-    arriving model applied or buffered, the driver told when a version is made."""
+    arriving model applied or buffered, the driver told when a version is made. The sibling
+    of the round protocols (scala_netsim.sim.protocols.Protocol) on the same core: it has no
+    round, and its trainer none either (an AsyncTrainer). Its driver
+    (scala_netsim.runner.drivers.AsynchronousUpdates) says how many clients train at once and
+    what to do when one finishes (`drive`), and starts them."""
 
+    trainer_contract: ClassVar[type] = AsyncTrainer
     asynchronous = True
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.trainer: AsyncFederatedTrainer | AsyncSplitTrainer
+    def __init__(self, env: simpy.Environment, cell: Cell, trainer: AsyncTrainerT,
+                 link: WirelessLink, log: EventLog, local_iters: int) -> None:
+        super().__init__(env, cell, trainer, link, log, local_iters)
         self.in_flight: set[int] = set()
         #: event index -> (version, staleness) of each server_update row
         self.updates: dict[int, tuple[int, int]] = {}
         #: (client, staleness) of the updates taken since the last version was made
         self.pending: list[tuple[int, int]] = []
         self.version_made = self.env.event()
-        #: the driver's hook: a client has finished (its model is in); start another
-        self.on_finish: Callable[[int], None] = lambda k: None
+        #: the driver's hook (`drive`): a client has finished (its model is in)
+        self._on_finish: Callable[[int], None] = lambda k: None
         self._slots: dict[Direction, float] = {}
         self.round = self.trainer.version + 1
         self.link.begin_version(self.round)
@@ -66,12 +76,12 @@ class AsyncProtocol(Protocol):
         self.position: dict[int, tuple[int, str, int, simpy.Event, Any]] = {}
         self._made = 0    # events the clients have waited on so far
 
-    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        raise RuntimeError("an asynchronous protocol has no rounds; its driver starts clients")
-
-    def set_concurrency(self, concurrency: int) -> None:
-        """Each client in flight holds 1/Q of each band."""
+    def drive(self, concurrency: int, on_finish: Callable[[int], None]) -> None:
+        """The driver's terms: `concurrency` (Q) clients train at once, each holding 1/Q of
+        each band, and `on_finish(k)` is called when client k has finished (its model is
+        in; the driver starts another)."""
         self._slots = {d: self.cell.bandwidth_hz(d) / concurrency for d in Direction}
+        self._on_finish = on_finish
 
     def start(self, k: int) -> simpy.Process:
         """Client k starts now: its slot, its batch size, its process."""
@@ -165,20 +175,21 @@ class AsyncProtocol(Protocol):
             self.link.begin_version(self.round)
             made.succeed((update, self.pending))
             self.pending = []
-        self.on_finish(k)
+        self._on_finish(k)
 
 
-class AsyncFederatedProtocol(AsyncProtocol):
+class AsyncFederatedProtocol(AsyncProtocol[AsyncFederatedTrainer]):
     """FedAsync and FedBuff: download, T local steps, upload, applied on arrival; no round."""
 
     trainer_contract = AsyncFederatedTrainer
 
     def stages(self, k: int) -> list[Stage]:
-        return (self._download_stages(k) + self._local_stages(k)
-                + self._upload_stages(k, self._apply(k)))
+        trainer = self.trainer
+        return (self._download_stages(trainer, k) + self._local_stages(trainer, k)
+                + self._upload_stages(trainer, k, self._apply(k)))
 
 
-class AsyncSplitProtocol(AsyncProtocol):
+class AsyncSplitProtocol(AsyncProtocol[AsyncSplitTrainer]):
     """async_sfl and GAS: download the client-side model; T times forward, activations up,
     the server's step on them alone when the processor takes them (no barrier: arrival
     order), their gradient down, backward; the model up, applied or buffered on arrival."""
@@ -188,7 +199,8 @@ class AsyncSplitProtocol(AsyncProtocol):
     sends_gradients = True
 
     def stages(self, k: int) -> list[Stage]:
-        stages = self._download_stages(k)
+        trainer = self.trainer
+        stages = self._download_stages(trainer, k)
         for t in range(self.local_iters):
-            stages += self._split_stages(k, t)
-        return stages + self._upload_stages(k, self._apply(k))
+            stages += self._split_stages(trainer, trainer, k, t)
+        return stages + self._upload_stages(trainer, k, self._apply(k))

@@ -4,9 +4,9 @@ beyond it."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Generator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import simpy
@@ -16,61 +16,61 @@ from channel import Direction
 from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind, EventLog
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
+    ExchangesModels,
     FederatedTrainer,
     KeptModelSplitTrainer,
     LocalLossTrainer,
+    LocalSteps,
     PerClientSplitTrainer,
-    Trainer,
+    RoundTrainer,
+    ServerStep,
+    SplitClient,
+    SplitServer,
 )
-from scala_netsim.learn.messages import ActivationMessage
+from scala_netsim.learn.messages import ActivationMessage, ModelMessage
 from scala_netsim.sim.cell import Cell
-from scala_netsim.sim.drops import NO_RULES, RoundRules
-from scala_netsim.sim.link import TransferLost, WirelessLink, share_done
+from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
+from scala_netsim.sim.link import TransferLost, WirelessLink
 from scala_netsim.sim.stages import ClientStages
-from scala_netsim.sim.timeouts import RecordedTimeout
+
+#: the trainer of a round protocol (of its contract)
+RoundTrainerT = TypeVar("RoundTrainerT", bound=RoundTrainer)
 
 
-class Protocol(ClientStages, ABC):
-    """One algorithm's communication pattern, simulated a round at a time. Subclasses write
-    the SimPy processes of a round and call the trainer contract `trainer_contract`; the real
-    computation is the trainer's.
+class Protocol(ClientStages[RoundTrainerT]):
+    """One algorithm's communication pattern of rounds, simulated a round at a time.
+    Subclasses write the SimPy processes of a round and call the trainer contract
+    `trainer_contract` (a RoundTrainer); the real computation is the trainer's. The
+    asynchronous patterns (scala_netsim.sim.async_protocols.AsyncProtocol) are its siblings
+    on the same core (ClientStages).
 
     When clients can be dropped (RoundRules, or a link that loses transfers) every process of
     a round runs guarded: a dropped client's processes are interrupted, its steps in flight
     cut and recorded up to the drop (events.completed 0), a `client_dropped` event marks the
     drop, and the trainer is told (`Trainer.drop_client`)."""
 
-    trainer_contract: ClassVar[type[Trainer]] = Trainer
-    pipelined_clients: ClassVar[bool] = False  # may a client compute while its uplink is busy?
-    has_barrier: ClassVar[bool] = False        # does the server wait for every client's step?
-    sends_activations: ClassVar[bool] = False  # do clients upload cut-layer activations?
-    sends_gradients: ClassVar[bool] = False    # does the server send their gradients down?
-    keeps_client_models: ClassVar[bool] = False  # one client-side model per client, kept?
-    asynchronous: ClassVar[bool] = False       # clients started one by one by a driver, no round
+    trainer_contract: ClassVar[type] = RoundTrainer
 
-    def __init__(self, env: simpy.Environment, cell: Cell, trainer: Trainer, link: WirelessLink,
-                 log: EventLog, local_iters: int, rules: RoundRules = NO_RULES) -> None:
-        if not isinstance(trainer, self.trainer_contract):
-            raise TypeError(f"{type(self).__name__} needs a {self.trainer_contract.__name__}, "
-                            f"got {type(trainer).__name__}")
-        self.env, self.cell, self.trainer, self.link, self.log = env, cell, trainer, link, log
-        self.local_iters = local_iters
+    def __init__(self, env: simpy.Environment, cell: Cell, trainer: RoundTrainerT,
+                 link: WirelessLink, log: EventLog, local_iters: int,
+                 rules: RoundRules = NO_RULES) -> None:
+        super().__init__(env, cell, trainer, link, log, local_iters)
         self.rules = rules
-        self.server_cpu = simpy.Resource(env, capacity=1)
-        self.round = 0
-        self._compute_s: dict[tuple[int, int], float] = {}  # (client, FLOPs) -> seconds
-        # the book of drops, when clients can be dropped (the link's: it cuts transfers); None
-        # keeps the plain, faster path
         if rules.active and link.drops is None:
             raise ValueError("round rules (deadlines, over-selection) drop clients: the link "
                              "must be given the book of drops (WirelessLink(..., drops=Drops()))")
-        self.drops = link.drops
+
+    @property
+    def book(self) -> Drops:
+        """The book of drops (only where clients can be dropped)."""
+        if self.drops is None:
+            raise RuntimeError("no client can be dropped in this run: it keeps no book of drops")
+        return self.drops
 
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         """Simulate (and really train) one round; the clock advances to the round's end."""
         self.round = round_
         self._compute_s.clear()
-        self.trainer.round_loss = None
         self.trainer.begin_round(selected)
         self.link.begin_round(round_, self.demands(selected))
         drops = self.drops
@@ -105,7 +105,7 @@ class Protocol(ClientStages, ABC):
     def _drop(self, k: int, reason: str) -> None:
         """Drop client k from the round now: its steps in flight are cut, its processes
         stopped, a client_dropped event recorded."""
-        drops = self.drops
+        drops = self.book
         if k not in drops.active:
             return
         drops.active.discard(k)
@@ -118,8 +118,8 @@ class Protocol(ClientStages, ABC):
 
     def _stop(self, owner: int) -> None:
         """Cut `owner`'s steps in flight and interrupt its processes (but the running one)."""
-        self.drops.cut(owner)
-        for process in self.drops.processes.get(owner, ()):
+        self.book.cut(owner)
+        for process in self.book.processes.get(owner, ()):
             if process.is_alive and process is not self.env.active_process:
                 process.interrupt()
 
@@ -129,7 +129,7 @@ class Protocol(ClientStages, ABC):
     def _finish(self, k: int) -> None:
         """Client k's round is done (its model is in, or SplitFedV3 keeps it). Over-selection
         without a barrier: the first `keep` to finish are kept, the others dropped then."""
-        drops = self.drops
+        drops = self.book
         drops.active.discard(k)
         drops.finished.append(k)
         keep = self.rules.keep
@@ -140,7 +140,7 @@ class Protocol(ClientStages, ABC):
     def _expire(self, deadline: simpy.Event) -> None:
         """The round's deadline: every client still in the round is dropped, and what the
         others (or the server) still had going is cut."""
-        drops = self.drops
+        drops = self.book
         if deadline.value != drops.round:   # its round ended before it (the clock only runs
             return                          # within a round: it comes in a later one)
         for k in sorted(drops.active):
@@ -167,40 +167,36 @@ class Protocol(ClientStages, ABC):
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         """The SimPy processes of one round (the round ends when all have finished)."""
 
-    def _compute(self, local_iter: int, k: int, kind: EventKind, flops: int) -> simpy.Timeout:
-        """Client k computes `flops` at its FLOP/s, starting now: a timeout that records the
-        step when it ends; yield it to wait for the end."""
-        key = (k, flops)
-        if key not in self._compute_s:
-            self._compute_s[key] = float(channel.compute_time_s(flops, self.cell.flops_per_s[k]))
-        return self._timed(k, k, local_iter, kind, self._compute_s[key], flops)
+    # --- a client's stages run in a round's process ----------------------------------------
+    def _download_model(self, models: ExchangesModels, k: int
+                        ) -> Generator[simpy.Event, Any, None]:
+        yield from self._run_stages(self._download_stages(models, k))
 
-    def _timed(self, owner: int, who: int, local_iter: int, kind: EventKind, duration_s: float,
-               flops: int) -> simpy.Timeout:
-        """A computation of `flops` lasting `duration_s` from now, recorded when it ends (a
-        callback: before the process waiting on it resumes); when clients can be dropped, cut
-        (the FLOPs done so far recorded) if its owner is dropped first. Its `.record` keeps
-        what the record will say (an asynchronous run's checkpoint saves it)."""
-        start = self.env.now
-        timeout = RecordedTimeout(self.env, duration_s,
-                                  ("compute", start, duration_s, local_iter, who, kind, flops))
-        if self.drops is None:
-            timeout.callbacks.append(self._computed)
-            return timeout
+    def _local_steps(self, steps: LocalSteps, k: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._run_stages(self._local_stages(steps, k))
 
-        def cut() -> None:
-            self.log.record_cut(start, self.env.now, self.round, local_iter, who, kind, 0,
-                                share_done(flops, start, self.env.now, duration_s))
+    def _split_step(self, client: SplitClient, server: SplitServer, k: int,
+                    t: int) -> Generator[simpy.Event, Any, None]:
+        yield from self._run_stages(self._split_stages(client, server, k, t))
 
-        return self.drops.track(owner, timeout, self._computed, cut,
-                                None if who == SERVER_ID else local_iter)
+    def _server_compute(self, server: SplitServer, local_iter: int, client_id: int,
+                        uploads: Sequence[ActivationMessage]
+                        ) -> Generator[simpy.Event, Any, ServerStep]:
+        """The server processor's turn and step on `uploads` (`_server_stages`)."""
+        return (yield from self._run_stages(self._server_stages(server, local_iter, client_id),
+                                            list(uploads)))
 
-    def _computed(self, timeout: simpy.Timeout) -> None:
-        """Record the computation `timeout` ended (see `_timed`)."""
-        _, start, _, local_iter, who, kind, flops = timeout.record
-        self.log.record(start, self.env.now, self.round, local_iter, who, kind, 0, flops)
+    def _upload_model(self, models: ExchangesModels, k: int
+                      ) -> Generator[simpy.Event, Any, None]:
+        def arrived(message: ModelMessage) -> None:
+            models.server_receive_model(message)
+            if self.drops is not None:
+                self._finish(k)
 
-class ConcatSplitProtocol(Protocol):
+        yield from self._run_stages(self._upload_stages(models, k, arrived))
+
+
+class ConcatSplitProtocol(Protocol[ConcatSplitTrainer]):
     """SCALA and CA-SFL: model download; T x (client forward, activation upload, barrier on
     all activations, ONE server step, gradient downloads, client backward); model upload.
 
@@ -228,7 +224,7 @@ class ConcatSplitProtocol(Protocol):
 
     def _client(self, k: int, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
         trainer = self.trainer
-        yield from self._download_model(k)
+        yield from self._download_model(trainer, k)
         for t, meeting in enumerate(meetings):
             forward = trainer.client_forward(k, t)
             yield self._compute(t, k, EventKind.CLIENT_FORWARD, forward.flops)
@@ -237,7 +233,7 @@ class ConcatSplitProtocol(Protocol):
             reply = yield meeting.replies[k]
             yield self.link.download(reply, EventKind.GRADIENT_DOWNLOAD, t)
             yield self._compute(t, k, EventKind.CLIENT_BACKWARD, trainer.client_backward(reply))
-        yield from self._upload_model(k)
+        yield from self._upload_model(trainer, k)
 
     def _server(self, meetings: list[_Meeting]) -> Generator[simpy.Event, Any, None]:
         step_deadline_s = self.rules.step_deadline_s
@@ -255,7 +251,7 @@ class ConcatSplitProtocol(Protocol):
             if not arrived:                          # nobody left in the round
                 return
             arrived.sort(key=lambda m: m.client_id)  # concatenation order is by client id
-            step = yield from self._server_compute(t, SERVER_ID, arrived)
+            step = yield from self._server_compute(self.trainer, t, SERVER_ID, arrived)
             for reply in step.replies:
                 meeting.replies[reply.client_id].succeed(reply)
 
@@ -291,7 +287,7 @@ class _Meeting:
                 self.all_in.succeed(self.arrived)
 
 
-class PerClientSplitProtocol(Protocol):
+class PerClientSplitProtocol(Protocol[PerClientSplitTrainer]):
     """SplitFed V1/V2, LLA-SFL, CS-SFL: model download; T x (client forward, activation
     upload, its own server step as soon as the server processor is free, in arrival order (a
     FIFO SimPy resource), gradient download, client backward); model upload. No barrier:
@@ -304,38 +300,37 @@ class PerClientSplitProtocol(Protocol):
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
         return [self._spawn(k, self._client(k)) for k in selected]
 
-    def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._download_model(k)
-
-    def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._upload_model(k)
-
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._start_client(k)
+        trainer = self.trainer
+        yield from self._download_model(trainer, k)
         for t in range(self.local_iters):
-            yield from self._split_step(k, t)
-        yield from self._finish_client(k)
+            yield from self._split_step(trainer, trainer, k, t)
+        yield from self._upload_model(trainer, k)
 
 
-class KeptModelSplitProtocol(PerClientSplitProtocol):
+class KeptModelSplitProtocol(Protocol[KeptModelSplitTrainer]):
     """SplitFedV3: as the per-client pattern, but every client keeps its own client model, so
     no model is sent either way."""
 
     trainer_contract = KeptModelSplitTrainer
+    sends_activations = True
+    sends_gradients = True
     keeps_client_models = True
 
-    def _start_client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        self.trainer.client_resume(k)
-        yield from ()
+    def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        return [self._spawn(k, self._client(k)) for k in selected]
 
-    def _finish_client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        self.trainer.client_keep(k)
+    def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
+        trainer = self.trainer
+        trainer.client_resume(k)
+        for t in range(self.local_iters):
+            yield from self._split_step(trainer, trainer, k, t)
+        trainer.client_keep(k)
         if self.drops is not None:
             self._finish(k)
-        yield from ()
 
 
-class LocalLossProtocol(Protocol):
+class LocalLossProtocol(Protocol[LocalLossTrainer]):
     """SFL with local loss: a client never waits for the server. Each local step is computed,
     its activations queue on the client's uplink (one transfer at a time) while the client
     goes on with the next step, the server consumes them in arrival order, and no gradient
@@ -350,7 +345,7 @@ class LocalLossProtocol(Protocol):
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         uplink = simpy.Resource(self.env, capacity=1)  # the client's own uplink: FIFO
-        yield from self._download_model(k)
+        yield from self._download_model(self.trainer, k)
         shipments = []
         for t in range(self.local_iters):
             step = self.trainer.client_local_step(k, t)
@@ -359,7 +354,7 @@ class LocalLossProtocol(Protocol):
             shipments.append(self._spawn(k, self._ship(t, step.upload, uplink)))
         with uplink.request() as turn:
             yield turn
-            yield from self._upload_model(k)
+            yield from self._upload_model(self.trainer, k)
         yield self.env.all_of(shipments)  # the round waits for the server's last steps too
 
     def _ship(self, t: int, upload: ActivationMessage,
@@ -367,10 +362,10 @@ class LocalLossProtocol(Protocol):
         with uplink.request() as turn:
             yield turn
             yield self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
-        yield from self._server_compute(t, upload.client_id, [upload])
+        yield from self._server_compute(self.trainer, t, upload.client_id, [upload])
 
 
-class FederatedProtocol(Protocol):
+class FederatedProtocol(Protocol[FederatedTrainer]):
     """FL family: model download, T local steps of client compute on the model it trains,
     model upload. What the model messages hold is the trainer's business (FedConcat sends the
     frozen encoders once, then only its classifier)."""
@@ -381,6 +376,6 @@ class FederatedProtocol(Protocol):
         return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
-        yield from self._download_model(k)
-        yield from self._local_steps(k)
-        yield from self._upload_model(k)
+        yield from self._download_model(self.trainer, k)
+        yield from self._local_steps(self.trainer, k)
+        yield from self._upload_model(self.trainer, k)

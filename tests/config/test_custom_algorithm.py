@@ -111,6 +111,28 @@ def test_the_registry_refuses_a_trainer_that_does_not_fit_its_protocol():
     assert "mismatch" not in ALGORITHMS
 
 
+@pytest.mark.parametrize(("trainer", "protocol", "contract"), [
+    ("async_trainers:AsyncSFL", "protocols:PerClientSplitProtocol", "PerClientSplitTrainer"),
+    ("async_trainers:FedAsync", "protocols:FederatedProtocol", "FederatedTrainer"),
+    ("splitfed:SplitFedV2", "async_protocols:AsyncSplitProtocol", "AsyncSplitTrainer"),
+    ("federated:FedAvg", "async_protocols:AsyncFederatedProtocol", "AsyncFederatedTrainer"),
+])
+def test_a_trainer_of_one_clock_is_refused_by_a_protocol_of_the_other(trainer, protocol,
+                                                                       contract):
+    # issue 36: round and asynchronous trainers (and protocols) are siblings, so the type
+    # check refuses the pairing (AsyncSFL was a PerClientSplitTrainer through SplitFedV2)
+    import importlib
+
+    def load(where, path):
+        module, name = path.split(":")
+        return getattr(importlib.import_module(f"scala_netsim.{where}.{module}"), name)
+
+    trainer_class, protocol_class = load("algorithms", trainer), load("sim", protocol)
+    with pytest.raises(TypeError, match=f"must implement {contract}"):
+        register(AlgorithmSpec("crossed", trainer_class, protocol_class, "the wrong clock"))
+    assert "crossed" not in ALGORITHMS
+
+
 def test_every_builtin_algorithms_traits_agree_with_its_classes():
     for name, spec in ALGORITHMS.items():
         trainer, protocol = spec.classes()   # raises where a trait contradicts a class flag
