@@ -30,7 +30,7 @@ from scala_netsim.core.records import (
     SUMMARY_JSON,
     SWEEP_JSON,
 )
-from scala_netsim.core.results import damaged_record
+from scala_netsim.core.results import damaged_record, write_json
 
 #: what is not kept: the state to resume from, and the final weights
 LEFT_OUT = (CHECKPOINT_PT, MODEL_PT)
@@ -93,8 +93,6 @@ def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
     and the study's index (sweep.json: its swept keys label the report's rows). -> (kept
     folder, bytes) of each run copied now."""
     kept_dir.mkdir(parents=True, exist_ok=True)
-    if (scenario_dir / SWEEP_JSON).is_file():
-        shutil.copyfile(scenario_dir / SWEEP_JSON, kept_dir / SWEEP_JSON)
     copied = []
     for run_dir in finished_runs(scenario_dir):
         target = kept_dir / run_dir.relative_to(scenario_dir)
@@ -102,7 +100,37 @@ def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
         if kept.is_file() and kept.read_bytes() == (run_dir / SUMMARY_JSON).read_bytes():
             continue
         copied.append((target, keep_run(run_dir, target)))
+    if (scenario_dir / SWEEP_JSON).is_file():
+        write_json(kept_dir / SWEEP_JSON, kept_index(scenario_dir / SWEEP_JSON, kept_dir))
     return copied
+
+
+def kept_index(source: Path, kept_dir: Path) -> dict:
+    """The study's index (sweep.json) for the runs `kept_dir` holds: the source index with
+    its cells cut to the kept runs, in its order, and the kept runs it does not list added
+    (their algorithm and setting as their summary.json says). The source index lists the
+    cells of the invocations that wrote it, kept or not, finished or not: copied as it is, it
+    would name runs that are not there and miss kept ones. When it lists exactly the kept
+    runs it is returned unchanged."""
+    index = json.loads(source.read_text())
+    kept = {p.parent.relative_to(kept_dir).as_posix(): p
+            for p in sorted(kept_dir.rglob(SUMMARY_JSON))}
+    cells = [c for c in index.get("cells", []) if c.get("folder") in kept]
+    listed = {c["folder"] for c in cells}
+    for folder, summary_path in kept.items():
+        if folder not in listed:
+            summary = json.loads(summary_path.read_text())
+            cells.append({"algorithm": summary["algorithm"],
+                          "setting": summary.get("setting", {}), "folder": folder})
+    present = list(dict.fromkeys(c["algorithm"] for c in cells))
+    algorithms = [a for a in index.get("algorithms", []) if a in present]
+    algorithms += [a for a in present if a not in algorithms]
+    swept: dict[str, list] = {}
+    for cell in cells:
+        for key, value in cell["setting"].items():
+            if value not in swept.setdefault(key, []):
+                swept[key].append(value)
+    return {**index, "algorithms": algorithms, "sweep": swept, "cells": cells}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

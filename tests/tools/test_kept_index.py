@@ -1,0 +1,32 @@
+"""The index kept beside a study's records lists exactly the runs kept (tools.keep)."""
+
+import json
+
+from scala_netsim.tools.keep import kept_index
+
+
+def test_the_kept_index_lists_the_kept_runs_and_only_them(tmp_path):
+    # the lanes' index named a run still training (splitfed_v2) and had lost a kept one
+    # (fedavg, written by an earlier invocation)
+    source = tmp_path / "sweep.json"
+    source.write_text(json.dumps({
+        "scenario": "s", "algorithms": ["scala", "splitfed_v2"], "sweep": {},
+        "accuracy_targets": [0.8], "rounds": 5,
+        "cells": [{"algorithm": "scala", "setting": {}, "folder": "scala/seed0"},
+                  {"algorithm": "splitfed_v2", "setting": {}, "folder": "splitfed_v2/seed0"}]}))
+    kept = tmp_path / "kept"
+    for algorithm in ("scala", "fedavg"):
+        (kept / algorithm / "seed0").mkdir(parents=True)
+        (kept / algorithm / "seed0" / "summary.json").write_text(
+            json.dumps({"algorithm": algorithm, "setting": {}}))
+    index = kept_index(source, kept)
+    assert index["algorithms"] == ["scala", "fedavg"]
+    assert [c["folder"] for c in index["cells"]] == ["scala/seed0", "fedavg/seed0"]
+    assert (index["scenario"], index["rounds"], index["accuracy_targets"]) == ("s", 5, [0.8])
+    # an index of exactly the kept runs is kept as it is
+    (kept / "fedavg").rename(tmp_path / "elsewhere")
+    source_cells = json.loads(source.read_text())
+    source_cells["cells"] = source_cells["cells"][:1]
+    source_cells["algorithms"] = ["scala"]
+    source.write_text(json.dumps(source_cells))
+    assert kept_index(source, kept) == source_cells
