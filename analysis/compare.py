@@ -128,7 +128,7 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
                                                                  "rounds_without_contributor")})
     if "staleness_mean" in summary:   # an asynchronous run (issue 28)
         row.update(asynchronous_figures(folder, summary, rounds))
-    classes = sorted(c for c in rounds if c.startswith("acc_class_"))
+    classes = sorted(str(c) for c in rounds if str(c).startswith("acc_class_"))
     final = rounds.dropna(subset=["test_acc"])
     row["worst_class_acc"] = (float(final[classes].iloc[-1].min()) if classes and len(final)
                               else float("nan"))
@@ -153,7 +153,7 @@ def asynchronous_figures(folder: Path | str, summary: dict, rounds: pd.DataFrame
     versions) and that of the training set (clients.csv)."""
     figures = {k: summary[k] for k in ASYNC_SUMMARY}
     clients = pd.read_csv(record_path(folder, CLIENTS_CSV))
-    labels = sorted(c for c in clients if c.startswith("label_"))
+    labels = sorted(str(c) for c in clients if str(c).startswith("label_"))
     taken = rounds[[f"contrib_{c}" for c in labels]].sum().to_numpy(dtype=float)
     data = clients[labels].sum().to_numpy(dtype=float)
     figures["server_label_bias_tv"] = (float(0.5 * np.abs(taken / taken.sum()

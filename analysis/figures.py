@@ -82,7 +82,7 @@ def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str | tuple, label: 
     return mean
 
 
-def _stack_curves(curves: dict, folders: Sequence[str],
+def _stack_curves(curves: dict, folders: Sequence[str] | pd.Series,
                   column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Curves of several seeds on their common evaluated rounds: (rounds, x rows, acc rows)."""
     arrays = [curves[f] for f in folders]

@@ -73,7 +73,7 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
         return written[:-1]
     fig, (ax_rounds, ax_total) = plt.subplots(1, 2, figsize=(10, 4.2),
                                               gridspec_kw={"width_ratios": [3, 1]})
-    bottom = 0.0
+    bottom = pd.Series(0.0, index=rounds.index)
     for column, label in BREAKDOWN:
         ax_rounds.fill_between(rounds["round"], bottom, bottom + rounds[column], step="mid",
                                label=label, alpha=0.8)

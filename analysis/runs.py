@@ -115,7 +115,7 @@ def groups(runs: pd.DataFrame, keys: Sequence[str]) -> list[tuple[str, dict, pd.
     """[(algorithm, setting dict, rows)] in the order the runs were listed."""
     by = ["algorithm", *keys]
     out = []
-    for values, rows in runs.groupby(by, sort=False, dropna=False):
-        values = values if isinstance(values, tuple) else (values,)
-        out.append((values[0], dict(zip(keys, values[1:], strict=True)), rows))
+    for group, rows in runs.groupby(by, sort=False, dropna=False):
+        values = group if isinstance(group, tuple) else (group,)
+        out.append((str(values[0]), dict(zip(keys, values[1:], strict=True)), rows))
     return out

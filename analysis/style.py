@@ -40,8 +40,8 @@ class SettingColors:
             return
         key, mappable = self.scale
         name = key.split(".")[-1]
-        bar = fig.colorbar(mappable, ax=np.ravel(axes).tolist(), pad=0.02)
-        if name.endswith("_hz") and mappable.norm.vmax >= 1e6:
+        bar = fig.colorbar(mappable, ax=list(np.asarray(axes, dtype=object).ravel()), pad=0.02)
+        if name.endswith("_hz") and (mappable.get_clim()[1] or 0.0) >= 1e6:
             bar.set_label(f"{name} (MHz)")
             bar.formatter = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1e6:g}")
             bar.update_ticks()
@@ -74,7 +74,7 @@ def setting_colors(settings: Sequence[tuple], keys: Sequence[str]) -> SettingCol
     return SettingColors({s: cmap(i % cmap.N) for i, s in enumerate(distinct)})
 
 
-def log_time_axis(last_times: Sequence[float]) -> bool:
+def log_time_axis(last_times: Sequence[float] | np.ndarray) -> bool:
     """Whether a time axis reads better logarithmic: the curves' last (positive) times differ
     by LOG_TIME_SPAN or more, so that on a linear axis the fastest curves would be squeezed
     against zero."""
@@ -129,7 +129,7 @@ def legend_outside(fig: plt.Figure, axes: Sequence[Axes] | np.ndarray, title: st
     """One legend for the whole figure, to the right of its panels (never over the data),
     from the labelled artists of `axes` (each label once)."""
     handles, labels = [], []
-    for ax in np.ravel(axes):
+    for ax in np.asarray(axes, dtype=object).ravel():
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             if label not in labels:
                 handles.append(handle)

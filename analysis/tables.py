@@ -37,7 +37,7 @@ def reach_text(times: ArrayLike) -> str:
     return text if reached.all() else f"{text} ({reached.sum()}/{len(times)})"
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

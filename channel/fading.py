@@ -40,6 +40,8 @@ def fading_power_gain(kind: str, rng: np.random.Generator | None, size: int | No
     (Exp(1)) or rician (K factor `k_factor_db`)."""
     if kind == "none":
         return 1.0 if size is None else np.ones(size)
+    if rng is None:
+        raise ValueError(f"{kind} fading draws its gains: it needs a random generator")
     if kind == "rayleigh":
         return rng.exponential(1.0, size)
     if kind == "rician":

@@ -65,6 +65,7 @@ def load_scenario(source: str | Path | Mapping[str, Any],
         strings, values = [], dict(overrides)
     else:
         strings, values = list(overrides), {}
+    where: str | Path
     if isinstance(source, Mapping):
         document, where = copy.deepcopy(dict(source)), "<scenario>"
         document = apply_overrides(document, strings)
@@ -195,9 +196,9 @@ def check_data(cells: list[SweepCell], device: torch.device) -> Dataset:
 
 def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: Dataset,
                device: torch.device, options: Options
-               ) -> tuple[list[SweepCell], dict[Path, SweepCell], dict[Path, str]]:
-    """(the cells to run, {folder of a cell to re-time: the cell it is re-timed from}, each
-    cell's state by folder: new, partial, finished), printing the plan; RefusedError where
+               ) -> tuple[list[SweepCell], dict[Path, Path], dict[Path, str]]:
+    """(the cells to run, {folder of a cell to re-time: the run folder it is re-timed from},
+    each cell's state by folder: new, partial, finished), printing the plan; RefusedError where
     a folder holds a run of another scenario."""
     from scala_netsim.runner.estimate import StepCosts, format_duration, run_time_s
     from scala_netsim.tools.sweep import cell_state, kept_runs, plan_retiming, swept_values
@@ -245,7 +246,7 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
 
 
 def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],
-              device: torch.device, options: Options, plan: dict[Path, SweepCell],
+              device: torch.device, options: Options, plan: dict[Path, Path],
               out: Path) -> None:
     """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
     from the cell `plan` maps each to (training any that cannot be re-timed)."""

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
-from scala_netsim.algorithms.common import SGD, TrainerBase, TrainerSetup, TrainerT
+from scala_netsim.algorithms.common import SGD, ClientSlots, TrainerBase, TrainerSetup
 from scala_netsim.algorithms.federated import LocalSGD
+from scala_netsim.algorithms.scala import SplitTrainer
 from scala_netsim.algorithms.splitfed import SharedServer
 from scala_netsim.learn.contract import (
     AppliedUpdate,
@@ -37,27 +38,28 @@ from scala_netsim.learn.messages import ModelMessage
 from scala_netsim.learn.models import features_and_head
 
 
-class AsyncSlots:
-    """Each client in flight trains its own copy of the model (with a fresh optimiser); a
-    copy is reused when its client has finished."""
+class AsyncSlots(ClientSlots):
+    """Each client in flight trains its own copy of the model (with a fresh optimiser over
+    all its parameters); a copy is reused when its client has finished (`release`), not
+    when a round begins."""
 
     def __init__(self, template: nn.Module, optimizer_args: dict) -> None:
-        self.template, self.optimizer_args = template, optimizer_args
+        super().__init__(template, optimizer_args)
         self._free: list[nn.Module] = []
-        self._active: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
 
     @torch.no_grad()
-    def load(self, k: int, tensors: Sequence[torch.Tensor]) -> None:
+    def load(self, k: int, tensors: Iterable[torch.Tensor],
+             parameters: Callable[[nn.Module], Iterable[nn.Parameter]] | None = None
+             ) -> tuple[nn.Module, torch.optim.Optimizer]:
         model = self._free.pop() if self._free else copy.deepcopy(self.template)
         for dst, src in zip(model.state_dict().values(), tensors, strict=True):
             dst.copy_(src)
-        self._active[k] = (model, SGD(model.parameters(), **self.optimizer_args))
+        params = model.parameters() if parameters is None else parameters(model)
+        self._active[k] = (model, SGD(params, **self.optimizer_args))
+        return self._active[k]
 
     def release(self, k: int) -> None:
         self._free.append(self._active.pop(k)[0])
-
-    def __getitem__(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
-        return self._active[k]
 
     def __contains__(self, k: int) -> bool:
         return k in self._active
@@ -82,6 +84,7 @@ class AsyncClients(TrainerBase):
     of an arriving model."""
 
     fixed_step_costs = False     # the clock decides what is learned: nothing to time alone
+    slots: AsyncSlots
 
     def __init__(self, *args, concurrency: int = 1, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -168,13 +171,18 @@ class StalenessMixing(AsyncClients):
         return AppliedUpdate(self.version, staleness, True, (k,))
 
 
+AsyncFedAvgT = TypeVar("AsyncFedAvgT", bound="AsyncFedAvg")
+AsyncSplitClientsT = TypeVar("AsyncSplitClientsT", bound="AsyncSplitClients")
+
+
 class AsyncFedAvg(AsyncClients, LocalSGD, AsyncFederatedTrainer):
     """The client side of the asynchronous FL algorithms (FedAvg's local steps, LocalSGD, on
     the model downloaded); abstract: subclasses say what the server does with an upload
     (`server_apply`, the contract's)."""
 
     @classmethod
-    def from_setup(cls: type[TrainerT], setup: TrainerSetup, config: Any = None) -> TrainerT:
+    def from_setup(cls: type[AsyncFedAvgT], setup: TrainerSetup,
+                   config: Any = None) -> AsyncFedAvgT:
         return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
                    setup.batch_seed(), concurrency=setup.concurrency,
                    **cls.hyper_parameters(config))
@@ -224,13 +232,13 @@ class FedBuff(AsyncFedAvg):
         return AppliedUpdate(self.version, staleness, True, contributors)
 
 
-class AsyncSplitClients(AsyncClients):
+class AsyncSplitClients(AsyncClients, SplitTrainer):
     """The asynchronous split trainers' construction: the scenario's split model, with Q and
     the algorithm's hyper-parameters."""
 
     @classmethod
-    def from_setup(cls: type[TrainerT], setup: TrainerSetup, config: Any = None,
-                   **extra: Any) -> TrainerT:
+    def from_setup(cls: type[AsyncSplitClientsT], setup: TrainerSetup, config: Any = None,
+                   **extra: Any) -> AsyncSplitClientsT:
         return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_seed(),
                    concurrency=setup.concurrency, **cls.hyper_parameters(config), **extra)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -23,14 +23,13 @@ from scala_netsim.algorithms.common import (
     SGDSettings,
     TrainerBase,
     TrainerSetup,
-    TrainerT,
     state_tensors,
 )
 from scala_netsim.learn.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
 from scala_netsim.learn.flops import MetaPlanner
 from scala_netsim.learn.messages import ModelMessage
 from scala_netsim.learn.models import features_and_head, init_linear_
-from scala_netsim.learn.training import evaluate
+from scala_netsim.learn.training import evaluate, grad_of
 
 
 def fedlc_calibration(label_counts: torch.Tensor, tau: float) -> torch.Tensor:
@@ -52,6 +51,10 @@ def decorrelation_penalty(features: torch.Tensor, eps: float = 1e-8) -> torch.Te
     return off_diagonal / (d * (d - 1))
 
 
+#: a LocalSGD class's own type (what its from_setup returns)
+LocalSGDT = TypeVar("LocalSGDT", bound="LocalSGD")
+
+
 class LocalSGD(TrainerBase):
     """A client's T local SGD steps of cross-entropy on the whole model: FedAvg's learning,
     which the round's FedAvg and the asynchronous FL trainers
@@ -67,8 +70,8 @@ class LocalSGD(TrainerBase):
         self._planner = MetaPlanner(self.model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
-    def from_setup(cls: type[TrainerT], setup: TrainerSetup,
-                   config: Any = None) -> TrainerT:
+    def from_setup(cls: type[LocalSGDT], setup: TrainerSetup,
+                   config: Any = None) -> LocalSGDT:
         """The trainer on the scenario's data and model (the initial weights every algorithm
         starts from) and optimiser, with `hyper_parameters(config)` for the constructor."""
         return cls(*features_and_head(*setup.split_model()), setup.data, setup.sgd,
@@ -86,7 +89,7 @@ class LocalSGD(TrainerBase):
         """One local SGD step of client k."""
         x, y = self.next_batch(k)
         model, optimizer = self.slots[k]
-        body, head = model
+        body, head = cast(nn.Sequential, model)   # (features, head): LocalSGD's model
         (features, logits), forward_flops = self.meter.run(
             ("client_forward", len(y)), lambda inp: (lambda f: (f, head(f)))(body(inp)), x)
         loss = self.local_loss(k, features, logits, y)
@@ -165,7 +168,7 @@ class FedProx(FedAvg):
     """
 
     def __init__(self, *args, mu: float = 0.01, **kwargs) -> None:
-        super().__init__(*args, extra_weight_decay=mu, **kwargs)
+        super().__init__(*args, **{**kwargs, "extra_weight_decay": mu})
         self.coef = mu
         self._global_params: list[torch.Tensor] = []
         self._anchors: dict = {}
@@ -188,7 +191,7 @@ class FedProx(FedAvg):
     @torch.no_grad()
     def adjust_gradients(self, k: int, model: nn.Module) -> None:
         for p, anchor in zip(model.parameters(), self.anchor(k), strict=True):
-            p.grad.sub_(anchor)
+            grad_of(p).sub_(anchor)
 
 
 class FedDyn(FedProx):
@@ -290,7 +293,11 @@ class FedConcat(TrainerBase, FederatedTrainer):
         num_clusters = len(self.cluster_models)
         _, self.cluster_of = kmeans2(distributions, num_clusters, minit="++", seed=cluster_rng)
         self.encoder_rounds = encoder_rounds
-        feature_dim = self.cluster_models[0][1].in_features
+        head = self.cluster_models[0][1]
+        if not isinstance(head, nn.Linear):
+            raise TypeError(f"FedConcat: a cluster model's head must be a Linear layer (its "
+                            f"features go to the classifier), got {type(head).__name__}")
+        feature_dim = head.in_features
         device = self.train_x.device
         self.classifier = init_linear_(nn.Linear(num_clusters * feature_dim, self.num_classes),
                                        classifier_generator).to(device)
@@ -316,7 +323,8 @@ class FedConcat(TrainerBase, FederatedTrainer):
                    classifier_generator=setup.torch_generator("model", "fedconcat_classifier"))
 
     def persistent_modules(self) -> dict[str, nn.Module]:
-        modules = {f"cluster{c}": m for c, m in enumerate(self.cluster_models)}
+        modules: dict[str, nn.Module] = {f"cluster{c}": m
+                                         for c, m in enumerate(self.cluster_models)}
         modules["classifier"] = self.classifier
         return modules
 
@@ -335,7 +343,7 @@ class FedConcat(TrainerBase, FederatedTrainer):
         return self.round > self.encoder_rounds
 
     def concatenated_features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.global_model()[0](x)
+        return ConcatenatedFeatures([m[0] for m in self.cluster_models])(x)
 
     def begin_round(self, selected: Sequence[int]) -> None:
         self.round += 1

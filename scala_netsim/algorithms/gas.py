@@ -44,6 +44,7 @@ from scala_netsim.algorithms.scala import SplitTrainer
 from scala_netsim.learn.contract import AppliedUpdate, AsyncSplitTrainer, ServerStep
 from scala_netsim.learn.losses import logit_adjusted_cross_entropy
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage
+from scala_netsim.learn.training import grad_of
 
 #: the code's regularisation added to a merged covariance (times the identity)
 REGULARIZATION = 1e-5
@@ -243,7 +244,7 @@ class GAS(AsyncSplitClients, SplitTrainer, AsyncSplitTrainer):
         loss.backward(inputs=[activations])
         self.note_loss(loss)
         return self.wire.down(GradientMessage(upload.client_id, upload.local_iter,
-                                              activations.grad))
+                                              grad_of(activations)))
 
     def generated_counts(self, labels: torch.Tensor) -> list[int]:
         """How many activations each label gets drawn for a step whose real samples have

@@ -6,7 +6,7 @@ SimPy engine decides when each step happens.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -24,6 +24,10 @@ from scala_netsim.learn.losses import label_prior, log_prior, logit_adjusted_cro
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage
 from scala_netsim.learn.models import init_layers_
 from scala_netsim.learn.privacy import inversion_decoder
+from scala_netsim.learn.training import grad_of
+
+#: a split trainer class's own type (what its from_setup returns)
+SplitTrainerT = TypeVar("SplitTrainerT", bound="SplitTrainer")
 
 
 class SplitTrainer(TrainerBase):
@@ -39,7 +43,8 @@ class SplitTrainer(TrainerBase):
         self._planner = MetaPlanner(client_model, data.train_x.shape[1:], data.train_x.dtype)
 
     @classmethod
-    def from_setup(cls, setup: TrainerSetup, config: Any = None, **extra: Any) -> SplitTrainer:
+    def from_setup(cls: type[SplitTrainerT], setup: TrainerSetup, config: Any = None,
+                   **extra: Any) -> SplitTrainerT:
         """The trainer on the scenario's data and split model (the initial weights every
         algorithm starts from) and optimiser; `extra` goes to the constructor."""
         return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_seed(), **extra)
@@ -133,7 +138,7 @@ class CASFL(SplitTrainer, ConcatSplitTrainer):
         self.server_optimizer.step()
         self.note_loss(server_loss)
         return [self.wire.down(GradientMessage(m.client_id, m.local_iter, g))
-                for m, g in zip(uploads, activations.grad.split(sizes), strict=True)]
+                for m, g in zip(uploads, grad_of(activations).split(sizes), strict=True)]
 
 
 class SCALA(CASFL):
@@ -157,14 +162,14 @@ def with_bottleneck(client_model: nn.Module, server_model: nn.Module, sample_sha
     client part ends in a 3x3 convolution to `channels` channels with `stride`, the server
     part starts with its mirror back to the cut's channels (a 3x3 convolution, or a stride-2
     transposed convolution); both initialised from `generator`."""
-    cut_channels = MetaPlanner(client_model, sample_shape).output_shape()[0]
+    cut_channels = MetaPlanner(client_model, tuple(sample_shape)).output_shape()[0]
     down = nn.Conv2d(cut_channels, channels, 3, stride=stride, padding=1)
     up = (nn.Conv2d(channels, cut_channels, 3, padding=1) if stride == 1 else
           nn.ConvTranspose2d(channels, cut_channels, 3, stride=2, padding=1, output_padding=1))
     init_layers_([down, up], generator)
     device = next(client_model.parameters()).device
-    return (nn.Sequential(*client_model, down.to(device)),
-            nn.Sequential(up.to(device), *server_model))
+    return (nn.Sequential(*client_model.children(), down.to(device)),
+            nn.Sequential(up.to(device), *server_model.children()))
 
 
 class SCALAPE(SCALA):

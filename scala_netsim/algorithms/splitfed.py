@@ -37,7 +37,7 @@ from scala_netsim.learn.flops import MetaPlanner
 from scala_netsim.learn.losses import logit_adjusted_cross_entropy
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage
 from scala_netsim.learn.models import init_linear_
-from scala_netsim.learn.training import evaluate
+from scala_netsim.learn.training import evaluate, grad_of
 
 
 class PerClientServer(SplitTrainer):
@@ -67,7 +67,7 @@ class PerClientServer(SplitTrainer):
         loss.backward()
         optimizer.step()
         self.note_loss(loss)
-        return self.wire.down(GradientMessage(k, upload.local_iter, activations.grad))
+        return self.wire.down(GradientMessage(k, upload.local_iter, grad_of(activations)))
 
 
 class ServerCopies(PerClientServer):

@@ -47,6 +47,7 @@ from scala_netsim.algorithms.config import (
 from scala_netsim.algorithms.selection import ClientSelector, FedCBSSelector, RandomSelector
 
 if TYPE_CHECKING:
+    from scala_netsim.learn.contract import Trainer
     from scala_netsim.sim.stages import ClientStages
 
 ENTRY_POINT_GROUP = "scala_netsim.algorithms"
@@ -91,7 +92,7 @@ ASYNCHRONOUS_SPLIT = Traits(activations=True, gradients=True, timeable=False, re
                             asynchronous=True)
 
 
-def traits_of(protocol: type[ClientStages[Any]], trainer: type) -> Traits:
+def traits_of(protocol: type[ClientStages[Any]], trainer: type[Trainer]) -> Traits:
     """The traits that `protocol` and `trainer` declare as class flags."""
     return Traits(barrier=protocol.has_barrier, activations=protocol.sends_activations,
                   gradients=protocol.sends_gradients,
@@ -127,7 +128,7 @@ class AlgorithmSpec:
         self.name, self.description, self.selector = name, description, selector
         self.config, self.traits = config, traits
         self._refs = (trainer, protocol)
-        self._classes: tuple[type, type] | None = None
+        self._classes: tuple[type[Trainer], type[ClientStages[Any]]] | None = None
 
     def _key(self) -> tuple:
         return (self.name, *self._refs, self.description, self.selector, self.config,
@@ -142,7 +143,7 @@ class AlgorithmSpec:
     def __repr__(self) -> str:
         return f"AlgorithmSpec({self.name!r}, {self.description!r}, {self.traits})"
 
-    def classes(self) -> tuple[type, type[ClientStages[Any]]]:
+    def classes(self) -> tuple[type[Trainer], type[ClientStages[Any]]]:
         """(trainer, protocol), imported and checked on first use: the trainer implements
         the protocol's contract and the classes' flags agree with the traits."""
         if self._classes is None:
@@ -152,7 +153,7 @@ class AlgorithmSpec:
         return self._classes
 
     @property
-    def trainer(self) -> type:
+    def trainer(self) -> type[Trainer]:
         return self.classes()[0]
 
     @property
@@ -164,7 +165,7 @@ class AlgorithmSpec:
         return getattr(scenario, self.name) if self.config is not None else None
 
 
-def check_classes(name: str, trainer: type, protocol: type[ClientStages[Any]],
+def check_classes(name: str, trainer: type[Trainer], protocol: type[ClientStages[Any]],
                   traits: Traits) -> None:
     """Refuse a trainer that does not implement its protocol's contract, or classes whose
     flags contradict the declared traits."""

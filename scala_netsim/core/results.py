@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import pandas as pd
 import yaml
@@ -46,7 +46,7 @@ def write_csv(path: Path | str, frame: pd.DataFrame) -> None:
 
 #: pandas reads floats back bit for bit by default from 3.1 on; before, only when asked (3.0's
 #: default parser can be a unit in the last place off: 2.3044754028320313 became ...032)
-EXACT_FLOATS = ({} if tuple(int(x) for x in pd.__version__.split(".")[:2]) >= (3, 1)
+EXACT_FLOATS: dict[str, Any] = ({} if tuple(int(x) for x in pd.__version__.split(".")[:2]) >= (3, 1)
                 else {"float_precision": "round_trip"})
 
 
@@ -81,7 +81,9 @@ def write_json(path: Path | str, data: dict) -> None:
 def open_record(path: Path | str, mode: str = "rb") -> IO:
     """A record file opened for reading, decompressed on the fly when it is gzipped (*.gz:
     a run kept in git, scala_netsim.tools.keep)."""
-    return gzip.open(path, mode) if str(path).endswith(GZIPPED) else open(path, mode)
+    if str(path).endswith(GZIPPED):
+        return cast(IO, gzip.open(path, mode))   # (a GzipFile, or text over one)
+    return open(path, mode)
 
 
 def file_sha256(path: Path) -> str:

@@ -128,6 +128,14 @@ class Trainer(ABC):
     #: None: the trainer does not report them (that check is skipped)
     aggregations: list[tuple[str, int, float]] | None = None
 
+    @classmethod
+    def from_setup(cls, setup: Any, config: Any = None) -> Trainer:
+        """The trainer of a run, as the run builds it: on `setup` (the scenario's data, model,
+        optimiser and seeds: scala_netsim.algorithms.common.TrainerSetup) with the
+        algorithm's scenario section `config` (None when it has none)."""
+        raise NotImplementedError(f"{cls.__name__} does not say how a run builds it "
+                                  f"(from_setup)")
+
     def persistent_modules(self) -> dict[str, nn.Module] | None:
         """The modules of the trained global model by name (model.pt, what the attack reads);
         None: the trainer names none, and no model.pt is written."""

@@ -56,6 +56,8 @@ CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog
 def to_unit_range(dataset_name: str, images: torch.Tensor) -> torch.Tensor:
     """Normalised images of a dataset back in [0, 1] (x std + mean per channel): what image
     quality metrics (scala_netsim.learn.privacy) compare."""
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
     if dataset_name == "fashion_mnist":
         mean, std = (FASHION_MNIST_MEAN,), (FASHION_MNIST_STD,)
     elif dataset_name in RGB_STATS:

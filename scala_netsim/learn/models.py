@@ -97,7 +97,7 @@ def vgg11_layers(in_channels: int, num_classes: int) -> list[nn.Module]:
     classifier (the CIFAR form; no dropout, whose draws would not come from the run's seed)."""
     layers: list[nn.Module] = []
     for width in VGG11_CONFIG:
-        if width == "M":
+        if isinstance(width, str):   # "M": a max-pool
             layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
         else:
             layers.append(nn.Sequential(nn.Conv2d(in_channels, width, kernel_size=3, padding=1),
@@ -188,5 +188,8 @@ def features_and_head(client_part: nn.Sequential,
     *server_layers, classifier = server_part
     if isinstance(classifier, nn.Linear):    # AlexNet: the flatten is two layers before
         return nn.Sequential(*client_part, *server_layers), classifier
-    flatten, linear = classifier
+    flatten, linear = classifier.children()   # (a Flatten, then the Linear)
+    if not isinstance(linear, nn.Linear):
+        raise TypeError(f"the split model's last layer must end in a Linear classifier, got "
+                        f"{type(linear).__name__}")
     return nn.Sequential(*client_part, *server_layers, flatten), linear

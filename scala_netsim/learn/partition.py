@@ -54,8 +54,9 @@ def quantity_label_sets(num_clients: int, num_classes: int, alpha: int,
         forced = np.flatnonzero(open_slots == clients_left)
         free = np.flatnonzero((open_slots > 0) & (open_slots < clients_left))
         extra = alpha - len(forced)
-        chosen = rng.choice(free, size=extra, replace=False,
-                            p=open_slots[free] / open_slots[free].sum()) if extra else []
+        chosen = (rng.choice(free, size=extra, replace=False,
+                             p=open_slots[free] / open_slots[free].sum()) if extra
+                  else np.zeros(0, dtype=int))
         labels = np.sort(np.concatenate([forced, chosen]).astype(int))
         open_slots[labels] -= 1
         label_sets.append(labels)
@@ -74,7 +75,7 @@ def partition_quantity(labels: np.ndarray, num_clients: int, alpha: int,
         )
     label_sets = quantity_label_sets(num_clients, num_classes, alpha, rng)
     holders_of = {y: [k for k, s in enumerate(label_sets) if y in s] for y in range(num_classes)}
-    parts = [[] for _ in range(num_clients)]
+    parts: list[list[np.ndarray]] = [[] for _ in range(num_clients)]
     for y in range(num_classes):
         idx = rng.permutation(np.flatnonzero(labels == y))
         holders = rng.permutation(holders_of[y])
@@ -93,16 +94,16 @@ def partition_dirichlet(labels: np.ndarray, num_clients: int, beta: float,
         raise PartitionError(f"dirichlet partition needs beta > 0, got {beta}")
     for _ in range(max_draws):
         proportions = rng.dirichlet(np.full(num_classes, beta), size=num_clients)
-        parts = [[] for _ in range(num_clients)]
+        parts: list[list[np.ndarray]] = [[] for _ in range(num_clients)]
         for y in range(num_classes):
             idx = rng.permutation(np.flatnonzero(labels == y))
             share = proportions[:, y] / proportions[:, y].sum()
             cuts = np.round(np.cumsum(share)[:-1] * len(idx)).astype(int)
             for k, portion in enumerate(np.split(idx, cuts)):
                 parts[k].append(portion)
-        parts = [np.sort(np.concatenate(p)) for p in parts]
-        if min(len(p) for p in parts) > 0:
-            return parts
+        clients = [np.sort(np.concatenate(p)) for p in parts]
+        if min(len(c) for c in clients) > 0:
+            return clients
     raise PartitionError(
         f"dirichlet partition with beta={beta} left a client empty in {max_draws} draws; "
         f"use fewer clients or a larger beta"
@@ -116,14 +117,17 @@ def make_partition(kind: str, labels: np.ndarray, num_clients: int, num_classes:
     """Dispatch on the scenario's `data.partition.kind`; every client gets a sample."""
     if kind == "iid":
         parts = partition_iid(labels, num_clients, rng)
-    elif kind == "quantity":
+    elif kind == "quantity" and alpha is not None:
         parts = partition_quantity(labels, num_clients, alpha, rng, num_classes)
-    elif kind == "dirichlet":
+    elif kind == "dirichlet" and beta is not None:
         parts = partition_dirichlet(labels, num_clients, beta, rng, num_classes)
-    elif kind == "sampled":
+    elif kind == "sampled" and samples_per_client is not None:
         parts = partition_sampled(labels, num_clients, samples_per_client, rng)
     else:
-        raise PartitionError(f"data.partition.kind: unknown {kind!r}; allowed: iid, "
+        needs = {"quantity": "alpha", "dirichlet": "beta", "sampled": "samples_per_client"}
+        raise PartitionError(f"data.partition: a {kind} partition needs {needs[kind]}"
+                             if kind in needs else
+                             f"data.partition.kind: unknown {kind!r}; allowed: iid, "
                              f"quantity, dirichlet, sampled")
     empty = sum(len(p) == 0 for p in parts)
     if empty:

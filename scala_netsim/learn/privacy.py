@@ -49,6 +49,8 @@ def reconstruction_scores(original: torch.Tensor, reconstructed: torch.Tensor
                        torch.full_like(mse, PSNR_CAP_DB))
     ssim = structural_similarity_index_measure(reconstructed, original, data_range=1.0,
                                                reduction="none")
+    if not isinstance(ssim, torch.Tensor):   # (a pair only when asked for the full image)
+        raise TypeError("SSIM per image: torchmetrics returned more than the index")
     return mse, ssim, psnr
 
 

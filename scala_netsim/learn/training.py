@@ -69,18 +69,25 @@ class ClientSampler:
         self._order = {k: self._permutation(k, e) for k, e in self._epoch.items()}
 
 
+def grad_of(tensor: torch.Tensor) -> torch.Tensor:
+    """The gradient a backward pass left on `tensor` (a leaf that requires it)."""
+    if tensor.grad is None:
+        raise RuntimeError("no gradient reached the tensor: backward was not run through it")
+    return tensor.grad
+
+
 def apportion_batch_sizes(num_samples: Sequence[int], total_batch_size: int) -> list[int]:
     """B_k proportional to |D_k| with sum B_k = B (largest remainder), every B_k >= 1.
 
     SCALA-NOTES section 2: B_k = |D_k| B / sum_j |D_j|, rounded so the server batch is exactly B.
     """
-    num_samples = np.asarray(num_samples, dtype=float)
-    if total_batch_size < len(num_samples):
+    samples = np.asarray(num_samples, dtype=float)
+    if total_batch_size < len(samples):
         raise ValueError(
             f"training.batch_size ({total_batch_size}) must be at least the number of "
-            f"participating clients ({len(num_samples)})"
+            f"participating clients ({len(samples)})"
         )
-    exact = num_samples * total_batch_size / num_samples.sum()
+    exact = samples * total_batch_size / samples.sum()
     sizes = np.maximum(np.floor(exact).astype(int), 1)
     # Hand out (or take back) the rounding difference by largest (smallest) remainder.
     remainder = exact - sizes

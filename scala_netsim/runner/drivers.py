@@ -233,6 +233,8 @@ class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
                 protocol.start(self._draw())
         made = protocol.version_made
         self.env.run(until=made)
+        if made.value is None:
+            raise RuntimeError("the server made a version without saying which")
         update, taken = made.value
         if update.version != number:
             raise RuntimeError(f"the server made version {update.version}, expected {number}")

@@ -14,6 +14,7 @@ from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.learn.data import Dataset
 from scala_netsim.learn.models import build_split_model
+from scala_netsim.learn.training import grad_of
 
 
 def synchronize(device: torch.device) -> None:
@@ -83,7 +84,7 @@ def concatenated_step_s(scenario: Scenario, dataset: Dataset, device: torch.devi
         loss.backward(inputs=[activations])
         server_optimizer.step()
         client_optimizer.zero_grad()
-        for out, grad in zip(outputs, activations.grad.split(batch), strict=True):
+        for out, grad in zip(outputs, grad_of(activations).split(batch), strict=True):
             out.backward(grad)
         for _ in range(clients):   # one step per client model (here all the one part)
             client_optimizer.step()

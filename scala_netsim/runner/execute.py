@@ -69,7 +69,7 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
                 folder: Path, setting: dict | None = None, progress: Progress | None = None,
                 resume: bool = False, trainer: Trainer | None = None,
                 retimed_from: str | None = None,
-                finish: Callable[[Path], None] | None = None) -> dict:
+                finish: Callable[[Path], object] | None = None) -> dict:
     """Train `algorithm` under the simulated clock and write its run folder. -> summary.
 
     Every `training.checkpoint_every` rounds the run's whole state goes into checkpoint.pt;
@@ -93,7 +93,7 @@ def execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.
 def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch.device,
                  folder: Path, setting: dict | None, progress: Progress | None, resume: bool,
                  trainer: Trainer | None, retimed_from: str | None,
-                 finish: Callable[[Path], None] | None) -> dict:
+                 finish: Callable[[Path], object] | None) -> dict:
     wall_start = time.perf_counter()
     folder = Path(folder)
     checkpointer = Checkpointer(folder / CHECKPOINT_PT, checkpoint_identity(scenario, algorithm))

@@ -8,7 +8,9 @@ tested against hand-worked values in the test suite).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -139,9 +141,10 @@ def _band_problems(grants: pd.DataFrame, band_hz: dict[str, float]) -> list[str]
     problems = []
     for (r, direction), frame in grants.groupby(["round", "direction"]):
         total_hz = frame["bandwidth_hz"].sum()
-        if total_hz > band_hz[direction] * (1 + REL_TOL):
+        band = band_hz[str(direction)]
+        if total_hz > band * (1 + REL_TOL):
             problems.append(f"round {r}: {direction} sub-bands granted sum to {total_hz:.6g} Hz, "
-                            f"more than the band's {band_hz[direction]:.6g} Hz")
+                            f"more than the band's {band:.6g} Hz")
     return problems
 
 
@@ -365,7 +368,7 @@ def _after_drop_problems(events: pd.DataFrame, dropped: pd.DataFrame) -> list[st
 
 
 def _aggregation_problems(aggregations: pd.DataFrame,
-                          contributors: dict[int, list[int]]) -> list[str]:
+                          contributors: Mapping[Any, list[int]]) -> list[str]:
     problems = []
     for (r, group), frame in aggregations.groupby(["round", "group"]):
         if abs(frame["weight"].sum() - 1.0) > REL_TOL:

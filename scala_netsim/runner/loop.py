@@ -56,9 +56,10 @@ def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
     gone = {k for k, _ in dropped}
     contributors = [k for k in selected if k not in gone]
     selected_counts = label_counts[selected].sum(axis=0)
-    counts = label_counts[contributors].sum(axis=0) if contributors else 0 * selected_counts
-    row = {"num_selected": len(selected), "num_contributing": len(contributors),
-           "num_dropped": len(dropped)}
+    counts = (label_counts[contributors].sum(axis=0) if contributors
+              else np.zeros_like(selected_counts))
+    row: dict[str, Any] = {"num_selected": len(selected),
+                           "num_contributing": len(contributors), "num_dropped": len(dropped)}
     row.update({f"num_dropped_{reason}": sum(r == reason for _, r in dropped)
                 for reason in DROP_REASONS})
     row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})

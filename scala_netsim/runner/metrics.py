@@ -60,10 +60,10 @@ def critical_path_s(events: Sequence[Sequence], round_start_s: float,
     ends = sorted(ending_at)
     t = round_end_s
     while t > round_start_s:
-        e = ending_at.get(t)
-        if e is not None:
-            times[CRITICAL_PATH_BUCKET[e[KIND]]] += e[T_END] - e[T_START]
-            t = e[T_START]
+        last = ending_at.get(t)
+        if last is not None:
+            times[CRITICAL_PATH_BUCKET[last[KIND]]] += last[T_END] - last[T_START]
+            t = last[T_START]
             continue
         i = bisect.bisect_left(ends, t)
         previous = max(ends[i - 1], round_start_s) if i > 0 else round_start_s

@@ -79,7 +79,7 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
         out["energy_j"][at[up]] = transmit_energy_j(moved[up, 5], airtime_s)
     computes = np.flatnonzero(np.isin(kind, list(_COMPUTE)))
     if len(computes):
-        flops = np.array([rows[i][_FLOPS] for i in computes], dtype=float)
+        flops = np.array([rows[i][_FLOPS] for i in computes.tolist()], dtype=float)
         out["energy_j"][computes] = compute_energy_j(energy_coefficient, flops,
                                                      flops_per_s[client[computes]])
     return out

@@ -11,7 +11,6 @@ carry nothing (a recorded model message is a size; there are no weights to load)
 
 from __future__ import annotations
 
-import functools
 from typing import Any, ClassVar
 
 import torch
@@ -44,6 +43,10 @@ class RecordedTrainer:
         pass
 
 
-@functools.cache
+_MADE: dict[tuple[type, type], type] = {}
+
+
 def _made(base: type[RecordedTrainer], contract: type[Trainer]) -> type:
-    return type(f"{base.prefix}{contract.__name__}", (base, contract), {})
+    if (base, contract) not in _MADE:
+        _MADE[base, contract] = type(f"{base.prefix}{contract.__name__}", (base, contract), {})
+    return _MADE[base, contract]

@@ -120,7 +120,8 @@ class Record:
         except (OSError, yaml.YAMLError, ScenarioError) as exc:
             raise RecordError(f"{where}/scenario.yaml: not a valid scenario ({exc})") from None
         algorithm = summary.get("algorithm")
-        if algorithm not in ALGORITHMS or list(scenario.algorithms) != [algorithm]:
+        if (not isinstance(algorithm, str) or algorithm not in ALGORITHMS
+                or list(scenario.algorithms) != [algorithm]):
             raise RecordError(f"{where}: summary.json's algorithm {algorithm!r} is not the "
                               f"one run of its scenario.yaml ({list(scenario.algorithms)})")
         rounds, events, demands = _record_tables(folder, summary)

@@ -14,6 +14,7 @@ accuracy: a timing-only run evaluates nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -22,12 +23,16 @@ from scala_netsim.core.events import MODEL_TRANSFER
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
     Forward,
+    KeptModelSplitTrainer,
     LocalStep,
+    LocalSteps,
     ServerStep,
+    SplitClient,
+    SplitServer,
     StepDemand,
     Trainer,
 )
-from scala_netsim.learn.messages import RecordedMessage
+from scala_netsim.learn.messages import ModelMessage, RecordedMessage
 from scala_netsim.learn.training import apportion_batch_sizes
 from scala_netsim.runner.recorded import RecordedTrainer
 
@@ -43,14 +48,33 @@ class TimingMeter(RecordedTrainer):
 
     prefix = "Timing"
 
-    def __init__(self, inner: Trainer) -> None:
+    def __init__(self, inner: TrainerBase) -> None:
         self.inner = inner
         self.concatenated = isinstance(inner, ConcatSplitTrainer)
         self.live_rounds = 0        # rounds the real trainer ran (to meter new batch sizes)
-        self._costs: dict[tuple, object] = {}
+        #: what the real trainer answered, by (kind, batch size): demands, sizes, FLOPs
+        self._costs: dict[tuple, Any] = {}
         self._seen: set[tuple] = set()
         self._batch: dict[int, int] = {}
         self._live = False
+
+    # --- the real trainer as the part of its contract a call needs (the meter is made an
+    # --- instance of the same contract, so the protocol calls only what it has) ----------
+    def _kept(self) -> KeptModelSplitTrainer:
+        assert isinstance(self.inner, KeptModelSplitTrainer)
+        return self.inner
+
+    def _split_client(self) -> SplitClient:
+        assert isinstance(self.inner, SplitClient)
+        return self.inner
+
+    def _split_server(self) -> SplitServer:
+        assert isinstance(self.inner, SplitServer)
+        return self.inner
+
+    def _local_steps(self) -> LocalSteps:
+        assert isinstance(self.inner, LocalSteps)
+        return self.inner
 
     # --- the round ------------------------------------------------------------------------
     def begin_round(self, selected: Sequence[int]) -> None:
@@ -85,7 +109,7 @@ class TimingMeter(RecordedTrainer):
     def load_state_dict(self, state: dict) -> None:
         pass
 
-    def _keep(self, key: tuple, value: object) -> object:
+    def _keep(self, key: tuple, value: Any) -> Any:
         self._costs[key] = value
         return value
 
@@ -94,54 +118,55 @@ class TimingMeter(RecordedTrainer):
         return self._keep(key, self.inner.step_demand(k)) if self._live else self._costs[key]
 
     # --- model exchange ---------------------------------------------------------------------
-    def _model(self, key: str, k: int, message_of: Callable[[int], object]) -> object:
+    def _model(self, key: str, k: int, message_of: Callable[[int], ModelMessage]
+               ) -> ModelMessage | RecordedMessage:
         if self._live:
             message = message_of(k)
             self._keep((key,), message.payload_bytes)
             return message
         return RecordedMessage(k, MODEL_TRANSFER, self._costs[(key,)])
 
-    def client_model_download(self, k: int) -> object:
+    def client_model_download(self, k: int) -> ModelMessage | RecordedMessage:
         return self._model("download", k, self.inner.client_model_download)
 
-    def client_model_upload(self, k: int) -> object:
+    def client_model_upload(self, k: int) -> ModelMessage | RecordedMessage:
         return self._model("upload", k, self.inner.client_model_upload)
 
-    def client_receive_model(self, message: object) -> None:
+    def client_receive_model(self, message: Any) -> None:
         if self._live:
             self.inner.client_receive_model(message)
 
-    def server_receive_model(self, message: object) -> None:
+    def server_receive_model(self, message: Any) -> None:
         if self._live:
             self.inner.server_receive_model(message)
 
     def client_resume(self, k: int) -> None:
         if self._live:
-            self.inner.client_resume(k)
+            self._kept().client_resume(k)
 
     def client_keep(self, k: int) -> None:
         if self._live:
-            self.inner.client_keep(k)
+            self._kept().client_keep(k)
 
     # --- steps ------------------------------------------------------------------------------
     def client_forward(self, k: int, local_iter: int) -> Forward:
         key = ("forward", self._batch[k])
         if self._live:
-            forward = self.inner.client_forward(k, local_iter)
+            forward = self._split_client().client_forward(k, local_iter)
             self._keep(key, (forward.flops, forward.upload.payload_bytes))
             return forward
         flops, upload_bytes = self._costs[key]
         return Forward(RecordedMessage(k, local_iter, upload_bytes), flops)
 
-    def client_backward(self, reply: object) -> int:
+    def client_backward(self, reply: Any) -> int:
         key = ("backward", self._batch[reply.client_id])
-        return (self._keep(key, self.inner.client_backward(reply)) if self._live
-                else self._costs[key])
+        return (self._keep(key, self._split_client().client_backward(reply))
+                if self._live else self._costs[key])
 
     def client_local_step(self, k: int, local_iter: int) -> LocalStep:
         key = ("local", self._batch[k])
         if self._live:
-            step = self.inner.client_local_step(k, local_iter)
+            step = self._local_steps().client_local_step(k, local_iter)
             upload = None if step.upload is None else step.upload.payload_bytes
             self._keep(key, (step.forward_flops, step.backward_flops, upload))
             return step
@@ -149,11 +174,11 @@ class TimingMeter(RecordedTrainer):
         return LocalStep(forward, backward,
                          None if upload is None else RecordedMessage(k, local_iter, upload))
 
-    def server_step(self, uploads: Sequence[object]) -> ServerStep:
+    def server_step(self, uploads: Sequence[Any]) -> ServerStep:
         batches = [self._batch[m.client_id] for m in uploads]
         key = ("server", sum(batches))
         if self._live:
-            step = self.inner.server_step(uploads)
+            step = self._split_server().server_step(uploads)
             self._keep(key, (step.flops, bool(step.replies)))
             for reply in step.replies:
                 self._keep(("gradient", self._batch[reply.client_id]), reply.payload_bytes)

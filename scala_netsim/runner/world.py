@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -89,9 +90,10 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
 def link_model(scenario: Scenario) -> channel.LinkModel:
     """The scenario's link model (network.link.mode), with the cell's radio settings."""
     net = scenario.network
-    radio = {"client_tx_power_w": net.client_tx_power_w, "bs_tx_power_w": net.bs_tx_power_w,
-             "downlink_bandwidth_hz": net.downlink_bandwidth_hz,
-             "noise_psd_dbm_per_hz": net.noise_psd_dbm_per_hz}
+    radio: dict[str, Any] = {
+        "client_tx_power_w": net.client_tx_power_w, "bs_tx_power_w": net.bs_tx_power_w,
+        "downlink_bandwidth_hz": net.downlink_bandwidth_hz,
+        "noise_psd_dbm_per_hz": net.noise_psd_dbm_per_hz}
     if net.link.mode == "fixed_rate":
         radio.update(target_rate_bps=net.link.target_rate_bps,
                      max_attempts=net.link.max_attempts)
@@ -107,13 +109,16 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
     if net.link.mode != "fixed_rate":
         return None
     model = link_model(scenario)
+    target_bps = net.link.target_rate_bps
+    if not isinstance(model, channel.AdaptiveShannonLink) or target_bps is None:
+        return None   # (fixed_rate is a Shannon link with a target rate)
     edge_pathloss_db = channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(net.radius_m)
     gain = float(channel.db_to_linear(-edge_pathloss_db))
     short = []
     for direction, band_hz in ((channel.Direction.UPLINK, net.uplink_bandwidth_hz),
                                (channel.Direction.DOWNLINK, net.downlink_bandwidth_hz)):
         capacity = model.capacity_bps(direction, gain, band_hz)
-        if capacity < net.link.target_rate_bps:
+        if capacity < target_bps:
             short.append(f"{direction.value} {capacity:.4g} bit/s on all {band_hz:.4g} Hz")
     if not short:
         return None
@@ -163,7 +168,7 @@ def use_wire(trainer: Trainer, scenario: Scenario) -> None:
 
 
 # --- the dataset of a cell, loaded once per process, and deterministic kernels ------------
-_DATASETS = {}
+_DATASETS: dict[tuple, Dataset] = {}
 
 
 def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
@@ -186,4 +191,5 @@ def deterministic(device: torch.device) -> None:
     # Deterministic mode also fills every fresh tensor with NaN, a debugging aid for reading
     # uninitialised memory that costs ~5 % of a small training step here; results do not
     # depend on it.
-    torch.utils.deterministic.fill_uninitialized_memory = False
+    # (torch sets this module attribute through a module subclass its stubs do not declare)
+    torch.utils.deterministic.fill_uninitialized_memory = False  # type: ignore[attr-defined]

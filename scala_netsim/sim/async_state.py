@@ -45,7 +45,8 @@ def pack(value: Any) -> Any:
     """`value` in the types a checkpoint may hold (torch.load with weights_only)."""
     if isinstance(value, EventKind):
         return {"event_kind": value.value}
-    if isinstance(value, tuple(CARRIED.values())):
+    if isinstance(value, tuple(CARRIED.values())) and dataclasses.is_dataclass(value) \
+            and not isinstance(value, type):
         return {"carried": type(value).__name__,
                 **{f.name: pack(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if isinstance(value, tuple | list):

@@ -118,7 +118,9 @@ class WirelessLink:
                              f"of drops (drops=Drops())")
         self.env, self.cell, self.model, self.allocator, self.log = env, cell, model, allocator, log
         self.fading = channel.Fading() if fading is None else fading
-        self._fading_seed = fading_seed
+        if self.fading.fades and fading_seed is None:
+            raise ValueError("a fading channel needs the fading stream's seed (fading_seed)")
+        self._fading_seed = seed if fading_seed is None else fading_seed  # (unused unfaded)
         self._fading_rngs: dict[int, np.random.Generator] = {}
         self._round_fading: dict[tuple[Direction, int], float] = {}
         self.grant_rows: list[tuple] = [] if grant_rows is None else grant_rows  # Grant.as_row()
@@ -149,7 +151,7 @@ class WirelessLink:
     def stream_states(self) -> dict[str, dict[int, dict]]:
         """Where each client's own streams stand (per-transfer fading, the link model's): what
         a checkpoint keeps, so that a resumed run draws what the uninterrupted run draws."""
-        return {name: {k: g.bit_generator.state for k, g in streams.items()}
+        return {name: {k: dict(g.bit_generator.state) for k, g in streams.items()}
                 for name, streams in (("fading", self._fading_rngs), ("link", self._rngs))}
 
     def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None:
@@ -223,11 +225,11 @@ class WirelessLink:
             if record:
                 self.grant_rows.append((self.round, k, direction.value, bandwidth_hz))
 
-    def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
+    def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
         """Client -> base station, starting now; yield it to wait for the transfer's end."""
         return self._transfer(message, kind, local_iter, Direction.UPLINK)
 
-    def download(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Timeout:
+    def download(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
         """Base station -> client, starting now; yield it to wait for the transfer's end."""
         return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
 
@@ -242,10 +244,10 @@ class WirelessLink:
         if key not in self._rate_bps:
             self._rate_bps[key] = self._rate(direction, k)
         rate_bps, gain, tx_power_w = self._rate_bps[key]
-        key = (direction, k, payload_bytes)
-        if key not in self._airtime_s:
-            self._airtime_s[key] = float(channel.airtime_s(payload_bytes, rate_bps))
-        return rate_bps, self._airtime_s[key], gain, tx_power_w
+        sized = (direction, k, payload_bytes)
+        if sized not in self._airtime_s:
+            self._airtime_s[sized] = float(channel.airtime_s(payload_bytes, rate_bps))
+        return rate_bps, self._airtime_s[sized], gain, tx_power_w
 
     def _rate(self, direction: Direction, k: int) -> tuple[float, float, float]:
         """The link model's rate for client k now, on its sub-band in `direction`, at its
@@ -269,9 +271,10 @@ class WirelessLink:
                 return attempt, float(gain), True
         return model.max_attempts, float(gain), False
 
-    def _transferred(self, transfer: simpy.Timeout) -> None:
+    def _transferred(self, transfer: simpy.Event) -> None:
         """Record the transfer `transfer` ended (its `.record`, set by `_transfer`): its row
         of the link's book, then its event."""
+        assert isinstance(transfer, RecordedTimeout)
         _, start, _, local_iter, k, kind, payload_bytes, *radio = transfer.record
         self.transfer_rows.append((len(self.log), *radio))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)

@@ -27,11 +27,15 @@ from scala_netsim.learn.contract import (
     SplitClient,
     SplitServer,
 )
-from scala_netsim.learn.messages import ActivationMessage, ModelMessage
+from scala_netsim.learn.messages import ActivationMessage, ModelMessage, RecordedMessage
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
 from scala_netsim.sim.link import TransferLost, WirelessLink
 from scala_netsim.sim.stages import ClientStages
+
+#: what a client sends the server: activations (or their recorded size: a replay, a
+#: timing-only run)
+Upload = ActivationMessage | RecordedMessage
 
 #: the trainer of a round protocol (of its contract)
 RoundTrainerT = TypeVar("RoundTrainerT", bound=RoundTrainer)
@@ -180,7 +184,7 @@ class Protocol(ClientStages[RoundTrainerT]):
         yield from self._run_stages(self._split_stages(client, server, k, t))
 
     def _server_compute(self, server: SplitServer, local_iter: int, client_id: int,
-                        uploads: Sequence[ActivationMessage]
+                        uploads: Sequence[Upload]
                         ) -> Generator[simpy.Event, Any, ServerStep]:
         """The server processor's turn and step on `uploads` (`_server_stages`)."""
         return (yield from self._run_stages(self._server_stages(server, local_iter, client_id),
@@ -267,11 +271,11 @@ class _Meeting:
                  quorum: int | None = None) -> None:
         self.size = len(clients) if quorum is None else min(quorum, len(clients))
         self.waiting = {int(k) for k in clients}   # clients still in the round
-        self.arrived: list[ActivationMessage] = []
+        self.arrived: list[Upload] = []
         self.all_in = env.event()
         self.replies = {k: env.event() for k in clients}
 
-    def arrive(self, upload: ActivationMessage) -> None:
+    def arrive(self, upload: Upload) -> None:
         self.arrived.append(upload)
         if len(self.arrived) == self.size:
             self.all_in.succeed(self.arrived)
@@ -351,13 +355,16 @@ class LocalLossProtocol(Protocol[LocalLossTrainer]):
             step = self.trainer.client_local_step(k, t)
             yield self._compute(t, k, EventKind.CLIENT_FORWARD, step.forward_flops)
             yield self._compute(t, k, EventKind.CLIENT_BACKWARD, step.backward_flops)
+            if step.upload is None:
+                raise RuntimeError(f"{type(self.trainer).__name__}: a local-loss step uploads "
+                                   f"its activations (LocalStep.upload)")
             shipments.append(self._spawn(k, self._ship(t, step.upload, uplink)))
         with uplink.request() as turn:
             yield turn
             yield from self._upload_model(self.trainer, k)
         yield self.env.all_of(shipments)  # the round waits for the server's last steps too
 
-    def _ship(self, t: int, upload: ActivationMessage,
+    def _ship(self, t: int, upload: Upload,
               uplink: simpy.Resource) -> Generator[simpy.Event, Any, None]:
         with uplink.request() as turn:
             yield turn

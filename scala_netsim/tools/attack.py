@@ -80,7 +80,8 @@ def attack(client_model: nn.Module, aux_images01: torch.Tensor, aux_inputs: torc
     reconstructions)."""
     aux_activations = activations_of(client_model, aux_inputs)
     target_activations = activations_of(client_model, target_inputs)
-    scores, first = {f.name: [] for f in fields(Reconstruction)}, None
+    scores: dict[str, list[float]] = {f.name: [] for f in fields(Reconstruction)}
+    first: torch.Tensor | None = None
     for seed in seeds:
         decoder = train_decoder(aux_activations, aux_images01, epochs, seed)
         rebuilt = reconstruct(decoder, target_activations)
@@ -88,6 +89,8 @@ def attack(client_model: nn.Module, aux_images01: torch.Tensor, aux_inputs: torc
         for name in scores:
             scores[name].append(getattr(metrics, name))
         first = rebuilt if first is None else first
+    if first is None:
+        raise AttackError("the attack needs at least one seed")
     summary = {name: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1))
                       if len(v) > 1 else 0.0, "per_seed": v} for name, v in scores.items()}
     return summary, first
@@ -108,6 +111,7 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
                     num_classes: int, image_size: int = 32) -> nn.Module:
     """The final global client-side model of a run (model.pt's "client"), as its algorithm
     builds its client part (Trainer.trained_client_part), for images of `image_size`."""
+    from scala_netsim.algorithms.common import TrainerBase
     from scala_netsim.config.registry import ALGORITHMS
     from scala_netsim.learn.models import build_split_model
 
@@ -120,12 +124,15 @@ def client_model_of(run_dir: Path, scenario: Scenario, in_channels: int,
                                        num_classes, torch.Generator(), fast_layout=False,
                                        image_size=image_size)
     spec = ALGORITHMS[scenario.algorithms[0]]
+    if not issubclass(spec.trainer, TrainerBase):
+        raise AttackError(f"{run_dir}: {spec.trainer.__name__} does not say which part of its "
+                          f"model a client sends (TrainerBase.trained_client_part)")
     return spec.trainer.trained_client_part(client, server,
                                             (in_channels, image_size, image_size),
                                             spec.section(scenario), state)
 
 
-def after_training(scenario: Scenario) -> Callable[[Path], None] | None:
+def after_training(scenario: Scenario) -> Callable[[Path], object] | None:
     """What a completed trained run of `scenario` does on its folder before its summary is
     written (scala_netsim.runner.execute.execute_run's `finish`): the attack, where `privacy`
     asks."""

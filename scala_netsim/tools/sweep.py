@@ -97,7 +97,9 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
     base = scenario.model_dump(mode="json")
     base["sweep"] = {}
     cases = {key for key, values in scenario.sweep.items() if isinstance(values, dict)}
-    cells, problems, folders = [], [], {}
+    cells: list[SweepCell] = []
+    problems: list[str] = []
+    folders: dict[Path, str] = {}
     for choices in itertools.product(*sweep_choices(scenario.sweep)):
         setting = tuple((entry, value) for entry, value, _ in choices)
         where = ", ".join(f"{k}={format_value(v)}" for k, v in setting) or "(no sweep)"
@@ -118,11 +120,12 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                 document["compression"]["downlink"] = "none"
             if not traits.attackable:   # and the attack
                 document["privacy"] = None
+            cell_scenario = None
             try:
                 cell_scenario = None if found else validate_scenario(document)
             except ScenarioError as exc:
                 found = [f"sweep cell {where}: {p}" for p in exc.problems]
-            if found:
+            if found or cell_scenario is None:
                 problems.extend(p for p in found if p not in problems)
                 continue
             # the values as validated (YAML reads 1e6 as text; the scenario says it is a float)

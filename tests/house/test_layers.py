@@ -151,7 +151,7 @@ def test_the_checker_sees_function_level_and_type_checking_imports():
     assert "scala_netsim.runner.execute" in first   # sweep imports it inside its cell functions
     assert "torch" in third
     # the registry names the protocols by path; its one import of them is for types
-    assert "scala_netsim.sim.protocols" in imports_of("scala_netsim.config.registry")[0]
+    assert "scala_netsim.sim.stages" in imports_of("scala_netsim.config.registry")[0]
     assert layer_of("scala_netsim.config.scenario") == ("config", 3)
     assert layer_of("scala_netsim") == ("entry", 6)   # the package's top: the Python API
     with pytest.raises(AssertionError, match="scala_netsim.extra has no layer"):
