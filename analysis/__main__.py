@@ -3,7 +3,8 @@
 import argparse
 import sys
 
-from analysis.report import ReportError, write_report
+from analysis.report import write_report
+from scala_netsim.core.errors import Error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         path = write_report(args.scenario_dir)
-    except ReportError as exc:
+    except Error as exc:   # (a report that cannot be written, a damaged run)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"report: {path}")

@@ -18,7 +18,7 @@ from scala_netsim.core.records import (
     SUMMARY_JSON,
     record_path,
 )
-from scala_netsim.core.results import write_csv
+from scala_netsim.core.results import check_finished_run, read_summary, write_csv
 
 #: the scores of attack.json (scala_netsim.learn.privacy.Reconstruction's fields)
 ATTACK_METRICS = ("mse", "ssim", "psnr_db")
@@ -52,8 +52,9 @@ def find_runs(scenario_dir: Path | str,
     """(summary, run folder) of every finished run under OUT/<scenario>/, sweep cells
     included (only those of `algorithms` when given)."""
     for path in sorted(Path(scenario_dir).rglob(SUMMARY_JSON)):
-        summary = json.loads(path.read_text())
+        summary = read_summary(path)
         if algorithms is None or summary["algorithm"] in algorithms:
+            check_finished_run(path.parent, summary)   # a damaged run is never reported
             yield summary, path.parent
 
 

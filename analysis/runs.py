@@ -16,13 +16,14 @@ import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
+from scala_netsim.core.errors import Error
 from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON, record_path
 from scala_netsim.core.results import read_written_yaml  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9
 
 
-class ReportError(ValueError):
+class ReportError(Error, ValueError):
     """A folder the report cannot be built from."""
 
 

@@ -25,16 +25,31 @@ the algorithms and the simulator meet only in the trainer contract below them.
 
 from scala_netsim.core.version import __version__
 
-#: the Python API (scala_netsim.api), imported on first use so that `import scala_netsim`
-#: (and validating a scenario) loads no torch
-API = ("load_scenario", "run", "open_results", "Results", "Options", "ScenarioError",
-       "RefusedError")
+#: the Python API, each name from the module that defines it, imported on first use so that
+#: `import scala_netsim` (and validating a scenario) loads no torch
+API = {
+    "load_scenario": "scala_netsim.api", "run": "scala_netsim.api",
+    "open_results": "scala_netsim.api", "Results": "scala_netsim.api",
+    "Options": "scala_netsim.api",
+    # every error for bad input or a refused run derives from Error
+    "Error": "scala_netsim.core.errors", "DamagedRunError": "scala_netsim.core.errors",
+    "ScenarioError": "scala_netsim.config.documents", "RefusedError": "scala_netsim.api",
+    "DataNotFoundError": "scala_netsim.learn.data",
+    "PartitionError": "scala_netsim.learn.partition",
+    "CheckpointError": "scala_netsim.runner.checkpoints",
+    "RecordError": "scala_netsim.runner.replay",
+}
 __all__ = ["__version__", *API]
 
 
 def __getattr__(name: str) -> object:
     if name in API:
-        from scala_netsim import api
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module(API[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API (what tab completion offers in a notebook)."""
+    return sorted(__all__)

@@ -34,9 +34,12 @@ import pandas as pd
 from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario, read_document, validate_scenario
+from scala_netsim.core.errors import Error
 from scala_netsim.core.exits import check_writable
 from scala_netsim.core.records import (
+    CHECKPOINT_PT,
     EVENTS_CSV,
+    FINISHED,
     ROUNDS_CSV,
     SUMMARY_JSON,
     SWEEP_JSON,
@@ -95,13 +98,14 @@ class Options:
     figures: bool = False         # draw each run's and the comparison's figures at the end
     report: bool = False          # write report.md at the end
     echo: bool = True             # print what the CLI prints (the plan, a line per run)
+    drop_checkpoints: bool = False   # delete each run's checkpoint.pt once it has finished
 
 
 def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "results", *,
         jobs: int = 1, executor: str = "local", retime: bool = True, progress: bool = False,
         force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
         ray_address: str | None = None, ray_cpus_per_cell: int = 1,
-        retime_from: str | Path | None = None) -> Results:
+        retime_from: str | Path | None = None, drop_checkpoints: bool = False) -> Results:
     """Run every cell of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
     write the study's comparison.csv; finished runs are skipped and interrupted ones resume
     (unless `force`). The keywords are the command line's flags (`retime_from`: re-time
@@ -113,7 +117,7 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
                       ray_cpus_per_cell=ray_cpus_per_cell, retime=retime,
                       retime_from=None if retime_from is None else Path(retime_from),
                       progress=progress, force=force, figures=figures, report=report,
-                      echo=echo)
+                      echo=echo, drop_checkpoints=drop_checkpoints)
     for name, value in (("jobs", jobs), ("ray_cpus_per_cell", ray_cpus_per_cell)):
         if value < 1:
             raise RefusedError(f"{name}: must be a whole number >= 1, got {value}")
@@ -122,7 +126,7 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
     return run_scenario(scenario, Path(out), options)
 
 
-class RefusedError(ValueError):
+class RefusedError(Error, ValueError):
     """The run cannot start as asked (a folder of another scenario, a missing GPU, a result
     root that cannot be written, an algorithm that cannot be timed without training); the
     message says what is allowed. The CLI prints it and exits 2."""
@@ -242,6 +246,15 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
               + (f", spread over {options.jobs} jobs" if options.jobs > 1 else ""))
     elif not todo:
         print("every run is finished already (--force reruns them); rebuilding the report")
+    elif not trained:
+        print("no run-time estimate: every run left is re-timed from another's records "
+              "(seconds each), none trained")
+    elif scenario.timing_only:
+        print("no run-time estimate: a timing-only run trains only the rounds that meter a "
+              "new batch size, and how many those are shows only as it runs")
+    else:
+        print(f"no run-time estimate: {steps} local step(s) in all, fewer than it takes to "
+              f"time them ({MIN_STEPS_TO_ESTIMATE})")
     return todo, plan, states
 
 
@@ -257,6 +270,8 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
         return states[cell.folder] == "partial"
 
     def report(cell: SweepCell, summary: dict) -> None:
+        if options.drop_checkpoints and str(summary.get("status", "")).startswith(FINISHED):
+            (cell.folder / CHECKPOINT_PT).unlink(missing_ok=True)   # (it only resumes a run)
         if options.echo:
             print(run_line(cell.label, summary), flush=True)
 

@@ -9,14 +9,43 @@ from typing import Any
 
 import yaml
 
+from scala_netsim.core.errors import Error
 
-class ScenarioError(ValueError):
+
+class ScenarioError(Error, ValueError):
     """A scenario that cannot be run; `problems` lists every `field: message` found."""
 
     def __init__(self, source: str | Path, problems: list[str]) -> None:
         self.source, self.problems = source, list(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{source}: invalid scenario\n{lines}")
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping that gives one key twice (YAML itself would keep the last, silently)."""
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives a key twice, with both lines."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        first: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                earlier = first.setdefault(key, key_node)
+            except TypeError:     # an unhashable key: PyYAML says so itself
+                continue
+            if earlier is not key_node:
+                raise DuplicateKey(f"key {key!r} is given twice, on line "
+                                   f"{earlier.start_mark.line + 1} and on line "
+                                   f"{key_node.start_mark.line + 1}; give it once")
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str) -> Any:
+    """A YAML document, refusing a key given twice in one mapping (DuplicateKey)."""
+    return yaml.load(text, Loader=UniqueKeyLoader)
 
 
 def set_dotted(document: dict, key: str, value: Any) -> str | None:
@@ -40,7 +69,7 @@ def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--s
             problems.append(f"--set {item!r}: expected dotted.key=value")
             continue
         try:
-            value = yaml.safe_load(raw)
+            value = parse_yaml(raw)
         except yaml.YAMLError as exc:
             why = getattr(exc, "problem", exc)
             problems.append(f"--set {key}: value {raw!r} is not valid YAML ({why})")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import GenericAlias
@@ -24,7 +25,12 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 import channel
 from scala_netsim.config.async_checks import asynchronous_problems
-from scala_netsim.config.documents import ScenarioError, apply_overrides
+from scala_netsim.config.documents import (
+    DuplicateKey,
+    ScenarioError,
+    apply_overrides,
+    parse_yaml,
+)
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.sections import (
     DATASET_CLASSES,
@@ -281,6 +287,11 @@ def _describe(error: Mapping[str, Any]) -> list[str]:
         return [f"{where}: unknown key{suggestion} (allowed: {', '.join(allowed)})"]
     if kind == "missing":
         return [f"{where}: required key is missing"]
+    if kind == "boolean_for_number":
+        field = ctx["field"] if where == "(top level)" else f"{where}.{ctx['field']}"
+        value = (got or {}).get(ctx["field"]) if isinstance(got, dict) else got
+        shown = f"{str(value).lower()} (a boolean)" if isinstance(value, bool) else repr(value)
+        return [f"{field}: must be {ctx['kind']}, got {shown}"]
     if kind == "value_error":
         # section validators name the field themselves: "field: what is allowed, got value"
         message = str(ctx.get("error", error["msg"]))
@@ -291,11 +302,23 @@ def _describe(error: Mapping[str, Any]) -> list[str]:
         limit = next(iter(ctx.values()))
         return [f"{where}: must be {bounds[kind]} {limit}, got {got!r}"]
     if kind == "literal_error":
-        return [f"{where}: must be one of {ctx.get('expected')}, got {got!r}"]
+        expected = str(ctx.get("expected"))
+        return [f"{where}: must be one of {expected}, got {got!r}{_did_you_mean(got, expected)}"]
     if kind == "union_tag_invalid":
-        return [f"{where}: kind must be one of {ctx.get('expected_tags')}, "
-                f"got {ctx.get('tag')!r}"]
+        expected, tag = str(ctx.get("expected_tags")), ctx.get("tag")
+        return [f"{where}: kind must be one of {expected}, got {tag!r}"
+                f"{_did_you_mean(tag, expected)}"]
+    if loc and loc[0] == "sweep" and len(loc) > 1:   # (pydantic names each member of the union)
+        return [f"sweep.{loc[1]}: must be a list of values (e.g. [5, 10]) or named cases "
+                f"({{case: {{dotted.key: value, ...}}, ...}}), got {got!r}"]
     return [f"{where}: {error['msg'].lower()}, got {got!r}"]
+
+
+def _did_you_mean(got: Any, expected: str) -> str:
+    """'; did you mean 'x'?' when `got` is close to one of the quoted names in `expected`."""
+    names = re.findall(r"'([^']*)'", expected)
+    close = difflib.get_close_matches(str(got), names, n=1) if isinstance(got, str) else []
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scenario:
@@ -306,7 +329,8 @@ def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scena
     try:
         scenario = scenario_model().model_validate(document)
     except ValidationError as exc:
-        raise ScenarioError(source, [p for e in exc.errors() for p in _describe(e)]) from None
+        described = dict.fromkeys(p for e in exc.errors() for p in _describe(e))
+        raise ScenarioError(source, list(described)) from None
     problems = cross_field_problems(scenario)
     if problems:
         raise ScenarioError(source, problems)
@@ -322,10 +346,18 @@ def read_document(path: str | Path, overrides: Sequence[str] = ()) -> Any:
     """A scenario file's parsed document with `overrides` ("dotted.key=value") applied, not
     yet validated; ScenarioError for a file that is missing or not YAML."""
     path = Path(path)
+    if path.is_dir():
+        files = sorted(p.name for p in path.glob("*.yaml"))[:5]
+        listed = f" (it holds {', '.join(files)}{', ...' if len(files) == 5 else ''})" \
+            if files else ""
+        raise ScenarioError(path, [f"{str(path)!r} is a folder, not a scenario file; give "
+                                   f"one YAML file{listed}"])
     if not path.is_file():
         raise ScenarioError(path, [f"scenario file not found: {str(path)!r}"])
     try:
-        document = yaml.safe_load(path.read_text())
+        document = parse_yaml(path.read_text())
+    except DuplicateKey as exc:
+        raise ScenarioError(path, [str(exc)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

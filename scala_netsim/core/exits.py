@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
@@ -17,11 +18,18 @@ def fail(message: str) -> int:
 
 
 def check_writable(out: Path) -> str | None:
-    """The first existing ancestor of `out` must be a writable directory: None, or why not."""
-    probe = out
-    while not probe.exists():
+    """The first existing ancestor of `out` must be a directory this process can create a
+    folder in (tried: a temporary one, removed at once; `os.access` says yes to root even on
+    /proc or a read-only mount): None, or why not."""
+    probe = Path(out)
+    while not probe.exists() and probe != probe.parent:
         probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK):
-        return (f"--out: cannot write results under {str(out)!r} ({str(probe)!r} is not a "
-                f"writable directory)")
+    why = None if probe.is_dir() else "not a directory"
+    if why is None:
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".scala_netsim-probe-", dir=probe))
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+    if why is not None:
+        return (f"--out: cannot write results under {str(out)!r} ({str(probe)!r}: {why})")
     return None

@@ -19,15 +19,29 @@ from typing import IO, Any, cast
 import pandas as pd
 import yaml
 
+from scala_netsim.core.errors import DamagedRunError
 from scala_netsim.core.records import GZIPPED, RECORD_FILES, record_path
 
 
+def _umask() -> int:
+    """The process's file-mode creation mask (reading it means setting it: put back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: the mode a new file gets under the user's umask (as open() gives; mkstemp makes 0600)
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomic(path: Path | str, write: Callable[[IO], Any], binary: bool = False) -> None:
-    """Call write(file_object) on a temporary file next to `path`, then rename it to `path`."""
+    """Call write(file_object) on a temporary file next to `path`, then rename it to `path`,
+    with the mode any file the user creates gets (their umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="")) as f:
             write(f)
         os.replace(tmp, path)
@@ -94,6 +108,32 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def read_summary(path: Path | str) -> dict:
+    """A run's summary.json; DamagedRunError naming the file when it is not a JSON object."""
+    try:
+        summary = json.loads(Path(path).read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DamagedRunError(f"{path}: not a summary this package wrote ({exc}); delete it "
+                              f"(the run is then resumed from its checkpoint, or trained "
+                              f"again), or run with --force") from None
+    if not isinstance(summary, dict):
+        raise DamagedRunError(f"{path}: not a summary this package wrote (a JSON "
+                              f"{type(summary).__name__}, not an object); delete it, or run "
+                              f"with --force")
+    return summary
+
+
+def check_finished_run(folder: Path, summary: dict) -> None:
+    """DamagedRunError when a finished run's record files are not those its run wrote
+    (summary.json's `files_sha256`; a run written before the digests is taken as it is)."""
+    if "files_sha256" not in summary:
+        return
+    problem = damaged_record(folder, summary["files_sha256"])
+    if problem:
+        raise DamagedRunError(f"{problem}; delete the run folder {str(folder)!r} to run it "
+                              f"again, or run with --force")
 
 
 def damaged_record(folder: Path, digests: dict) -> str | None:

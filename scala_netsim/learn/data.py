@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from scala_netsim.core.errors import Error
+
 PathLike = str | Path | None
 
 DEBIAN_FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -38,6 +40,7 @@ FASHION_MNIST_FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
+
 # Per-channel mean and standard deviation of the Fashion-MNIST training images in [0, 1].
 FASHION_MNIST_MEAN, FASHION_MNIST_STD = 0.2860, 0.3530
 
@@ -71,7 +74,7 @@ def to_unit_range(dataset_name: str, images: torch.Tensor) -> torch.Tensor:
     return (images * std_t + mean_t).clamp_(0, 1)
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(Error, FileNotFoundError):
     """The dataset files are not where the scenario says they are."""
 
 

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scala_netsim.core.errors import Error
 
-class PartitionError(ValueError):
+
+class PartitionError(Error, ValueError):
     """The partition asked for cannot be made from these samples (the message names the
     scenario field)."""
 

@@ -11,6 +11,7 @@ import torch
 import yaml
 
 from scala_netsim.config.scenario import Scenario, training_identity
+from scala_netsim.core.errors import Error
 from scala_netsim.core.results import (
     write_atomic,
 )
@@ -24,7 +25,7 @@ CHECKPOINT_FORMAT = 5   # 5: cut steps and aggregations (drops); 4: transfers ca
 #                         gain and power, the link's streams
 
 
-class CheckpointError(ValueError):
+class CheckpointError(Error, ValueError):
     """A checkpoint that cannot be resumed (another scenario, algorithm or version)."""
 
 

@@ -33,6 +33,7 @@ import yaml
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario, learning_identity, validate_scenario
+from scala_netsim.core.errors import Error
 from scala_netsim.core.events import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
@@ -65,7 +66,7 @@ from scala_netsim.runner.radio_record import RADIO_COLUMNS
 from scala_netsim.runner.recorded import RecordedTrainer
 
 
-class RecordError(ValueError):
+class RecordError(Error, ValueError):
     """A run folder that cannot be replayed: not a finished run, damaged, of other learning
     settings, or not what the protocol asks for."""
 

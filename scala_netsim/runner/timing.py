@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from scala_netsim.algorithms.common import TrainerBase
+from scala_netsim.core.errors import Error
 from scala_netsim.core.events import MODEL_TRANSFER
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
@@ -37,7 +38,7 @@ from scala_netsim.learn.training import apportion_batch_sizes
 from scala_netsim.runner.recorded import RecordedTrainer
 
 
-class TimingError(ValueError):
+class TimingError(Error, ValueError):
     """An algorithm whose steps' costs are not fixed by their batch size."""
 
 

@@ -19,7 +19,7 @@ from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
-from scala_netsim.sim.timeouts import RecordedTimeout
+from scala_netsim.sim.timeouts import Recorded, RecordedTimeout
 
 # what a protocol hands the link: a real trainer's message, or a recorded one (a replay, a
 # timing-only run); the engine reads only Transfer's client_id and payload_bytes
@@ -274,7 +274,7 @@ class WirelessLink:
     def _transferred(self, transfer: simpy.Event) -> None:
         """Record the transfer `transfer` ended (its `.record`, set by `_transfer`): its row
         of the link's book, then its event."""
-        assert isinstance(transfer, RecordedTimeout)
+        assert isinstance(transfer, Recorded)
         _, start, _, local_iter, k, kind, payload_bytes, *radio = transfer.record
         self.transfer_rows.append((len(self.log), *radio))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)

@@ -26,7 +26,7 @@ from scala_netsim.learn.messages import ActivationMessage, ModelMessage
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import WirelessLink, share_done
-from scala_netsim.sim.timeouts import RecordedTimeout
+from scala_netsim.sim.timeouts import Recorded, RecordedTimeout
 
 #: the trainer a protocol drives (of its contract)
 TrainerT = TypeVar("TrainerT", bound=Trainer)
@@ -121,7 +121,7 @@ class ClientStages(ABC, Generic[TrainerT]):
 
     def _computed(self, timeout: simpy.Event) -> None:
         """Record the computation `timeout` ended (see `_timed`)."""
-        assert isinstance(timeout, RecordedTimeout)
+        assert isinstance(timeout, Recorded)
         _, start, _, local_iter, who, kind, flops = timeout.record
         self.log.record(start, self.env.now, self.round, local_iter, who, kind, 0, flops)
 

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from scala_netsim.config.scenario import Scenario
+from scala_netsim.core.errors import Error
 from scala_netsim.core.records import MODEL_PT, SCENARIO_YAML
 from scala_netsim.learn.privacy import (
     DECODER_WIDTH,
@@ -96,7 +97,7 @@ def attack(client_model: nn.Module, aux_images01: torch.Tensor, aux_inputs: torc
     return summary, first
 
 
-class AttackError(ValueError):
+class AttackError(Error, ValueError):
     """The run folder cannot be attacked (says why and what is allowed)."""
 
 

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from scala_netsim.core.errors import Error
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
     FINISHED,
@@ -36,7 +37,7 @@ from scala_netsim.core.results import damaged_record, write_json
 LEFT_OUT = (CHECKPOINT_PT, MODEL_PT)
 
 
-class KeepError(ValueError):
+class KeepError(Error, ValueError):
     """A run folder that cannot be kept as it is (not finished, or its files damaged)."""
 
 

@@ -30,7 +30,12 @@ from scala_netsim.config.scenario import (
     validate_scenario,
 )
 from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
-from scala_netsim.core.results import read_written_yaml, write_json
+from scala_netsim.core.results import (
+    check_finished_run,
+    read_summary,
+    read_written_yaml,
+    write_json,
+)
 
 if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenario
     from concurrent.futures import ProcessPoolExecutor
@@ -166,8 +171,9 @@ def cell_state(cell: SweepCell) -> str:
         return "other"   # (a changed report section alone does not make another run)
     summary_path = cell.folder / SUMMARY_JSON
     if summary_path.is_file():
-        status = json.loads(summary_path.read_text()).get("status", "")
-        if status.startswith(FINISHED):
+        summary = read_summary(summary_path)
+        if str(summary.get("status", "")).startswith(FINISHED):
+            check_finished_run(cell.folder, summary)   # (damaged: refused, never skipped)
             return "finished"
     return "partial"
 

@@ -319,7 +319,8 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
      "network.link.target_rate_bps: required with mode fixed_rate"),
     ({"link": {"target_rate_bps": 1e6}}, {},
      "network.link.target_rate_bps: only with mode fixed_rate, got 1000000.0 with mode adaptive"),
-    ({"record_radio": "sometimes"}, {}, "network.record_radio: input should be a valid boolean"),
+    ({"record_radio": "sometimes"}, {},
+     "network.record_radio: must be true or false, got 'sometimes'"),
     ({}, {"energy_coefficient": -1e-28}, "compute.energy_coefficient: must be >= 0.0, got -1e-28"),
 ])
 def test_bad_radio_settings_name_field_value_and_what_is_allowed(network, compute, message):

@@ -1,0 +1,165 @@
+"""A researcher's first day (issue 37): every failure a clear message, exit 2, nothing written
+or lost; results a user can trust; the Python API's errors under one base. Each test failed
+on the code before its fix."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+import scala_netsim as sn
+
+from conftest import ROOT
+
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+SMALL = ["--set", "data.train_samples=1000", "--set", "data.test_samples=100",
+         "--set", "training.rounds=1", "--set", "training.local_iters=1", "--no-progress",
+         "--no-figures", "--no-report"]
+
+
+@pytest.fixture
+def finished(cli, tmp_path):
+    """A finished one-round quickstart run: (the results root, its run folder)."""
+    code, out, err = cli(QUICK, "--out", tmp_path, *SMALL)
+    assert code == 0, err
+    return tmp_path, tmp_path / "quickstart" / "scala" / "seed0"
+
+
+def test_an_out_that_cannot_be_created_is_refused_in_one_line(cli, tmp_path):
+    # os.access says yes to root under /proc; the run then died in a traceback
+    code, out, err = cli(QUICK, "--out", "/proc/scala_netsim_results", *SMALL)
+    assert code == 2
+    assert err.startswith("error: --out: cannot write results under '/proc/scala_netsim_results'")
+    assert "Traceback" not in err and out == ""
+
+
+def test_a_corrupt_summary_is_named_with_what_to_do(cli, finished):
+    root, run = finished
+    (run / "summary.json").write_text('{"status": "completed", ')
+    code, _, err = cli(QUICK, "--out", root, *SMALL)
+    assert code == 2
+    assert f"{run / 'summary.json'}: not a summary this package wrote" in err
+    assert "delete it" in err and "--force" in err
+    assert (run / "summary.json").read_text() == '{"status": "completed", '   # nothing lost
+
+
+def test_a_damaged_finished_run_is_refused_not_skipped(cli, finished):
+    root, run = finished
+    rounds = run / "rounds.csv"
+    rounds.write_text(rounds.read_text()[:-20])          # truncated
+    code, out, err = cli(QUICK, "--out", root, *SMALL)
+    assert code == 2
+    assert "already completed, skipped" not in out
+    assert f"{run}/rounds.csv: not the file its run wrote" in err and "--force" in err
+    # nor is it analysed into a report that silently loses columns
+    from analysis.__main__ import main as analysis_main
+
+    assert analysis_main([str(root / "quickstart")]) == 2
+    # --force trains it again
+    code, out, err = cli(QUICK, "--out", root, *SMALL, "--force")
+    assert code == 0, err
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(cli, tmp_path):
+    scenario = tmp_path / "twice.yaml"
+    scenario.write_text("name: twice\nseed: 0\ntraining:\n  rounds: 1\nseed: 1\n")
+    code, _, err = cli(scenario, "--out", tmp_path / "out")
+    assert code == 2
+    assert "key 'seed' is given twice, on line 2 and on line 5" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("training.rounds=true", "training.rounds: must be a whole number, got true (a boolean)"),
+    ("network.uplink_bandwidth_hz=false",
+     "network.uplink_bandwidth_hz: must be a number, got false (a boolean)"),
+    ("training.deadline_s=true", "training.deadline_s: must be a number, got true"),
+    ("timing_only=1", "timing_only: must be true or false, got 1"),
+    ("sweep={training.rounds: 5}",
+     "sweep.training.rounds: must be a list of values (e.g. [5, 10]) or named cases"),
+    ("data.partition.kind=dirchlet", "got 'dirchlet'; did you mean 'dirichlet'?"),
+    ("algorithms=[scalaa]", "got 'scalaa'; did you mean 'scala'?"),
+])
+def test_a_value_of_the_wrong_kind_is_refused_saying_what_is_allowed(cli, tmp_path, setting,
+                                                                      message):
+    code, _, err = cli(QUICK, "--set", setting, "--out", tmp_path / "out")
+    assert code == 2 and message in err, err
+    assert "union" not in err and "list[any]" not in err   # no pydantic internals
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_given_as_the_scenario_is_called_a_folder(cli, tmp_path):
+    code, _, err = cli(ROOT / "scenarios", "--out", tmp_path / "out")
+    assert code == 2
+    assert "'" + str(ROOT / "scenarios") + "' is a folder, not a scenario file" in err
+    assert "quickstart.yaml" not in err or "it holds" in err
+
+
+def test_result_files_get_the_users_umask_as_figures_do(cli, tmp_path):
+    before = os.umask(0o022)
+    try:
+        code, _, err = cli(QUICK, "--out", tmp_path, *SMALL)
+    finally:
+        os.umask(before)
+    assert code == 0, err
+    run = tmp_path / "quickstart" / "scala" / "seed0"
+    from scala_netsim.core.results import FILE_MODE
+
+    for name in ("summary.json", "rounds.csv", "events.csv", "scenario.yaml"):
+        assert stat.S_IMODE((run / name).stat().st_mode) == FILE_MODE, name
+    assert 0o666 & ~before == FILE_MODE
+
+
+def test_a_run_too_small_to_estimate_says_why(cli, tmp_path):
+    code, out, err = cli(QUICK, "--out", tmp_path, *SMALL)
+    assert code == 0, err
+    assert "no run-time estimate: 1 local step(s) in all" in out
+
+
+def test_every_error_of_the_api_derives_from_scala_netsim_error():
+    errors = ["ScenarioError", "RefusedError", "DataNotFoundError", "PartitionError",
+              "CheckpointError", "RecordError", "DamagedRunError"]
+    for name in errors:
+        assert issubclass(getattr(sn, name), sn.Error), name
+    assert set(errors) | {"Error", "run", "load_scenario", "open_results", "Results"} \
+        <= set(dir(sn))
+    with pytest.raises(sn.Error, match="training.rounds: must be >= 1"):
+        sn.load_scenario(QUICK, {"training.rounds": 0})
+    from analysis.runs import ReportError
+    from scala_netsim.tools.attack import AttackError
+    from scala_netsim.tools.keep import KeepError
+
+    assert all(issubclass(e, sn.Error) for e in (ReportError, AttackError, KeepError))
+
+
+def test_importing_the_api_names_loads_no_torch():
+    code = ("import sys, scala_netsim as sn; sn.Error; sn.ScenarioError; dir(sn); "
+            "print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    assert proc.stdout.strip() == "False"
+
+
+def test_a_summary_that_is_not_an_object_is_named(tmp_path):
+    from scala_netsim.core.results import read_summary
+
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps([1, 2]))
+    with pytest.raises(sn.DamagedRunError, match="a JSON list, not an object"):
+        read_summary(path)
+
+
+def test_drop_checkpoints_deletes_a_finished_runs_checkpoint(cli, tmp_path):
+    every = ["--set", "training.checkpoint_every=1", "--set", "training.rounds=2"]
+    code, _, err = cli(QUICK, "--out", tmp_path, *SMALL, *every)
+    assert code == 0, err
+    kept = tmp_path / "quickstart" / "scala" / "seed0" / "checkpoint.pt"
+    assert kept.is_file()                       # by default a finished run keeps its own
+    code, _, err = cli(QUICK, "--out", tmp_path / "dropped", *SMALL, *every,
+                       "--drop-checkpoints")
+    assert code == 0, err
+    run = tmp_path / "dropped" / "quickstart" / "scala" / "seed0"
+    assert (run / "summary.json").is_file() and not (run / "checkpoint.pt").exists()
