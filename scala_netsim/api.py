@@ -204,7 +204,7 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     """(the cells to run, {folder of a cell to re-time: the run folder it is re-timed from},
     each cell's state by folder: new, partial, finished), printing the plan; RefusedError where
     a folder holds a run of another scenario."""
-    from scala_netsim.runner.estimate import StepCosts, format_duration, run_time_s
+    from scala_netsim.runner.world import describe
     from scala_netsim.tools.sweep import cell_state, kept_runs, plan_retiming, swept_values
 
     # by folder: swept values may be lists, which cannot be dictionary keys
@@ -222,40 +222,57 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     trained = [c for c in todo if c.folder not in plan]
     if not options.echo:
         return todo, plan, states
-    print(summary_text(scenario, dataset, device))
+    from scala_netsim.runner.checkpoints import saved_round
+
+    resumed = {c.folder: saved_round(c.folder / CHECKPOINT_PT) or 0 for c in todo
+               if states[c.folder] == "partial"}
+    print(describe(scenario, dataset, device))
     if scenario.sweep:
         print(f"  sweep: {' x '.join(f'{k} {v}' for k, v in swept_values(cells).items())} x "
               f"{len(scenario.algorithms)} algorithm(s) = {len(cells)} cells")
     for cell in cells:
         if states[cell.folder] == "finished":
             print(f"{cell.label}: already completed, skipped ({cell.folder})")
+        elif resumed.get(cell.folder):
+            print(f"{cell.label}: resuming from round {resumed[cell.folder]} of "
+                  f"{cell.scenario.training.rounds} ({cell.folder})")
     if plan:
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
+    print(estimate_line(scenario, todo, trained, resumed, dataset, device, options))
+    return todo, plan, states
+
+
+def estimate_line(scenario: Scenario, todo: list[SweepCell], trained: list[SweepCell],
+                  resumed: dict[Path, int], dataset: Dataset, device: torch.device,
+                  options: Options) -> str:
+    """The run-time estimate of the runs to train (a resumed one: the share of its rounds
+    left), or why there is none."""
+    from scala_netsim.runner.estimate import StepCosts, format_duration, run_time_s
+
     steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
-    budgeted = any(c.scenario.training.time_budget_s is not None for c in trained)
-    if budgeted:
-        print("no run-time estimate: the runs stop at a simulated time budget "
-              "(training.time_budget_s), so how many rounds they take shows only as they run")
-    elif trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
+    if any(c.scenario.training.time_budget_s is not None for c in trained):
+        return ("no run-time estimate: the runs stop at a simulated time budget "
+                "(training.time_budget_s), so how many rounds they take shows only as they run")
+    if trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
         costs = StepCosts.measure(scenario, dataset, device)
         estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
+                         * (1 - resumed.get(c.folder, 0) / c.scenario.training.rounds)
                          for c in trained)
-        print(f"estimated run time on this machine: {format_duration(estimate_s)} for "
-              f"{len(trained)} run(s) one after another"
-              + (f", spread over {options.jobs} jobs" if options.jobs > 1 else ""))
-    elif not todo:
-        print("every run is finished already (--force reruns them); rebuilding the report")
-    elif not trained:
-        print("no run-time estimate: every run left is re-timed from another's records "
-              "(seconds each), none trained")
-    elif scenario.timing_only:
-        print("no run-time estimate: a timing-only run trains only the rounds that meter a "
-              "new batch size, and how many those are shows only as it runs")
-    else:
-        print(f"no run-time estimate: {steps} local step(s) in all, fewer than it takes to "
-              f"time them ({MIN_STEPS_TO_ESTIMATE})")
-    return todo, plan, states
+        left = " (what is left of them)" if any(resumed.get(c.folder) for c in trained) else ""
+        return (f"estimated run time on this machine: {format_duration(estimate_s)} for "
+                f"{len(trained)} run(s){left} one after another"
+                + (f", spread over {options.jobs} jobs" if options.jobs > 1 else ""))
+    if not todo:
+        return "every run is finished already (--force reruns them); rebuilding the report"
+    if not trained:
+        return ("no run-time estimate: every run left is re-timed from another's records "
+                "(seconds each), none trained")
+    if scenario.timing_only:
+        return ("no run-time estimate: a timing-only run trains only the rounds that meter a "
+                "new batch size, and how many those are shows only as it runs")
+    return (f"no run-time estimate: {steps} local step(s) in all, fewer than it takes to "
+            f"time them ({MIN_STEPS_TO_ESTIMATE})")
 
 
 def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],
@@ -317,10 +334,12 @@ def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
     """Run one cell here, with a progress bar when asked. -> its summary."""
     from tqdm import tqdm
 
+    from scala_netsim.runner.checkpoints import saved_round
     from scala_netsim.tools.sweep import run_cell
 
-    bar = tqdm(total=cell.scenario.training.rounds, desc=cell.label, unit="round",
-               disable=not show_progress, file=sys.stderr)
+    start = (saved_round(cell.folder / CHECKPOINT_PT) or 0) if resume else 0
+    bar = tqdm(total=cell.scenario.training.rounds, initial=start, desc=cell.label,
+               unit="round", disable=not show_progress, file=sys.stderr)
     last = {"acc": "-"}
 
     def progress(round_: int, sim_time_s: float, acc: float) -> None:
@@ -333,33 +352,6 @@ def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
         return run_cell(cell, str(device), resume, progress=progress)
     finally:
         bar.close()
-
-
-def summary_text(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
-    """What the CLI prints about the scenario before it runs."""
-    tr, net, comp, data = scenario.training, scenario.network, scenario.compute, scenario.data
-    part = data.partition
-    part_text = part.kind + "".join(f" {k}={v}" for k, v in part.model_dump().items()
-                                    if k != "kind")
-    return "\n".join([
-        f"scenario {scenario.name} (seed {scenario.seed}, device {device})",
-        f"  data: {data.dataset}, {len(dataset.train_y)} train / {len(dataset.test_y)} test "
-        f"images, "
-        f"{data.num_clients} clients, partition {part_text}",
-        f"  model: {scenario.model.arch} split {scenario.model.split}",
-        f"  training: {', '.join(scenario.algorithms)}; "
-        + (f"until {tr.time_budget_s:g} s of simulated time (at most {tr.rounds} rounds)"
-           if tr.time_budget_s is not None else f"{tr.rounds} rounds")
-        + f" x {tr.local_iters} local iterations, B = {tr.batch_size}, "
-        f"{scenario.num_participants} clients per round, lr {tr.lr}, momentum {tr.momentum}"
-        + (f"; asynchronous: {scenario.concurrency} clients at once"
-           if any(ALGORITHMS[a].traits.asynchronous for a in scenario.algorithms) else ""),
-        f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
-        f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
-        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz",
-        f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "
-        f"FLOP/s, server {comp.server_flops_per_s:.3g} FLOP/s",
-    ])
 
 
 def merged_columns(frames: list[pd.DataFrame]) -> list[str]:

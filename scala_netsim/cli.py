@@ -11,8 +11,12 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scala_netsim.core.exits import fail
+
+if TYPE_CHECKING:
+    from scala_netsim.config.scenario import Scenario
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -90,6 +94,22 @@ def main(argv: list[str] | None = None) -> int:
         scenario = load_scenario(args.scenario, overrides)
     except ScenarioError as exc:
         return fail(str(exc))
+    previous = signal.signal(signal.SIGTERM, interrupt)  # kill, timeout, a batch scheduler
+    try:
+        return run(args, scenario)
+    except KeyboardInterrupt:   # Ctrl-C or SIGTERM, torch still importing or the runs going
+        command = " ".join([shlex.quote(sys.executable), "-m", "scala_netsim",
+                            *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+        print(f"\ninterrupted; every file written is complete. Run the same command again "
+              f"to continue from the last checkpoints (finished runs are skipped):\n"
+              f"  {command}", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(args: argparse.Namespace, scenario: Scenario) -> int:
+    """Run the validated scenario as the flags say. -> the exit status."""
     from scala_netsim.api import Options, run_scenario
     from scala_netsim.core.errors import Error
     from scala_netsim.runner.invariants import InvariantError
@@ -100,7 +120,6 @@ def main(argv: list[str] | None = None) -> int:
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report,
                       drop_checkpoints=args.drop_checkpoints)
-    previous = signal.signal(signal.SIGTERM, interrupt)  # kill, timeout, a batch scheduler
     try:
         run_scenario(scenario, Path(args.out), options)
     except Error as exc:   # bad input, or a run refused as asked (scala_netsim.Error)
@@ -113,14 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     except InvariantError as exc:  # a bug in the engine, never bad input: loud, exit 1
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        command = " ".join(["python -m scala_netsim", *map(shlex.quote, sys.argv[1:])])
-        print(f"\ninterrupted; every file written is complete. Run the same command again "
-              f"to continue from the last checkpoints (finished runs are skipped):\n"
-              f"  {command}", file=sys.stderr)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

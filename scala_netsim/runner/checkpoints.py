@@ -37,6 +37,19 @@ def checkpoint_identity(scenario: Scenario, algorithm: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def saved_round(path: Path) -> int | None:
+    """The round a checkpoint file was saved after (None: no file, or not a checkpoint),
+    read without loading its tensors (mmap)."""
+    if not Path(path).is_file():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:   # (a damaged file: Checkpointer.load says so when the run resumes)
+        return None
+    saved = state.get("round") if isinstance(state, dict) else None
+    return int(saved) if isinstance(saved, int) else None
+
+
 class Checkpointer:
     """checkpoint.pt of a run folder: the whole state of a run between rounds, written
     atomically, read back only if it was written for the same scenario and algorithm."""

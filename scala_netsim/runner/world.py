@@ -14,6 +14,7 @@ import torch
 
 import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
+from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
 from scala_netsim.core.seeds import Seeds
@@ -193,3 +194,30 @@ def deterministic(device: torch.device) -> None:
     # depend on it.
     # (torch sets this module attribute through a module subclass its stubs do not declare)
     torch.utils.deterministic.fill_uninitialized_memory = False  # type: ignore[attr-defined]
+
+
+def describe(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
+    """The scenario in a few lines: what the command line prints before it runs."""
+    tr, net, comp, data = scenario.training, scenario.network, scenario.compute, scenario.data
+    part = data.partition
+    part_text = part.kind + "".join(f" {k}={v}" for k, v in part.model_dump().items()
+                                    if k != "kind")
+    return "\n".join([
+        f"scenario {scenario.name} (seed {scenario.seed}, device {device})",
+        f"  data: {data.dataset}, {len(dataset.train_y)} train / {len(dataset.test_y)} test "
+        f"images, "
+        f"{data.num_clients} clients, partition {part_text}",
+        f"  model: {scenario.model.arch} split {scenario.model.split}",
+        f"  training: {', '.join(scenario.algorithms)}; "
+        + (f"until {tr.time_budget_s:g} s of simulated time (at most {tr.rounds} rounds)"
+           if tr.time_budget_s is not None else f"{tr.rounds} rounds")
+        + f" x {tr.local_iters} local iterations, B = {tr.batch_size}, "
+        f"{scenario.num_participants} clients per round, lr {tr.lr}, momentum {tr.momentum}"
+        + (f"; asynchronous: {scenario.concurrency} clients at once"
+           if any(ALGORITHMS[a].traits.asynchronous for a in scenario.algorithms) else ""),
+        f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
+        f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
+        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz",
+        f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "
+        f"FLOP/s, server {comp.server_flops_per_s:.3g} FLOP/s",
+    ])

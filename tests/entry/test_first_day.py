@@ -163,3 +163,59 @@ def test_drop_checkpoints_deletes_a_finished_runs_checkpoint(cli, tmp_path):
     assert code == 0, err
     run = tmp_path / "dropped" / "quickstart" / "scala" / "seed0"
     assert (run / "summary.json").is_file() and not (run / "checkpoint.pt").exists()
+
+
+class _Interrupting:
+    """A module whose names cannot be read before Ctrl-C comes (torch still importing)."""
+
+    def __getattr__(self, name):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_torch_imports_exits_130_naming_the_interpreter(cli, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setitem(sys.modules, "scala_netsim.api", _Interrupting())
+    code, out, err = cli(QUICK, "--out", tmp_path, *SMALL)
+    assert code == 130
+    assert "Traceback" not in err and "interrupted; every file written is complete" in err
+    assert f"  {sys.executable} -m scala_netsim {QUICK} --out {tmp_path}" in err
+
+
+def test_a_resumed_run_says_so_and_counts_what_is_left(cli, tmp_path):
+    every = [*SMALL, "--set", "training.rounds=2", "--set", "training.checkpoint_every=1"]
+    code, _, err = cli(QUICK, "--out", tmp_path, *every)
+    assert code == 0, err
+    run = tmp_path / "quickstart" / "scala" / "seed0"
+    first = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").unlink()      # as if stopped after round 1's checkpoint
+    code, out, err = cli(QUICK, "--out", tmp_path, *every)
+    assert code == 0, err
+    assert f"scala: resuming from round 1 of 2 ({run})" in out
+    again = json.loads((run / "summary.json").read_text())
+    assert again["resumed_from_round"] == 1 and again["final_acc"] == first["final_acc"]
+    # the wall time adds up every invocation that worked on the run
+    assert len(again["machines"]) == 2 and again["machines"][1]["from_round"] == 1
+
+
+@pytest.mark.slow
+def test_the_readmes_first_command_prints_what_the_readme_says(cli, tmp_path):
+    import re
+    import shlex
+
+    readme = (ROOT / "README.md").read_text()
+    command = next(line.strip() for line in readme.splitlines()
+                   if line.strip().startswith("python3 -m scala_netsim scenarios/quickstart.yaml"
+                                              " --set training.rounds=5"))
+    args = shlex.split(command)[3:]
+    args[args.index("--out") + 1] = str(tmp_path)
+    code, out, err = cli(*[ROOT / a if a.startswith("scenarios/") else a for a in args],
+                         "--no-progress")
+    assert code == 0, err
+    quoted = re.search(r"`(scala: completed, best\s+accuracy [^`]*)`", readme).group(1)
+    quoted = " ".join(quoted.split())
+    line = next(line for line in out.splitlines() if line.startswith("scala: completed"))
+    # the simulated time and the round are the clock's (any machine); the accuracy is the
+    # learning's, bit-identical at the README's thread count only
+    assert "(round 5)" in line and "simulated time 21.5 s" in line and "(round 5)" in quoted
+    assert "simulated time 21.5 s" in quoted
+    assert "estimated run time on this machine:" in out
