@@ -143,6 +143,25 @@ def _order(value: object) -> tuple:
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
 
 
+#: one style per curve label, so that curves drawn on top of each other stay visible (a
+#: dashed line over a solid one)
+LINE_STYLES = ("-", (0, (5, 3)), (0, (1, 2)), (0, (5, 2, 1, 2)))
+
+
+def legend_labels(curves: dict[str, list[np.ndarray]]) -> dict[str, str]:
+    """Each curve label as the legend writes it: a label whose curves are those of an
+    earlier one, point for point, says so ("fedprox (the same curve as fedavg)"), since one
+    line hides the other."""
+    legend: dict[str, str] = {}
+    for label, runs in curves.items():
+        same = next((other for other in legend
+                     if len(curves[other]) == len(runs)
+                     and all(a.shape == b.shape and np.array_equal(a, b)
+                             for a, b in zip(curves[other], runs, strict=True))), None)
+        legend[label] = label if same is None else f"{label} (the same curve as {same})"
+    return legend
+
+
 def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str,
                        algorithms: Collection[str] | None) -> None:
     curves = _curves(scenario_dir, x_column, algorithms)
@@ -155,12 +174,14 @@ def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str
     divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
     log_x = over_time and log_time_axis(ends)
     colours = plt.get_cmap("tab10" if len(curves) <= 10 else "tab20")
+    legend = legend_labels(curves)
     for g, (label, runs) in enumerate(curves.items()):
-        for i, c in enumerate(runs):  # one line per seed, one colour per label
+        for i, c in enumerate(runs):  # one line per seed, one colour and style per label
             c = c[c[:, 0] > 0] if log_x else c   # round 0 (time 0) has no place on a log axis
             ax.plot(c[:, 0] / divisor, 100 * c[:, 1], lw=1.3, marker=".",
+                    ls=LINE_STYLES[g % len(LINE_STYLES)],
                     ms=marker_size(len(c)) + 1 if marker_size(len(c)) else 0,
-                    color=colours(g % colours.N), label=label if i == 0 else None)
+                    color=colours(g % colours.N), label=legend[label] if i == 0 else None)
     if log_x:
         set_log_x(ax)
     ax.set_xlabel(x_label + (", log scale" if log_x else ""))

@@ -219,3 +219,17 @@ def test_the_readmes_first_command_prints_what_the_readme_says(cli, tmp_path):
     assert "(round 5)" in line and "simulated time 21.5 s" in line and "(round 5)" in quoted
     assert "simulated time 21.5 s" in quoted
     assert "estimated run time on this machine:" in out
+
+
+def test_curves_that_coincide_say_so_and_are_drawn_in_other_styles():
+    import numpy as np
+
+    from analysis.plots import LINE_STYLES, legend_labels
+
+    fedavg = [np.array([[0.0, 0.1], [5.0, 0.5]])]
+    curves = {"fedavg": fedavg, "fedprox": [fedavg[0].copy()],
+              "scala": [np.array([[0.0, 0.1], [5.0, 0.7]])]}
+    assert legend_labels(curves) == {"fedavg": "fedavg",
+                                     "fedprox": "fedprox (the same curve as fedavg)",
+                                     "scala": "scala"}
+    assert len(set(map(str, LINE_STYLES))) == len(LINE_STYLES) > 1
