@@ -124,6 +124,7 @@ class AlgorithmSpec:
             if isinstance(trainer, str) or isinstance(protocol, str):
                 raise TypeError(f"algorithm {name!r}: traits are required when the trainer "
                                 f"or the protocol is named by path")
+            check_contract(name, trainer, protocol)   # (its traits are read from it next)
             traits = traits_of(protocol, trainer)
         self.name, self.description, self.selector = name, description, selector
         self.config, self.traits = config, traits
@@ -165,14 +166,25 @@ class AlgorithmSpec:
         return getattr(scenario, self.name) if self.config is not None else None
 
 
+def check_contract(name: str, trainer: type, protocol: type) -> None:
+    """Refuse a protocol that is not one, or a trainer that does not implement its
+    protocol's contract."""
+    from scala_netsim.sim.stages import ClientStages
+
+    if not (isinstance(protocol, type) and issubclass(protocol, ClientStages)):
+        raise TypeError(f"algorithm {name!r}: {protocol!r} is not a protocol (a subclass of "
+                        f"Protocol or AsyncProtocol: scala_netsim.sim)")
+    contract = protocol.trainer_contract
+    if not (isinstance(trainer, type) and issubclass(trainer, contract)):
+        raise TypeError(f"algorithm {name!r}: {getattr(trainer, '__name__', trainer)} must "
+                        f"implement {contract.__name__}, the contract of {protocol.__name__}")
+
+
 def check_classes(name: str, trainer: type[Trainer], protocol: type[ClientStages[Any]],
                   traits: Traits) -> None:
     """Refuse a trainer that does not implement its protocol's contract, or classes whose
     flags contradict the declared traits."""
-    contract = protocol.trainer_contract
-    if not issubclass(trainer, contract):
-        raise TypeError(f"algorithm {name!r}: {trainer.__name__} must implement "
-                        f"{contract.__name__}, the contract of {protocol.__name__}")
+    check_contract(name, trainer, protocol)
     declared = traits_of(protocol, trainer)
     wrong = [f"{f.name}={getattr(traits, f.name)} (the classes say "
              f"{getattr(declared, f.name)})" for f in dataclasses.fields(Traits)

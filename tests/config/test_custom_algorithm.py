@@ -18,7 +18,7 @@ from scala_netsim.config.registry import (
     register,
     traits_of,
 )
-from scala_netsim.sim.protocols import FederatedProtocol
+from scala_netsim.sim.protocols import ConcatSplitProtocol, FederatedProtocol
 
 from golden_run import GOLDEN, run_golden
 
@@ -107,7 +107,7 @@ def test_the_registry_refuses_a_trainer_that_does_not_fit_its_protocol():
                                         "the contract of FederatedProtocol"):
         register(AlgorithmSpec("mismatch", SCALA, FederatedProtocol, "SCALA timed as FedAvg"))
     with pytest.raises(ValueError, match="algorithm 'scala' is registered already"):
-        register(AlgorithmSpec("scala", SCALA, FederatedProtocol, "another scala"))
+        register(AlgorithmSpec("scala", SCALA, ConcatSplitProtocol, "another scala"))
     assert "mismatch" not in ALGORITHMS
 
 
@@ -178,3 +178,16 @@ def test_validating_a_scenario_imports_no_algorithm_classes():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_class_that_is_not_a_trainer_gets_the_contracts_refusal():
+    # issue 37: registering it raised AttributeError ('fixed_step_costs'), reading traits
+    class NotATrainer:
+        pass
+
+    with pytest.raises(TypeError, match="'not_one': NotATrainer must implement "
+                                        "FederatedTrainer, the contract of FederatedProtocol"):
+        register(AlgorithmSpec("not_one", NotATrainer, FederatedProtocol, "not a trainer"))
+    with pytest.raises(TypeError, match="is not a protocol"):
+        register(AlgorithmSpec("not_two", SCALA, dict, "not a protocol"))
+    assert "not_one" not in ALGORITHMS and "not_two" not in ALGORITHMS
