@@ -25,6 +25,7 @@ from analysis.style import (  # noqa: E402
     log_time_axis,
     log_y_if_wide,
     marker_size,
+    round_axis,
     set_log_x,
     setting_colors,
 )
@@ -125,6 +126,8 @@ def accuracy_figure(runs: pd.DataFrame, curves: dict, keys: Sequence[str], path:
                   None if palette.scale else label, ms=marker_size(int(shown.sum())))
         ax.set_title(algorithm)
         ax.set_xlabel(x_label + (", log scale" if log_x else ""))
+        if not over_time:
+            round_axis(ax.xaxis)
         if log_x:
             set_log_x(ax)
         ax.set_ylabel("test accuracy (%)")

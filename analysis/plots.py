@@ -21,7 +21,13 @@ import pandas as pd  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import find_runs  # noqa: E402
 from analysis.runs import group_label  # noqa: E402
-from analysis.style import legend_outside, log_time_axis, marker_size, set_log_x  # noqa: E402
+from analysis.style import (  # noqa: E402
+    legend_outside,
+    log_time_axis,
+    marker_size,
+    round_axis,
+    set_log_x,
+)
 from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV, record_path
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
@@ -42,6 +48,8 @@ def _accuracy_figure(x: pd.Series, y: pd.Series, xlabel: str, title: str, path: 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(x, 100 * y, marker=".", lw=1.2)
     ax.set_xlabel(xlabel)
+    if xlabel == "global round":
+        round_axis(ax.xaxis)
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -79,6 +87,7 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
                                label=label, alpha=0.8)
         bottom = bottom + rounds[column]
     ax_rounds.set_xlabel("global round")
+    round_axis(ax_rounds.xaxis)
     ax_rounds.set_ylabel("round latency (s)")
     ax_rounds.set_title("critical path of each round")
     ax_rounds.set_ylim(0, 1.3 * float(bottom.max()) if len(rounds) else 1.0)
@@ -185,6 +194,8 @@ def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str
     if log_x:
         set_log_x(ax)
     ax.set_xlabel(x_label + (", log scale" if log_x else ""))
+    if not over_time:
+        round_axis(ax.xaxis)
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3, which="both" if log_x else "major")

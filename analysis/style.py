@@ -87,6 +87,11 @@ def log_time_axis(last_times: Sequence[float] | np.ndarray) -> bool:
 LABEL_MINOR_DECADES = 1.5
 
 
+def round_axis(axis: matplotlib.axis.Axis) -> None:
+    """Ticks on whole rounds only (a two-round run had ticks at 1.25 and 1.5)."""
+    axis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+
+
 def tick_text(value: float) -> str:
     """A logarithmic axis' tick as a plain number (0.2, 5, 3000), not 10 to a power."""
     return f"{value:g}"

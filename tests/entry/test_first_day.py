@@ -233,3 +233,20 @@ def test_curves_that_coincide_say_so_and_are_drawn_in_other_styles():
                                      "fedprox": "fedprox (the same curve as fedavg)",
                                      "scala": "scala"}
     assert len(set(map(str, LINE_STYLES))) == len(LINE_STYLES) > 1
+
+
+def test_a_round_axis_has_ticks_on_whole_rounds_only():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.style import round_axis
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.1, 0.2])          # a two-round run: ticks were at 1.25 and 1.5
+    round_axis(ax.xaxis)
+    fig.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if 1 <= t <= 2]
+    plt.close(fig)
+    assert ticks and all(float(t).is_integer() for t in ticks)
