@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -197,11 +198,30 @@ def check_classes(name: str, trainer: type[Trainer], protocol: type[ClientStages
 
 
 class Registry(Mapping):
-    """Algorithm name -> AlgorithmSpec, in registration order."""
+    """Algorithm name -> AlgorithmSpec, in registration order. The installed packages'
+    algorithms (entry-point group `scala_netsim.algorithms`) are loaded when the registry is
+    first read, not when this module is imported: a plugin module imports this module to
+    build its spec, so importing the plugin directly (a test, a notebook) must not load the
+    half-imported plugin through its entry point. A plugin that cannot be loaded is named,
+    and only a scenario that asks for it is refused (`broken`)."""
 
     def __init__(self) -> None:
         self._specs: dict[str, AlgorithmSpec] = {}
-        self.version = 0   # bumped by every registration (the scenario schema follows it)
+        self._version = 0   # bumped by every registration (the scenario schema follows it)
+        self._plugins_loaded = False
+        #: entry-point name -> why it could not be loaded
+        self.broken: dict[str, str] = {}
+
+    def _with_plugins(self) -> dict[str, AlgorithmSpec]:
+        if not self._plugins_loaded:
+            self._plugins_loaded = True     # (before: loading reads the registry)
+            load_plugins(self)
+        return self._specs
+
+    @property
+    def version(self) -> int:
+        self._with_plugins()
+        return self._version
 
     def register(self, spec: AlgorithmSpec) -> AlgorithmSpec:
         """Add `spec`; a trainer given as a class is checked against its protocol now."""
@@ -212,21 +232,22 @@ class Registry(Mapping):
         if not any(isinstance(ref, str) for ref in spec._refs):
             spec.classes()
         self._specs[spec.name] = spec
-        self.version += 1
+        self._version += 1
         return spec
 
     def __getitem__(self, name: str) -> AlgorithmSpec:
-        return self._specs[name]
+        return self._with_plugins()[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._specs)
+        return iter(self._with_plugins())
 
     def __len__(self) -> int:
-        return len(self._specs)
+        return len(self._with_plugins())
 
     def with_trait(self, trait: str) -> list[str]:
         """The names of the algorithms with `trait` (a Traits field or property) true."""
-        return [name for name, spec in self._specs.items() if getattr(spec.traits, trait)]
+        return [name for name, spec in self._with_plugins().items()
+                if getattr(spec.traits, trait)]
 
 
 ALGORITHMS = Registry()
@@ -302,19 +323,24 @@ for _spec in (
     register(_spec)
 
 
-def load_plugins() -> list[str]:
+def load_plugins(registry: Registry) -> list[str]:
     """Register the algorithms of installed packages (entry-point group
-    `scala_netsim.algorithms`). -> their names."""
+    `scala_netsim.algorithms`) in `registry`. -> their names. An entry point that cannot be
+    loaded (its import fails, it names no AlgorithmSpec, the registry refuses it) is kept in
+    `registry.broken` with the reason, and a warning names it; the other algorithms work."""
     names = []
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        loaded = entry.load()
-        for spec in loaded if isinstance(loaded, (list, tuple)) else [loaded]:
-            if not isinstance(spec, AlgorithmSpec):
-                raise TypeError(f"entry point {entry.name} = {entry.value} of group "
-                                f"{ENTRY_POINT_GROUP} must name an AlgorithmSpec, got "
-                                f"{type(spec).__name__}")
-            names.append(register(spec).name)
+        try:
+            loaded = entry.load()
+            specs = loaded if isinstance(loaded, (list, tuple)) else [loaded]
+            for spec in specs:
+                if not isinstance(spec, AlgorithmSpec):
+                    raise TypeError(f"it must name an AlgorithmSpec, got "
+                                    f"{type(spec).__name__}")
+            names += [registry.register(spec).name for spec in specs]
+        except Exception as exc:   # (any failure of a plugin's import is the plugin's)
+            why = (f"the algorithm plugin {entry.name} = {entry.value} (entry-point group "
+                   f"{ENTRY_POINT_GROUP}) could not be loaded: {type(exc).__name__}: {exc}")
+            registry.broken[entry.name] = why
+            warnings.warn(why, stacklevel=2)
     return names
-
-
-load_plugins()

@@ -20,6 +20,7 @@ from scala_netsim.config.registry import (
 )
 from scala_netsim.sim.protocols import ConcatSplitProtocol, FederatedProtocol
 
+from conftest import ROOT
 from golden_run import GOLDEN, run_golden
 
 PLUGIN = '''
@@ -191,3 +192,34 @@ def test_a_class_that_is_not_a_trainer_gets_the_contracts_refusal():
     with pytest.raises(TypeError, match="is not a protocol"):
         register(AlgorithmSpec("not_two", SCALA, dict, "not a protocol"))
     assert "not_one" not in ALGORITHMS and "not_two" not in ALGORITHMS
+
+
+def test_a_plugin_module_imports_directly_and_a_broken_one_spares_the_others(plugin_dir,
+                                                                             tmp_path):
+    # issue 37: importing the plugin (as a test or notebook would) was a circular import,
+    # since importing the registry loaded the half-imported plugin through its entry point;
+    # and a plugin whose import failed broke every command
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (
+        str(plugin_dir), str(ROOT), os.environ.get("PYTHONPATH"))))}
+    direct = subprocess.run(
+        [sys.executable, "-c", "import fedavg_clip; from scala_netsim.config.registry import "
+         "ALGORITHMS; print(ALGORITHMS['fedavg_clip'].name)"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert direct.returncode == 0, direct.stderr
+    assert direct.stdout.strip() == "fedavg_clip"
+    (plugin_dir / "fedavg_clip.py").write_text("raise ImportError('a missing dependency')\n")
+    broken = subprocess.run(
+        [sys.executable, "-m", "scala_netsim", str(ROOT / "scenarios/quickstart.yaml"),
+         "--set", "algorithms=[fedavg_clip]", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert broken.returncode == 2
+    assert ("algorithms.0: 'fedavg_clip' is not available: the algorithm plugin fedavg_clip "
+            "= fedavg_clip:SPEC (entry-point group scala_netsim.algorithms) could not be "
+            "loaded: ImportError: a missing dependency") in broken.stderr
+    others = subprocess.run(
+        [sys.executable, "-c", "from scala_netsim.config.scenario import load_scenario; "
+         f"print(load_scenario({str(ROOT / 'scenarios/quickstart.yaml')!r}).algorithms)"],
+        capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert others.returncode == 0, others.stderr
+    assert others.stdout.strip() == "['scala']"
+    assert "fedavg_clip = fedavg_clip:SPEC" in others.stderr   # the warning names it
