@@ -27,7 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -128,13 +128,12 @@ class Trainer(ABC):
     #: None: the trainer does not report them (that check is skipped)
     aggregations: list[tuple[str, int, float]] | None = None
 
-    @classmethod
-    def from_setup(cls, setup: Any, config: Any = None) -> Trainer:
-        """The trainer of a run, as the run builds it: on `setup` (the scenario's data, model,
-        optimiser and seeds: scala_netsim.algorithms.common.TrainerSetup) with the
-        algorithm's scenario section `config` (None when it has none)."""
-        raise NotImplementedError(f"{cls.__name__} does not say how a run builds it "
-                                  f"(from_setup)")
+    if TYPE_CHECKING:   # what a registered trainer class provides (TrainerBase's subclasses
+        # do; the replay and timing trainers are never built from a setup): the trainer of a
+        # run on `setup` (scala_netsim.algorithms.common.TrainerSetup) with the algorithm's
+        # scenario section `config` (None when it has none)
+        @classmethod
+        def from_setup(cls, setup: Any, config: Any = None) -> Trainer: ...
 
     def persistent_modules(self) -> dict[str, nn.Module] | None:
         """The modules of the trained global model by name (model.pt, what the attack reads);
