@@ -204,8 +204,8 @@ def test_the_readmes_first_command_prints_what_the_readme_says(cli, tmp_path):
 
     readme = (ROOT / "README.md").read_text()
     command = next(line.strip() for line in readme.splitlines()
-                   if line.strip().startswith("python3 -m scala_netsim scenarios/quickstart.yaml"
-                                              " --set training.rounds=5"))
+                   if line.strip().startswith(".venv/bin/python -m scala_netsim"
+                                              " scenarios/quickstart.yaml --set training.rounds=5"))
     args = shlex.split(command)[3:]
     args[args.index("--out") + 1] = str(tmp_path)
     code, out, err = cli(*[ROOT / a if a.startswith("scenarios/") else a for a in args],
