@@ -7,6 +7,7 @@ import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.ticker
@@ -18,9 +19,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from numpy.typing import ArrayLike  # noqa: E402
 
-from analysis.plots import time_unit  # noqa: E402
 from analysis.runs import _fmt_value, group_label, groups, short  # noqa: E402
 from analysis.style import (  # noqa: E402
+    LINE_STYLES,
+    legend_labels,
     legend_outside,
     log_time_axis,
     log_y_if_wide,
@@ -28,6 +30,7 @@ from analysis.style import (  # noqa: E402
     round_axis,
     set_log_x,
     setting_colors,
+    time_unit,
 )
 
 MB, GFLOP = 1e6, 1e9
@@ -71,14 +74,15 @@ def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
 
 
 def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str | tuple, label: str | None,
-          marker: str = "o", ms: float = 3.0) -> np.ndarray:
+          marker: str = "o", ms: float = 3.0, ls: object = "-") -> np.ndarray:
     """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
     values = np.asarray(values, dtype=float)
     with warnings.catch_warnings():   # a value no seed has (e.g. no drop records): a gap
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean(values, axis=0)
         std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
-    ax.plot(x, mean, color=color, marker=marker if ms else None, ms=ms, lw=1.4, label=label)
+    ax.plot(x, mean, color=color, marker=marker if ms else None, ms=ms, lw=1.4, ls=ls,
+            label=label)
     ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
     return mean
 
@@ -97,55 +101,113 @@ def _stack_curves(curves: dict, folders: Sequence[str] | pd.Series,
 
 def accuracy_figure(runs: pd.DataFrame, curves: dict, keys: Sequence[str], path: Path,
                     over_time: bool) -> dict:
-    """One panel per algorithm, one curve (mean ± std over seeds) per setting. A numeric swept
-    key of many values is drawn on a colour map with a colour bar, other settings in distinct
-    colours with one legend outside the panels; the time axis is logarithmic where the runs'
-    times span decades. -> what was chosen: {"colorbar": key or None, "log_x": bool}."""
-    algorithms = list(dict.fromkeys(runs["algorithm"]))
-    cols = min(3, len(algorithms))
-    nrows = math.ceil(len(algorithms) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols + 1.8, 3.6 * nrows + 0.5),
-                             squeeze=False, sharey=True, layout="constrained")
-    all_groups = groups(runs, keys)
-    palette = setting_colors([tuple(s.values()) for _, s, _ in all_groups], keys)
+    """Test accuracy against simulated time (or rounds), mean ± std over seeds, every panel
+    on one x and one y axis so that "who is ahead at equal time" reads across panels. One
+    panel per setting of the swept keys (one panel without a sweep) with every algorithm in
+    it, each algorithm in its colour and line style; a numeric key swept over many values
+    instead gets one panel per algorithm with the values on a colour map and a colour bar.
+    The time axis is logarithmic where the runs' times span decades. -> what was chosen:
+    {"panels": "setting" or "algorithm", "colorbar": key or None, "log_x": bool}."""
+    palette = setting_colors([tuple(s.values()) for _, s, _ in groups(runs, keys)], keys)
     span = float(runs["total_sim_time_s"].max()) if over_time else 0.0
     divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
     log_x = over_time and log_time_axis(runs["total_sim_time_s"].to_numpy(float))
-    seeds = {len(g) for _, _, g in all_groups}
-    for ax, algorithm in zip(axes.flat, algorithms, strict=False):
-        for _, setting, g in groups(runs[runs["algorithm"] == algorithm], keys):
-            _, xs, accs = _stack_curves(curves, g["folder"], 1 if over_time else 0)
-            if xs.shape[1] == 0:
-                continue
-            x = xs.mean(0) / divisor
-            shown = x > 0 if log_x else np.ones(len(x), bool)   # round 0 has no place on a log
-            label = group_label("", setting).strip() or algorithm
-            if len(seeds) > 1:
-                label += f" ({len(g)} seed{'s' if len(g) > 1 else ''})"
-            _band(ax, x[shown], 100 * accs[:, shown], palette.colors[tuple(setting.values())],
-                  None if palette.scale else label, ms=marker_size(int(shown.sum())))
-        ax.set_title(algorithm)
+    by_algorithm = palette.scale is not None
+    algorithms = list(dict.fromkeys(runs["algorithm"]))
+    settings = [(setting, runs.loc[rows.index])   # the runs of each setting, any algorithm
+                for _, setting, rows in groups(runs.assign(algorithm=""), keys)]
+    panels = algorithms if by_algorithm else settings
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    size = (8.5, 4.8) if len(panels) == 1 else (4.6 * cols + 1.8, 3.6 * nrows + 0.5)
+    fig, axes = plt.subplots(nrows, cols, figsize=size, squeeze=False, sharex=True,
+                             sharey=True, layout="constrained")
+    shown_axes = list(axes.flat)[:len(panels)]
+    axis = (over_time, divisor, log_x)
+    if by_algorithm:
+        _algorithm_panels(shown_axes, algorithms, runs, curves, keys, palette, axis)
+    else:
+        _setting_panels(shown_axes, settings, runs, curves, axis)
+    for ax in shown_axes:
         ax.set_xlabel(x_label + (", log scale" if log_x else ""))
+        ax.xaxis.set_tick_params(labelbottom=True)
         if not over_time:
             round_axis(ax.xaxis)
         if log_x:
             set_log_x(ax)
         ax.set_ylabel("test accuracy (%)")
         ax.grid(alpha=0.3, which="both" if log_x else "major")
-    for ax in list(axes.flat)[len(algorithms):]:
+    for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    shown_axes = list(axes.flat)[:len(algorithms)]
     if palette.scale:
         palette.colorbar(fig, shown_axes)
-    elif keys:
+    else:
         legend_outside(fig, shown_axes)
     what = "simulated time (mean time of the seeds at each evaluation)" if over_time else "rounds"
+    seeds = {len(g) for _, _, g in groups(runs, keys)}
     n = seeds.pop() if len(seeds) == 1 else 0
     per_seed = f"; {n} seed{'s' if n > 1 else ''} each" if n else ""
-    suptitle(fig, f"test accuracy against {what}; bands: ± 1 std over seeds{per_seed}")
+    title = f"test accuracy against {what}; bands: ± 1 std over seeds{per_seed}"
+    if len(panels) == 1:    # the panel's own title, clear of the legend beside it
+        shown_axes[0].set_title(textwrap.fill(title, 70), fontsize=10)
+    else:
+        suptitle(fig, title)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return {"colorbar": palette.scale[0] if palette.scale else None, "log_x": bool(log_x)}
+    return {"panels": "algorithm" if by_algorithm else "setting",
+            "colorbar": palette.scale[0] if palette.scale else None, "log_x": bool(log_x)}
+
+
+def _mean_curve(curves: dict, rows: pd.DataFrame, over_time: bool,
+                divisor: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(x, accuracy rows over seeds) of `rows`' runs on their common evaluations, or None."""
+    if rows.empty:
+        return None
+    _, xs, accs = _stack_curves(curves, rows["folder"], 1 if over_time else 0)
+    return None if xs.shape[1] == 0 else (xs.mean(0) / divisor, 100 * accs)
+
+
+def _setting_panels(axes: Sequence[Axes], settings: list[tuple[dict, pd.DataFrame]],
+                    runs: pd.DataFrame, curves: dict, axis: tuple[bool, float, bool]) -> None:
+    """Each panel one setting with every algorithm in it; an algorithm whose curves are
+    another's, point for point, says so in the legend (one line hides the other)."""
+    over_time, divisor, log_x = axis
+    algorithms = list(dict.fromkeys(runs["algorithm"]))
+    drawn: dict[str, list[tuple[Axes, np.ndarray, np.ndarray]]] = {a: [] for a in algorithms}
+    for ax, (setting, here) in zip(axes, settings, strict=True):
+        for algorithm in algorithms:
+            curve = _mean_curve(curves, here[here["algorithm"] == algorithm], over_time, divisor)
+            if curve is not None:
+                drawn[algorithm].append((ax, *curve))
+        ax.set_title(group_label("", setting).strip() or "every algorithm", fontsize=10)
+    legend = legend_labels({a: [np.column_stack([x, acc.mean(0)]) for _, x, acc in d]
+                            for a, d in drawn.items()})
+    for i, (algorithm, lines) in enumerate(drawn.items()):
+        for ax, x, accs in lines:
+            shown = x > 0 if log_x else np.ones(len(x), bool)   # round 0: not on a log axis
+            _band(ax, x[shown], accs[:, shown], f"C{i % 10}", legend[algorithm],
+                  ms=marker_size(int(shown.sum())), ls=LINE_STYLES[i % len(LINE_STYLES)])
+
+
+def _algorithm_panels(axes: Sequence[Axes], algorithms: list[str], runs: pd.DataFrame,
+                      curves: dict, keys: Sequence[str], palette: Any,
+                      axis: tuple[bool, float, bool]) -> None:
+    """Each panel one algorithm with a curve per setting, in the colour map's colour."""
+    over_time, divisor, log_x = axis
+    seeds = {len(g) for _, _, g in groups(runs, keys)}
+    for ax, algorithm in zip(axes, algorithms, strict=True):
+        for _, setting, g in groups(runs[runs["algorithm"] == algorithm], keys):
+            curve = _mean_curve(curves, g, over_time, divisor)
+            if curve is None:
+                continue
+            x, accs = curve
+            shown = x > 0 if log_x else np.ones(len(x), bool)   # round 0: not on a log axis
+            label = group_label("", setting).strip() or algorithm
+            if len(seeds) > 1:
+                label += f" ({len(g)} seed{'s' if len(g) > 1 else ''})"
+            _band(ax, x[shown], accs[:, shown], palette.colors[tuple(setting.values())],
+                  None if palette.scale else label, ms=marker_size(int(shown.sum())))
+        ax.set_title(algorithm)
 
 
 EFFECT_PANELS = (

@@ -8,7 +8,6 @@ comparison.csv), whose comparison figures are drawn.
 """
 
 import sys
-from collections.abc import Collection
 from pathlib import Path
 
 import matplotlib
@@ -19,29 +18,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
-from analysis.compare import find_runs  # noqa: E402
-from analysis.runs import group_label  # noqa: E402
-from analysis.style import (  # noqa: E402
-    legend_outside,
-    log_time_axis,
-    marker_size,
-    round_axis,
-    set_log_x,
-)
+from analysis.figures import accuracy_figure  # noqa: E402
+from analysis.runs import load_runs, setting_keys  # noqa: E402
+from analysis.style import round_axis, time_unit  # noqa: E402
 from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV, record_path
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
              ("idle_time_s", "waiting"))
-
-
-def time_unit(span_s: float) -> tuple[float, str]:
-    """(seconds per unit, axis label): simulated time in s, min or h, whichever reads best."""
-    if span_s >= 3 * 3600:
-        return 3600.0, "simulated time (h)"
-    if span_s >= 180:
-        return 60.0, "simulated time (min)"
-    return 1.0, "simulated time (s)"
 
 
 def _accuracy_figure(x: pd.Series, y: pd.Series, xlabel: str, title: str, path: Path) -> None:
@@ -130,93 +114,23 @@ def reconstruction_figure(originals: np.ndarray, reconstructions: np.ndarray, pa
     return Path(path)
 
 
-def _curves(scenario_dir: Path, x_column: str,
-            algorithms: Collection[str] | None) -> dict[str, list[np.ndarray]]:
-    """Label -> the evaluated curves of its runs (one per seed): the label is the algorithm,
-    followed by its swept values when the runs differ in more than the seed (a sweep), so
-    that each setting gets a line of its own."""
-    found = [(summary["algorithm"],
-              {k: v for k, v in summary.get("setting", {}).items() if k != "seed"}, folder)
-             for summary, folder in find_runs(scenario_dir, algorithms)]
-    found.sort(key=lambda run: (run[0], [_order(v) for v in run[1].values()]))
-    curves: dict[str, list[np.ndarray]] = {}
-    for algorithm, setting, folder in found:
-        label = group_label(algorithm, setting)
-        rounds = read_rounds(folder).dropna(subset=["test_acc"])
-        curves.setdefault(label, []).append(rounds[[x_column, "test_acc"]].to_numpy())
-    return curves
+def comparison_figures(scenario_dir: Path | str) -> list[Path]:
+    """figures/accuracy_vs_time.png and figures/accuracy_vs_rounds.png of a scenario's runs,
+    the figures its report shows (analysis.figures.accuracy_figure: every algorithm of a
+    setting in one panel, all panels on one axis); none for timing-only runs, which have no
+    accuracy."""
 
-
-def _order(value: object) -> tuple:
-    """Sort numbers by value, anything else by its text, numbers first."""
-    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
-
-
-#: one style per curve label, so that curves drawn on top of each other stay visible (a
-#: dashed line over a solid one)
-LINE_STYLES = ("-", (0, (5, 3)), (0, (1, 2)), (0, (5, 2, 1, 2)))
-
-
-def legend_labels(curves: dict[str, list[np.ndarray]]) -> dict[str, str]:
-    """Each curve label as the legend writes it: a label whose curves are those of an
-    earlier one, point for point, says so ("fedprox (the same curve as fedavg)"), since one
-    line hides the other."""
-    legend: dict[str, str] = {}
-    for label, runs in curves.items():
-        same = next((other for other in legend
-                     if len(curves[other]) == len(runs)
-                     and all(a.shape == b.shape and np.array_equal(a, b)
-                             for a, b in zip(curves[other], runs, strict=True))), None)
-        legend[label] = label if same is None else f"{label} (the same curve as {same})"
-    return legend
-
-
-def _comparison_figure(scenario_dir: Path, x_column: str, path: Path, title: str,
-                       algorithms: Collection[str] | None) -> None:
-    curves = _curves(scenario_dir, x_column, algorithms)
-    if not curves:
-        return
-    fig, ax = plt.subplots(figsize=(8.5, 4.8), layout="constrained")
-    over_time = x_column == "sim_time_s"
-    ends = [c[-1, 0] for runs in curves.values() for c in runs if len(c)]
-    span = max(ends, default=0.0)
-    divisor, x_label = time_unit(span) if over_time else (1.0, "global round")
-    log_x = over_time and log_time_axis(ends)
-    colours = plt.get_cmap("tab10" if len(curves) <= 10 else "tab20")
-    legend = legend_labels(curves)
-    for g, (label, runs) in enumerate(curves.items()):
-        for i, c in enumerate(runs):  # one line per seed, one colour and style per label
-            c = c[c[:, 0] > 0] if log_x else c   # round 0 (time 0) has no place on a log axis
-            ax.plot(c[:, 0] / divisor, 100 * c[:, 1], lw=1.3, marker=".",
-                    ls=LINE_STYLES[g % len(LINE_STYLES)],
-                    ms=marker_size(len(c)) + 1 if marker_size(len(c)) else 0,
-                    color=colours(g % colours.N), label=legend[label] if i == 0 else None)
-    if log_x:
-        set_log_x(ax)
-    ax.set_xlabel(x_label + (", log scale" if log_x else ""))
-    if not over_time:
-        round_axis(ax.xaxis)
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3, which="both" if log_x else "major")
-    legend_outside(fig, [ax])
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def comparison_figures(scenario_dir: Path | str,
-                       algorithms: Collection[str] | None = None) -> list[Path]:
-    """accuracy_vs_time.png and accuracy_vs_rounds.png of a scenario's runs (none for
-    timing-only runs, which have no accuracy)."""
     scenario_dir = Path(scenario_dir)
-    written = [scenario_dir / "accuracy_vs_time.png", scenario_dir / "accuracy_vs_rounds.png"]
-    if not any(len(c) for runs in _curves(scenario_dir, "round", algorithms).values()
-               for c in runs):
+    runs, curves, index = load_runs(scenario_dir)
+    if runs.empty or runs["timing_only"].all():
         return []
-    _comparison_figure(scenario_dir, "sim_time_s", written[0],
-                       f"{scenario_dir.name}: accuracy against simulated time", algorithms)
-    _comparison_figure(scenario_dir, "round", written[1],
-                       f"{scenario_dir.name}: accuracy against rounds", algorithms)
+    # a key swept over one value (a sweep cut to one cell) labels nothing
+    keys = [k for k in setting_keys(index) if k in runs.columns and runs[k].nunique() >= 2]
+    figures = scenario_dir / "figures"
+    figures.mkdir(exist_ok=True)
+    written = [figures / "accuracy_vs_time.png", figures / "accuracy_vs_rounds.png"]
+    for path, over_time in zip(written, (True, False), strict=True):
+        accuracy_figure(runs, curves, keys, path, over_time)
     return written
 
 

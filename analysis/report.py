@@ -20,11 +20,11 @@ import pandas as pd  # noqa: E402
 
 from analysis.compare import write_comparison  # noqa: E402
 from analysis.figures import (  # noqa: E402
-    accuracy_figure,
     drops_figure,
     effect_figure,
     time_to_target_figure,
 )
+from analysis.plots import comparison_figures  # noqa: E402
 from analysis.runs import ReportError, _fmt_value, load_runs, setting_keys, short  # noqa: E402, F401
 from analysis.tables import (  # noqa: E402
     accuracy_table,
@@ -61,8 +61,7 @@ def write_report(scenario_dir: Path | str) -> Path:
     lines += privacy_lines(runs, keys, targets)
     lines += ["## Figures", ""]
     if measured:
-        accuracy_figure(runs, curves, keys, figures / "accuracy_vs_time.png", over_time=True)
-        accuracy_figure(runs, curves, keys, figures / "accuracy_vs_rounds.png", over_time=False)
+        comparison_figures(scenario_dir)
         lines += ["### Accuracy against simulated time", "", "![](figures/accuracy_vs_time.png)",
                   "", "### Accuracy against rounds", "", "![](figures/accuracy_vs_rounds.png)", ""]
     for key in keys:

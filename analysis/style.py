@@ -142,3 +142,31 @@ def legend_outside(fig: plt.Figure, axes: Sequence[Axes] | np.ndarray, title: st
     if handles:
         fig.legend(handles, labels, loc="outside right upper", fontsize=fontsize, title=title,
                    title_fontsize=fontsize, frameon=False)
+
+
+def time_unit(span_s: float) -> tuple[float, str]:
+    """(seconds per unit, axis label): simulated time in s, min or h, whichever reads best."""
+    if span_s >= 3 * 3600:
+        return 3600.0, "simulated time (h)"
+    if span_s >= 180:
+        return 60.0, "simulated time (min)"
+    return 1.0, "simulated time (s)"
+
+
+#: one style per curve label, so that curves drawn on top of each other stay visible (a
+#: dashed line over a solid one)
+LINE_STYLES = ("-", (0, (5, 3)), (0, (1, 2)), (0, (5, 2, 1, 2)))
+
+
+def legend_labels(curves: dict[str, list[np.ndarray]]) -> dict[str, str]:
+    """Each curve label as the legend writes it: a label whose curves are those of an
+    earlier one, point for point, says so ("fedprox (the same curve as fedavg)"), since one
+    line hides the other."""
+    legend: dict[str, str] = {}
+    for label, runs in curves.items():
+        same = next((other for other in legend
+                     if len(curves[other]) == len(runs)
+                     and all(a.shape == b.shape and np.array_equal(a, b)
+                             for a, b in zip(curves[other], runs, strict=True))), None)
+        legend[label] = label if same is None else f"{label} (the same curve as {same})"
+    return legend

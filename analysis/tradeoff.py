@@ -13,9 +13,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from analysis.plots import time_unit  # noqa: E402
 from analysis.runs import _fmt_value, group_label, groups, short  # noqa: E402
-from analysis.style import legend_outside, set_log_x  # noqa: E402
+from analysis.style import (  # noqa: E402
+    legend_outside,
+    set_log_x,
+    time_unit,  # noqa: E402
+)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:

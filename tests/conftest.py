@@ -113,6 +113,7 @@ def tiny_dataset(per_class: int = 12, test: int = 20) -> Dataset:
 def tiny_scenario(algorithm: str = "scala", **sections: dict) -> Scenario:
     """10 clients, 3 per round, B = 24, 2 local iterations, 2 rounds; `sections` override."""
     document = {"name": "tiny", "device": "cpu", "data": {"num_clients": 10},
+                "model": {"arch": "alexnet14"},    # the small model (the default is alexnet)
                 "algorithms": [algorithm],
                 "training": {"rounds": 2, "local_iters": 2, "batch_size": 24,
                              "participation": 0.3},

@@ -118,7 +118,7 @@ class DataConfig(Strict):
 
 
 class ModelConfig(Strict):
-    arch: ArchName = "alexnet14"
+    arch: ArchName = "alexnet"   # the SCALA authors' AlexNet, the paper's model
     split: str = "S2"  # every arch's default split is S2 (scala_netsim.learn.models)
 
     @model_validator(mode="after")

@@ -101,7 +101,7 @@ def test_unknown_key_suggests_the_close_match():
     ({"training": {"batch_size": 5}},
      "training.batch_size: must be >= the number of participating clients (10), got 5"),
     ({"model": {"split": "S7"}},
-     "model.split: 'S7' is not a split point of alexnet14; allowed: S1, S2, S3, S4, S5"),
+     "model.split: 'S7' is not a split point of alexnet; allowed: S1, S2, S3, S4, S5"),
     ({"data": {"dataset": "mnist"}},
      "data.dataset: must be one of 'fashion_mnist', 'cifar10', 'cifar100' or 'cinic10', "
      "got 'mnist'"),

@@ -177,9 +177,13 @@ def test_no_figures_leaves_the_run_figures_to_analysis_plots(cli, tmp_path):
         "accuracy_vs_rounds.png", "accuracy_vs_time.png", "latency_breakdown.png"]
     scenario_dir = tmp_path / "quickstart"
     assert (scenario_dir / "comparison.csv").is_file() and not list(scenario_dir.glob("*.png"))
+    assert not (scenario_dir / "figures").exists()
     assert plots_main([str(scenario_dir)]) == 0
-    assert sorted(p.name for p in scenario_dir.glob("*.png")) == [
-        "accuracy_vs_rounds.png", "accuracy_vs_time.png"]
+    # one accuracy-against-time figure per scenario folder, the report's (issue 37: there were
+    # two in different styles, OUT/<scenario>/ and OUT/<scenario>/figures/)
+    assert sorted(p.relative_to(scenario_dir).as_posix() for p in scenario_dir.glob("**/*.png")
+                  if p.parent.name == "figures" or p.parent == scenario_dir) == [
+        "figures/accuracy_vs_rounds.png", "figures/accuracy_vs_time.png"]
     assert plots_main([str(tmp_path / "nothing")]) == 2
 
 

@@ -224,7 +224,7 @@ def test_the_readmes_first_command_prints_what_the_readme_says(cli, tmp_path):
 def test_curves_that_coincide_say_so_and_are_drawn_in_other_styles():
     import numpy as np
 
-    from analysis.plots import LINE_STYLES, legend_labels
+    from analysis.style import LINE_STYLES, legend_labels
 
     fedavg = [np.array([[0.0, 0.1], [5.0, 0.5]])]
     curves = {"fedavg": fedavg, "fedprox": [fedavg[0].copy()],
@@ -250,3 +250,11 @@ def test_a_round_axis_has_ticks_on_whole_rounds_only():
     ticks = [t for t in ax.get_xticks() if 1 <= t <= 2]
     plt.close(fig)
     assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_a_scenario_without_a_model_section_trains_the_authors_alexnet():
+    from scala_netsim.config.scenario import validate_scenario
+
+    scenario = validate_scenario({"name": "no_model", "algorithms": ["scala"]})
+    assert (scenario.model.arch, scenario.model.split) == ("alexnet", "S2")
+    assert "`alexnet` (the default" in (ROOT / "docs" / "guides" / "scenarios.md").read_text()

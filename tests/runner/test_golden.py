@@ -118,4 +118,5 @@ def test_the_command_reports_and_compares(golden_run):
             } <= set(comparison.columns)
     assert comparison.loc["fedavg", "server_flops"] == 0
     for figure in ("accuracy_vs_time.png", "accuracy_vs_rounds.png"):
-        assert (golden_run.out / figure).stat().st_size > 0
+        assert (golden_run.out / "figures" / figure).stat().st_size > 0
+        assert not (golden_run.out / figure).exists()

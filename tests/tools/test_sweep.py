@@ -331,28 +331,47 @@ def test_accuracy_at_equal_simulated_time_on_constructed_runs():
     assert equal_time_lines(runs, curves, []) == []
 
 
-def test_the_comparison_figure_gives_each_swept_setting_its_own_line(tmp_path):
-    """A sweep's accuracy_vs_time.png: one labelled colour per (algorithm, setting), seeds
-    sharing it, settings in numeric order; without a sweep, the algorithm alone."""
-    from analysis.plots import _curves, comparison_figures
+def test_the_accuracy_figure_puts_every_algorithm_of_a_setting_in_one_panel_on_one_axis(
+        tmp_path):
+    """accuracy_vs_time.png compares algorithms at equal simulated time: one panel per
+    setting with every algorithm in it, every panel on the same x range (issue 37: the
+    asynchronous study's figure had a panel per algorithm, each with its own x range)."""
+    import matplotlib.pyplot as plt
 
-    for algorithm, t, seed in [("scala", 10, 0), ("scala", 5, 0), ("scala", 5, 1),
-                               ("fedavg", 5, 0)]:
-        folder = tmp_path / "s" / algorithm / f"t={t}" / f"seed{seed}"
-        folder.mkdir(parents=True)
-        (folder / "summary.json").write_text(json.dumps(
-            {"algorithm": algorithm, "setting": {"training.local_iters": t, "seed": seed}}))
-        pd.DataFrame({"round": [1, 2], "sim_time_s": [t, 2.0 * t],
-                      "test_acc": [0.1 * seed + 0.2, 0.5]}).to_csv(folder / "rounds.csv")
-    curves = _curves(tmp_path / "s", "sim_time_s", None)
-    assert list(curves) == ["fedavg local_iters=5", "scala local_iters=5",
-                            "scala local_iters=10"]
-    assert [len(runs) for runs in curves.values()] == [1, 2, 1]
-    assert curves["scala local_iters=10"][0].tolist() == [[10.0, 0.2], [20.0, 0.5]]
-    assert [p.stat().st_size > 10_000 for p in comparison_figures(tmp_path / "s")] == [True] * 2
-    for folder in (tmp_path / "s").rglob("summary.json"):
-        folder.write_text(json.dumps({"algorithm": folder.parts[-4], "setting": {}}))
-    assert list(_curves(tmp_path / "s", "round", None)) == ["fedavg", "scala"]
+    from analysis.figures import accuracy_figure
+
+    key = "training.local_iters"
+    rows, curves = [], {}
+    for algorithm, t, seed, end in [("scala", 10, 0, 100.0), ("scala", 5, 0, 50.0),
+                                    ("scala", 5, 1, 52.0), ("fedavg", 5, 0, 900.0),
+                                    ("fedavg", 10, 0, 1800.0)]:
+        folder = f"{algorithm}/t={t}/seed{seed}"
+        rows.append({"algorithm": algorithm, "seed": seed, key: t, "folder": folder,
+                     "total_sim_time_s": end})
+        curves[folder] = np.array([[r, end * r / 4, 0.1 + 0.1 * r + 0.01 * seed]
+                                   for r in range(5)])
+    runs = pd.DataFrame(rows)
+    drawn = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, path, **kwargs):
+        drawn[path] = [(ax.get_title(), [line.get_label() for line in ax.get_lines()],
+                        ax.get_xlim()) for ax in fig.axes if ax.get_visible()]
+        return real_savefig(fig, path, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        path = tmp_path / "a.png"
+        chosen = accuracy_figure(runs, curves, [key], path, over_time=True)
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert chosen == {"panels": "setting", "colorbar": None, "log_x": True}
+    panels = drawn[path]
+    assert [title for title, _, _ in panels] == ["local_iters=10", "local_iters=5"]
+    for _, labels, _ in panels:          # every algorithm in every panel, once
+        assert [label for label in labels if not label.startswith("_")] == ["scala", "fedavg"]
+    assert len({xlim for _, _, xlim in panels}) == 1                       # one x axis
+    assert path.stat().st_size > 10_000
 
 
 def _constructed_sweep(bands, end_times):
@@ -380,14 +399,14 @@ def test_a_numeric_sweep_of_many_values_gets_a_colour_map_and_decades_a_log_axis
                                                    [5e5 / b * 1e3 for b in bands]])
     path = tmp_path / "a.png"
     assert accuracy_figure(runs, curves, [key], path, over_time=True) == \
-        {"colorbar": key, "log_x": True}
+        {"panels": "algorithm", "colorbar": key, "log_x": True}
     assert path.stat().st_size > 10_000
     assert accuracy_figure(runs, curves, [key], tmp_path / "r.png", over_time=False) == \
-        {"colorbar": key, "log_x": False}                    # rounds: never a log axis
+        {"panels": "algorithm", "colorbar": key, "log_x": False}   # rounds: never a log axis
     few = [1e6, 2e6, 5e6]
     key, runs, curves = _constructed_sweep(few, [[300.0, 250.0, 200.0], [900.0, 700.0, 500.0]])
     assert accuracy_figure(runs, curves, [key], tmp_path / "f.png", over_time=True) == \
-        {"colorbar": None, "log_x": False}
+        {"panels": "setting", "colorbar": None, "log_x": False}
     colors = setting_colors([(b,) for b in bands], [key])
     assert colors.scale is not None and len(set(colors.colors.values())) == len(bands)
     assert setting_colors([("a",), ("b",), ("c",), ("d",), ("e",)], ["channel"]).scale is None
