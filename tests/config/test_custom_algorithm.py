@@ -223,3 +223,53 @@ def test_a_plugin_module_imports_directly_and_a_broken_one_spares_the_others(plu
     assert others.returncode == 0, others.stderr
     assert others.stdout.strip() == "['scala']"
     assert "fedavg_clip = fedavg_clip:SPEC" in others.stderr   # the warning names it
+
+
+FEDAVGM = ROOT / "docs" / "examples" / "fedavgm.py"
+
+
+def fedavgm_plugin(folder, source: str):
+    """A package on PYTHONPATH registering `fedavgm` from `source` (an entry point)."""
+    (folder / "fedavgm-0.1.dist-info").mkdir(parents=True)
+    (folder / "fedavgm.py").write_text(source)
+    (folder / "fedavgm-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fedavgm\nVersion: 0.1\n")
+    (folder / "fedavgm-0.1.dist-info" / "entry_points.txt").write_text(
+        "[scala_netsim.algorithms]\nfedavgm = fedavgm:SPEC\n")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, (str(folder),
+                                                        os.environ.get("PYTHONPATH"))))}
+
+
+def resumed_rounds(out, env) -> tuple[bytes, bytes, str]:
+    """(rounds.csv of an uninterrupted golden run of fedavgm, the same after resuming it from
+    round 1's checkpoint, the second invocation's output)."""
+    proc = run_golden(out, "--set", "algorithms=[fedavgm]", "--set", "fedavgm.beta=0.5",
+                      env=env)
+    assert proc.returncode == 0, proc.stderr
+    run = out / "golden" / "fedavgm" / "seed3"
+    whole = (run / "rounds.csv").read_bytes()
+    (run / "summary.json").unlink()          # as if stopped after round 1's checkpoint
+    again = run_golden(out, "--set", "algorithms=[fedavgm]", "--set", "fedavgm.beta=0.5",
+                       env=env)
+    assert again.returncode == 0, again.stderr
+    return whole, (run / "rounds.csv").read_bytes(), again.stdout
+
+
+@pytest.mark.slow
+def test_the_guides_server_side_plugin_runs_and_its_state_survives_a_resume(tmp_path):
+    """docs/examples/fedavgm.py (the extension guide quotes it): a server-side hook
+    (`end_round` on the global model) with state that outlives a round (`extra_state`)."""
+    guide = (ROOT / "docs" / "guides" / "extending.md").read_text()
+    source = FEDAVGM.read_text()
+    assert source.split('"""', 2)[2].strip() in guide          # the guide shows this code
+    whole, resumed, stdout = resumed_rounds(tmp_path / "a", fedavgm_plugin(tmp_path / "p",
+                                                                           source))
+    assert "fedavgm: resuming from round 1 of 2" in stdout
+    assert resumed == whole                     # the velocity came back from the checkpoint
+    assert whole != (GOLDEN / "fedavg" / "rounds.csv").read_bytes()   # and it does something
+    # without extra_state the resumed run restarts the velocity at zero: other results
+    forgetful = source.replace("def extra_state(", "def _unused(").replace(
+        "def load_extra_state(", "def _unused_too(")
+    whole, resumed, _ = resumed_rounds(tmp_path / "b", fedavgm_plugin(tmp_path / "q",
+                                                                      forgetful))
+    assert resumed != whole
