@@ -33,7 +33,7 @@ API = {
     "Options": "scala_netsim.api",
     # every error for bad input or a refused run derives from Error
     "Error": "scala_netsim.core.errors", "DamagedRunError": "scala_netsim.core.errors",
-    "ScenarioError": "scala_netsim.config.documents", "RefusedError": "scala_netsim.api",
+    "ScenarioError": "scala_netsim.config.documents", "RefusedError": "scala_netsim.core.errors",
     "DataNotFoundError": "scala_netsim.learn.data",
     "PartitionError": "scala_netsim.learn.partition",
     "CheckpointError": "scala_netsim.runner.checkpoints",

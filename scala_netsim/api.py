@@ -24,7 +24,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ import pandas as pd
 from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario, read_document, validate_scenario
-from scala_netsim.core.errors import Error
+from scala_netsim.core.errors import RefusedError
 from scala_netsim.core.exits import check_writable
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
@@ -51,13 +51,8 @@ if TYPE_CHECKING:
     import torch
 
     from scala_netsim.learn.data import Dataset
+    from scala_netsim.runner.estimate import Spread
     from scala_netsim.tools.sweep import SweepCell
-
-#: The run-time estimate times 8 training steps; below this many local iterations in all the
-#: runs to train (a smoke test, a one-round check) it would cost a good part of the work
-#: itself, and none is printed.
-MIN_STEPS_TO_ESTIMATE = 20
-
 
 def load_scenario(source: str | Path | Mapping[str, Any],
                   overrides: Mapping[str, Any] | Sequence[str] = ()) -> Scenario:
@@ -99,13 +94,16 @@ class Options:
     report: bool = False          # write report.md at the end
     echo: bool = True             # print what the CLI prints (the plan, a line per run)
     drop_checkpoints: bool = False   # delete each run's checkpoint.pt once it has finished
+    estimate: bool = True         # time training steps here for the run-time estimate
+    ray_slots: int = 0            # cells the Ray cluster runs at once (known once connected)
 
 
 def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "results", *,
         jobs: int = 1, executor: str = "local", retime: bool = True, progress: bool = False,
         force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
         ray_address: str | None = None, ray_cpus_per_cell: int = 1,
-        retime_from: str | Path | None = None, drop_checkpoints: bool = False) -> Results:
+        retime_from: str | Path | None = None, drop_checkpoints: bool = False,
+        estimate: bool = True) -> Results:
     """Run every cell of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
     write the study's comparison.csv; finished runs are skipped and interrupted ones resume
     (unless `force`). The keywords are the command line's flags (`retime_from`: re-time
@@ -117,7 +115,7 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
                       ray_cpus_per_cell=ray_cpus_per_cell, retime=retime,
                       retime_from=None if retime_from is None else Path(retime_from),
                       progress=progress, force=force, figures=figures, report=report,
-                      echo=echo, drop_checkpoints=drop_checkpoints)
+                      echo=echo, drop_checkpoints=drop_checkpoints, estimate=estimate)
     for name, value in (("jobs", jobs), ("ray_cpus_per_cell", ray_cpus_per_cell)):
         if value < 1:
             raise RefusedError(f"{name}: must be a whole number >= 1, got {value}")
@@ -126,17 +124,16 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
     return run_scenario(scenario, Path(out), options)
 
 
-class RefusedError(Error, ValueError):
-    """The run cannot start as asked (a folder of another scenario, a missing GPU, a result
-    root that cannot be written, an algorithm that cannot be timed without training); the
-    message says what is allowed. The CLI prints it and exits 2."""
-
-
 def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     """`run` on a validated scenario."""
     from scala_netsim.tools.sweep import expand_sweep
 
     cells = expand_sweep(scenario, out)
+    if options.executor == "ray":   # the cluster is reached before anything is written
+        from scala_netsim.tools.sweep import connect_ray
+
+        options = replace(options, ray_slots=connect_ray(options.ray_address,
+                                                         options.ray_cpus_per_cell))
     problem = check_writable(out)
     if problem:
         raise RefusedError(problem)
@@ -239,40 +236,28 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     if plan:
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
-    print(estimate_line(scenario, todo, trained, resumed, dataset, device, options))
+    from scala_netsim.runner.estimate import estimate_line
+
+    print(estimate_line(scenario, todo, trained, resumed, dataset, device,
+                        spread(options, len(trained)) if options.estimate else None))
     return todo, plan, states
 
 
-def estimate_line(scenario: Scenario, todo: list[SweepCell], trained: list[SweepCell],
-                  resumed: dict[Path, int], dataset: Dataset, device: torch.device,
-                  options: Options) -> str:
-    """The run-time estimate of the runs to train (a resumed one: the share of its rounds
-    left), or why there is none."""
-    from scala_netsim.runner.estimate import StepCosts, format_duration, run_time_s
+def spread(options: Options, runs: int) -> Spread:
+    """How the chosen executor spreads `runs` runs: at once, torch threads each, where."""
+    import torch
 
-    steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
-    if any(c.scenario.training.time_budget_s is not None for c in trained):
-        return ("no run-time estimate: the runs stop at a simulated time budget "
-                "(training.time_budget_s), so how many rounds they take shows only as they run")
-    if trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
-        costs = StepCosts.measure(scenario, dataset, device)
-        estimate_s = sum(run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
-                         * (1 - resumed.get(c.folder, 0) / c.scenario.training.rounds)
-                         for c in trained)
-        left = " (what is left of them)" if any(resumed.get(c.folder) for c in trained) else ""
-        return (f"estimated run time on this machine: {format_duration(estimate_s)} for "
-                f"{len(trained)} run(s){left} one after another"
-                + (f", spread over {options.jobs} jobs" if options.jobs > 1 else ""))
-    if not todo:
-        return "every run is finished already (--force reruns them); rebuilding the report"
-    if not trained:
-        return ("no run-time estimate: every run left is re-timed from another's records "
-                "(seconds each), none trained")
-    if scenario.timing_only:
-        return ("no run-time estimate: a timing-only run trains only the rounds that meter a "
-                "new batch size, and how many those are shows only as it runs")
-    return (f"no run-time estimate: {steps} local step(s) in all, fewer than it takes to "
-            f"time them ({MIN_STEPS_TO_ESTIMATE})")
+    from scala_netsim.runner.estimate import Spread
+
+    if options.executor == "ray":
+        return Spread(options.ray_slots, options.ray_cpus_per_cell,
+                f"the Ray cluster's {options.ray_slots} slot(s) of {options.ray_cpus_per_cell} "
+                f"CPU(s), if its nodes are as fast as this one" if options.ray_slots > 1 else
+                ", on a Ray cluster that runs one cell at a time")
+    if options.jobs > 1 and runs > 1:
+        jobs = min(options.jobs, runs)
+        return Spread(jobs, max(1, torch.get_num_threads() // options.jobs), f"{jobs} jobs")
+    return Spread(1, torch.get_num_threads(), "")
 
 
 def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],
@@ -286,20 +271,36 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
     def resume_of(cell: SweepCell) -> bool:
         return states[cell.folder] == "partial"
 
+    from tqdm import tqdm
+
+    # several runs at once (worker processes, Ray tasks): one bar over them all
+    several = options.executor == "ray" or (options.jobs > 1 and len(trained) > 1)
+    bar = tqdm(total=len(trained), desc="runs finished", unit="run", file=sys.stderr,
+               disable=not (options.progress and several))
+
+    def say(line: str) -> None:
+        if options.echo:
+            tqdm.write(line, file=sys.stdout)
+
     def report(cell: SweepCell, summary: dict) -> None:
         if options.drop_checkpoints and str(summary.get("status", "")).startswith(FINISHED):
             (cell.folder / CHECKPOINT_PT).unlink(missing_ok=True)   # (it only resumes a run)
-        if options.echo:
-            print(run_line(cell.label, summary), flush=True)
+        say(run_line(cell.label, summary))
+        bar.update()
+
+    def started(cell: SweepCell) -> None:
+        say(f"{cell.label}: started on the cluster" + (", resuming from its checkpoint"
+                                                        if resume_of(cell) else ""))
 
     if options.executor == "ray":
-        run_on_ray(trained, device, options.ray_address, options.ray_cpus_per_cell, resume_of,
-                   report)
-    elif options.jobs > 1 and len(trained) > 1:
+        say(f"{len(trained)} run(s) submitted to Ray, {options.ray_slots} at a time")
+        run_on_ray(trained, device, options.ray_cpus_per_cell, resume_of, report, started)
+    elif several:
         run_in_processes(trained, device, options.jobs, resume_of, report)
     else:
         for cell in trained:
             report(cell, run_one(cell, device, options.progress, resume_of(cell)))
+    bar.close()
     for cell in retimed:
         source = plan[cell.folder]
         try:

@@ -48,6 +48,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "start a local Ray instance")
     parser.add_argument("--ray-cpus-per-cell", type=int, default=1, metavar="C",
                         help="CPUs Ray reserves for each cell, = its torch threads (default 1)")
+    parser.add_argument("--no-estimate", action="store_true",
+                        help="skip the run-time estimate (it times a few training steps here "
+                             "first, some seconds; under Ray, on this machine, not the "
+                             "cluster's)")
     parser.add_argument("--retime-from", type=Path, metavar="DIR",
                         help="re-time the cells whose learning settings (all but network.*, "
                              "compute.* and the name) match a finished training under DIR "
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
                       retime_from=args.retime_from,
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report,
-                      drop_checkpoints=args.drop_checkpoints)
+                      drop_checkpoints=args.drop_checkpoints, estimate=not args.no_estimate)
     try:
         run_scenario(scenario, Path(args.out), options)
     except Error as exc:   # bad input, or a run refused as asked (scala_netsim.Error)

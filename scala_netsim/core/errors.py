@@ -16,3 +16,10 @@ class Error(Exception):
 class DamagedRunError(Error, ValueError):
     """A run folder whose files cannot be trusted: summary.json unreadable, or a record file
     missing or not the one its run wrote (its SHA-256 differs from summary.json's)."""
+
+
+class RefusedError(Error, ValueError):
+    """The run cannot start as asked (a folder of another scenario, a missing GPU, a result
+    root that cannot be written, an algorithm that cannot be timed without training, a Ray
+    cluster that cannot be reached); the message says what is allowed. The CLI prints it and
+    exits 2."""

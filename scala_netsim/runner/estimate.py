@@ -4,8 +4,10 @@ measured time of training steps of the scenario's model."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -102,13 +104,21 @@ class StepCosts:
     concatenated_s: float
 
     @classmethod
-    def measure(cls, scenario: Scenario, dataset: Dataset, device: torch.device) -> StepCosts:
+    def measure(cls, scenario: Scenario, dataset: Dataset, device: torch.device,
+                threads: int | None = None) -> StepCosts:
+        """Timed here, with `threads` torch threads (a worker's or a Ray task's; default: as
+        many as this process uses)."""
         tr = scenario.training
         client_batch = max(1, tr.batch_size // scenario.num_participants)
-        return cls(train_step_s(scenario, dataset, device, tr.batch_size) / tr.batch_size,
-                   train_step_s(scenario, dataset, device, client_batch) / client_batch,
-                   concatenated_step_s(scenario, dataset, device)
-                   / (client_batch * scenario.num_participants))
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads or before)
+        try:
+            return cls(train_step_s(scenario, dataset, device, tr.batch_size) / tr.batch_size,
+                       train_step_s(scenario, dataset, device, client_batch) / client_batch,
+                       concatenated_step_s(scenario, dataset, device)
+                       / (client_batch * scenario.num_participants))
+        finally:
+            torch.set_num_threads(before)
 
 
 def run_time_s(scenario: Scenario, algorithm: str, num_test: int, costs: StepCosts) -> float:
@@ -136,3 +146,63 @@ def format_duration(seconds: float) -> str:
     if seconds < 3 * 3600:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def makespan_s(durations: Sequence[float], slots: int) -> float:
+    """How long `durations` take on `slots` workers that each take the next run, in the order
+    given (the order the runs are submitted), as they come free."""
+    loads = [0.0] * max(1, slots)
+    for duration in durations:
+        loads[loads.index(min(loads))] += duration
+    return max(loads)
+
+
+class Spread(NamedTuple):
+    """How an executor runs the cells: how many at once, torch threads each, and where (words
+    for the estimate line; empty for one after another here)."""
+
+    slots: int
+    threads: int
+    where: str
+
+
+#: The run-time estimate times 8 training steps; below this many local iterations in all the
+#: runs to train (a smoke test, a one-round check) it would cost a good part of the work
+#: itself, and none is printed.
+MIN_STEPS_TO_ESTIMATE = 20
+
+
+def estimate_line(scenario: Scenario, todo: Sequence[Any], trained: Sequence[Any],
+                  resumed: dict[Path, int], dataset: Dataset, device: torch.device,
+                  spread: Spread | None) -> str:
+    """The run-time estimate of the sweep cells `trained` (a resumed one: the share of its
+    rounds left), spread as the executor runs them, or why there is none (`spread` None: the
+    user asked for none)."""
+    steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
+    if any(c.scenario.training.time_budget_s is not None for c in trained):
+        return ("no run-time estimate: the runs stop at a simulated time budget "
+                "(training.time_budget_s), so how many rounds they take shows only as they run")
+    if trained and not scenario.timing_only and steps >= MIN_STEPS_TO_ESTIMATE:
+        if spread is None:
+            return "no run-time estimate (--no-estimate)"
+        slots, threads, where = spread
+        costs = StepCosts.measure(scenario, dataset, device, threads)
+        each = [run_time_s(c.scenario, c.algorithm, len(dataset.test_y), costs)
+                * (1 - resumed.get(c.folder, 0) / c.scenario.training.rounds) for c in trained]
+        left = " (what is left of them)" if any(resumed.get(c.folder) for c in trained) else ""
+        serial = f"{format_duration(sum(each))} for {len(trained)} run(s){left} one after another"
+        if slots == 1:
+            return f"estimated run time on this machine: {serial}" + where
+        return (f"estimated run time: {format_duration(makespan_s(each, slots))} for "
+                f"{len(trained)} run(s){left} spread over {where}, {threads} torch thread(s) "
+                f"each, measured on this machine ({serial})")
+    if not todo:
+        return "every run is finished already (--force reruns them); rebuilding the report"
+    if not trained:
+        return ("no run-time estimate: every run left is re-timed from another's records "
+                "(seconds each), none trained")
+    if scenario.timing_only:
+        return ("no run-time estimate: a timing-only run trains only the rounds that meter a "
+                "new batch size, and how many those are shows only as it runs")
+    return (f"no run-time estimate: {steps} local step(s) in all, fewer than it takes to "
+            f"time them ({MIN_STEPS_TO_ESTIMATE})")

@@ -29,6 +29,7 @@ from scala_netsim.config.scenario import (
     training_identity,
     validate_scenario,
 )
+from scala_netsim.core.errors import RefusedError
 from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.results import (
     check_finished_run,
@@ -360,26 +361,75 @@ def terminate_workers(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, address: str | None,
-               cpus_per_cell: int, resume_of: Callable[[SweepCell], bool],
-               on_done: Callable[[SweepCell, dict], None]) -> None:
-    """Submit every cell as a Ray task (each asking for `cpus_per_cell` CPUs and using that
-    many torch threads). Ray schedules them; results go to the (shared) results folder."""
+def connect_ray(address: str | None, cpus_per_cell: int) -> int:
+    """Connect to the Ray cluster at `address` (a local Ray instance when None), before
+    anything is written. -> how many cells it runs at once (its CPUs // cpus_per_cell);
+    ScenarioError where Ray is missing or the cluster cannot be reached."""
     try:
         import ray
     except ImportError:
         raise ScenarioError("--executor ray", ["Ray is not installed; install the optional "
                                                "extra: pip install -e \".[ray]\""]) from None
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-             include_dashboard=False)
+    try:
+        _reachable(address)   # Ray itself waits minutes on an address nobody listens at
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+                 include_dashboard=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RefusedError(
+            f"--ray-address {address}: cannot connect to a Ray cluster ({reason}); start one "
+            f"with `ray start --head` on its head node, or leave --ray-address out for a local "
+            f"Ray instance; nothing was written") from None
+    return max(1, int(ray.cluster_resources().get("CPU", 0)) // cpus_per_cell)
+
+
+def _reachable(address: str | None) -> None:
+    """ConnectionError where `address` is HOST:PORT and nothing accepts a connection there
+    within 5 s (None, `auto` and ray:// addresses are left to Ray)."""
+    import socket
+
+    host, _, port = (address or "").rpartition(":")
+    if not host or not port.isdigit() or "://" in host:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address}: {exc.strerror or exc}") from None
+
+
+def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, cpus_per_cell: int,
+               resume_of: Callable[[SweepCell], bool],
+               on_done: Callable[[SweepCell, dict], None],
+               on_start: Callable[[SweepCell], None] = lambda cell: None) -> None:
+    """Submit every cell as a Ray task (each asking for `cpus_per_cell` CPUs and using that
+    many torch threads) on the cluster `connect_ray` joined. Ray schedules them; results go
+    to the (shared) results folder, where a cell's start shows: its run writes scenario.yaml
+    first, and `on_start(cell)` is called when that file is newer than the submission."""
+    import time
+
+    import ray
+
     task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(run_cell)
+    submitted = time.time()
     pending = {task.remote(c, str(device), resume_of(c), cpus_per_cell): c
                for c in cells}
+    waiting = list(cells)
     try:
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=2.0)
+            for cell in [c for c in waiting if _written_since(c.folder / SCENARIO_YAML,
+                                                              submitted)]:
+                waiting.remove(cell)
+                on_start(cell)
             for ref in done:
                 on_done(pending.pop(ref), ray.get(ref))
     finally:
         for ref in pending:
             ray.cancel(ref)
+
+
+def _written_since(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime >= since
+    except FileNotFoundError:
+        return False
