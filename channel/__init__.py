@@ -17,7 +17,12 @@ from channel.compute import compute_time_s, sample_flops_per_s
 from channel.fading import FADING_KINDS, Fading, fading_power_gain, shadowing_db
 from channel.geometry import drop_clients_uniform_disk
 from channel.link import LINK_MODELS, AdaptiveShannonLink, Direction, FixedRateLink, LinkModel
-from channel.pathloss import PATHLOSS_MODELS, Macro3gpp36814, PathLossModel
+from channel.pathloss import (
+    PATHLOSS_MODELS,
+    Macro3gpp36814,
+    PathLossModel,
+    register_pathloss,
+)
 from channel.radio import airtime_s, noise_power_w, shannon_rate_bps, snr_linear
 from channel.units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
 
@@ -38,6 +43,7 @@ __all__ = [
     "ProportionalAllocator",
     "Macro3gpp36814",
     "PathLossModel",
+    "register_pathloss",
     "airtime_s",
     "compute_time_s",
     "db_to_linear",

@@ -134,6 +134,11 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
 
         options = replace(options, ray_slots=connect_ray(options.ray_address,
                                                          options.ray_cpus_per_cell))
+    if options.executor == "ray" or (options.jobs > 1 and len(cells) > 1):   # (nothing written)
+        from scala_netsim.tools.sweep import check_known_elsewhere
+
+        check_known_elsewhere(cells, "Ray tasks" if options.executor == "ray"
+                              else "worker processes (jobs > 1)")
     problem = check_writable(out)
     if problem:
         raise RefusedError(problem)

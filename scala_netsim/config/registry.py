@@ -211,6 +211,10 @@ class Registry(Mapping):
         self._plugins_loaded = False
         #: entry-point name -> why it could not be loaded
         self.broken: dict[str, str] = {}
+        #: names registered by a call in this process after the built-ins, not through an
+        #: entry point: worker processes and Ray tasks, which do not run that call, lack them
+        self.runtime_only: set[str] = set()
+        self.sealed = False   # (set once the built-ins are registered)
 
     def _with_plugins(self) -> dict[str, AlgorithmSpec]:
         if not self._plugins_loaded:
@@ -223,8 +227,9 @@ class Registry(Mapping):
         self._with_plugins()
         return self._version
 
-    def register(self, spec: AlgorithmSpec) -> AlgorithmSpec:
-        """Add `spec`; a trainer given as a class is checked against its protocol now."""
+    def register(self, spec: AlgorithmSpec, plugin: bool = False) -> AlgorithmSpec:
+        """Add `spec`; a trainer given as a class is checked against its protocol now.
+        `plugin`: registered from an entry point (every process loads it)."""
         if not spec.name.isidentifier():
             raise ValueError(f"algorithm name must be a Python identifier, got {spec.name!r}")
         if spec.name in self._specs and self._specs[spec.name] != spec:
@@ -233,6 +238,8 @@ class Registry(Mapping):
             spec.classes()
         self._specs[spec.name] = spec
         self._version += 1
+        if self.sealed and not plugin:
+            self.runtime_only.add(spec.name)
         return spec
 
     def __getitem__(self, name: str) -> AlgorithmSpec:
@@ -321,6 +328,7 @@ for _spec in (
              config=GASConfig),
 ):
     register(_spec)
+ALGORITHMS.sealed = True
 
 
 def load_plugins(registry: Registry) -> list[str]:
@@ -337,7 +345,7 @@ def load_plugins(registry: Registry) -> list[str]:
                 if not isinstance(spec, AlgorithmSpec):
                     raise TypeError(f"it must name an AlgorithmSpec, got "
                                     f"{type(spec).__name__}")
-            names += [registry.register(spec).name for spec in specs]
+            names += [registry.register(spec, plugin=True).name for spec in specs]
         except Exception as exc:   # (any failure of a plugin's import is the plugin's)
             why = (f"the algorithm plugin {entry.name} = {entry.value} (entry-point group "
                    f"{ENTRY_POINT_GROUP}) could not be loaded: {type(exc).__name__}: {exc}")

@@ -301,8 +301,9 @@ def _describe(error: Mapping[str, Any]) -> list[str]:
     if kind in bounds:
         limit = next(iter(ctx.values()))
         return [f"{where}: must be {bounds[kind]} {limit}, got {got!r}"]
-    if kind == "literal_error" and isinstance(got, str) and got in ALGORITHMS.broken:
-        return [f"{where}: {got!r} is not available: {ALGORITHMS.broken[got]}"]
+    broken = channel.PATHLOSS_MODELS.broken if loc[-1:] == ["pathloss"] else ALGORITHMS.broken
+    if kind == "literal_error" and isinstance(got, str) and got in broken:
+        return [f"{where}: {got!r} is not available: {broken[got]}"]
     if kind == "literal_error":
         expected = str(ctx.get("expected"))
         return [f"{where}: must be one of {expected}, got {got!r}{_did_you_mean(got, expected)}"]

@@ -12,6 +12,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -33,14 +34,13 @@ if TYPE_CHECKING:
     ArchName: TypeAlias = str
     LinkMode: TypeAlias = str
     FadingKind: TypeAlias = str
-    PathlossName: TypeAlias = str
     AllocatorName: TypeAlias = str
     CodecName: TypeAlias = str
     ModelCodecName: TypeAlias = str
 else:
     DatasetName, ArchName = one_of(DATASET_CLASSES), one_of(ARCHS)
     LinkMode, FadingKind = one_of(channel.LINK_MODELS), one_of(channel.FADING_KINDS)
-    PathlossName, AllocatorName = one_of(channel.PATHLOSS_MODELS), one_of(channel.ALLOCATORS)
+    AllocatorName = one_of(channel.ALLOCATORS)
     CodecName, ModelCodecName = one_of(CODECS), one_of(MODEL_CODECS)
 
 
@@ -195,7 +195,10 @@ class FadingConfig(Strict):
 class NetworkConfig(Strict):
     radius_m: float = Field(default=500.0, gt=0)
     min_distance_m: float = Field(default=35.0, ge=0)
-    pathloss: PathlossName = "3gpp_36814_macro"
+    # a name in channel.PATHLOSS_MODELS, read when a scenario is validated (so a model
+    # registered after this module is imported, by a plugin or a script, is accepted)
+    pathloss: str = "3gpp_36814_macro"
+    carrier_frequency_hz: float = Field(default=2e9, gt=0)
     uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
     downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
     client_tx_power_w: float = Field(default=0.2, gt=0)
@@ -210,6 +213,28 @@ class NetworkConfig(Strict):
     # write the radio and energy columns (scala_netsim.runner.radio_record) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
+
+    @field_validator("pathloss")
+    @classmethod
+    def _known_pathloss(cls, name: str) -> str:
+        if name not in channel.PATHLOSS_MODELS:
+            names = [repr(n) for n in channel.PATHLOSS_MODELS]
+            expected = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1
+                                   else names)
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": expected})
+        return name
+
+    @model_validator(mode="after")
+    def _carrier_in_the_models_range(self) -> NetworkConfig:
+        span = channel.PATHLOSS_MODELS[self.pathloss].carrier_range_hz
+        if span is not None and not span[0] <= self.carrier_frequency_hz <= span[1]:
+            allowed = (f"{span[0] / 1e9:g} GHz" if span[0] == span[1] else
+                       f"{span[0] / 1e9:g} to {span[1] / 1e9:g} GHz")
+            raise ValueError(f"carrier_frequency_hz: {self.pathloss} is defined at {allowed} "
+                             f"only, got {self.carrier_frequency_hz:g}; choose another "
+                             f"network.pathloss for this carrier")
+        return self
 
     @model_validator(mode="after")
     def _radius_above_min_distance(self) -> NetworkConfig:

@@ -16,6 +16,7 @@ import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
+from scala_netsim.config.sections import NetworkConfig
 from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
 from scala_netsim.core.seeds import Seeds
 from scala_netsim.learn.compression import Wire
@@ -62,6 +63,11 @@ def client_partition(scenario: Scenario, dataset: Dataset) -> list[np.ndarray]:
 _PARTITIONS: dict[tuple, tuple[Dataset, list[np.ndarray]]] = {}
 
 
+def pathloss_model(network: NetworkConfig) -> channel.PathLossModel:
+    """The scenario's path-loss model, built with its radio settings (its carrier)."""
+    return channel.PATHLOSS_MODELS[network.pathloss].from_network(network)
+
+
 def build_world(scenario: Scenario, dataset: Dataset) -> World:
     """Partition the training set and drop the clients, reproducibly from the seed."""
     seeds = Seeds(scenario.seed)
@@ -73,7 +79,7 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
         seeds.numpy("drop"))
     cell = Cell(
         distance_m=distance_m,
-        pathloss_db=channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(distance_m),
+        pathloss_db=pathloss_model(net).pathloss_db(distance_m),
         flops_per_s=channel.sample_flops_per_s(scenario.data.num_clients, *comp.client_flops_per_s,
                                                seeds.numpy("flops")),
         server_flops_per_s=comp.server_flops_per_s,
@@ -113,7 +119,7 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
     target_bps = net.link.target_rate_bps
     if not isinstance(model, channel.AdaptiveShannonLink) or target_bps is None:
         return None   # (fixed_rate is a Shannon link with a target rate)
-    edge_pathloss_db = channel.PATHLOSS_MODELS[net.pathloss]().pathloss_db(net.radius_m)
+    edge_pathloss_db = pathloss_model(net).pathloss_db(net.radius_m)
     gain = float(channel.db_to_linear(-edge_pathloss_db))
     short = []
     for direction, band_hz in ((channel.Direction.UPLINK, net.uplink_bandwidth_hz),
@@ -217,7 +223,8 @@ def describe(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
            if any(ALGORITHMS[a].traits.asynchronous for a in scenario.algorithms) else ""),
         f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
-        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz",
+        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz, path loss "
+        f"{net.pathloss} at {net.carrier_frequency_hz / 1e9:g} GHz",
         f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "
         f"FLOP/s, server {comp.server_flops_per_s:.3g} FLOP/s",
     ])

@@ -329,8 +329,11 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
     is called as each finishes. A worker's exception is raised here."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     import torch
+
+    check_known_elsewhere(cells, "worker processes (jobs > 1)")
 
     # torch's own count honours the CPU affinity and OMP_NUM_THREADS, unlike os.cpu_count()
     threads = max(1, torch.get_num_threads() // jobs)
@@ -342,6 +345,12 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 on_done(pending.pop(future), future.result())
+    except BrokenProcessPool as exc:
+        raise RuntimeError(
+            f"a worker process died before its run finished ({exc}): killed from outside, out "
+            f"of memory, or started by a script without the `if __name__ == \"__main__\":` "
+            f"guard that worker processes need (they import the script again); the runs it "
+            f"held resume from their checkpoints when the command is run again") from None
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM (cli.main turns it into KeyboardInterrupt): stop the running cells
         # now, not when they finish. Every file they wrote is complete (atomic writes), and
@@ -350,6 +359,23 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def check_known_elsewhere(cells: Sequence[SweepCell], where: str) -> None:
+    """RefusedError where a cell uses an algorithm or a path-loss model registered by a call
+    in this process (not through an entry point): `where` runs in other processes, which do
+    not make that call, and would fail there."""
+    import channel
+
+    unknown = sorted({c.algorithm for c in cells} & ALGORITHMS.runtime_only
+                     | {c.scenario.network.pathloss for c in cells}
+                     & channel.PATHLOSS_MODELS.runtime_only)
+    if unknown:
+        raise RefusedError(
+            f"{', '.join(map(repr, unknown))} registered in this process only (a register "
+            f"call), and {where} do not run that call; register it through an entry point "
+            f"(groups scala_netsim.algorithms, scala_netsim.pathloss: docs/guides/extending.md) "
+            f"or run the cells here, one after another (jobs=1)")
 
 
 def terminate_workers(pool: ProcessPoolExecutor) -> None:
@@ -409,6 +435,7 @@ def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, cpus_per_
 
     import ray
 
+    check_known_elsewhere(cells, "Ray tasks")
     task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(run_cell)
     submitted = time.time()
     pending = {task.remote(c, str(device), resume_of(c), cpus_per_cell): c
