@@ -2,16 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 
-class AlgorithmConfig(BaseModel):
-    """An algorithm's scenario section (its hyper-parameters). Subclasses declare fields with
-    defaults; `problems` may add checks that need the whole scenario."""
+def number_kind(annotation: Any) -> str | None:
+    """'a whole number' or 'a number' when `annotation` (a field's type) takes numbers and
+    not booleans, else None."""
+    found = {annotation} | set(get_args(annotation))
+    for inner in list(found):
+        found |= set(get_args(inner))      # (Annotated[float, Field(gt=0)] | None)
+    if bool in found or Any in found:
+        return None
+    return "a number" if float in found else "a whole number" if int in found else None
+
+
+class Strict(BaseModel):
+    """A scenario section (scala_netsim.config.sections, and each algorithm's): unknown keys
+    refused, and a boolean never taken for a number (pydantic would read `true` as 1)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, document: Any) -> Any:
+        if isinstance(document, dict):
+            for name, value in document.items():
+                field = cls.model_fields.get(name) if isinstance(name, str) else None
+                kind = None if field is None else number_kind(field.annotation)
+                if isinstance(value, bool) and kind is not None:
+                    raise PydanticCustomError("boolean_for_number", "{field} must be {kind}",
+                                              {"field": name, "kind": kind})
+                if (field is not None and field.annotation is bool
+                        and not isinstance(value, bool)):
+                    raise PydanticCustomError("boolean_for_number", "{field} must be {kind}",
+                                              {"field": name, "kind": "true or false"})
+        return document
+
+
+class AlgorithmConfig(Strict):
+    """An algorithm's scenario section (its hyper-parameters). Subclasses declare fields with
+    defaults; `problems` may add checks that need the whole scenario."""
 
     def problems(self, scenario: Any) -> list[str]:
         """Problems with this section given the rest of the (valid) scenario, each

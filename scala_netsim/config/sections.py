@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
@@ -18,6 +16,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 import channel
+from scala_netsim.algorithms.config import Strict
 from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
@@ -42,40 +41,6 @@ else:
     LinkMode, FadingKind = one_of(channel.LINK_MODELS), one_of(channel.FADING_KINDS)
     AllocatorName = one_of(channel.ALLOCATORS)
     CodecName, ModelCodecName = one_of(CODECS), one_of(MODEL_CODECS)
-
-
-def number_kind(annotation: Any) -> str | None:
-    """'a whole number' or 'a number' when `annotation` (a field's type) takes numbers and
-    not booleans, else None."""
-    found = {annotation} | set(get_args(annotation))
-    for inner in list(found):
-        found |= set(get_args(inner))      # (Annotated[float, Field(gt=0)] | None)
-    if bool in found or Any in found:
-        return None
-    return "a number" if float in found else "a whole number" if int in found else None
-
-
-class Strict(BaseModel):
-    """A section: unknown keys refused, and a boolean never taken for a number (pydantic
-    would read `true` as 1)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_boolean_for_a_number(cls, document: Any) -> Any:
-        if isinstance(document, dict):
-            for name, value in document.items():
-                field = cls.model_fields.get(name) if isinstance(name, str) else None
-                kind = None if field is None else number_kind(field.annotation)
-                if isinstance(value, bool) and kind is not None:
-                    raise PydanticCustomError("boolean_for_number", "{field} must be {kind}",
-                                              {"field": name, "kind": kind})
-                if (field is not None and field.annotation is bool
-                        and not isinstance(value, bool)):
-                    raise PydanticCustomError("boolean_for_number", "{field} must be {kind}",
-                                              {"field": name, "kind": "true or false"})
-        return document
 
 
 class IidPartition(Strict):

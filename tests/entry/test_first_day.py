@@ -78,6 +78,8 @@ def test_a_key_given_twice_is_refused_with_both_lines(cli, tmp_path):
      "network.uplink_bandwidth_hz: must be a number, got false (a boolean)"),
     ("training.deadline_s=true", "training.deadline_s: must be a number, got true"),
     ("timing_only=1", "timing_only: must be true or false, got 1"),
+    # an algorithm's own section too (FedProx ran with mu = 1.0)
+    ("fedprox.mu=true", "fedprox.mu: must be a number, got true (a boolean)"),
     ("sweep={training.rounds: 5}",
      "sweep.training.rounds: must be a list of values (e.g. [5, 10]) or named cases"),
     ("data.partition.kind=dirchlet", "got 'dirchlet'; did you mean 'dirichlet'?"),
