@@ -74,3 +74,23 @@ def test_the_headline_table_is_rebuilt_from_the_run_records_kept_in_git():
     columns = [c for c in published.columns if c not in ("wall_time_s", "folder")]
     pd.testing.assert_frame_equal(rebuilt.loc[published.index, columns], published[columns],
                                   check_dtype=False)
+
+
+def test_the_studies_index_quotes_the_headline_table():
+    """docs/studies/index.md's headline paragraph: every accuracy, round and time it quotes
+    is the headline comparison.csv's (seed 0), rounded as printed."""
+    index = re.sub(r"\s+", " ", (ROOT / "docs" / "studies" / "index.md").read_text())
+    section = index.split("## [alexnet] The headline")[1].split("##")[0]
+    table = pd.read_csv(HEADLINE)
+    seed0 = table[table["seed"] == 0].set_index("algorithm")
+    scala = seed0.loc["scala"]
+    assert (f"SCALA's best test accuracy is **{100 * scala['best_acc']:.2f} %** (round "
+            f"{scala['best_round']}; final {100 * scala['final_acc']:.2f} %)") in section
+    for name, algorithm in NAMES.items():
+        if algorithm != "scala":
+            assert f"{name} {100 * seed0.loc[algorithm, 'best_acc']:.2f} %" in section, name
+    assert f"500 rounds take SCALA {seconds(scala['total_sim_time_s'])}" in section
+    fl = seed0.loc["fedavg"]
+    assert f"the FL family {seconds(fl['total_sim_time_s'])}" in section
+    assert (f"SCALA reaches 80 % after {seconds(scala['time_to_0.8_s'])}, FedAvg after "
+            f"{seconds(fl['time_to_0.8_s'])}") in section

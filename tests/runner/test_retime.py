@@ -17,6 +17,7 @@ from scala_netsim.core.records import RECORD_FILES
 from scala_netsim.core.results import file_sha256
 from scala_netsim.runner.replay import Record, RecordError
 
+from conftest import ROOT
 from golden_run import GOLDEN, run_golden, run_pinned
 
 pytestmark = pytest.mark.slow
@@ -224,3 +225,27 @@ def test_a_cell_with_the_radio_model_re_times_byte_identical_to_its_training(gol
         for name in RECORD_FILES:
             assert (out / name).read_bytes() == (want / name).read_bytes(), (algorithm, name)
         assert "energy_j" in (out / "events.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.slow
+def test_the_headlines_kept_scala_run_re_times_at_5_mhz_from_its_records_in_git(tmp_path,
+                                                                                 capsys):
+    """Issue 38: a committed run (gzipped records, no checkpoint) is re-timed exactly under
+    another cell: the same learning, round by round, under a quarter of the uplink band."""
+    from scala_netsim.core.records import ROUNDS_CSV, record_path
+    from scala_netsim.core.results import read_csv
+    from scala_netsim.retime import main
+
+    source = ROOT / "docs" / "studies" / "cellular_10pct" / "results" / "scala" / "seed0"
+    out = tmp_path / "scala_5mhz"
+    assert main([str(source), "--set", "network.uplink_bandwidth_hz=5e6", "--out",
+                 str(out)]) == 0
+    assert "re-timed from" in capsys.readouterr().out
+    narrow, kept = (read_csv(record_path(f, ROUNDS_CSV)) for f in (out, source))
+    assert len(narrow) == len(kept) == 500
+    assert narrow["test_acc"].equals(kept["test_acc"]) and kept["test_acc"].notna().sum() == 50
+    assert narrow["uplink_bytes"].equals(kept["uplink_bytes"])
+    assert narrow["sim_time_s"].iloc[-1] > kept["sim_time_s"].iloc[-1]
+    # a quarter of the band, but its noise a quarter too (6 dB more SNR): about 3x the airtime
+    ratio = narrow["uplink_time_s"].sum() / kept["uplink_time_s"].sum()
+    assert 2.5 < ratio < 4, ratio
