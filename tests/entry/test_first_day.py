@@ -190,12 +190,21 @@ def test_a_resumed_run_says_so_and_counts_what_is_left(cli, tmp_path):
     run = tmp_path / "quickstart" / "scala" / "seed0"
     first = json.loads((run / "summary.json").read_text())
     (run / "summary.json").unlink()      # as if stopped after round 1's checkpoint
+    import time
+
+    import torch
+
+    before = torch.load(run / "checkpoint.pt", weights_only=True)["wall_time_s"]
+    start = time.perf_counter()
     code, out, err = cli(QUICK, "--out", tmp_path, *every)
+    second = time.perf_counter() - start
     assert code == 0, err
     assert f"scala: resuming from round 1 of 2 ({run})" in out
     again = json.loads((run / "summary.json").read_text())
     assert again["resumed_from_round"] == 1 and again["final_acc"] == first["final_acc"]
-    # the wall time adds up every invocation that worked on the run
+    # the wall time adds up every invocation that worked on the run: the first's share up
+    # to its checkpoint and what the second took (at most its whole invocation)
+    assert before > 0 and before < again["wall_time_s"] <= before + second
     assert len(again["machines"]) == 2 and again["machines"][1]["from_round"] == 1
 
 
@@ -260,3 +269,15 @@ def test_a_scenario_without_a_model_section_trains_the_authors_alexnet():
     scenario = validate_scenario({"name": "no_model", "algorithms": ["scala"]})
     assert (scenario.model.arch, scenario.model.split) == ("alexnet", "S2")
     assert "`alexnet` (the default" in (ROOT / "docs" / "guides" / "scenarios.md").read_text()
+
+
+def test_the_docs_show_the_guard_and_every_allowed_training_key():
+    # issue 37: the Python API guide ran sn.run(jobs=2) at a script's top level (it fails
+    # under spawn), and the bad-input guide's list of keys lacked concurrency, time_budget_s
+    from scala_netsim.config.sections import TrainingConfig
+
+    guide = (ROOT / "docs" / "guides" / "python-api.md").read_text()
+    assert guide.index('if __name__ == "__main__":') < guide.index("jobs=2")
+    listed = " ".join((ROOT / "docs" / "guides" / "bad-input.md").read_text().split())
+    allowed = listed.split("training.rouns: unknown key; did you mean 'rounds'? (allowed: ")[1]
+    assert allowed.split(")")[0].split(", ") == list(TrainingConfig.model_fields)
