@@ -1,0 +1,160 @@
+"""3GPP TR 38.901 (v17) propagation for the urban macro (UMa) and urban micro street-canyon
+(UMi) scenarios: path loss in line of sight (LOS) and not (NLOS), Table 7.4.1-1; the LOS
+probability, Table 7.4.2-1; the outdoor-to-indoor (O2I) penetration loss, 7.4.3.1 (Tables
+7.4.3-1 and 7.4.3-2); the shadow-fading standard deviations of Table 7.4.1-1.
+
+Pure functions of numbers (NumPy arrays or floats): distances in metres, heights in metres,
+the carrier frequency in Hz (the tables write f_c in GHz; the conversion is done here). The
+random draws (LOS state, indoor distance, shadowing) take a NumPy Generator, so that a
+scenario's seed fixes them. Distances below a model's range are not clipped: `check_ranges`
+says which inputs the tables do not cover."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SPEED_OF_LIGHT_M_PER_S = 299_792_458.0
+EFFECTIVE_ENVIRONMENT_HEIGHT_M = 1.0   # h_E (UMa: for h_UT < 13 m, as here; UMi: always)
+FREQUENCY_RANGE_HZ = (0.5e9, 100e9)    # the tables' validity
+
+
+@dataclass(frozen=True)
+class Scenario38901:
+    """One 38.901 scenario's constants: the default base-station height, the valid UT
+    heights and 2D distances, and the shadow-fading standard deviations (LOS, NLOS)."""
+
+    name: str
+    bs_height_m: float
+    ut_height_range_m: tuple[float, float]
+    d2d_range_m: tuple[float, float]
+    shadowing_std_db: tuple[float, float]   # (LOS, NLOS), Table 7.4.1-1
+
+
+UMA = Scenario38901("uma", 25.0, (1.5, 22.5), (10.0, 5000.0), (4.0, 6.0))
+UMI = Scenario38901("umi", 10.0, (1.5, 22.5), (10.0, 5000.0), (4.0, 7.82))
+SCENARIOS = {s.name: s for s in (UMA, UMI)}
+
+
+def distance_3d_m(d2d_m: np.ndarray | float, bs_height_m: float,
+                  ut_height_m: np.ndarray | float) -> np.ndarray:
+    """d_3D = sqrt(d_2D^2 + (h_BS - h_UT)^2)."""
+    return np.hypot(np.asarray(d2d_m, dtype=float), bs_height_m - np.asarray(ut_height_m))
+
+
+def breakpoint_distance_m(carrier_hz: float, bs_height_m: float,
+                          ut_height_m: np.ndarray | float) -> np.ndarray:
+    """d'_BP = 4 h'_BS h'_UT f_c / c with the effective heights h' = h - h_E (Table 7.4.1-1,
+    note 1), h_E = 1 m."""
+    h_bs = bs_height_m - EFFECTIVE_ENVIRONMENT_HEIGHT_M
+    h_ut = np.asarray(ut_height_m, dtype=float) - EFFECTIVE_ENVIRONMENT_HEIGHT_M
+    return 4 * h_bs * h_ut * carrier_hz / SPEED_OF_LIGHT_M_PER_S
+
+
+def pathloss_los_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier_hz: float,
+                    bs_height_m: float, ut_height_m: np.ndarray | float) -> np.ndarray:
+    """PL_LOS: PL1 up to the breakpoint d'_BP, PL2 beyond it (Table 7.4.1-1).
+    UMa: PL1 = 28.0 + 22 log10(d3D) + 20 log10(fc), PL2 = 28.0 + 40 log10(d3D) +
+    20 log10(fc) - 9 log10(d'_BP^2 + (hBS - hUT)^2); UMi: 32.4, 21, 32.4, 40 and 9.5."""
+    d2d = np.asarray(d2d_m, dtype=float)
+    h_ut = np.asarray(ut_height_m, dtype=float)
+    d3d = distance_3d_m(d2d, bs_height_m, h_ut)
+    f_ghz = carrier_hz / 1e9
+    d_bp = breakpoint_distance_m(carrier_hz, bs_height_m, h_ut)
+    if scenario.name == "uma":
+        pl1 = 28.0 + 22 * np.log10(d3d) + 20 * np.log10(f_ghz)
+        pl2 = (28.0 + 40 * np.log10(d3d) + 20 * np.log10(f_ghz)
+               - 9 * np.log10(d_bp ** 2 + (bs_height_m - h_ut) ** 2))
+    else:
+        pl1 = 32.4 + 21 * np.log10(d3d) + 20 * np.log10(f_ghz)
+        pl2 = (32.4 + 40 * np.log10(d3d) + 20 * np.log10(f_ghz)
+               - 9.5 * np.log10(d_bp ** 2 + (bs_height_m - h_ut) ** 2))
+    return np.where(d2d <= d_bp, pl1, pl2)
+
+
+def pathloss_nlos_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier_hz: float,
+                     bs_height_m: float, ut_height_m: np.ndarray | float) -> np.ndarray:
+    """PL_NLOS = max(PL_LOS, PL'_NLOS) (Table 7.4.1-1). UMa: PL' = 13.54 + 39.08 log10(d3D)
+    + 20 log10(fc) - 0.6 (hUT - 1.5); UMi: PL' = 35.3 log10(d3D) + 22.4 + 21.3 log10(fc)
+    - 0.3 (hUT - 1.5)."""
+    h_ut = np.asarray(ut_height_m, dtype=float)
+    d3d = distance_3d_m(d2d_m, bs_height_m, h_ut)
+    f_ghz = carrier_hz / 1e9
+    if scenario.name == "uma":
+        nlos = 13.54 + 39.08 * np.log10(d3d) + 20 * np.log10(f_ghz) - 0.6 * (h_ut - 1.5)
+    else:
+        nlos = 35.3 * np.log10(d3d) + 22.4 + 21.3 * np.log10(f_ghz) - 0.3 * (h_ut - 1.5)
+    return np.maximum(pathloss_los_db(scenario, d2d_m, carrier_hz, bs_height_m, h_ut), nlos)
+
+
+def los_probability(scenario: Scenario38901, d2d_out_m: np.ndarray | float,
+                    ut_height_m: np.ndarray | float = 1.5) -> np.ndarray:
+    """Pr_LOS at the outdoor 2D distance (Table 7.4.2-1): 1 up to 18 m; beyond it UMi
+    18/d + exp(-d/36)(1 - 18/d), UMa [18/d + exp(-d/63)(1 - 18/d)] (1 + C'(hUT) 5/4
+    (d/100)^3 exp(-d/150)) with C'(hUT) = 0 up to 13 m and ((hUT - 13)/10)^1.5 above."""
+    d = np.maximum(np.asarray(d2d_out_m, dtype=float), 1e-9)
+    h_ut = np.asarray(ut_height_m, dtype=float)
+    if scenario.name == "umi":
+        far = 18 / d + np.exp(-d / 36) * (1 - 18 / d)
+    else:
+        c_prime = np.where(h_ut <= 13, 0.0, np.clip((h_ut - 13) / 10, 0, None) ** 1.5)
+        far = ((18 / d + np.exp(-d / 63) * (1 - 18 / d))
+               * (1 + c_prime * 1.25 * (d / 100) ** 3 * np.exp(-d / 150)))
+    return np.where(d <= 18, 1.0, far)
+
+
+def draw_los(scenario: Scenario38901, d2d_out_m: np.ndarray, ut_height_m: np.ndarray | float,
+             rng: np.random.Generator) -> np.ndarray:
+    """Each client's LOS state (True: line of sight), drawn from Pr_LOS at its outdoor 2D
+    distance, one uniform draw per client."""
+    probability = los_probability(scenario, d2d_out_m, ut_height_m)
+    return rng.random(np.shape(probability)) < probability
+
+
+def o2i_building_loss_db(kind: str, carrier_hz: float) -> float:
+    """PL_tw, the through-wall loss of 7.4.3.1 (Table 7.4.3-2), from the materials' losses of
+    Table 7.4.3-1 (f in GHz): L_glass = 2 + 0.2 f, L_IIRglass = 23 + 0.3 f, L_concrete =
+    5 + 4 f. Low loss: 5 - 10 log10(0.3 10^(-L_glass/10) + 0.7 10^(-L_concrete/10)); high
+    loss: 5 - 10 log10(0.7 10^(-L_IIRglass/10) + 0.3 10^(-L_concrete/10))."""
+    f = carrier_hz / 1e9
+    concrete = 5 + 4 * f
+    if kind == "low_loss":
+        glass, share = 2 + 0.2 * f, 0.3
+    elif kind == "high_loss":
+        glass, share = 23 + 0.3 * f, 0.7
+    else:
+        raise ValueError(f"o2i: must be 'low_loss' or 'high_loss', got {kind!r}")
+    return float(5 - 10 * np.log10(share * 10 ** (-glass / 10)
+                                   + (1 - share) * 10 ** (-concrete / 10)))
+
+
+#: the O2I loss's own standard deviation sigma_P (Table 7.4.3-2), dB
+O2I_STD_DB = {"low_loss": 4.4, "high_loss": 6.5}
+
+
+def draw_indoor_distance_m(n: int, rng: np.random.Generator) -> np.ndarray:
+    """d_2D-in: the least of two independent U(0, 25 m) draws per client (UMa and UMi,
+    7.4.3.1); the indoor loss is PL_in = 0.5 d_2D-in dB."""
+    return np.minimum(rng.uniform(0, 25, n), rng.uniform(0, 25, n))
+
+
+def check_ranges(scenario: Scenario38901, carrier_hz: float, ut_height_m: float,
+                 bs_height_m: float) -> list[str]:
+    """What the tables do not cover among the settings: 'field: allowed, got value'."""
+    problems = []
+    low, high = FREQUENCY_RANGE_HZ
+    if not low <= carrier_hz <= high:
+        problems.append(f"carrier_frequency_hz: 3gpp_38901_{scenario.name} is defined from "
+                        f"{low / 1e9:g} to {high / 1e9:g} GHz, got {carrier_hz:g}")
+    h_low, h_high = scenario.ut_height_range_m
+    if not h_low <= ut_height_m <= h_high:
+        problems.append(f"ut_height_m: 3gpp_38901_{scenario.name} is defined for "
+                        f"{h_low:g} to {h_high:g} m, got {ut_height_m:g}")
+    if ut_height_m > 13 and scenario.name == "uma":
+        problems.append(f"ut_height_m: above 13 m UMa draws the effective environment height "
+                        f"h_E, which is not modelled here; got {ut_height_m:g}")
+    if bs_height_m <= EFFECTIVE_ENVIRONMENT_HEIGHT_M:
+        problems.append(f"bs_height_m: must be above {EFFECTIVE_ENVIRONMENT_HEIGHT_M:g} m, "
+                        f"got {bs_height_m:g}")
+    return problems

@@ -1,0 +1,102 @@
+"""3GPP TR 38.901 propagation (issue 39, first part: the tables as functions), against values
+worked by hand from Tables 7.4.1-1, 7.4.2-1 and 7.4.3-2 at 3.5 GHz."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from channel import tr38901 as tr
+
+C = 299_792_458.0
+F = 3.5e9
+
+
+def test_uma_path_loss_below_and_beyond_the_breakpoint_and_nlos():
+    # d'_BP = 4 (25 - 1)(1.5 - 1) 3.5e9 / c = 560.38 m
+    assert tr.breakpoint_distance_m(F, 25.0, 1.5) == pytest.approx(4 * 24 * 0.5 * F / C)
+    assert tr.breakpoint_distance_m(F, 25.0, 1.5) == pytest.approx(560.38, abs=0.01)
+    # 100 m: PL1 = 28 + 22 log10(102.724) + 20 log10(3.5) = 83.14 dB
+    d3d = math.hypot(100, 23.5)
+    pl1 = 28.0 + 22 * math.log10(d3d) + 20 * math.log10(3.5)
+    assert tr.pathloss_los_db(tr.UMA, 100.0, F, 25.0, 1.5) == pytest.approx(pl1, abs=1e-9)
+    assert pl1 == pytest.approx(83.14, abs=0.01)
+    # 1,000 m: PL2 = 28 + 40 log10(1000.28) + 20 log10(3.5) - 9 log10(560.38^2 + 23.5^2)
+    d_bp = 4 * 24 * 0.5 * F / C
+    pl2 = (28.0 + 40 * math.log10(math.hypot(1000, 23.5)) + 20 * math.log10(3.5)
+           - 9 * math.log10(d_bp ** 2 + 23.5 ** 2))
+    assert tr.pathloss_los_db(tr.UMA, 1000.0, F, 25.0, 1.5) == pytest.approx(pl2, abs=1e-9)
+    assert pl2 == pytest.approx(109.41, abs=0.01)
+    # NLOS at 100 m: 13.54 + 39.08 log10(102.724) + 20 log10(3.5) = 103.04 dB (> LOS)
+    nlos = 13.54 + 39.08 * math.log10(d3d) + 20 * math.log10(3.5)
+    assert tr.pathloss_nlos_db(tr.UMA, 100.0, F, 25.0, 1.5) == pytest.approx(nlos, abs=1e-9)
+    assert nlos == pytest.approx(103.04, abs=0.01)
+
+
+def test_umi_path_loss_los_and_nlos():
+    # d'_BP = 4 (10 - 1)(1.5 - 1) 3.5e9 / c = 210.15 m; 100 m is below it
+    assert tr.breakpoint_distance_m(F, 10.0, 1.5) == pytest.approx(210.15, abs=0.01)
+    d3d = math.hypot(100, 8.5)
+    los = 32.4 + 21 * math.log10(d3d) + 20 * math.log10(3.5)
+    assert tr.pathloss_los_db(tr.UMI, 100.0, F, 10.0, 1.5) == pytest.approx(los, abs=1e-9)
+    assert los == pytest.approx(85.31, abs=0.01)
+    nlos = 35.3 * math.log10(d3d) + 22.4 + 21.3 * math.log10(3.5)
+    assert tr.pathloss_nlos_db(tr.UMI, 100.0, F, 10.0, 1.5) == pytest.approx(nlos, abs=1e-9)
+    assert nlos == pytest.approx(104.64, abs=0.01)
+
+
+@pytest.mark.parametrize("scenario, bs_height", [(tr.UMA, 25.0), (tr.UMI, 10.0)])
+def test_los_path_loss_is_continuous_at_the_breakpoint_and_nlos_never_below_los(scenario,
+                                                                               bs_height):
+    d_bp = float(tr.breakpoint_distance_m(F, bs_height, 1.5))
+    below = tr.pathloss_los_db(scenario, d_bp * (1 - 1e-9), F, bs_height, 1.5)
+    beyond = tr.pathloss_los_db(scenario, d_bp * (1 + 1e-9), F, bs_height, 1.5)
+    assert below == pytest.approx(beyond, abs=0.05)   # the two slopes meet at d'_BP
+    d = np.geomspace(10, 5000, 200)
+    assert (tr.pathloss_nlos_db(scenario, d, F, bs_height, 1.5)
+            >= tr.pathloss_los_db(scenario, d, F, bs_height, 1.5)).all()
+
+
+def test_los_probability_by_hand():
+    # UMa, 100 m: 18/100 + exp(-100/63)(1 - 18/100) = 0.3477; UMi: exp(-100/36): 0.2310
+    assert tr.los_probability(tr.UMA, 100.0) == pytest.approx(0.18 + math.exp(-100 / 63) * 0.82)
+    assert tr.los_probability(tr.UMA, 100.0) == pytest.approx(0.3477, abs=1e-4)
+    assert tr.los_probability(tr.UMI, 100.0) == pytest.approx(0.2310, abs=1e-4)
+    assert tr.los_probability(tr.UMA, [5.0, 18.0]).tolist() == [1.0, 1.0]
+    # a UT above 13 m in UMa: the C'(h_UT) term raises it
+    assert tr.los_probability(tr.UMA, 100.0, 20.0) > tr.los_probability(tr.UMA, 100.0, 1.5)
+
+
+def test_the_los_share_of_10000_drops_is_within_binomial_bounds_in_distance_bins():
+    rng = np.random.default_rng(0)
+    d = rng.uniform(10, 500, 10_000)
+    los = tr.draw_los(tr.UMA, d, 1.5, rng)
+    for low in range(10, 500, 70):
+        inside = (d >= low) & (d < low + 70)
+        p = float(tr.los_probability(tr.UMA, d[inside]).mean())
+        n, k = int(inside.sum()), int(los[inside].sum())
+        # a two-sided 99.9 % interval of the binomial count (Poisson-binomial: the mean p)
+        lo, hi = stats.binom.interval(0.999, n, p)
+        assert lo <= k <= hi, (low, n, k, p)
+
+
+def test_o2i_building_losses_by_hand():
+    # low loss at 3.5 GHz: L_glass 2.7, L_concrete 19 dB:
+    # 5 - 10 log10(0.3 10^-0.27 + 0.7 10^-1.9) = 12.70 dB
+    assert tr.o2i_building_loss_db("low_loss", F) == pytest.approx(12.70, abs=0.01)
+    # high loss: L_IIRglass 24.05 dB: 5 - 10 log10(0.7 10^-2.405 + 0.3 10^-1.9) = 26.85 dB
+    assert tr.o2i_building_loss_db("high_loss", F) == pytest.approx(26.85, abs=0.01)
+    with pytest.raises(ValueError, match="o2i: must be 'low_loss' or 'high_loss'"):
+        tr.o2i_building_loss_db("brick", F)
+    d_in = tr.draw_indoor_distance_m(100_000, np.random.default_rng(1))
+    # the least of two U(0, 25): mean 25/3, never above 25
+    assert d_in.max() <= 25 and d_in.mean() == pytest.approx(25 / 3, rel=0.01)
+
+
+def test_ranges_the_tables_do_not_cover_are_named():
+    assert tr.check_ranges(tr.UMA, F, 1.5, 25.0) == []
+    problems = tr.check_ranges(tr.UMA, 0.3e9, 30.0, 25.0)
+    assert problems[0].startswith("carrier_frequency_hz: 3gpp_38901_uma is defined from 0.5 to "
+                                  "100 GHz, got 3e+08")
+    assert problems[1] == "ut_height_m: 3gpp_38901_uma is defined for 1.5 to 22.5 m, got 30"
