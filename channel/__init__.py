@@ -5,6 +5,7 @@ durations and turns them into simulated time. Swappable models are registered by
 scenario uses: `PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
 """
 
+from channel import tr38901
 from channel.bandwidth import (
     ALLOCATORS,
     BandwidthAllocator,
@@ -19,6 +20,7 @@ from channel.geometry import drop_clients_uniform_disk
 from channel.link import LINK_MODELS, AdaptiveShannonLink, Direction, FixedRateLink, LinkModel
 from channel.pathloss import (
     PATHLOSS_MODELS,
+    ClientPropagation,
     Macro3gpp36814,
     PathLossModel,
     register_pathloss,
@@ -43,6 +45,8 @@ __all__ = [
     "ProportionalAllocator",
     "Macro3gpp36814",
     "PathLossModel",
+    "ClientPropagation",
+    "tr38901",
     "register_pathloss",
     "airtime_s",
     "compute_time_s",

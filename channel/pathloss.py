@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 import numpy as np
+
+from channel import tr38901
 
 ENTRY_POINT_GROUP = "scala_netsim.pathloss"
 
@@ -52,6 +55,83 @@ class Macro3gpp36814(PathLossModel):
     def pathloss_db(self, distance_m: np.ndarray | float) -> np.ndarray:
         distance_km = np.asarray(distance_m, dtype=float) / 1000.0
         return 128.1 + 37.6 * np.log10(distance_km)
+
+
+@dataclass
+class ClientPropagation:
+    """What a per-client model drew for each client: the basic path loss (before O2I and
+    shadowing), the shadowing, the O2I loss, the LOS and indoor states and the geometry."""
+
+    pathloss_db: np.ndarray
+    shadowing_db: np.ndarray
+    o2i_db: np.ndarray
+    los: np.ndarray
+    indoor: np.ndarray
+    d3d_m: np.ndarray
+    h_ut_m: np.ndarray
+
+
+class Tr38901(PathLossModel):
+    """3GPP TR 38.901 path loss of one scenario (channel.tr38901) for the clients of a cell:
+    each client is indoors with probability `indoor_share` (O2I loss of the `o2i` model, at a
+    U(0,25) min U(0,25) indoor distance), LOS or not by the LOS probability at its outdoor
+    distance, with the table's shadow fading for its state. `pathloss_db(d)` (a distance
+    alone: the cell-edge check) is the outdoor NLOS loss, the worse state."""
+
+    table: ClassVar[tr38901.Scenario38901]
+    carrier_range_hz = tr38901.FREQUENCY_RANGE_HZ
+    per_client = True
+
+    def __init__(self, carrier_hz: float, bs_height_m: float | None = None,
+                 ut_height_m: float = 1.5, indoor_share: float = 0.8,
+                 o2i: str = "low_loss") -> None:
+        self.carrier_hz, self.ut_height_m = carrier_hz, ut_height_m
+        self.bs_height_m = self.table.bs_height_m if bs_height_m is None else bs_height_m
+        self.indoor_share, self.o2i = indoor_share, o2i
+
+    @classmethod
+    def from_network(cls, network: Any) -> PathLossModel:
+        return cls(network.carrier_frequency_hz, network.bs_height_m, network.ut_height_m,
+                   network.indoor_share, network.o2i)
+
+    def pathloss_db(self, distance_m: np.ndarray | float) -> np.ndarray:
+        return tr38901.pathloss_nlos_db(self.table, distance_m, self.carrier_hz,
+                                        self.bs_height_m, self.ut_height_m)
+
+    def draw_clients(self, d2d_m: np.ndarray,
+                     stream: Callable[[str], np.random.Generator]) -> ClientPropagation:
+        """Each client's draws, each kind from its own stream (`stream(name)`), so that one
+        setting's change leaves the other draws as they were."""
+        n = len(d2d_m)
+        indoor = stream("indoor").random(n) < self.indoor_share
+        d_in = np.where(indoor, tr38901.draw_indoor_distance_m(n, stream("indoor_distance")),
+                        0.0)
+        h_ut = np.full(n, self.ut_height_m)
+        los = tr38901.draw_los(self.table, np.maximum(d2d_m - d_in, 0.0), h_ut, stream("los"))
+        args = (self.table, d2d_m, self.carrier_hz, self.bs_height_m, h_ut)
+        basic = np.where(los, tr38901.pathloss_los_db(*args), tr38901.pathloss_nlos_db(*args))
+        sigma_los, sigma_nlos = self.table.shadowing_std_db
+        shadowing = stream("shadowing").normal(0.0, 1.0, n) * np.where(los, sigma_los,
+                                                                        sigma_nlos)
+        wall = tr38901.o2i_building_loss_db(self.o2i, self.carrier_hz)
+        o2i = np.where(indoor, wall + 0.5 * d_in + stream("o2i").normal(
+            0.0, tr38901.O2I_STD_DB[self.o2i], n), 0.0)
+        return ClientPropagation(basic, shadowing, o2i, los, indoor,
+                                 tr38901.distance_3d_m(d2d_m, self.bs_height_m, h_ut), h_ut)
+
+
+class Uma38901(Tr38901):
+    """3GPP TR 38.901 urban macro (h_BS 25 m by default)."""
+
+    name = "3gpp_38901_uma"
+    table = tr38901.UMA
+
+
+class Umi38901(Tr38901):
+    """3GPP TR 38.901 urban micro, street canyon (h_BS 10 m by default)."""
+
+    name = "3gpp_38901_umi"
+    table = tr38901.UMI
 
 
 class PathLossRegistry(Mapping[str, type[PathLossModel]]):
@@ -112,5 +192,5 @@ class PathLossRegistry(Mapping[str, type[PathLossModel]]):
         return len(self._with_plugins())
 
 
-PATHLOSS_MODELS = PathLossRegistry(Macro3gpp36814)
+PATHLOSS_MODELS = PathLossRegistry(Macro3gpp36814, Uma38901, Umi38901)
 register_pathloss = PATHLOSS_MODELS.register

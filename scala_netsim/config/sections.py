@@ -164,6 +164,13 @@ class NetworkConfig(Strict):
     # registered after this module is imported, by a plugin or a script, is accepted)
     pathloss: str = "3gpp_36814_macro"
     carrier_frequency_hz: float = Field(default=2e9, gt=0)
+    # the 3GPP TR 38.901 models' geometry and buildings (the 36.814 model reads none of them):
+    # base-station height (None: the scenario's, UMa 25 m, UMi 10 m), client height, the share
+    # of clients indoors and their buildings' O2I loss model
+    bs_height_m: float | None = Field(default=None, gt=0)
+    ut_height_m: float = Field(default=1.5, gt=0)
+    indoor_share: float = Field(default=0.8, ge=0, le=1)
+    o2i: Literal["low_loss", "high_loss"] = "low_loss"
     uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
     downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
     client_tx_power_w: float = Field(default=0.2, gt=0)
@@ -192,7 +199,19 @@ class NetworkConfig(Strict):
 
     @model_validator(mode="after")
     def _carrier_in_the_models_range(self) -> NetworkConfig:
-        span = channel.PATHLOSS_MODELS[self.pathloss].carrier_range_hz
+        model = channel.PATHLOSS_MODELS[self.pathloss]
+        table = getattr(model, "table", None)   # a 38.901 model: its table's ranges
+        if table is not None:
+            problems = channel.tr38901.check_ranges(
+                table, self.carrier_frequency_hz, self.ut_height_m,
+                table.bs_height_m if self.bs_height_m is None else self.bs_height_m)
+            if self.shadowing_std_db > 0:
+                problems.append(f"shadowing_std_db: {self.pathloss} draws its own shadow "
+                                f"fading (TR 38.901 Table 7.4.1-1, by LOS state); leave it 0, "
+                                f"got {self.shadowing_std_db:g}")
+            if problems:
+                raise ValueError(problems[0])
+        span = model.carrier_range_hz
         if span is not None and not span[0] <= self.carrier_frequency_hz <= span[1]:
             allowed = (f"{span[0] / 1e9:g} GHz" if span[0] == span[1] else
                        f"{span[0] / 1e9:g} to {span[1] / 1e9:g} GHz")

@@ -5,7 +5,7 @@ per process, with deterministic kernels."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,13 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
                                            seeds.numpy("shadowing"))
                       if net.shadowing_std_db > 0 else None),
     )
+    model = pathloss_model(net)
+    if isinstance(model, channel.pathloss.Tr38901):   # per-client LOS, indoor, shadowing
+        drawn = model.draw_clients(distance_m, lambda name: seeds.numpy("propagation", name))
+        cell = replace(cell, pathloss_db=drawn.pathloss_db, shadowing_db=drawn.shadowing_db,
+                       o2i_db=drawn.o2i_db, drawn={
+                           "d3d_m": drawn.d3d_m, "h_ut_m": drawn.h_ut_m,
+                           "los": drawn.los.astype(int), "indoor": drawn.indoor.astype(int)})
     return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
                  cell, seeds)
 
@@ -138,8 +145,10 @@ def clients_frame(world: World) -> pd.DataFrame:
     frame = pd.DataFrame({
         "client_id": np.arange(len(world.client_indices)),
         "distance_m": world.cell.distance_m,
-        "pathloss_db": world.cell.pathloss_db,     # the distance's alone
+        "pathloss_db": world.cell.pathloss_db,     # the basic loss, before shadowing and O2I
         **({} if world.cell.shadowing_db is None else {"shadowing_db": world.cell.shadowing_db}),
+        **({} if world.cell.o2i_db is None else {"o2i_db": world.cell.o2i_db}),
+        **world.cell.drawn,
         "flops_per_s": world.cell.flops_per_s,
         "num_samples": [len(ix) for ix in world.client_indices],
     })

@@ -14,8 +14,9 @@ from channel import Direction
 @dataclass
 class Cell:
     """The dropped clients of one cell (one entry per client), the server and the bands, in
-    SI units. `gain_linear` is each client's large-scale power gain 10^(-(PL + X)/10): the
-    distance's path loss PL and, when the cell has shadowing, the client's shadowing X (dB)."""
+    SI units. `gain_linear` is each client's large-scale power gain 10^(-(PL + X + O)/10): the
+    path loss PL, the client's shadowing X when the cell has it, and its outdoor-to-indoor
+    loss O under a 38.901 model (dB)."""
 
     distance_m: np.ndarray
     pathloss_db: np.ndarray
@@ -24,12 +25,17 @@ class Cell:
     uplink_bandwidth_hz: float
     downlink_bandwidth_hz: float
     shadowing_db: np.ndarray | None = None
+    #: outdoor-to-indoor loss (dB; 0 outdoors), a 38.901 model's
+    o2i_db: np.ndarray | None = None
+    #: what a per-client model drew besides (d3d_m, h_ut_m, los, indoor), for clients.csv
+    drawn: dict[str, np.ndarray] = field(default_factory=dict)
     gain_linear: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         loss_db = np.asarray(self.pathloss_db)
-        if self.shadowing_db is not None:
-            loss_db = loss_db + self.shadowing_db
+        for extra in (self.shadowing_db, self.o2i_db):
+            if extra is not None:
+                loss_db = loss_db + extra
         self.gain_linear = channel.db_to_linear(-loss_db)
 
     def bandwidth_hz(self, direction: Direction) -> float:

@@ -2,6 +2,7 @@
 worked by hand from Tables 7.4.1-1, 7.4.2-1 and 7.4.3-2 at 3.5 GHz."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -100,3 +101,68 @@ def test_ranges_the_tables_do_not_cover_are_named():
     assert problems[0].startswith("carrier_frequency_hz: 3gpp_38901_uma is defined from 0.5 to "
                                   "100 GHz, got 3e+08")
     assert problems[1] == "ut_height_m: 3gpp_38901_uma is defined for 1.5 to 22.5 m, got 30"
+
+
+# --- in a scenario: network.pathloss 3gpp_38901_uma / _umi ---------------------------------
+def uma_world(num_clients=2000, **network):
+    from scala_netsim.runner.world import build_world, clients_frame
+
+    from conftest import tiny_dataset, tiny_scenario
+
+    scenario = tiny_scenario(data={"num_clients": num_clients},
+                             training={"participation": 1 / num_clients}, network={
+        "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": F, **network})
+    world = build_world(scenario, tiny_dataset(per_class=num_clients // 5))
+    return world, clients_frame(world)
+
+
+def test_a_38901_cell_draws_los_indoor_o2i_and_shadowing_per_client():
+    world, clients = uma_world()
+    for column in ("pathloss_db", "shadowing_db", "o2i_db", "d3d_m", "h_ut_m", "los",
+                   "indoor"):
+        assert column in clients.columns, column
+    # the gain is the basic loss, the shadowing and the O2I loss together
+    total = clients["pathloss_db"] + clients["shadowing_db"] + clients["o2i_db"]
+    np.testing.assert_allclose(world.cell.gain_linear, 10 ** (-total.to_numpy() / 10))
+    # 80 % indoors (38.901's assumption), binomial bounds
+    lo, hi = stats.binom.interval(0.999, len(clients), 0.8)
+    assert lo <= clients["indoor"].sum() <= hi
+    outdoor = clients[clients["indoor"] == 0]
+    assert (outdoor["o2i_db"] == 0).all()
+    assert (clients.loc[clients["indoor"] == 1, "o2i_db"].mean()
+            == pytest.approx(tr.o2i_building_loss_db("low_loss", F) + 0.5 * 25 / 3, abs=0.5))
+    # each state's path loss and shadow-fading deviation (4 dB LOS, 6 dB NLOS)
+    los = clients["los"] == 1
+    np.testing.assert_allclose(clients.loc[los, "pathloss_db"], tr.pathloss_los_db(
+        tr.UMA, clients.loc[los, "distance_m"], F, 25.0, 1.5))
+    np.testing.assert_allclose(clients.loc[~los, "pathloss_db"], tr.pathloss_nlos_db(
+        tr.UMA, clients.loc[~los, "distance_m"], F, 25.0, 1.5))
+    assert clients.loc[los, "shadowing_db"].std() == pytest.approx(4.0, rel=0.15)
+    assert clients.loc[~los, "shadowing_db"].std() == pytest.approx(6.0, rel=0.1)
+
+
+def test_the_paper_cells_clients_file_is_unchanged():
+    from scala_netsim.runner.world import build_world, clients_frame
+
+    from conftest import tiny_dataset, tiny_scenario
+
+    clients = clients_frame(build_world(tiny_scenario(), tiny_dataset()))
+    assert not {"o2i_db", "los", "indoor", "d3d_m"} & set(clients.columns)
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"carrier_frequency_hz": 0.3e9}, "network.carrier_frequency_hz: 3gpp_38901_uma is "
+                                      "defined from 0.5 to 100 GHz, got 3e+08"),
+    ({"ut_height_m": 30.0}, "network.ut_height_m: 3gpp_38901_uma is defined for 1.5 to 22.5 m"),
+    ({"shadowing_std_db": 8.0}, "network.shadowing_std_db: 3gpp_38901_uma draws its own "
+                                "shadow fading"),
+    ({"indoor_share": 1.5}, "network.indoor_share: must be <= 1"),
+    ({"o2i": "brick"}, "network.o2i: must be one of 'low_loss' or 'high_loss', got 'brick'"),
+])
+def test_settings_the_38901_tables_do_not_cover_are_refused(network, message):
+    import scala_netsim as sn
+
+    from conftest import tiny_scenario
+
+    with pytest.raises(sn.ScenarioError, match=re.escape(message)):
+        tiny_scenario(network={"pathloss": "3gpp_38901_uma", **network})
