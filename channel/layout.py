@@ -1,0 +1,111 @@
+"""A network of hexagonal sites (3GPP TR 38.901 7.2 layouts, ITU-R M.2412 test environments):
+site positions for 1, 7 or 19 sites at an inter-site distance, the wraparound images that
+make every site see the same neighbours, uniform drops over the network's hexagonal cells,
+and the sector antenna element of 38.901 Table 7.3-1. Pure NumPy; lengths in metres, angles in
+degrees (azimuth from the x axis, counter-clockwise; zenith from the vertical)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+RINGS = {1: 0, 7: 1, 19: 2}           # sites -> rings of sites around the centre one
+SECTOR_AZIMUTHS_DEG = (30.0, 150.0, 270.0)
+SQRT3 = np.sqrt(3.0)
+
+
+def _axial_to_xy(q: np.ndarray, r: np.ndarray, isd_m: float) -> np.ndarray:
+    """Axial hexagon coordinates (q, r) -> x, y: neighbouring sites are isd_m apart."""
+    return np.column_stack([isd_m * (q + r / 2), isd_m * (SQRT3 / 2) * r])
+
+
+def _axial_ring(radius: int) -> list[tuple[int, int]]:
+    """The axial coordinates at hexagonal distance `radius`, counter-clockwise from (radius, 0)."""
+    if radius == 0:
+        return [(0, 0)]
+    steps = [(-1, 1), (-1, 0), (0, -1), (1, -1), (1, 0), (0, 1)]   # around the ring
+    q, r = radius, 0
+    ring = []
+    for dq, dr in steps:
+        for _ in range(radius):
+            ring.append((q, r))
+            q, r = q + dq, r + dr
+    return ring
+
+
+def hexagonal_sites(sites: int, isd_m: float) -> np.ndarray:
+    """(sites, 2) positions: the centre site, then each ring counter-clockwise."""
+    if sites not in RINGS:
+        raise ValueError(f"layout.sites: must be 1, 7 or 19, got {sites}")
+    if isd_m <= 0:
+        raise ValueError(f"layout.isd_m: must be > 0, got {isd_m}")
+    axial = [c for radius in range(RINGS[sites] + 1) for c in _axial_ring(radius)]
+    q, r = (np.array(v, dtype=float) for v in zip(*axial, strict=True))
+    return _axial_to_xy(q, r, isd_m)
+
+
+def wraparound_offsets(sites: int, isd_m: float) -> np.ndarray:
+    """(7, 2) translations of the whole cluster: none, and the six neighbouring copies. A
+    cluster of R rings (N = 3R(R+1) + 1 sites) repeats at the axial vector (2R + 1, -R) and
+    its rotations by 60 degrees, sqrt(N) ISD away."""
+    rings = RINGS[sites]
+    q, r = 2 * rings + 1, -rings
+    shifts = [(0, 0)]
+    for _ in range(6):
+        shifts.append((q, r))
+        q, r = -r, q + r                     # a rotation by 60 degrees in axial coordinates
+    sq, sr = (np.array(v, dtype=float) for v in zip(*shifts, strict=True))
+    return _axial_to_xy(sq, sr, isd_m)
+
+
+def nearest_image(points: np.ndarray, sites: np.ndarray,
+                  offsets: np.ndarray | None = None) -> np.ndarray:
+    """(points, sites, 2) vectors from each site (or its nearest wraparound image, where
+    `offsets` are given) to each point."""
+    points, sites = np.asarray(points, dtype=float), np.asarray(sites, dtype=float)
+    if offsets is None:
+        return points[:, None, :] - sites[None, :, :]
+    # (points, sites, images, 2)
+    vectors = points[:, None, None, :] - (sites[None, :, None, :] + offsets[None, None, :, :])
+    nearest = np.argmin(np.hypot(vectors[..., 0], vectors[..., 1]), axis=2)
+    return np.take_along_axis(vectors, nearest[:, :, None, None], axis=2)[:, :, 0, :]
+
+
+def drop_uniform_in_hexagons(n: int, sites: np.ndarray, isd_m: float, min_distance_m: float,
+                             rng: np.random.Generator) -> np.ndarray:
+    """(n, 2) points uniform over the union of the sites' hexagonal cells (each cell the
+    points nearer its site than any other: a hexagon of inradius isd/2), none closer than
+    min_distance_m to a site. Drawn by rejection in each point's uniformly chosen cell."""
+    out = np.empty((n, 2))
+    circumradius = isd_m / SQRT3
+    filled = 0
+    while filled < n:
+        k = n - filled
+        site = rng.integers(0, len(sites), k)
+        local = rng.uniform(-circumradius, circumradius, (k, 2))
+        inside = _in_hexagon(local, isd_m / 2) & (np.hypot(*local.T) >= min_distance_m)
+        accepted = sites[site[inside]] + local[inside]
+        out[filled:filled + len(accepted)] = accepted
+        filled += len(accepted)
+    return out
+
+
+def _in_hexagon(local: np.ndarray, inradius: float) -> np.ndarray:
+    """Whether points (relative to the centre) lie in the hexagon whose flat sides face its
+    neighbours: |projection| <= inradius on the three directions to the neighbours."""
+    inside = np.ones(len(local), dtype=bool)
+    for angle in (0.0, 60.0, 120.0):
+        direction = np.array([np.cos(np.radians(angle)), np.sin(np.radians(angle))])
+        inside &= np.abs(local @ direction) <= inradius + 1e-9
+    return inside
+
+
+def sector_gain_db(azimuth_deg: np.ndarray, boresight_deg: float,
+                   zenith_deg: np.ndarray | float = 90.0, tilt_deg: float = 90.0) -> np.ndarray:
+    """The 38.901 antenna element (Table 7.3-1): A_H = -min(12 (phi/65)^2, 30), A_V =
+    -min(12 ((theta - theta_tilt)/65)^2, 30), A = 8 dBi - min(-(A_H + A_V), 30), phi the
+    azimuth off the boresight wrapped to [-180, 180), theta the zenith angle (90 degrees:
+    the horizon, the default tilt being none)."""
+    phi = (np.asarray(azimuth_deg, dtype=float) - boresight_deg + 180.0) % 360.0 - 180.0
+    horizontal = -np.minimum(12 * (phi / 65.0) ** 2, 30.0)
+    vertical = -np.minimum(12 * ((np.asarray(zenith_deg) - tilt_deg) / 65.0) ** 2, 30.0)
+    return 8.0 - np.minimum(-(horizontal + vertical), 30.0)

@@ -1,0 +1,73 @@
+"""Hexagonal sites, wraparound and the sector antenna (issue 39, the layout's geometry)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from channel import layout
+
+ISD = 500.0
+
+
+def pairwise(points, other=None):
+    other = points if other is None else other
+    return np.hypot(*(points[:, None, :] - other[None, :, :]).transpose(2, 0, 1))
+
+
+def test_seven_and_nineteen_sites_sit_on_a_hexagonal_grid():
+    seven = layout.hexagonal_sites(7, ISD)
+    assert seven[0].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(np.hypot(*seven[1:].T), ISD)
+    nineteen = layout.hexagonal_sites(19, ISD)
+    from_centre = np.sort(np.hypot(*nineteen.T))
+    np.testing.assert_allclose(from_centre, [0] + [ISD] * 6 + [math.sqrt(3) * ISD] * 6
+                               + [2 * ISD] * 6, atol=1e-9)
+    d = pairwise(nineteen)
+    assert d[d > 0].min() == pytest.approx(ISD)              # nearest neighbours ISD apart
+    assert layout.hexagonal_sites(1, ISD).tolist() == [[0.0, 0.0]]
+    with pytest.raises(ValueError, match="layout.sites: must be 1, 7 or 19, got 12"):
+        layout.hexagonal_sites(12, ISD)
+    with pytest.raises(ValueError, match="layout.isd_m: must be > 0, got 0"):
+        layout.hexagonal_sites(7, 0)
+
+
+@pytest.mark.parametrize("sites", [7, 19])
+def test_with_wraparound_every_site_sees_the_centres_neighbours(sites):
+    positions = layout.hexagonal_sites(sites, ISD)
+    offsets = layout.wraparound_offsets(sites, ISD)
+    np.testing.assert_allclose(np.hypot(*offsets[1:].T), math.sqrt(sites) * ISD)
+    vectors = layout.nearest_image(positions, positions, offsets)
+    distances = np.sort(np.hypot(vectors[..., 0], vectors[..., 1]), axis=1)
+    centre = np.sort(pairwise(positions[:1], positions)[0])
+    for row in distances:      # the edge sites' neighbours, through the images, as the centre's
+        np.testing.assert_allclose(row, centre, atol=1e-6)
+    # without wraparound an edge site has fewer neighbours at ISD
+    plain = np.sort(pairwise(positions), axis=1)
+    assert (np.isclose(plain[-1], ISD)).sum() < 6
+
+
+def test_drops_are_uniform_over_the_cells_and_keep_the_minimum_distance():
+    sites = layout.hexagonal_sites(7, ISD)
+    points = layout.drop_uniform_in_hexagons(70_000, sites, ISD, 35.0, np.random.default_rng(0))
+    d = pairwise(points, sites)
+    nearest = d.min(axis=1)
+    assert nearest.min() >= 35.0
+    assert nearest.max() <= ISD / math.sqrt(3) + 1e-6          # inside a cell's hexagon
+    shares = np.bincount(d.argmin(axis=1), minlength=7) / len(points)
+    np.testing.assert_allclose(shares, 1 / 7, atol=0.01)
+    # uniform over the hexagon: the mean distance to the site is the hexagon's, taken on a
+    # fine grid of the same hexagon
+    grid = np.stack(np.meshgrid(*[np.linspace(-ISD, ISD, 801)] * 2), -1).reshape(-1, 2)
+    inside = layout._in_hexagon(grid, ISD / 2) & (np.hypot(*grid.T) >= 35.0)
+    assert nearest.mean() == pytest.approx(np.hypot(*grid[inside].T).mean(), rel=0.01)
+
+
+def test_the_sector_antenna_element_of_table_7_3_1():
+    assert layout.sector_gain_db(30.0, 30.0) == pytest.approx(8.0)      # boresight: 8 dBi
+    assert layout.sector_gain_db(30.0 + 32.5, 30.0) == pytest.approx(5.0)   # -3 dB at 65/2
+    assert layout.sector_gain_db(210.0, 30.0) == pytest.approx(-22.0)   # 30 dB front-to-back
+    assert layout.sector_gain_db(350.0, 30.0) == pytest.approx(8 - 12 * (40 / 65) ** 2)
+    # off the horizon, below a 12-degree downtilt (zenith 102): the vertical term adds
+    assert layout.sector_gain_db(30.0, 30.0, 90.0, 102.0) == pytest.approx(
+        8 - 12 * (12 / 65) ** 2)
