@@ -166,3 +166,36 @@ def test_settings_the_38901_tables_do_not_cover_are_refused(network, message):
 
     with pytest.raises(sn.ScenarioError, match=re.escape(message)):
         tiny_scenario(network={"pathloss": "3gpp_38901_uma", **network})
+
+
+# --- Sionna as the referee (the optional extra [sionna]) -----------------------------------
+@pytest.mark.parametrize("name, bs_height", [("UMa", 25.0), ("UMi", 10.0)])
+def test_path_loss_and_los_probability_agree_with_sionna(name, bs_height):
+    """Sionna's TR 38.901 scenarios (sionna-no-rt 2.x, pure PyTorch) compute the same basic
+    path loss in LOS and NLOS, and the same LOS probability, for the same geometry, in
+    double precision (below and beyond the breakpoint, outdoor clients at 1.5 m)."""
+    sionna = pytest.importorskip("sionna.phy.channel.tr38901",
+                                 reason="the optional extra [sionna] (Python 3.11+)")
+    import torch
+
+    ours = tr.UMA if name == "UMa" else tr.UMI
+    array = sionna.PanelArray(num_rows_per_panel=1, num_cols_per_panel=1,
+                              polarization="single", polarization_type="V",
+                              antenna_pattern="omni", carrier_frequency=F)
+    scenario = getattr(sionna, f"{name}Scenario")(F, "low", array, array, "uplink",
+                                                  enable_shadow_fading=False,
+                                                  precision="double")
+    d = np.array([20.0, 50.0, 100.0, 300.0, 800.0, 1500.0])
+    n, f64 = len(d), torch.float64
+    ut = torch.tensor(np.column_stack([d, np.zeros(n), np.full(n, 1.5)]), dtype=f64)[None]
+    zeros = torch.zeros(1, n, 3, dtype=f64)
+    site = torch.tensor([[[0.0, 0.0, bs_height]]], dtype=f64)
+    for los, formula in ((True, tr.pathloss_los_db), (False, tr.pathloss_nlos_db)):
+        scenario.set_topology(ut_loc=ut, bs_loc=site, ut_orientations=zeros,
+                              bs_orientations=torch.zeros(1, 1, 3, dtype=f64),
+                              ut_velocities=zeros, in_state=torch.zeros(1, n, dtype=torch.bool),
+                              los=los)
+        np.testing.assert_allclose(formula(ours, d, F, bs_height, 1.5),
+                                   scenario.basic_pathloss.flatten().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tr.los_probability(ours, d),
+                               scenario.los_probability.flatten().numpy(), rtol=1e-9)
