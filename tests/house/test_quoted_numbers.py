@@ -1,12 +1,12 @@
 """The numbers the README quotes from a study are the study's comparison table's, rounded as
-printed: no figure rounded by hand can drift from the table it describes. (The headline's
-table over seeds replaces this one's single seed once seeds 1 and 2 are in: issue 38.)"""
+printed: no figure rounded by hand can drift from the table it describes. The README's
+headline table is written from comparison.csv by analysis.headline (mean ± std once seeds 1
+and 2 are in: issue 38)."""
 
 import re
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -17,33 +17,47 @@ NAMES = {"SCALA": "scala", "SplitFedV1": "splitfed_v1", "SplitFedV2": "splitfed_
 PAPER_SCALA = 90.70   # the conference paper's SCALA on Fashion-MNIST, alpha = 2
 
 
-def headline_rows() -> dict[str, list[str]]:
-    """The README's headline table: algorithm -> its cells (markdown emphasis removed)."""
+def readme_table() -> list[str]:
+    """The README's headline table, its lines (the paper's row left out: it is quoted)."""
     text = README.read_text()
-    table = text.split("| algorithm | best test accuracy (round) |")[1].split("\n\n")[0]
-    rows = {}
-    for line in table.splitlines()[2:]:
-        cells = [c.replace("*", "").strip() for c in line.strip("|").split("|")]
-        if cells[0] in NAMES:
-            rows[NAMES[cells[0]]] = cells[1:]
-    return rows
+    start = text.index("| algorithm | seeds | best test accuracy |")
+    lines = text[start:].split("\n\n")[0].splitlines()
+    return [line for line in lines if "the paper" not in line]
 
 
 def seconds(value: float) -> str:
     return f"{value:,.0f} s"
 
 
-@pytest.mark.parametrize("algorithm", sorted(NAMES.values()))
-def test_the_readme_headline_row_is_the_comparison_tables(algorithm):
-    table = pd.read_csv(HEADLINE).set_index("algorithm")
-    run = table.loc[algorithm]
-    best, final, total, to80, uplink = headline_rows()[algorithm]
-    assert best == f"{100 * run['best_acc']:.2f} % ({run['best_round']})"
-    assert final == f"{100 * run['final_acc']:.2f} %"
-    assert total == seconds(run["total_sim_time_s"])
-    assert to80 == ("not reached" if pd.isna(run["time_to_0.8_s"])
-                    else seconds(run["time_to_0.8_s"]))
-    assert uplink == f"{run['uplink_bytes'] / 1e9:.2f} GB"
+def test_the_readme_headline_table_is_the_one_written_from_comparison_csv():
+    from analysis.headline import HEADER, headline_rows
+
+    assert readme_table() == [*HEADER.splitlines(), *headline_rows(pd.read_csv(HEADLINE))]
+
+
+def test_the_headline_table_over_seeds_gives_mean_std_and_bolds_only_a_separated_leader():
+    from analysis.headline import headline_rows, separated_leader
+
+    def runs(algorithm, bests, finals, to80):
+        seeds = zip(bests, finals, to80, strict=True)
+        return [{"algorithm": algorithm, "seed": k, "best_acc": b, "best_round": 500,
+                 "final_acc": f, "total_sim_time_s": 2500.0 + k, "time_to_0.8_s": t,
+                 "uplink_bytes": 10.42e9} for k, (b, f, t) in enumerate(seeds)]
+    table = pd.DataFrame(runs("scala", [0.90, 0.89, 0.895], [0.89, 0.88, 0.885],
+                              [450.0, 470.0, 460.0])
+                         + runs("fedavg", [0.83, 0.84, 0.82], [0.77, 0.78, 0.76],
+                                [18000.0, float("nan"), 17000.0]))
+    assert separated_leader(table) == "scala"
+    scala, fedavg = headline_rows(table)
+    assert scala == ("| **SCALA** | 3 | **89.50 ± 0.50 % (89.00-90.00)** | 88.50 ± 0.50 % | "
+                     "2,501 ± 1 s | 460 ± 10 s | 10.42 ± 0.00 GB |")
+    assert fedavg.startswith("| FedAvg | 3 | 83.00 ± 1.00 % (82.00-84.00) |")
+    assert "17,500 ± 707 s (2 of 3 seeds)" in fedavg
+    # overlapping seeds: nobody in bold
+    table.loc[table["algorithm"] == "fedavg", "best_acc"] = [0.83, 0.895, 0.82]
+    assert separated_leader(table) is None and "**" not in headline_rows(table)[0]
+    # one seed each: nothing can separate
+    assert separated_leader(table[table["seed"] == 0]) is None
 
 
 def test_the_readme_says_how_far_scala_is_from_the_paper():
