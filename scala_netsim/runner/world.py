@@ -5,7 +5,7 @@ per process, with deterministic kernels."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -77,26 +77,31 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
     distance_m = channel.drop_clients_uniform_disk(
         scenario.data.num_clients, net.radius_m, net.min_distance_m,
         seeds.numpy("drop"))
+    model = pathloss_model(net)
+    shadowing_db: np.ndarray | None
+    o2i_db: np.ndarray | None = None
+    drawn_columns: dict[str, np.ndarray] = {}
+    if isinstance(model, channel.pathloss.Tr38901):   # per-client LOS, indoor, shadowing
+        drawn = model.draw_clients(distance_m, lambda name: seeds.numpy("propagation", name))
+        pathloss_db, shadowing_db, o2i_db = drawn.pathloss_db, drawn.shadowing_db, drawn.o2i_db
+        drawn_columns = {"d3d_m": drawn.d3d_m, "h_ut_m": drawn.h_ut_m,
+                         "los": drawn.los.astype(int), "indoor": drawn.indoor.astype(int)}
+    else:
+        pathloss_db = model.pathloss_db(distance_m)
+        # its own stream: the same draws whatever the algorithm or the other settings
+        shadowing_db = (channel.shadowing_db(net.shadowing_std_db, scenario.data.num_clients,
+                                             seeds.numpy("shadowing"))
+                        if net.shadowing_std_db > 0 else None)
     cell = Cell(
         distance_m=distance_m,
-        pathloss_db=pathloss_model(net).pathloss_db(distance_m),
+        pathloss_db=pathloss_db,
         flops_per_s=channel.sample_flops_per_s(scenario.data.num_clients, *comp.client_flops_per_s,
                                                seeds.numpy("flops")),
         server_flops_per_s=comp.server_flops_per_s,
         uplink_bandwidth_hz=net.uplink_bandwidth_hz,
         downlink_bandwidth_hz=net.downlink_bandwidth_hz,
-        # its own stream: the same draws whatever the algorithm or the other settings
-        shadowing_db=(channel.shadowing_db(net.shadowing_std_db, scenario.data.num_clients,
-                                           seeds.numpy("shadowing"))
-                      if net.shadowing_std_db > 0 else None),
+        shadowing_db=shadowing_db, o2i_db=o2i_db, drawn=drawn_columns,
     )
-    model = pathloss_model(net)
-    if isinstance(model, channel.pathloss.Tr38901):   # per-client LOS, indoor, shadowing
-        drawn = model.draw_clients(distance_m, lambda name: seeds.numpy("propagation", name))
-        cell = replace(cell, pathloss_db=drawn.pathloss_db, shadowing_db=drawn.shadowing_db,
-                       o2i_db=drawn.o2i_db, drawn={
-                           "d3d_m": drawn.d3d_m, "h_ut_m": drawn.h_ut_m,
-                           "los": drawn.los.astype(int), "indoor": drawn.indoor.astype(int)})
     return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
                  cell, seeds)
 

@@ -333,8 +333,6 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
 
     import torch
 
-    check_known_elsewhere(cells, "worker processes (jobs > 1)")
-
     # torch's own count honours the CPU affinity and OMP_NUM_THREADS, unlike os.cpu_count()
     threads = max(1, torch.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
@@ -435,7 +433,6 @@ def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, cpus_per_
 
     import ray
 
-    check_known_elsewhere(cells, "Ray tasks")
     task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(run_cell)
     submitted = time.time()
     pending = {task.remote(c, str(device), resume_of(c), cpus_per_cell): c
