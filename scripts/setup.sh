@@ -43,3 +43,15 @@ if ! .venv/bin/python -m pip --version > /dev/null 2>&1; then
 fi
 
 .venv/bin/python -m pip install -q -e ".${extras}"
+
+# A package the venv takes from the interpreter (--system-site-packages) keeps its data files
+# under that interpreter's prefix, where Jupyter tools running in the venv do not look (only
+# under the venv's own share/jupyter): nbconvert, which the docs build uses for the notebook,
+# then finds no templates. Link its templates into the venv when they are the interpreter's.
+# (Not its kernel specs: they run a bare `python`, which need not be the venv's.)
+base_templates=$(.venv/bin/python -c \
+    'import os, sys; print(os.path.join(sys.base_prefix, "share", "jupyter", "nbconvert"))')
+if [ -d "$base_templates" ] && [ ! -e .venv/share/jupyter/nbconvert ]; then
+    mkdir -p .venv/share/jupyter
+    ln -s "$base_templates" .venv/share/jupyter/nbconvert
+fi
