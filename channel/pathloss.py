@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from channel import tr38901
+from channel.network import LinkLosses
 
 ENTRY_POINT_GROUP = "scala_netsim.pathloss"
 
@@ -42,6 +43,21 @@ class PathLossModel(ABC):
     def gain_linear(self, distance_m: np.ndarray | float) -> np.ndarray:
         """Channel power gain g = 10^(-PL/10)."""
         return np.power(10.0, -np.asarray(self.pathloss_db(distance_m)) / 10.0)
+
+    def draw_links(self, d2d_m: np.ndarray, stream: Callable[..., np.random.Generator],
+                   shadowing_std_db: float = 0.0) -> LinkLosses:
+        """The losses of every client's link to every site of a network, (clients, sites)
+        distances: the model's path loss and, where `shadowing_std_db` > 0, log-normal
+        shadowing drawn per link, site s's from `stream("shadowing", s)` (so that links to
+        different sites fade independently). No LOS state, no O2I loss."""
+        clients = d2d_m.shape[0]
+        shadowing = np.zeros(d2d_m.shape)
+        if shadowing_std_db > 0:
+            for s in range(d2d_m.shape[1]):
+                shadowing[:, s] = stream("shadowing", s).normal(0.0, shadowing_std_db, clients)
+        return LinkLosses(np.asarray(self.pathloss_db(d2d_m), dtype=float), shadowing,
+                          np.zeros(d2d_m.shape, dtype=bool), np.zeros(clients),
+                          np.zeros(clients, dtype=bool), np.full(clients, np.nan))
 
 
 class Macro3gpp36814(PathLossModel):
@@ -118,6 +134,35 @@ class Tr38901(PathLossModel):
             0.0, tr38901.O2I_STD_DB[self.o2i], n), 0.0)
         return ClientPropagation(basic, shadowing, o2i, los, indoor,
                                  tr38901.distance_3d_m(d2d_m, self.bs_height_m, h_ut), h_ut)
+
+    def draw_links(self, d2d_m: np.ndarray, stream: Callable[..., np.random.Generator],
+                   shadowing_std_db: float = 0.0) -> LinkLosses:
+        """A network's links (clients x sites distances): each client indoors or not, with
+        its indoor distance and O2I loss, once (the same building whichever site it hears);
+        each link its own LOS state (at the link's outdoor distance) and shadowing, site s's
+        from `stream(name, s)`. (38.901 correlates a client's shadowing across sites; these
+        links are independent: a simplification the docs state.)"""
+        clients, sites = d2d_m.shape
+        indoor = np.asarray(stream("indoor").random(clients) < self.indoor_share, dtype=bool)
+        d_in = np.where(indoor, tr38901.draw_indoor_distance_m(clients,
+                                                               stream("indoor_distance")), 0.0)
+        h_ut = np.full(clients, self.ut_height_m)
+        wall = tr38901.o2i_building_loss_db(self.o2i, self.carrier_hz)
+        o2i = np.where(indoor, wall + 0.5 * d_in + stream("o2i").normal(
+            0.0, tr38901.O2I_STD_DB[self.o2i], clients), 0.0)
+        basic, shadowing = np.empty(d2d_m.shape), np.empty(d2d_m.shape)
+        los = np.empty(d2d_m.shape, dtype=bool)
+        sigma_los, sigma_nlos = self.table.shadowing_std_db
+        for s in range(sites):
+            d = d2d_m[:, s]
+            los[:, s] = tr38901.draw_los(self.table, np.maximum(d - d_in, 0.0), h_ut,
+                                         stream("los", s))
+            args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut)
+            basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
+                                   tr38901.pathloss_nlos_db(*args))
+            shadowing[:, s] = stream("shadowing", s).normal(0.0, 1.0, clients) * np.where(
+                los[:, s], sigma_los, sigma_nlos)
+        return LinkLosses(basic, shadowing, los, o2i, indoor, h_ut)
 
 
 class Uma38901(Tr38901):

@@ -1,5 +1,5 @@
-"""What a scenario may not ask of an asynchronous algorithm (checked with the rest of the
-scenario by scala_netsim.config.scenario)."""
+"""What a scenario may not ask of an asynchronous algorithm, and what a network of cells
+cannot run with yet (checked with the rest of the scenario by scala_netsim.config.scenario)."""
 
 from __future__ import annotations
 
@@ -40,4 +40,24 @@ def asynchronous_problems(scenario: Any) -> list[str]:
         problems.append(f"timing_only: asynchronous algorithms ({names}) cannot be timed "
                         f"without training (the clock decides what is learned); set "
                         f"timing_only: false")
+    return problems
+
+
+def network_problems(scenario: Any) -> list[str]:
+    """What a network of cells (network.layout.kind: hexagonal) cannot run with yet: its link
+    recomputes every rate when a transfer starts or ends, and keeps no state for a transfer
+    cut short (deadlines, over-selection) or left in flight at a checkpoint (asynchronous
+    algorithms)."""
+    if scenario.network.layout.kind == "single":
+        return []
+    problems = []
+    found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
+    if found:
+        problems.append(f"network.layout.kind: a hexagonal layout runs synchronous algorithms "
+                        f"only; {', '.join(found)} {'is' if len(found) == 1 else 'are'} "
+                        f"asynchronous (use layout.kind: single for them)")
+    if scenario.network_shapes_learning:
+        problems.append("network.layout.kind: a hexagonal layout has no deadlines or "
+                        "over-selection yet (training.deadline_s, step_deadline_s, "
+                        "over_selection); use layout.kind: single for them")
     return problems

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 import channel
-from scala_netsim.config.async_checks import asynchronous_problems
+from scala_netsim.config.async_checks import asynchronous_problems, network_problems
 from scala_netsim.config.documents import (
     DuplicateKey,
     ScenarioError,
@@ -250,6 +250,7 @@ def cross_field_problems(scenario: Scenario) -> list[str]:
         problems.append(f"timing_only: {', '.join(barrier)} with deadlines, over-selection or a "
                         f"fixed-rate link steps the server on the clients left, batches no "
                         f"timing-only run has metered; set timing_only: false")
+    problems.extend(network_problems(scenario))
     problems.extend(sweep_problems(scenario))
     if len(set(scenario.algorithms)) != len(scenario.algorithms):
         problems.append(f"algorithms: each algorithm at most once, got {scenario.algorithms}")

@@ -157,6 +157,36 @@ class FadingConfig(Strict):
         return self
 
 
+class LayoutConfig(Strict):
+    """Where the base stations stand. `single`: the paper's one cell of `radius_m` (no blocks,
+    no neighbours). `hexagonal`: 1, 7 or 19 sites `isd_m` apart, each of 1 or 3 sectors (38.901
+    antenna element), clients dropped uniformly over the sites' hexagons, each served by its
+    strongest cell; with wraparound every distance is to a site's nearest image. A hexagonal
+    layout's area follows from `isd_m`: it ignores `radius_m`."""
+
+    kind: Literal["single", "hexagonal"] = "single"
+    sites: Literal[1, 7, 19] = 7
+    isd_m: float = Field(default=500.0, gt=0)
+    sectors: Literal[1, 3] = 3
+    wraparound: bool = True
+
+
+class PowerControlConfig(Strict):
+    """Uplink open-loop power control (TS 38.213 7.1.1): P = min(client_tx_power_w,
+    P0 + 10 log10(M_RB) + alpha PL) with PL the client's coupling loss to its serving cell."""
+
+    p0_dbm: float = -80.0
+    alpha: float = Field(default=0.8, ge=0, le=1)
+
+
+class BackhaulConfig(Strict):
+    """Each cell's link to the one server behind all cells: a latency and a bandwidth shared
+    equally by the cell's transfers crossing it at the same time (per direction)."""
+
+    latency_s: float = Field(default=0.001, ge=0)
+    bandwidth_bps: float = Field(default=1e9, gt=0)
+
+
 class NetworkConfig(Strict):
     radius_m: float = Field(default=500.0, gt=0)
     min_distance_m: float = Field(default=35.0, ge=0)
@@ -182,6 +212,13 @@ class NetworkConfig(Strict):
     fading: FadingConfig = Field(default_factory=FadingConfig)
     link: LinkConfig = Field(default_factory=LinkConfig)
     allocation: AllocatorName = "equal"
+    # a network of cells (channel.network; the single layout is the paper's cell and reads
+    # none of the four keys below)
+    layout: LayoutConfig = Field(default_factory=LayoutConfig)
+    interference: bool = True
+    power_control: PowerControlConfig | None = None
+    subcarrier_spacing_hz: float = 30e3        # NR numerology: 15, 30 or 60 kHz (FR1)
+    backhaul: BackhaulConfig | None = None
     # write the radio and energy columns (scala_netsim.runner.radio_record) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -218,6 +255,39 @@ class NetworkConfig(Strict):
             raise ValueError(f"carrier_frequency_hz: {self.pathloss} is defined at {allowed} "
                              f"only, got {self.carrier_frequency_hz:g}; choose another "
                              f"network.pathloss for this carrier")
+        return self
+
+    @field_validator("subcarrier_spacing_hz")
+    @classmethod
+    def _nr_spacing(cls, spacing: float) -> float:
+        if spacing not in channel.nr.MAX_BLOCKS:
+            raise ValueError(f"must be 15e3, 30e3 or 60e3 (Hz, NR numerologies 0-2 in FR1), "
+                             f"got {spacing:g}")
+        return spacing
+
+    @model_validator(mode="after")
+    def _network_keys_fit_the_layout(self) -> NetworkConfig:
+        if self.layout.kind == "single":
+            for key in ("power_control", "backhaul"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key}: the single layout (the paper's cell) has no "
+                                     f"{key.replace('_', ' ')}; set network.layout.kind: "
+                                     f"hexagonal (sites: 1 for one cell) or {key}: null")
+            return self
+        for direction in ("uplink", "downlink"):
+            band_hz = getattr(self, f"{direction}_bandwidth_hz")
+            try:
+                channel.nr.resource_blocks(band_hz, self.subcarrier_spacing_hz)
+            except ValueError as error:
+                raise ValueError(f"{direction}_bandwidth_hz: {error}") from None
+        # what the network's link does not model yet (it times whole transfers at a rate
+        # that changes with the interference; no fading, no retransmission)
+        if self.fading.kind != "none":
+            raise ValueError(f"fading.kind: a hexagonal layout has no fading yet; use 'none', "
+                             f"got {self.fading.kind!r}")
+        if self.link.mode != "adaptive":
+            raise ValueError(f"link.mode: a hexagonal layout's links are adaptive (Shannon "
+                             f"rate at the SINR); use 'adaptive', got {self.link.mode!r}")
         return self
 
     @model_validator(mode="after")

@@ -5,6 +5,7 @@ from pathlib import Path
 
 SCENARIO_YAML = "scenario.yaml"   # the resolved scenario, every default filled in
 CLIENTS_CSV = "clients.csv"       # the drop: distance, path loss, FLOP/s, samples, labels
+CELLS_CSV = "cells.csv"           # a network's cells: site, position, boresight
 ROUNDS_CSV = "rounds.csv"         # one row per round
 EVENTS_CSV = "events.csv"         # one row per timed event
 DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, per round

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from scala_netsim.sim.async_protocols import AsyncProtocol
     from scala_netsim.sim.cell import Cell
     from scala_netsim.sim.drops import RoundRules
-    from scala_netsim.sim.link import WirelessLink
+    from scala_netsim.sim.link import Link
     from scala_netsim.sim.protocols import Protocol
     from scala_netsim.sim.stages import ClientStages
 
@@ -75,12 +75,12 @@ class Driver(ABC, Generic[ProtocolT]):
 
     @abstractmethod
     def open(self, protocol_class: type[ProtocolT], env: simpy.Environment, cell: Cell,
-             trainer: Trainer, link: WirelessLink, log: EventLog, local_iters: int,
+             trainer: Trainer, link: Link, log: EventLog, local_iters: int,
              rules: RoundRules) -> ProtocolT:
         """The algorithm's protocol on a fresh clock `env` (at the start, and again when a
         run resumes from a checkpoint), driven by this driver from now on."""
 
-    def bind(self, env: simpy.Environment, protocol: ProtocolT, link: WirelessLink,
+    def bind(self, env: simpy.Environment, protocol: ProtocolT, link: Link,
              log: EventLog) -> None:
         self.env, self.protocol, self.link, self.log = env, protocol, link, log
 
@@ -131,7 +131,7 @@ class SynchronousRounds(Driver["Protocol[Any]"]):
         self.selector, self.rng, self.num_selected = selector, rng, num_selected
 
     def open(self, protocol_class: type[Protocol[Any]], env: simpy.Environment, cell: Cell,
-             trainer: Trainer, link: WirelessLink, log: EventLog, local_iters: int,
+             trainer: Trainer, link: Link, log: EventLog, local_iters: int,
              rules: RoundRules) -> Protocol[Any]:
         """A round protocol, with the round's rules (deadlines, over-selection)."""
         protocol = protocol_class(env, cell, trainer, link, log, local_iters, rules)
@@ -160,15 +160,18 @@ class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
         self.rng, self.num_clients, self.concurrency = rng, num_clients, concurrency
 
     def open(self, protocol_class: type[AsyncProtocol[Any]], env: simpy.Environment,
-             cell: Cell, trainer: Trainer, link: WirelessLink, log: EventLog, local_iters: int,
+             cell: Cell, trainer: Trainer, link: Link, log: EventLog, local_iters: int,
              rules: RoundRules) -> AsyncProtocol[Any]:
         """An asynchronous protocol (no round, so no round rules: config.async_checks
-        refuses them), Q clients at once, another started as each finishes."""
+        refuses them), Q clients at once, another started as each finishes (on a single
+        cell's link: config.async_checks refuses a network)."""
+        from scala_netsim.sim.link import WirelessLink
+        assert isinstance(link, WirelessLink)
         protocol = protocol_class(env, cell, trainer, link, log, local_iters)
         self.bind(env, protocol, link, log)
         return protocol
 
-    def bind(self, env: simpy.Environment, protocol: AsyncProtocol[Any], link: WirelessLink,
+    def bind(self, env: simpy.Environment, protocol: AsyncProtocol[Any], link: Link,
              log: EventLog) -> None:
         super().bind(env, protocol, link, log)
         protocol.drive(self.concurrency, self._replace)

@@ -59,16 +59,18 @@ def _overlapping(frame: pd.DataFrame) -> np.ndarray:
     return np.unique(owner[1:][bad])
 
 
-def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.ndarray) -> int:
-    """How many of the transfer events `moved` do not last attempts x payload bits / rate
-    (relative 1e-9, give or take the clock's rounding: a duration is the difference of two
-    absolute times, each good to half a unit in their last place, which for a kilobyte model
-    late in a long run exceeds 1e-9 of it); a transfer cut short (events.csv `completed` 0)
+def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.ndarray,
+                      backhaul_s: np.ndarray | float = 0.0) -> int:
+    """How many of the transfer events `moved` do not last attempts x payload bits / rate,
+    plus the time they spent on a network's backhaul (relative 1e-9, give or take the clock's
+    rounding: a duration is the difference of two absolute times, each good to half a unit in
+    their last place, which for a kilobyte model late in a long run exceeds 1e-9 of it); a
+    transfer cut short (events.csv `completed` 0)
     records the bytes it got through, so it lasts at least that and less than one byte more."""
     t_end = moved["t_end_s"].to_numpy()
     duration_s = t_end - moved["t_start_s"].to_numpy()
     payload = moved["payload_bytes"].to_numpy()
-    expected_s = attempts * payload * 8.0 / rate_bps
+    expected_s = attempts * payload * 8.0 / rate_bps + backhaul_s
     slack = REL_TOL * np.abs(expected_s) + 4 * np.spacing(np.abs(t_end))
     bad = np.abs(duration_s - expected_s) > slack
     if "completed" in moved:
@@ -161,7 +163,7 @@ def _transfer_problems(events: pd.DataFrame, grants: pd.DataFrame,
         if match_grants:
             problems.extend(_grant_problems(moved, grants, transfers))
         bad = _misfit_durations(moved, transfers["attempts"].to_numpy(),
-                                transfers["rate_bps"].to_numpy())
+                                transfers["rate_bps"].to_numpy(), _backhaul_s(transfers))
         if bad:
             problems.append(f"{bad} transfers do not last attempts x payload bits / their "
                             f"rate (cut ones: the bytes they got through)")
@@ -235,14 +237,18 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
                    radio: RadioSettings) -> list[str]:
     problems = []
     bandwidth_hz, rate_bps = moved["bandwidth_hz"].to_numpy(), moved["rate_bps"].to_numpy()
-    bad = _misfit_durations(moved, moved["attempts"].to_numpy(), rate_bps)
+    bad = _misfit_durations(moved, moved["attempts"].to_numpy(), rate_bps, _backhaul_s(moved))
     if bad:
         problems.append(f"events.csv: {bad} transfers do not last attempts x payload_bytes x 8 "
-                        f"/ rate_bps (cut ones, completed 0: the bytes they got through)")
+                        f"/ rate_bps (+ backhaul_s; cut ones, completed 0: the bytes they got "
+                        f"through)")
     if radio.shannon_rates and len(moved):
         snr = (moved["tx_power_w"].to_numpy() * 10.0 ** (moved["gain_db"].to_numpy() / 10.0)
                / (radio.noise_psd_w_per_hz * bandwidth_hz))
         error = _relative_error(rate_bps, bandwidth_hz * np.log2(1.0 + snr))
+        if "interference_dbm" in moved:      # a network: only the quiet ones at the SNR
+            problems.extend(_sinr_problems(moved, snr, rate_bps, bandwidth_hz))
+            error = np.where(moved["interference_dbm"].to_numpy() == -np.inf, error, 0.0)
         if (error >= REL_TOL).any():
             problems.append(f"events.csv: {int((error >= REL_TOL).sum())} transfers' rate_bps "
                             f"is not bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) / (N0 "
@@ -256,6 +262,31 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
             problems.append(f"events.csv: round {r}: the {direction} sub-bands used sum to "
                             f"{total_hz:.6g} Hz, more than the band's "
                             f"{band_hz[direction]:.6g} Hz")
+    return problems
+
+
+def _backhaul_s(frame: pd.DataFrame) -> np.ndarray | float:
+    """The time each transfer spent on a network's backhaul (0 without one)."""
+    return frame["backhaul_s"].to_numpy() if "backhaul_s" in frame else 0.0
+
+
+def _sinr_problems(moved: pd.DataFrame, snr: np.ndarray, rate_bps: np.ndarray,
+                   bandwidth_hz: np.ndarray) -> list[str]:
+    """A network's transfers: the SINR is at most the SNR (at the recorded gain, power and
+    sub-band), equal to it where nothing interfered, and the rate at most Shannon's at the
+    SNR."""
+    problems = []
+    snr_db = 10.0 * np.log10(snr)
+    sinr_db = moved["sinr_db"].to_numpy()
+    quiet = moved["interference_dbm"].to_numpy() == -np.inf
+    if (sinr_db > snr_db + 1e-9).any():
+        problems.append(f"events.csv: {int((sinr_db > snr_db + 1e-9).sum())} transfers' sinr_db "
+                        f"is above their SNR")
+    if (np.abs(sinr_db - snr_db)[quiet] > 1e-9).any():
+        problems.append("events.csv: transfers nothing interfered with have an sinr_db other "
+                        "than their SNR")
+    if (rate_bps > bandwidth_hz * np.log2(1.0 + snr) * (1 + REL_TOL)).any():
+        problems.append("events.csv: transfers faster than Shannon's rate at their SNR")
     return problems
 
 

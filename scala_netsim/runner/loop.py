@@ -33,16 +33,23 @@ from scala_netsim.runner.invariants import (
 from scala_netsim.runner.metrics import round_row
 from scala_netsim.runner.radio_record import (
     ENERGY_COLUMNS,
-    RADIO_COLUMNS,
     radio_columns,
     recorded,
     round_energy,
     rows_with_columns,
 )
 from scala_netsim.runner.timing import timing_trainer
-from scala_netsim.runner.world import World, link_model, round_rules, trainer_setup, use_wire
+from scala_netsim.runner.world import (
+    World,
+    link_model,
+    network_settings,
+    round_rules,
+    trainer_setup,
+    use_wire,
+)
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import WirelessLink, grants_frame, transfers_frame
+from scala_netsim.sim.network_link import NetworkLink
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 
@@ -135,13 +142,18 @@ class Run:
         allocator = channel.ALLOCATORS[self.scenario.network.allocation]()
         fading = self.scenario.network.fading
         model, rules = link_model(self.scenario), round_rules(self.scenario)
-        self.link = WirelessLink(self.env, self.world.cell, model, allocator, self.log,
-                                 self.world.seeds.sequence("link"),
-                                 channel.Fading(fading.kind, fading.k_factor_db,
-                                                fading.coherence),
-                                 self.world.seeds.sequence("fading"),
-                                 Drops() if rules.active or model.outages else None,
-                                 grant_rows, transfer_rows)
+        self.link: WirelessLink | NetworkLink
+        if self.world.cell.network is not None:
+            self.link = NetworkLink(self.env, self.world.cell, network_settings(self.scenario),
+                                    allocator, model, self.log, grant_rows, transfer_rows)
+        else:
+            self.link = WirelessLink(self.env, self.world.cell, model, allocator, self.log,
+                                     self.world.seeds.sequence("link"),
+                                     channel.Fading(fading.kind, fading.k_factor_db,
+                                                    fading.coherence),
+                                     self.world.seeds.sequence("fading"),
+                                     Drops() if rules.active or model.outages else None,
+                                     grant_rows, transfer_rows)
         self.protocol = self.driver.open(self._protocol_class, self.env, self.world.cell,
                                          self.trainer, self.link, self.log,
                                          self.scenario.training.local_iters, rules)
@@ -199,7 +211,8 @@ class Run:
         return radio_columns(rows, first_event,
                              self.link.transfer_rows[first_transfer:end_transfer],
                              self.world.cell.flops_per_s,
-                             self.scenario.compute.energy_coefficient)
+                             self.scenario.compute.energy_coefficient,
+                             network=self.world.cell.network is not None)
 
     def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
         """events.csv: its columns and rows (with the `completed` column when clients can be
@@ -209,8 +222,9 @@ class Run:
             columns = columns + (COMPLETED_COLUMN,)
             rows = [(*row, done) for row, done in zip(rows, self.log.completed(), strict=True)]
         if self.records_radio:
-            columns = columns + RADIO_COLUMNS
-            rows = rows_with_columns(rows, self._radio_columns(self.log.rows, 0, 0))
+            radio = self._radio_columns(self.log.rows, 0, 0)
+            columns = columns + tuple(radio)
+            rows = rows_with_columns(rows, radio)
         return self.driver.event_table(columns, rows)
 
     def radio_settings(self) -> RadioSettings | None:
@@ -227,13 +241,16 @@ class Run:
         """Broken invariants of the run so far (see scala_netsim.runner.invariants)."""
         columns, rows = self.event_table()
         events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows)
-        band_hz = {"uplink": self.world.cell.uplink_bandwidth_hz,
-                   "downlink": self.world.cell.downlink_bandwidth_hz}
+        cells = 1 if self.world.cell.network is None else len(self.world.cell.network.cells)
+        band_hz = {"uplink": cells * self.world.cell.uplink_bandwidth_hz,
+                   "downlink": cells * self.world.cell.downlink_bandwidth_hz}
         transfers = transfers_frame(self.link.transfer_rows)
         problems = check_run(events, rounds, grants_frame(self.link.grant_rows), transfers,
                              band_hz, self.protocol.pipelined_clients, self.radio_settings(),
                              slots=self.driver.slots)
         problems.extend(self.driver.problems(events, rounds, transfers, band_hz))
+        if isinstance(self.link, NetworkLink):
+            problems.extend(self.link.problems())
         if self.records_drops:
             aggregations = (pd.DataFrame(self.aggregation_rows,
                                          columns=["round", "group", "client_id", "weight"])

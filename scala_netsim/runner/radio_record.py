@@ -10,6 +10,8 @@ events.csv gains, per event (RADIO_COLUMNS):
 - `attempts`: how many times it was sent (ARQ; 1 for everything else);
 - `tx_power_w`: the power radiated on the sub-band (the client's on the uplink, the base
   station's share P_bs b / W_dl on the downlink; 0 for computations);
+- in a network of cells (NETWORK_COLUMNS) `sinr_db`, `interference_dbm` (time-averaged over
+  the transfer's air time; -inf dBm where nothing interfered) and `backhaul_s`;
 - `energy_j`: the energy the CLIENT spends on the event: p * attempts * bits / rate for its
   uploads (every attempt counted), kappa * FLOPs * f_k^2 for its computations
   (channel.energy), 0 for downloads (receiving is not modelled) and server steps.
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
     from scala_netsim.config.scenario import Scenario
 
 RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
+#: a network's transfers add (sim.network_link): the time-averaged SINR and interference of
+#: their air time, and the time they spent on the backhaul (0 for everything else; the SINR
+#: and interference NaN for everything else)
+NETWORK_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
 ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")
 _UPLINK = frozenset(k.value for k in UPLINK_KINDS)
 _COMPUTE = frozenset(k.value for k in CLIENT_COMPUTE_KINDS)
@@ -42,24 +48,28 @@ _KIND, _CLIENT, _PAYLOAD, _FLOPS = (EVENT_COLUMNS.index(c) for c in (
 
 def recorded(scenario: Scenario) -> bool:
     """Does the run record the radio and energy columns? When the cell has shadowing, fading,
-    a link other than the adaptive one or an allocator other than equal shares, or when
-    `network.record_radio` asks for them."""
+    a link other than the adaptive one or an allocator other than equal shares, or is a
+    network of cells, or when `network.record_radio` asks for them."""
     net = scenario.network
     return (net.record_radio or net.shadowing_std_db > 0 or net.fading.kind != "none"
-            or net.link.mode != "adaptive" or net.allocation != "equal")
+            or net.link.mode != "adaptive" or net.allocation != "equal"
+            or net.layout.kind != "single")
 
 
 def radio_columns(rows: Sequence[Sequence], first_event: int,
                   transfer_rows: Sequence[Sequence], flops_per_s: np.ndarray,
-                  energy_coefficient: float) -> dict[str, np.ndarray]:
+                  energy_coefficient: float, network: bool = False) -> dict[str, np.ndarray]:
     """RADIO_COLUMNS of the event rows `rows` (EventLog.rows from position `first_event`),
     given the link's transfer rows of those events (TransferRate fields: event_index,
-    bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w), each client's FLOP/s and the
-    effective switched capacitance kappa."""
+    bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w, and in a `network` its
+    NETWORK_COLUMNS), each client's FLOP/s and the effective switched capacitance kappa."""
     n = len(rows)
     out = {"bandwidth_hz": np.zeros(n), "gain_db": np.zeros(n), "rate_bps": np.zeros(n),
            "attempts": np.ones(n, dtype=np.int64), "tx_power_w": np.zeros(n),
            "energy_j": np.zeros(n)}
+    if network:
+        out.update(sinr_db=np.full(n, np.nan), interference_dbm=np.full(n, np.nan),
+                   backhaul_s=np.zeros(n))
     if not n:
         return out
     kind = np.array([r[_KIND] for r in rows], dtype=object)
@@ -74,6 +84,10 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
         with np.errstate(divide="ignore"):
             out["gain_db"][at] = 10.0 * np.log10(moved[:, 4])
         out["tx_power_w"][at] = moved[:, 5]
+        if network:
+            extra = np.array([t[6:9] for t in transfer_rows], dtype=float)
+            for i, column in enumerate(NETWORK_COLUMNS):
+                out[column][at] = extra[:, i]
         up = np.isin(kind[at], list(_UPLINK))
         airtime_s = moved[up, 3] * payload_bits[up] / moved[up, 2]
         out["energy_j"][at[up]] = transmit_energy_j(moved[up, 5], airtime_s)
@@ -96,6 +110,7 @@ def round_energy(columns: dict[str, np.ndarray], rows: Sequence[Sequence]) -> di
 
 def rows_with_columns(rows: Sequence[Sequence],
                       columns: dict[str, np.ndarray]) -> list[tuple]:
-    """Each event row followed by its RADIO_COLUMNS values (plain Python numbers)."""
-    extra = zip(*(columns[c].tolist() for c in RADIO_COLUMNS), strict=True)
+    """Each event row followed by its radio columns' values, in `columns`' order (plain
+    Python numbers)."""
+    extra = zip(*(c.tolist() for c in columns.values()), strict=True)
     return [(*r, *x) for r, x in zip(rows, extra, strict=True)]

@@ -23,8 +23,9 @@ from scala_netsim.learn.compression import Wire
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
-from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
+from scala_netsim.sim.network_link import NetworkSettings
 
 
 @dataclass
@@ -74,6 +75,10 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
     labels = dataset.train_y.cpu().numpy()
     client_indices = client_partition(scenario, dataset)
     net, comp = scenario.network, scenario.compute
+    if net.layout.kind == "hexagonal":
+        return World(dataset, client_indices,
+                     label_counts(labels, client_indices, dataset.num_classes),
+                     network_cell(scenario, seeds), seeds)
     distance_m = channel.drop_clients_uniform_disk(
         scenario.data.num_clients, net.radius_m, net.min_distance_m,
         seeds.numpy("drop"))
@@ -104,6 +109,75 @@ def build_world(scenario: Scenario, dataset: Dataset) -> World:
     )
     return World(dataset, client_indices, label_counts(labels, client_indices, dataset.num_classes),
                  cell, seeds)
+
+
+def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
+    """The clients of a hexagonal layout: dropped uniformly over the sites' hexagons (the
+    `drop` stream), every link's losses drawn (the `propagation` stream: a client's indoor
+    state and O2I loss once, each link's LOS state and shadowing from the site's own child),
+    each client served by its strongest cell; the Cell holds the serving link."""
+    net, comp, n = scenario.network, scenario.compute, scenario.data.num_clients
+    lay = net.layout
+    sites_xy = channel.layout.hexagonal_sites(lay.sites, lay.isd_m)
+    offsets = (channel.layout.wraparound_offsets(lay.sites, lay.isd_m)
+               if lay.wraparound and lay.sites > 1 else None)
+    points = channel.layout.drop_uniform_in_hexagons(n, sites_xy, lay.isd_m, net.min_distance_m,
+                                                     seeds.numpy("drop"))
+
+    def stream(name: str, site: int | None = None) -> np.random.Generator:
+        return (seeds.numpy("propagation", name) if site is None
+                else seeds.numpy("propagation", name, f"site{site}"))
+
+    model = pathloss_model(net)
+    drop = channel.network.drop_network(
+        channel.network.hexagonal_cells(lay.sites, lay.isd_m, lay.sectors), points, sites_xy,
+        offsets, lambda d2d_m: model.draw_links(d2d_m, stream, net.shadowing_std_db))
+    d2d_m, losses = drop.on_serving_link(drop.geometry.d2d_m), drop.losses
+    drawn = {"serving_cell": drop.serving, "x_m": drop.x_m, "y_m": drop.y_m, "d2d_m": d2d_m}
+    if isinstance(model, channel.pathloss.Tr38901):
+        drawn.update(d3d_m=channel.tr38901.distance_3d_m(d2d_m, model.bs_height_m,
+                                                         losses.h_ut_m),
+                     h_ut_m=losses.h_ut_m, los=drop.on_serving_link(losses.los).astype(int),
+                     indoor=losses.indoor.astype(int))
+    antenna_db = drop.antenna_db[np.arange(n), drop.serving]
+    return Cell(
+        distance_m=d2d_m, pathloss_db=drop.on_serving_link(losses.pathloss_db),
+        flops_per_s=channel.sample_flops_per_s(n, *comp.client_flops_per_s,
+                                               seeds.numpy("flops")),
+        server_flops_per_s=comp.server_flops_per_s,
+        uplink_bandwidth_hz=net.uplink_bandwidth_hz,
+        downlink_bandwidth_hz=net.downlink_bandwidth_hz,
+        shadowing_db=drop.on_serving_link(losses.shadowing_db), o2i_db=losses.o2i_db,
+        drawn=drawn, antenna_gain_db=antenna_db,
+        network=NetworkView(drop.cells, drop.serving,
+                            channel.db_to_linear(drop.coupling_db)))
+
+
+def network_settings(scenario: Scenario) -> NetworkSettings:
+    """What the network's link (scala_netsim.sim.network_link) takes from the scenario."""
+    net = scenario.network
+    spacing = net.subcarrier_spacing_hz
+    pc, backhaul = net.power_control, net.backhaul
+    return NetworkSettings(
+        blocks={channel.Direction.UPLINK: channel.nr.resource_blocks(net.uplink_bandwidth_hz,
+                                                                     spacing),
+                channel.Direction.DOWNLINK: channel.nr.resource_blocks(
+                    net.downlink_bandwidth_hz, spacing)},
+        block_hz=channel.nr.SUBCARRIERS_PER_BLOCK * spacing,
+        noise_psd_w_per_hz=float(channel.dbm_to_w(net.noise_psd_dbm_per_hz)),
+        client_tx_power_w=net.client_tx_power_w, bs_tx_power_w=net.bs_tx_power_w,
+        interference=net.interference,
+        power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
+        backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps))
+
+
+def cells_frame(cell: Cell) -> pd.DataFrame | None:
+    """cells.csv of a network: each cell's site, position and boresight (None: one cell)."""
+    if cell.network is None:
+        return None
+    cells = cell.network.cells
+    return pd.DataFrame({"cell": np.arange(len(cells)), "site": cells.site, "x_m": cells.x_m,
+                         "y_m": cells.y_m, "azimuth_deg": cells.azimuth_deg})
 
 
 def link_model(scenario: Scenario) -> channel.LinkModel:
@@ -153,6 +227,8 @@ def clients_frame(world: World) -> pd.DataFrame:
         "pathloss_db": world.cell.pathloss_db,     # the basic loss, before shadowing and O2I
         **({} if world.cell.shadowing_db is None else {"shadowing_db": world.cell.shadowing_db}),
         **({} if world.cell.o2i_db is None else {"o2i_db": world.cell.o2i_db}),
+        **({} if world.cell.antenna_gain_db is None
+           else {"antenna_gain_db": world.cell.antenna_gain_db}),
         **world.cell.drawn,
         "flops_per_s": world.cell.flops_per_s,
         "num_samples": [len(ix) for ix in world.client_indices],

@@ -15,6 +15,7 @@ from scala_netsim.core.events import (
     DEMAND_COLUMNS,
 )
 from scala_netsim.core.records import (
+    CELLS_CSV,
     CLIENTS_CSV,
     DEMANDS_CSV,
     EVENTS_CSV,
@@ -32,7 +33,7 @@ from scala_netsim.core.results import (
     write_text,
 )
 from scala_netsim.learn.contract import Trainer
-from scala_netsim.runner.world import World, clients_frame
+from scala_netsim.runner.world import World, cells_frame, clients_frame
 
 if TYPE_CHECKING:
     from scala_netsim.runner.loop import Run
@@ -71,6 +72,9 @@ class RunWriter:
         self.folder.mkdir(parents=True, exist_ok=True)
         write_text(self.folder / SCENARIO_YAML, scenario_yaml(scenario))
         write_csv(self.folder / CLIENTS_CSV, clients_frame(world))
+        cells = cells_frame(world.cell)
+        if cells is not None:
+            write_csv(self.folder / CELLS_CSV, cells)
         self._next_flush = 0.0   # perf_counter time before which a flush is skipped
 
     def flush(self, run: Run, now: bool = False) -> None:

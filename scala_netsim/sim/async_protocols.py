@@ -60,6 +60,7 @@ class AsyncProtocol(ClientStages[AsyncTrainerT]):
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: AsyncTrainerT,
                  link: WirelessLink, log: EventLog, local_iters: int) -> None:
         super().__init__(env, cell, trainer, link, log, local_iters)
+        self.link: WirelessLink = link          # a single cell's (config.async_checks)
         self.in_flight: set[int] = set()
         #: event index -> (version, staleness) of each server_update row
         self.updates: dict[int, tuple[int, int]] = {}

@@ -1,5 +1,5 @@
 """The cell: its dropped clients (distance, path loss, shadowing, FLOP/s), the server and the
-bands, in SI units."""
+bands, in SI units; in a network of cells, the cells around and who serves whom."""
 
 from __future__ import annotations
 
@@ -9,6 +9,16 @@ import numpy as np
 
 import channel
 from channel import Direction
+
+
+@dataclass(frozen=True)
+class NetworkView:
+    """The network around the clients (a hexagonal layout): its cells, each client's serving
+    cell and its coupling gain to every cell (linear, clients x cells)."""
+
+    cells: channel.network.Cells
+    serving: np.ndarray
+    coupling_linear: np.ndarray
 
 
 @dataclass
@@ -29,6 +39,10 @@ class Cell:
     o2i_db: np.ndarray | None = None
     #: what a per-client model drew besides (d3d_m, h_ut_m, los, indoor), for clients.csv
     drawn: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the serving cell's antenna gain towards each client (dB), in a sectored network
+    antenna_gain_db: np.ndarray | None = None
+    #: the cells around (a network of cells); None: the paper's single cell
+    network: NetworkView | None = None
     gain_linear: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -36,6 +50,8 @@ class Cell:
         for extra in (self.shadowing_db, self.o2i_db):
             if extra is not None:
                 loss_db = loss_db + extra
+        if self.antenna_gain_db is not None:
+            loss_db = loss_db - self.antenna_gain_db
         self.gain_linear = channel.db_to_linear(-loss_db)
 
     def bandwidth_hz(self, direction: Direction) -> float:

@@ -5,6 +5,7 @@ the grant and transfer books the invariants check. Payload bits become SimPy tim
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -59,6 +60,29 @@ class TransferRate(NamedTuple):
 
 
 TRANSFER_COLUMNS = TransferRate._fields
+#: what a network's transfer rows add (scala_netsim.sim.network_link)
+NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
+
+
+class Link(typing.Protocol):
+    """What a protocol of synchronous rounds asks of a link: WirelessLink (one cell), or a
+    network's scala_netsim.sim.network_link.NetworkLink."""
+
+    round: int
+    drops: Drops | None
+    grant_rows: list[tuple]
+    transfer_rows: list[tuple]
+
+    def begin_round(self, round_: int,
+                    demands: dict[Direction, channel.LinkDemand]) -> None: ...
+
+    def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event: ...
+
+    def download(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event: ...
+
+    def stream_states(self) -> dict[str, dict[int, dict]]: ...
+
+    def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None: ...
 
 
 class TransferLost(Exception):  # noqa: N818 (what happened, as the message says)
@@ -81,8 +105,12 @@ def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
 
 
 def transfers_frame(transfers: Sequence[tuple]) -> pd.DataFrame:
-    """The transfers (TransferRate or its rows) as a table, one column per field."""
-    return pd.DataFrame(transfers, columns=list(TRANSFER_COLUMNS))
+    """The transfers (TransferRate or its rows, a network's with its three more fields) as a
+    table, one column per field."""
+    columns = list(TRANSFER_COLUMNS)
+    if len(transfers) and len(transfers[0]) > len(columns):
+        columns += NETWORK_TRANSFER_COLUMNS
+    return pd.DataFrame(transfers, columns=columns)
 
 
 def child_rng(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:

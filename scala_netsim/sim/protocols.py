@@ -30,7 +30,7 @@ from scala_netsim.learn.contract import (
 from scala_netsim.learn.messages import ActivationMessage, ModelMessage, RecordedMessage
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
-from scala_netsim.sim.link import TransferLost, WirelessLink
+from scala_netsim.sim.link import Link, TransferLost
 from scala_netsim.sim.stages import ClientStages
 
 #: what a client sends the server: activations (or their recorded size: a replay, a
@@ -56,7 +56,7 @@ class Protocol(ClientStages[RoundTrainerT]):
     trainer_contract: ClassVar[type] = RoundTrainer
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: RoundTrainerT,
-                 link: WirelessLink, log: EventLog, local_iters: int,
+                 link: Link, log: EventLog, local_iters: int,
                  rules: RoundRules = NO_RULES) -> None:
         super().__init__(env, cell, trainer, link, log, local_iters)
         self.rules = rules

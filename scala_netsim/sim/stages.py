@@ -25,7 +25,7 @@ from scala_netsim.learn.contract import (
 from scala_netsim.learn.messages import ActivationMessage, ModelMessage
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
-from scala_netsim.sim.link import WirelessLink, share_done
+from scala_netsim.sim.link import Link, share_done
 from scala_netsim.sim.timeouts import Recorded, RecordedTimeout
 
 #: the trainer a protocol drives (of its contract)
@@ -76,7 +76,7 @@ class ClientStages(ABC, Generic[TrainerT]):
     asynchronous: ClassVar[bool] = False       # clients started one by one by a driver, no round
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: TrainerT,
-                 link: WirelessLink, log: EventLog, local_iters: int) -> None:
+                 link: Link, log: EventLog, local_iters: int) -> None:
         if not isinstance(trainer, self.trainer_contract):
             raise TypeError(f"{type(self).__name__} needs a {self.trainer_contract.__name__}, "
                             f"got {type(trainer).__name__}")

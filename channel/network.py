@@ -1,0 +1,224 @@
+"""A network of cells, pure math: the cells of a hexagonal layout (sites times sectors), each
+client's coupling gain to every cell (path loss to the site's nearest wraparound image, its
+shadowing and O2I loss, the sector antenna's gain), the serving cell, and the SINR and Shannon
+rate of transfers that share resource blocks across cells.
+
+Conventions. Gains are linear power gains (received power / transmitted power), losses in dB.
+A cell's band is `num_blocks` resource blocks of `block_hz` each; a transfer holds a contiguous
+range of blocks of its cell and spreads its power evenly over them. Within a cell the blocks of
+two transfers never overlap (the allocator's ranges are disjoint); across cells they may, and
+then the transfers interfere on the blocks they share (frequency reuse 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from channel import layout
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The cells of a layout, one entry per cell: the site it belongs to, the site's position
+    (m) and the sector's boresight azimuth (degrees; NaN for an omnidirectional cell)."""
+
+    site: np.ndarray
+    x_m: np.ndarray
+    y_m: np.ndarray
+    azimuth_deg: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.site)
+
+
+def hexagonal_cells(sites: int, isd_m: float, sectors: int) -> Cells:
+    """The cells of `sites` hexagonal sites `isd_m` apart, each with 1 (omnidirectional) or 3
+    sectors (boresights 30, 150 and 270 degrees); cell c = site * sectors + sector."""
+    if sectors not in (1, 3):
+        raise ValueError(f"layout.sectors: must be 1 or 3, got {sectors}")
+    xy = layout.hexagonal_sites(sites, isd_m)
+    site = np.repeat(np.arange(sites), sectors)
+    azimuth = (np.tile(np.array(layout.SECTOR_AZIMUTHS_DEG), sites) if sectors == 3
+               else np.full(sites, np.nan))
+    return Cells(site, xy[site, 0], xy[site, 1], azimuth)
+
+
+@dataclass(frozen=True)
+class LinkGeometry:
+    """Each client's view of each site (clients x sites): the 2D distance to the site's
+    nearest image and the azimuth of the client seen from that image (degrees)."""
+
+    d2d_m: np.ndarray
+    azimuth_deg: np.ndarray
+
+
+def link_geometry(points: np.ndarray, sites_xy: np.ndarray,
+                  offsets: np.ndarray | None) -> LinkGeometry:
+    """Distances and azimuths from every site (its nearest wraparound image where `offsets`
+    are given) to every client position."""
+    vectors = layout.nearest_image(points, sites_xy, offsets)
+    return LinkGeometry(np.hypot(vectors[..., 0], vectors[..., 1]),
+                        np.degrees(np.arctan2(vectors[..., 1], vectors[..., 0])))
+
+
+def antenna_gain_db(cells: Cells, azimuth_deg: np.ndarray) -> np.ndarray:
+    """(clients, cells) antenna gain towards each client: the 38.901 element (Table 7.3-1) of
+    a sectored cell at the client's azimuth from its site, 0 dBi for an omnidirectional one.
+    `azimuth_deg` is (clients, sites)."""
+    toward = azimuth_deg[:, cells.site]
+    sectored = ~np.isnan(cells.azimuth_deg)
+    gain = np.zeros(toward.shape)
+    if sectored.any():
+        gain[:, sectored] = layout.sector_gain_db(toward[:, sectored],
+                                                  cells.azimuth_deg[sectored][None, :])
+    return gain
+
+
+def coupling_gain_db(cells: Cells, site_loss_db: np.ndarray,
+                     antenna_db: np.ndarray) -> np.ndarray:
+    """(clients, cells) coupling gain: minus the loss to the cell's site (path loss, shadowing
+    and O2I; (clients, sites)) plus the cell's antenna gain towards the client."""
+    return -site_loss_db[:, cells.site] + antenna_db
+
+
+def serving_cells(coupling_db: np.ndarray) -> np.ndarray:
+    """Each client's serving cell: the strongest coupling gain (the strongest received power
+    at equal transmit power; the lowest index on a tie)."""
+    return np.argmax(coupling_db, axis=1)
+
+
+def whole_blocks(shares_hz: np.ndarray, num_blocks: int, block_hz: float) -> np.ndarray:
+    """Sub-bands in Hz made whole blocks: each share's floor in blocks, then the blocks left
+    to the largest remainders (ties to the lower index), so the blocks sum to what the shares
+    cover, at most `num_blocks`. ValueError when a client would get no block."""
+    wanted = np.asarray(shares_hz, dtype=float) / block_hz
+    total = min(num_blocks, int(np.floor(wanted.sum() + 1e-9)))
+    blocks = np.floor(wanted + 1e-9).astype(np.int64)
+    left = total - int(blocks.sum())
+    if left > 0:
+        order = np.argsort(-(wanted - blocks), kind="stable")
+        blocks[order[:left]] += 1
+    if len(blocks) and blocks.min() < 1:
+        raise ValueError(f"{len(blocks)} transfers share {num_blocks} resource blocks: each "
+                         f"needs at least one (fewer clients per cell and round, or a wider "
+                         f"band)")
+    return blocks
+
+
+@dataclass(frozen=True)
+class Transfers:
+    """The transfers in flight in one direction, one entry per transfer: its cell, its blocks
+    (first, count), the power it radiates in all (W; spread evenly over its blocks), its
+    receiver's gain from its transmitter, and `coupling[i, j]`: the gain from transfer j's
+    transmitter to transfer i's receiver (on the uplink the gain of j's client to i's cell, on
+    the downlink the gain of j's cell to i's client)."""
+
+    cell: np.ndarray
+    first_block: np.ndarray
+    num_blocks: np.ndarray
+    power_w: np.ndarray
+    gain: np.ndarray
+    coupling: np.ndarray
+
+    def occupancy(self, total_blocks: int) -> np.ndarray:
+        """(transfers, blocks) True where a transfer holds a block."""
+        blocks = np.arange(total_blocks)
+        return ((blocks[None, :] >= self.first_block[:, None])
+                & (blocks[None, :] < (self.first_block + self.num_blocks)[:, None]))
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Each transfer's Shannon rate (bit/s) summed over its blocks, its mean SINR over its
+    blocks (linear) and the interference power summed over its blocks (W)."""
+
+    rate_bps: np.ndarray
+    sinr: np.ndarray
+    interference_w: np.ndarray
+
+
+def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
+                   noise_psd_w_per_hz: float, interference: bool) -> Rates:
+    """The rates of transfers sharing the network's blocks now. On each block b of transfer
+    i: SINR = (P_i / n_i) g_i / (N0 B_rb + I_ib), with I_ib the power received by i's receiver
+    from every transfer j of another cell that holds b: sum_j (P_j / n_j) coupling[i, j]; the
+    rate is sum_b B_rb log2(1 + SINR_ib). Without interference (or with nothing to interfere)
+    I = 0 and the SINR is the SNR of the same expression, to the bit."""
+    held = transfers.occupancy(total_blocks)
+    per_block_w = transfers.power_w / transfers.num_blocks
+    signal = per_block_w * transfers.gain
+    noise = noise_psd_w_per_hz * block_hz
+    if interference and len(transfers.cell) > 1:
+        other_cell = transfers.cell[:, None] != transfers.cell[None, :]
+        weights = np.where(other_cell, transfers.coupling * per_block_w[None, :], 0.0)
+        received = weights @ held.astype(float)            # (transfers, blocks)
+    else:
+        received = np.zeros(held.shape)
+    sinr = signal[:, None] / (noise + received)
+    rate = block_hz * np.where(held, np.log2(1.0 + sinr), 0.0).sum(axis=1)
+    mean_sinr = np.where(held, sinr, 0.0).sum(axis=1) / transfers.num_blocks
+    interference_w = np.where(held, received, 0.0).sum(axis=1)
+    # a transfer nobody interferes with: its SNR and rate in closed form, not a sum of equal
+    # terms (which may differ from it in the last bit)
+    snr = signal / noise
+    quiet = interference_w == 0.0
+    rate = np.where(quiet, transfers.num_blocks * block_hz * np.log2(1.0 + snr), rate)
+    return Rates(rate, np.where(quiet, snr, mean_sinr), interference_w)
+
+
+@dataclass(frozen=True)
+class LinkLosses:
+    """What each client's links to the sites drew (clients x sites, or per client): the basic
+    path loss, the shadowing, the LOS state (all False where the model has none), and per
+    client the O2I loss and indoor state (0 and False where the model has none) and the UT
+    height."""
+
+    pathloss_db: np.ndarray
+    shadowing_db: np.ndarray
+    los: np.ndarray
+    o2i_db: np.ndarray
+    indoor: np.ndarray
+    h_ut_m: np.ndarray
+
+    @property
+    def total_db(self) -> np.ndarray:
+        """(clients, sites) loss: path loss, shadowing and the client's O2I loss."""
+        return self.pathloss_db + self.shadowing_db + self.o2i_db[:, None]
+
+
+@dataclass(frozen=True)
+class NetworkDrop:
+    """Clients dropped into a network: positions, each link's geometry and losses, the
+    coupling gains to every cell (dB, clients x cells) and the serving cells."""
+
+    cells: Cells
+    x_m: np.ndarray
+    y_m: np.ndarray
+    geometry: LinkGeometry
+    losses: LinkLosses
+    antenna_db: np.ndarray
+    coupling_db: np.ndarray
+    serving: np.ndarray
+
+    def serving_site(self) -> np.ndarray:
+        return self.cells.site[self.serving]
+
+    def on_serving_link(self, per_site: np.ndarray) -> np.ndarray:
+        """A (clients, sites) quantity on each client's link to its serving cell's site."""
+        return per_site[np.arange(len(self.serving)), self.serving_site()]
+
+
+def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,
+                 offsets: np.ndarray | None,
+                 losses_of: Callable[[np.ndarray], LinkLosses]) -> NetworkDrop:
+    """The network's view of clients at `points`: `losses_of(d2d_m)` draws the links' losses
+    for the (clients, sites) distances (a path-loss model's `draw_links`)."""
+    geometry = link_geometry(points, sites_xy, offsets)
+    losses = losses_of(geometry.d2d_m)
+    antenna = antenna_gain_db(cells, geometry.azimuth_deg)
+    coupling = coupling_gain_db(cells, losses.total_db, antenna)
+    return NetworkDrop(cells, points[:, 0], points[:, 1], geometry, losses, antenna, coupling,
+                       serving_cells(coupling))

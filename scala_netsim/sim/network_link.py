@@ -1,0 +1,326 @@
+"""The link of a network of cells: every cell's band is whole resource blocks, handed out
+per round by the scenario's allocator among the cell's clients of the round; transfers of
+different cells on the same blocks at the same time interfere. A transfer's rate is
+piecewise constant: every rate in the network is recomputed (channel.network.transfer_rates)
+whenever any transfer starts or ends, and a transfer ends when the integral of its rate
+reaches its bits. Behind every cell a backhaul to the one server, when the scenario has one:
+a latency and a bandwidth shared equally by the cell's transfers crossing it at once (an
+upload crosses it after the air, a download before).
+
+It offers what the synchronous protocols ask of scala_netsim.sim.link.WirelessLink (rounds,
+uploads, downloads, the grant and transfer books); each transfer row adds the time-averaged
+SINR and interference of its air time and the time it spent on the backhaul."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+import channel
+from channel import Direction
+from scala_netsim.core.events import EventKind, EventLog
+from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.drops import Drops
+from scala_netsim.sim.link import Message
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """What the network's link needs beyond the cells: the blocks of each direction's band,
+    a block's width, the noise PSD, the powers, power control, interference, the backhaul."""
+
+    blocks: dict[Direction, int]
+    block_hz: float
+    noise_psd_w_per_hz: float
+    client_tx_power_w: float
+    bs_tx_power_w: float
+    interference: bool = True
+    power_control: tuple[float, float] | None = None     # (P0 dBm, alpha)
+    backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
+
+
+class Flow:
+    """Bits crossing a shared resource at a rate that the resource's pool sets."""
+
+    __slots__ = ("bits_left", "done", "rate", "start", "end", "sinr", "interference_w",
+                 "sinr_area",
+                 "interference_area", "varied", "last_sinr", "last_interference",
+                 "transfer")
+
+    def __init__(self, bits: float, start: float, done: Callable[[Flow], None],
+                 transfer: tuple = ()) -> None:
+        self.bits_left, self.start, self.done, self.transfer = bits, start, done, transfer
+        self.rate, self.end = 0.0, math.nan
+        self.sinr = self.interference_w = math.nan
+        self.sinr_area = self.interference_area = 0.0
+        self.varied = False
+        self.last_sinr = self.last_interference = math.nan
+
+
+class Pool:
+    """Flows sharing a resource whose rates change only when a flow joins or leaves: between
+    such instants every flow's bits decrease at its rate (`rates(flows)` sets them), and a
+    flow leaves when its bits reach zero."""
+
+    def __init__(self, env: simpy.Environment,
+                 rates: Callable[[list[Flow]], None]) -> None:
+        self.env, self._rates = env, rates
+        self.flows: list[Flow] = []
+        self._since = 0.0
+        self._wake: simpy.Event | None = None
+
+    def add(self, flow: Flow) -> None:
+        self._advance()
+        self.flows.append(flow)
+        self._reschedule()
+
+    def _advance(self) -> None:
+        """Take every flow's bits and time averages up to now."""
+        now = self.env.now
+        dt = now - self._since
+        if dt > 0:
+            for f in self.flows:
+                f.bits_left -= f.rate * dt
+                f.sinr_area += f.sinr * dt
+                f.interference_area += f.interference_w * dt
+        self._since = now
+
+    def _reschedule(self) -> None:
+        if not self.flows:
+            self._wake = None
+            return
+        self._rates(self.flows)
+        for f in self.flows:
+            if f.sinr != f.last_sinr and not math.isnan(f.last_sinr):
+                f.varied = True
+            f.last_sinr, f.last_interference = f.sinr, f.interference_w
+        delay = min(max(f.bits_left, 0.0) / f.rate for f in self.flows)
+        wake = self._wake = self.env.timeout(delay)
+        wake.callbacks.append(lambda _: self._woken(wake))
+
+    def _woken(self, wake: simpy.Event) -> None:
+        if wake is not self._wake:            # a flow joined since: a later wake stands
+            return
+        self._advance()
+        # done: what is left is below the float error of the arithmetic that took it there
+        finished = [f for f in self.flows if f.bits_left <= 1e-9 * max(1.0, f.rate)]
+        if not finished:   # rounding left a sliver: finish the nearest
+            finished = [min(self.flows, key=lambda f: f.bits_left / f.rate)]
+        self.flows = [f for f in self.flows if f not in finished]
+        self._reschedule()
+        for f in finished:
+            f.end = self.env.now
+            f.done(f)
+
+
+class NetworkLink:
+    """The network's up- and downlink (see the module's docstring)."""
+
+    def __init__(self, env: simpy.Environment, cell: Cell, settings: NetworkSettings,
+                 allocator: channel.BandwidthAllocator, model: channel.LinkModel,
+                 log: EventLog, grant_rows: list[tuple] | None = None,
+                 transfer_rows: list[tuple] | None = None) -> None:
+        if cell.network is None:
+            raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
+        self.env, self.cell, self.settings, self.allocator, self.log = (
+            env, cell, settings, allocator, log)
+        self.net = cell.network
+        self.drops: Drops | None = None         # nothing is cut short in a network (yet)
+        self.round = 0
+        self.grant_rows: list[tuple] = [] if grant_rows is None else grant_rows
+        self.transfer_rows: list[tuple] = [] if transfer_rows is None else transfer_rows
+        #: (round, client, direction, cell, first block, blocks) of every grant
+        self.block_rows: list[tuple] = []
+        self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
+        self._radio = {d: model.allocation_radio(d) for d in Direction}
+        self._air = {d: Pool(env, self._air_rates(d)) for d in Direction}
+        self._backhaul: dict[tuple[Direction, int], Pool] = {}
+
+    # --- what the protocols ask of a link ---------------------------------------------
+    def stream_states(self) -> dict[str, dict[int, dict]]:
+        return {}                               # no random stream of its own
+
+    def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None:
+        del states
+
+    def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
+        """Hand out each cell's blocks among its clients of the round, per direction: the
+        allocator's shares of the cell's band made whole blocks (channel.network.whole_blocks),
+        contiguous from block 0 in the order of the demand."""
+        self.round = round_
+        block_hz = self.settings.block_hz
+        for direction, demand in demands.items():
+            total = self.settings.blocks[direction]
+            radio = self._radio[direction]
+            if radio is not None:
+                power_w, noise, constant_psd = radio
+                demand = dataclasses.replace(demand, tx_power_w=np.full(len(demand), power_w),
+                                             noise_psd_w_per_hz=noise, constant_psd=constant_psd)
+            held = self._blocks[direction] = {}
+            serving = self.net.serving[demand.client_ids]
+            for c in np.unique(serving).tolist():
+                mine = serving == c
+                part = _subset(demand, mine)
+                shares = self.allocator.allocate_hz(total * block_hz, part)
+                blocks = channel.network.whole_blocks(shares, total, block_hz)
+                first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
+                for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
+                                   strict=True):
+                    held[k] = (f, n)
+                    self.grant_rows.append((round_, k, direction.value, n * block_hz))
+                    self.block_rows.append((round_, k, direction.value, c, f, n))
+
+    def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
+        return self._transfer(message, kind, local_iter, Direction.UPLINK)
+
+    def download(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
+        return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
+
+    def problems(self) -> list[str]:
+        """Broken invariants of the blocks handed out so far (block_problems)."""
+        return block_problems(self.block_rows, {d.value: n
+                                                for d, n in self.settings.blocks.items()})
+
+    # --- the transfer: air, backhaul, and its record ---------------------------------------
+    def power_w(self, direction: Direction, k: int, blocks: int) -> float:
+        """What client k's transfer radiates on its `blocks` blocks: on the uplink the
+        client's power (fixed, or by open-loop power control at its coupling loss to its
+        serving cell), on the downlink the base station's power spread over the whole band."""
+        s = self.settings
+        if direction is Direction.DOWNLINK:
+            return s.bs_tx_power_w * blocks / s.blocks[direction]
+        if s.power_control is None:
+            return s.client_tx_power_w
+        p0_dbm, alpha = s.power_control
+        loss_db = -10.0 * math.log10(float(self.cell.gain_linear[k]))
+        dbm = channel.nr.uplink_tx_power_dbm(loss_db, blocks, p0_dbm, alpha,
+                                             float(channel.w_to_dbm(s.client_tx_power_w)))
+        return float(channel.dbm_to_w(dbm))
+
+    def _transfer(self, message: Message, kind: EventKind, local_iter: int,
+                  direction: Direction) -> simpy.Event:
+        k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
+        first, blocks = self._blocks[direction][k]
+        ended = self.env.event()
+        c = int(self.net.serving[k])
+        info = (start, local_iter, k, kind, payload_bytes, first, blocks, c,
+                self.power_w(direction, k, blocks))
+        bits = 8.0 * payload_bytes
+        backhaul = self._backhaul_pool(direction, c)
+
+        def record(air: Flow, backhaul_s: float) -> None:
+            self._record(info, air, backhaul_s)
+            ended.succeed()
+
+        if direction is Direction.UPLINK:
+            def after_air(air: Flow) -> None:
+                self._cross_backhaul(backhaul, bits, lambda s: record(air, s))
+            self._air[direction].add(Flow(bits, start, after_air, info))
+        else:
+            def after_backhaul(backhaul_s: float) -> None:
+                self._air[direction].add(Flow(bits, self.env.now,
+                                              lambda air: record(air, backhaul_s), info))
+            self._cross_backhaul(backhaul, bits, after_backhaul)
+        return ended
+
+    def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
+        if self.settings.backhaul is None:
+            return None
+        key = (direction, c)
+        if key not in self._backhaul:
+            bandwidth_bps = self.settings.backhaul[1]
+
+            def shared(flows: list[Flow]) -> None:
+                for f in flows:
+                    f.rate = bandwidth_bps / len(flows)
+            self._backhaul[key] = Pool(self.env, shared)
+        return self._backhaul[key]
+
+    def _cross_backhaul(self, pool: Pool | None, bits: float,
+                        then: Callable[[float], None]) -> None:
+        """The bits cross the cell's backhaul (their share of its bandwidth, then its
+        latency); `then(seconds it took)`."""
+        if pool is None:
+            then(0.0)
+            return
+        start, latency_s = self.env.now, self.settings.backhaul[0]  # type: ignore[index]
+
+        def crossed(_: Flow) -> None:
+            arrived = self.env.timeout(latency_s)
+            arrived.callbacks.append(lambda _: then(self.env.now - start))
+        pool.add(Flow(bits, start, crossed))
+
+    def _air_rates(self, direction: Direction) -> Callable[[list[Flow]], None]:
+        """The rate setter of a direction's air: every flow's rate, SINR and interference
+        from every flow in flight (channel.network.transfer_rates)."""
+        coupling = self.net.coupling_linear          # (clients, cells)
+        s = self.settings
+
+        def rates(flows: list[Flow]) -> None:
+            info = [f.transfer for f in flows]
+            client = np.array([i[2] for i in info])
+            cell = np.array([i[7] for i in info])
+            if direction is Direction.UPLINK:         # j's client heard at i's cell
+                mutual = coupling[client[None, :], cell[:, None]]
+            else:                                     # j's cell heard at i's client
+                mutual = coupling[client[:, None], cell[None, :]]
+            transfers = channel.network.Transfers(
+                cell, np.array([i[5] for i in info]), np.array([i[6] for i in info]),
+                np.array([i[8] for i in info]), self.cell.gain_linear[client], mutual)
+            out = channel.network.transfer_rates(transfers, s.blocks[direction], s.block_hz,
+                                                 s.noise_psd_w_per_hz, s.interference)
+            for f, r, q, i in zip(flows, out.rate_bps.tolist(), out.sinr.tolist(),
+                                  out.interference_w.tolist(), strict=True):
+                f.rate, f.sinr, f.interference_w = r, q, i
+        return rates
+
+    def _record(self, info: tuple, air: Flow, backhaul_s: float) -> None:
+        """The transfer's row of the link's book and its event: the air's mean rate (bits
+        over air time), its time-averaged SINR and interference, the backhaul's time."""
+        start, local_iter, k, kind, payload_bytes, _, blocks, _, power_w = info
+        air_s = air.end - air.start
+        if air_s > 0:
+            rate = 8.0 * payload_bytes / air_s
+            sinr = air.last_sinr if not air.varied else air.sinr_area / air_s
+            interference_w = (air.last_interference if not air.varied
+                              else air.interference_area / air_s)
+        else:
+            rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
+        interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
+                            else -math.inf)
+        self.transfer_rows.append((len(self.log), blocks * self.settings.block_hz, rate, 1,
+                                   float(self.cell.gain_linear[k]), power_w,
+                                   10.0 * math.log10(sinr), interference_dbm, backhaul_s))
+        self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
+
+
+def block_problems(block_rows: list[tuple], blocks: dict[str, int]) -> list[str]:
+    """No cell hands out more blocks than it has, nor one block twice, in any round and
+    direction: every grant's blocks (round, client, direction, cell, first, count) lie in the
+    cell's band and the grants of one cell do not overlap. (A round's grants hold for the whole
+    round, so this is the check at every instant.)"""
+    problems = []
+    held: dict[tuple, list[tuple[int, int]]] = {}
+    for round_, k, direction, c, first, n in block_rows:
+        if n < 1 or first < 0 or first + n > blocks[direction]:
+            problems.append(f"round {round_}: client {k} was granted {direction} blocks "
+                            f"{first}..{first + n - 1}, outside its cell's {blocks[direction]}")
+        held.setdefault((round_, direction, c), []).append((first, n))
+    for (round_, direction, c), ranges in held.items():
+        ranges.sort()
+        if any(f1 + n1 > f2 for (f1, n1), (f2, _) in zip(ranges, ranges[1:], strict=False)):
+            problems.append(f"round {round_}: cell {c} granted a {direction} block twice")
+    return problems
+
+
+def _subset(demand: channel.LinkDemand, mask: np.ndarray) -> channel.LinkDemand:
+    """The entries of `demand` where `mask` holds."""
+    return dataclasses.replace(
+        demand, client_ids=demand.client_ids[mask], gain_linear=demand.gain_linear[mask],
+        payload_bits=demand.payload_bits[mask], compute_time_s=demand.compute_time_s[mask],
+        tx_power_w=None if demand.tx_power_w is None else demand.tx_power_w[mask])

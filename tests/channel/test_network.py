@@ -1,0 +1,113 @@
+"""The network's pure math (channel.network): the cells of a layout, the coupling gains and the
+serving cell, whole resource blocks, and the rates of transfers that share blocks across cells,
+against values computed by hand."""
+
+import math
+
+import numpy as np
+import pytest
+
+from channel import layout, network
+
+BLOCK_HZ = 360e3                  # 12 subcarriers at 30 kHz
+NOISE_PSD = 1e-13 / BLOCK_HZ      # 1e-13 W of noise per block
+
+
+def test_the_cells_of_seven_three_sector_sites():
+    cells = network.hexagonal_cells(7, 500.0, 3)
+    assert len(cells) == 21
+    assert cells.site.tolist() == [s for s in range(7) for _ in range(3)]
+    assert cells.azimuth_deg[:6].tolist() == [30.0, 150.0, 270.0] * 2
+    assert (cells.x_m[3], cells.y_m[3]) == (500.0, 0.0)       # site 1, east of the centre
+    omni = network.hexagonal_cells(19, 200.0, 1)
+    assert len(omni) == 19 and np.isnan(omni.azimuth_deg).all()
+    with pytest.raises(ValueError, match="layout.sectors: must be 1 or 3, got 2"):
+        network.hexagonal_cells(7, 500.0, 2)
+
+
+def test_coupling_is_minus_the_loss_plus_the_sector_gain_and_the_strongest_serves():
+    cells = network.hexagonal_cells(1, 500.0, 3)
+    # a client due east of the site (azimuth 0): 30 degrees off sector 0's boresight, 150 off
+    # sector 1's, 90 off sector 2's
+    geometry = network.link_geometry(np.array([[100.0, 0.0]]), layout.hexagonal_sites(1, 500.0),
+                                     None)
+    assert geometry.d2d_m[0, 0] == 100.0 and geometry.azimuth_deg[0, 0] == 0.0
+    antenna = network.antenna_gain_db(cells, geometry.azimuth_deg)
+    a_30 = 8.0 - min(12 * (30 / 65) ** 2, 30.0)
+    a_90 = 8.0 - min(12 * (90 / 65) ** 2, 30.0)
+    assert antenna[0].tolist() == pytest.approx([a_30, 8.0 - 30.0, a_90], abs=1e-12)
+    coupling = network.coupling_gain_db(cells, np.array([[100.0]]), antenna)
+    assert coupling[0].tolist() == pytest.approx([-100.0 + a_30, -122.0, -100.0 + a_90])
+    assert network.serving_cells(coupling).tolist() == [0]
+
+
+def test_wraparound_serves_a_client_at_the_edge_from_the_nearest_image():
+    sites = layout.hexagonal_sites(7, 500.0)
+    offsets = layout.wraparound_offsets(7, 500.0)
+    edge = sites[1] + np.array([240.0, 0.0])    # 240 m east of site 1, nearest to site 1
+    far = network.link_geometry(edge[None, :], sites, None)
+    wrapped = network.link_geometry(edge[None, :], sites, offsets)
+    assert far.d2d_m[0, 1] == pytest.approx(240.0)
+    # without wraparound the westmost site (4, at -500, 0) is 1,240 m away; its image east of
+    # the cluster (shifted by the cluster's period) is much nearer
+    assert far.d2d_m[0, 4] == pytest.approx(1240.0)
+    assert wrapped.d2d_m[0, 4] < 1000.0
+    assert np.all(wrapped.d2d_m <= far.d2d_m + 1e-9)
+
+
+def test_whole_blocks_from_equal_shares_and_too_many_clients():
+    blocks = network.whole_blocks(np.full(4, 51 * BLOCK_HZ / 4), 51, BLOCK_HZ)
+    assert blocks.tolist() == [13, 13, 13, 12]            # remainders tie: the first ones
+    uneven = network.whole_blocks(np.array([10.6, 20.3, 20.1]) * BLOCK_HZ, 51, BLOCK_HZ)
+    assert uneven.tolist() == [11, 20, 20] and uneven.sum() == 51
+    with pytest.raises(ValueError, match="52 transfers share 51 resource blocks"):
+        network.whole_blocks(np.full(52, 51 * BLOCK_HZ / 52), 51, BLOCK_HZ)
+
+
+def two_transfers(first_block_1: int = 5, cells=(0, 1)) -> network.Transfers:
+    """Two uplink transfers of 0.2 W on 10 blocks each: the first on blocks 0-9 with gain
+    1e-10 to its cell, the second on blocks first_block_1.. with gain 2e-10; the first's
+    client is heard at the second's cell at 3e-12, the second's at the first's at 1e-12."""
+    return network.Transfers(
+        cell=np.array(cells), first_block=np.array([0, first_block_1]),
+        num_blocks=np.array([10, 10]), power_w=np.array([0.2, 0.2]),
+        gain=np.array([1e-10, 2e-10]),
+        coupling=np.array([[1e-10, 1e-12], [3e-12, 2e-10]]))
+
+
+def test_two_transfers_sharing_five_blocks_by_hand():
+    rates = network.transfer_rates(two_transfers(), 20, BLOCK_HZ, NOISE_PSD, True)
+    # per block: 0.02 W; noise 1e-13 W. Transfer 0: SNR 0.02e-10 / 1e-13 = 20 on blocks 0-4,
+    # on 5-9 interference 0.02 x 1e-12 = 2e-14: SINR 2e-12 / 1.2e-13 = 50/3. Transfer 1: SNR
+    # 40 on 10-14, on 5-9 interference 0.02 x 3e-12 = 6e-14: SINR 4e-12 / 1.6e-13 = 25.
+    expected_0 = BLOCK_HZ * (5 * math.log2(21) + 5 * math.log2(1 + 50 / 3))
+    expected_1 = BLOCK_HZ * (5 * math.log2(41) + 5 * math.log2(26))
+    assert rates.rate_bps.tolist() == pytest.approx([expected_0, expected_1], rel=1e-12)
+    assert rates.sinr.tolist() == pytest.approx([(20 + 50 / 3) / 2, (40 + 25) / 2], rel=1e-12)
+    assert rates.interference_w.tolist() == pytest.approx([5 * 2e-14, 5 * 6e-14], rel=1e-12)
+
+
+def test_without_overlap_or_interference_the_sinr_is_the_snr_to_the_bit():
+    apart = network.transfer_rates(two_transfers(first_block_1=10), 20, BLOCK_HZ, NOISE_PSD,
+                                   True)
+    off = network.transfer_rates(two_transfers(), 20, BLOCK_HZ, NOISE_PSD, False)
+    same_cell = network.transfer_rates(two_transfers(cells=(0, 0), first_block_1=10), 20,
+                                       BLOCK_HZ, NOISE_PSD, True)
+    snr = np.array([0.2 / 10 * 1e-10, 0.2 / 10 * 2e-10]) / (NOISE_PSD * BLOCK_HZ)
+    for rates in (apart, off, same_cell):
+        assert rates.sinr.tolist() == snr.tolist()           # exactly
+        assert rates.interference_w.tolist() == [0.0, 0.0]
+        assert rates.rate_bps.tolist() == (10 * BLOCK_HZ * np.log2(1 + snr)).tolist()
+
+
+def test_interference_never_raises_a_rate():
+    rng = np.random.default_rng(0)
+    n = 12
+    transfers = network.Transfers(
+        cell=rng.integers(0, 4, n), first_block=rng.integers(0, 40, n),
+        num_blocks=rng.integers(1, 11, n), power_w=rng.uniform(0.01, 0.2, n),
+        gain=10 ** rng.uniform(-13, -9, n), coupling=10 ** rng.uniform(-14, -10, (n, n)))
+    on = network.transfer_rates(transfers, 51, BLOCK_HZ, NOISE_PSD, True)
+    off = network.transfer_rates(transfers, 51, BLOCK_HZ, NOISE_PSD, False)
+    assert np.all(on.rate_bps <= off.rate_bps * (1 + 1e-12))
+    assert np.all(on.sinr <= off.sinr * (1 + 1e-12))

@@ -1,0 +1,111 @@
+"""A run in a network of cells (network.layout.kind: hexagonal) on the real Fashion-MNIST
+slice: the drop, the serving cells, the records (clients.csv, cells.csv, the SINR columns of
+events.csv), the invariants, and the keys' bad values."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import channel
+from scala_netsim.config.scenario import ScenarioError
+from scala_netsim.runner.world import cells_frame, clients_frame
+
+NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
+           "pathloss": "3gpp_38901_uma"}
+
+
+def network_run(make_run, algorithm="scala", **network):
+    return make_run(algorithm, data={"num_clients": 40}, training={"participation": 0.3},
+                    network={**NETWORK, **network})
+
+
+def test_clients_are_served_by_their_strongest_cell_and_recorded(make_run):
+    run = network_run(make_run)
+    cell = run.world.cell
+    assert cell.network is not None and len(cell.network.cells) == 21
+    coupling = cell.network.coupling_linear
+    assert np.array_equal(cell.network.serving, np.argmax(coupling, axis=1))
+    # the cell's gain is the serving link's coupling gain, to the bit
+    assert cell.gain_linear.tolist() == coupling[np.arange(40), cell.network.serving].tolist()
+    clients = clients_frame(run.world)
+    for column in ("serving_cell", "x_m", "y_m", "d2d_m", "d3d_m", "h_ut_m", "los", "indoor",
+                   "o2i_db", "pathloss_db", "shadowing_db", "antenna_gain_db"):
+        assert column in clients, column
+    recorded_db = -(clients["pathloss_db"] + clients["shadowing_db"] + clients["o2i_db"]
+                    - clients["antenna_gain_db"])
+    assert np.allclose(recorded_db, 10 * np.log10(cell.gain_linear), atol=1e-9)
+    assert set(clients["los"]) <= {0, 1} and set(clients["indoor"]) <= {0, 1}
+    assert (clients["o2i_db"][clients["indoor"] == 0] == 0).all()
+    # the drop covers the network, not one cell: clients of at least 5 of the 7 sites
+    assert len(set(cell.network.cells.site[cell.network.serving])) >= 5
+    cells = cells_frame(cell)
+    assert cells is not None and list(cells.columns) == ["cell", "site", "x_m", "y_m",
+                                                         "azimuth_deg"]
+    assert cells["x_m"].tolist()[3:6] == [500.0] * 3
+
+
+@pytest.mark.parametrize("interference", [True, False])
+def test_a_network_round_keeps_its_invariants(make_run, interference):
+    run = network_run(make_run, interference=interference)
+    run.step()
+    run.step()
+    assert run.problems() == []
+    columns, rows = run.event_table()
+    events = pd.DataFrame(rows, columns=list(columns))
+    moved = events[events["bandwidth_hz"] > 0]
+    assert len(moved) > 0
+    snr = (moved["tx_power_w"] * 10 ** (moved["gain_db"] / 10)
+           / (channel.dbm_to_w(-174.0) * moved["bandwidth_hz"]))
+    if interference:
+        assert (moved["sinr_db"] <= 10 * np.log10(snr) + 1e-9).all()
+        assert (moved["interference_dbm"] > -math.inf).any()
+    else:
+        assert (moved["interference_dbm"] == -math.inf).all()
+        assert np.allclose(moved["sinr_db"], 10 * np.log10(snr), atol=1e-9, rtol=0)
+    blocks = pd.DataFrame(run.link.block_rows, columns=["round", "client", "direction", "cell",
+                                                        "first", "count"])
+    per_cell = blocks.groupby(["round", "direction", "cell"])["count"].sum()
+    assert (per_cell <= 51).all()       # 20 MHz at 30 kHz: 51 blocks (TS 38.101-1)
+
+
+def test_interference_lengthens_the_round(make_run):
+    times = []
+    for interference in (False, True):
+        run = network_run(make_run, interference=interference)
+        run.step()
+        times.append(run.env.now)
+    assert times[1] > times[0]
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"layout": {"kind": "hexagonal", "sites": 5}}, r"network\.layout\.sites"),
+    ({"layout": {"kind": "hexagonal", "isd_m": -1}}, r"network\.layout\.isd_m"),
+    ({"layout": {"kind": "ring"}}, r"network\.layout\.kind"),
+    ({"layout": {"kind": "hexagonal"}, "power_control": {"alpha": 1.5}},
+     r"network\.power_control\.alpha"),
+    ({"layout": {"kind": "hexagonal"}, "subcarrier_spacing_hz": 20e3},
+     r"subcarrier_spacing_hz.*15e3, 30e3 or 60e3"),
+    ({"layout": {"kind": "hexagonal"}, "uplink_bandwidth_hz": 300e3},
+     r"uplink_bandwidth_hz: bandwidth: 300000 Hz holds no whole resource block"),
+    ({"power_control": {"p0_dbm": -80}}, r"power_control: the single layout"),
+    ({"backhaul": {"latency_s": 0.001}}, r"backhaul: the single layout"),
+    ({"layout": {"kind": "hexagonal"}, "fading": {"kind": "rayleigh"}},
+     r"fading\.kind: a hexagonal layout has no fading yet"),
+])
+def test_bad_network_keys_are_refused_naming_the_field(network, message):
+    from conftest import tiny_scenario
+
+    with pytest.raises(ScenarioError, match=message):
+        tiny_scenario("scala", network=network)
+
+
+def test_a_network_refuses_asynchronous_algorithms_and_deadlines():
+    from conftest import tiny_scenario
+
+    with pytest.raises(ScenarioError, match="runs synchronous algorithms only; fedasync"):
+        tiny_scenario("fedasync", network={"layout": {"kind": "hexagonal"}})
+    with pytest.raises(ScenarioError, match="no deadlines or over-selection yet"):
+        tiny_scenario("scala", network={"layout": {"kind": "hexagonal"}},
+                      training={"deadline_s": 10.0})
