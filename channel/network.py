@@ -112,16 +112,16 @@ def whole_blocks(shares_hz: np.ndarray, num_blocks: int, block_hz: float) -> np.
 class Transfers:
     """The transfers in flight in one direction, one entry per transfer: its cell, its blocks
     (first, count), the power it radiates in all (W; spread evenly over its blocks), its
-    receiver's gain from its transmitter, and `coupling[i, j]`: the gain from transfer j's
-    transmitter to transfer i's receiver (on the uplink the gain of j's client to i's cell, on
-    the downlink the gain of j's cell to i's client)."""
+    receiver's gain from its transmitter, and `client_gains[i]`: the coupling gain between
+    transfer i's client and every cell (clients x cells rows: on the uplink what each cell
+    hears of i's client, on the downlink what i's client hears of each cell)."""
 
     cell: np.ndarray
     first_block: np.ndarray
     num_blocks: np.ndarray
     power_w: np.ndarray
     gain: np.ndarray
-    coupling: np.ndarray
+    client_gains: np.ndarray
 
     def occupancy(self, total_blocks: int) -> np.ndarray:
         """(transfers, blocks) True where a transfer holds a block."""
@@ -140,27 +140,51 @@ class Rates:
     interference_w: np.ndarray
 
 
+def received_interference_w(transfers: Transfers, held: np.ndarray, per_block_w: np.ndarray,
+                            uplink: bool) -> np.ndarray:
+    """(transfers, blocks) power that transfer i's receiver gets on block b from the
+    transfers of other cells holding b. Within a cell the blocks of two transfers never
+    overlap, so on i's blocks the only transfer of i's cell is i itself: the power of all
+    transfers on b less i's own. Uplink: cell c hears R[c, b] = sum_j (P_j/n_j) g(j's client,
+    c) held[j, b]. Downlink: cell c radiates T[c, b] = sum_{j of c} (P_j/n_j) held[j, b], which
+    i's client hears through g(i's client, c). In (transfers x cells x blocks) operations, not
+    (transfers^2 x blocks). Exactly 0 on a block no other transfer holds."""
+    radiated = held * per_block_w[:, None]                                 # (n, blocks)
+    gains, cell = transfers.client_gains, transfers.cell
+    rows = np.arange(len(cell))
+    own_gain = gains[rows, cell]
+    if uplink:
+        heard = gains.T @ radiated                                         # (cells, blocks)
+        total = heard[cell]
+        own = own_gain * per_block_w
+    else:
+        by_cell = np.zeros((gains.shape[1], held.shape[1]))
+        np.add.at(by_cell, cell, radiated)                                 # (cells, blocks)
+        total = gains @ by_cell
+        own = own_gain * per_block_w
+    others = held.sum(axis=0)[None, :] - held          # other holders of each block
+    return np.where(held & (others > 0), np.maximum(total - own[:, None], 0.0), 0.0)
+
+
 def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
-                   noise_psd_w_per_hz: float, interference: bool) -> Rates:
+                   noise_psd_w_per_hz: float, interference: bool, uplink: bool = True) -> Rates:
     """The rates of transfers sharing the network's blocks now. On each block b of transfer
-    i: SINR = (P_i / n_i) g_i / (N0 B_rb + I_ib), with I_ib the power received by i's receiver
-    from every transfer j of another cell that holds b: sum_j (P_j / n_j) coupling[i, j]; the
-    rate is sum_b B_rb log2(1 + SINR_ib). Without interference (or with nothing to interfere)
-    I = 0 and the SINR is the SNR of the same expression, to the bit."""
+    i: SINR = (P_i / n_i) g_i / (N0 B_rb + I_ib), with I_ib the power i's receiver gets from
+    the transfers of other cells holding b (received_interference_w); the rate is
+    sum_b B_rb log2(1 + SINR_ib). Without interference (or with nothing to interfere) I = 0
+    and the SINR is the SNR, P_i g_i / (n_i N0 B_rb) in the same expression, to the bit."""
     held = transfers.occupancy(total_blocks)
     per_block_w = transfers.power_w / transfers.num_blocks
     signal = per_block_w * transfers.gain
     noise = noise_psd_w_per_hz * block_hz
-    if interference and len(transfers.cell) > 1:
-        other_cell = transfers.cell[:, None] != transfers.cell[None, :]
-        weights = np.where(other_cell, transfers.coupling * per_block_w[None, :], 0.0)
-        received = weights @ held.astype(float)            # (transfers, blocks)
+    if interference and len(np.unique(transfers.cell)) > 1:
+        received = received_interference_w(transfers, held, per_block_w, uplink)
     else:
         received = np.zeros(held.shape)
     sinr = signal[:, None] / (noise + received)
     rate = block_hz * np.where(held, np.log2(1.0 + sinr), 0.0).sum(axis=1)
     mean_sinr = np.where(held, sinr, 0.0).sum(axis=1) / transfers.num_blocks
-    interference_w = np.where(held, received, 0.0).sum(axis=1)
+    interference_w = received.sum(axis=1)
     # a transfer nobody interferes with: its SNR and rate in closed form, not a sum of equal
     # terms (which may differ from it in the last bit)
     snr = signal / noise

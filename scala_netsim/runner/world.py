@@ -315,6 +315,25 @@ def describe(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
         f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz, path loss "
         f"{net.pathloss} at {net.carrier_frequency_hz / 1e9:g} GHz",
+        *network_lines(scenario),
         f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "
         f"FLOP/s, server {comp.server_flops_per_s:.3g} FLOP/s",
     ])
+
+
+def network_lines(scenario: Scenario) -> list[str]:
+    """describe()'s line on a network of cells (none for the single cell)."""
+    net = scenario.network
+    lay = net.layout
+    if lay.kind == "single":
+        return []
+    blocks = channel.nr.resource_blocks(net.uplink_bandwidth_hz, net.subcarrier_spacing_hz)
+    pc, backhaul = net.power_control, net.backhaul
+    return [f"  network: {lay.sites} sites x {lay.sectors} sector(s), ISD {lay.isd_m:g} m"
+            f"{', wraparound' if lay.wraparound and lay.sites > 1 else ''} (radius_m unused), "
+            f"interference {'on' if net.interference else 'off'}, {blocks} uplink blocks of "
+            f"{12 * net.subcarrier_spacing_hz / 1e3:g} kHz a cell, "
+            + ("fixed client power" if pc is None
+               else f"power control P0 {pc.p0_dbm:g} dBm alpha {pc.alpha:g}")
+            + ("" if backhaul is None else f", backhaul {backhaul.latency_s * 1e3:g} ms "
+               f"{backhaul.bandwidth_bps / 1e9:g} Gbit/s")]

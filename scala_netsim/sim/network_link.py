@@ -264,16 +264,13 @@ class NetworkLink:
         def rates(flows: list[Flow]) -> None:
             info = [f.transfer for f in flows]
             client = np.array([i[2] for i in info])
-            cell = np.array([i[7] for i in info])
-            if direction is Direction.UPLINK:         # j's client heard at i's cell
-                mutual = coupling[client[None, :], cell[:, None]]
-            else:                                     # j's cell heard at i's client
-                mutual = coupling[client[:, None], cell[None, :]]
             transfers = channel.network.Transfers(
-                cell, np.array([i[5] for i in info]), np.array([i[6] for i in info]),
-                np.array([i[8] for i in info]), self.cell.gain_linear[client], mutual)
+                np.array([i[7] for i in info]), np.array([i[5] for i in info]),
+                np.array([i[6] for i in info]), np.array([i[8] for i in info]),
+                self.cell.gain_linear[client], coupling[client])
             out = channel.network.transfer_rates(transfers, s.blocks[direction], s.block_hz,
-                                                 s.noise_psd_w_per_hz, s.interference)
+                                                 s.noise_psd_w_per_hz, s.interference,
+                                                 uplink=direction is Direction.UPLINK)
             for f, r, q, i in zip(flows, out.rate_bps.tolist(), out.sinr.tolist(),
                                   out.interference_w.tolist(), strict=True):
                 f.rate, f.sinr, f.interference_w = r, q, i

@@ -71,3 +71,32 @@ def test_the_sector_antenna_element_of_table_7_3_1():
     # off the horizon, below a 12-degree downtilt (zenith 102): the vertical term adds
     assert layout.sector_gain_db(30.0, 30.0, 90.0, 102.0) == pytest.approx(
         8 - 12 * (12 / 65) ** 2)
+
+
+# --- Sionna as the referee (the optional extra [sionna]) -----------------------------------
+def rotate(points: np.ndarray, degrees: float) -> np.ndarray:
+    a = np.radians(degrees)
+    return points @ np.array([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]])
+
+
+@pytest.mark.parametrize("sites", [7, 19])
+def test_sites_and_wraparound_distances_agree_with_sionna(sites):
+    """Sionna's HexGrid (sionna.sys, sionna-no-rt 2.x) draws the same grid turned by 30
+    degrees (its first neighbour is north-west, ours east): the same site positions, and for
+    the users it drops, the same wraparound distance to every site."""
+    sys = pytest.importorskip("sionna.sys", reason="the optional extra [sionna] (Python 3.11+)")
+    grid = sys.HexGrid(num_rings=layout.RINGS[sites], isd=500.0, precision="double")
+    theirs = grid.cell_loc[:, :2].numpy()
+    ours = rotate(layout.hexagonal_sites(sites, 500.0), 30.0)
+    # the same positions, matched site by site
+    match = np.argmin(np.hypot(*(theirs[:, None, :] - ours[None, :, :]).transpose(2, 0, 1)),
+                      axis=1)
+    assert sorted(match.tolist()) == list(range(sites))
+    assert np.allclose(theirs, ours[match], atol=1e-9)
+    ut_loc, _, distance = grid(1, 4, 35.0)
+    users = ut_loc[0, ..., :2].reshape(-1, 2).numpy()
+    expected = distance[0].reshape(-1, sites).numpy()            # (users, sionna's sites)
+    vectors = layout.nearest_image(rotate(users, -30.0), layout.hexagonal_sites(sites, 500.0),
+                                   layout.wraparound_offsets(sites, 500.0))
+    mine = np.hypot(vectors[..., 0], vectors[..., 1])[:, match]
+    assert np.allclose(mine, expected, rtol=1e-9, atol=1e-6)

@@ -72,7 +72,7 @@ def two_transfers(first_block_1: int = 5, cells=(0, 1)) -> network.Transfers:
         cell=np.array(cells), first_block=np.array([0, first_block_1]),
         num_blocks=np.array([10, 10]), power_w=np.array([0.2, 0.2]),
         gain=np.array([1e-10, 2e-10]),
-        coupling=np.array([[1e-10, 1e-12], [3e-12, 2e-10]]))
+        client_gains=np.array([[1e-10, 3e-12], [1e-12, 2e-10]]))
 
 
 def test_two_transfers_sharing_five_blocks_by_hand():
@@ -100,13 +100,58 @@ def test_without_overlap_or_interference_the_sinr_is_the_snr_to_the_bit():
         assert rates.rate_bps.tolist() == (10 * BLOCK_HZ * np.log2(1 + snr)).tolist()
 
 
+def test_a_download_hears_the_other_cells_base_stations():
+    """The same two transfers as downloads: transfer 0's client hears cell 1's base station
+    at 3e-12 on the five shared blocks, transfer 1's client hears cell 0's at 1e-12."""
+    rates = network.transfer_rates(two_transfers(), 20, BLOCK_HZ, NOISE_PSD, True,
+                                   uplink=False)
+    assert rates.interference_w.tolist() == pytest.approx([5 * 0.02 * 3e-12,
+                                                           5 * 0.02 * 1e-12], rel=1e-12)
+    expected_0 = BLOCK_HZ * (5 * math.log2(21) + 5 * math.log2(1 + 2e-12 / (1e-13 + 6e-14)))
+    assert rates.rate_bps[0] == pytest.approx(expected_0, rel=1e-12)
+
+
+def brute_force_interference(transfers, total_blocks, uplink):
+    """I_ib summed transfer by transfer: the definition, in (transfers^2 x blocks)."""
+    held = transfers.occupancy(total_blocks)
+    per_block = transfers.power_w / transfers.num_blocks
+    n = len(transfers.cell)
+    out = np.zeros(held.shape)
+    for i in range(n):
+        for j in range(n):
+            if transfers.cell[i] == transfers.cell[j]:
+                continue
+            heard = (transfers.client_gains[j, transfers.cell[i]] if uplink
+                     else transfers.client_gains[i, transfers.cell[j]])
+            out[i] += (held[i] & held[j]) * per_block[j] * heard
+    return out
+
+
+def random_transfers(seed: int, n: int = 12, cells: int = 4) -> network.Transfers:
+    """Transfers of `cells` cells with disjoint blocks within each cell."""
+    rng = np.random.default_rng(seed)
+    cell = rng.integers(0, cells, n)
+    first, count = np.zeros(n, dtype=int), rng.integers(1, 6, n)
+    for c in range(cells):                                 # consecutive ranges in each cell
+        mine = np.flatnonzero(cell == c)
+        first[mine] = np.concatenate([[0], np.cumsum(count[mine])[:-1]]) + rng.integers(0, 3)
+    return network.Transfers(cell, first, count, rng.uniform(0.01, 0.2, n),
+                             10 ** rng.uniform(-13, -9, n), 10 ** rng.uniform(-14, -10, (n, cells)))
+
+
+@pytest.mark.parametrize("uplink", [True, False])
+def test_the_per_cell_sums_equal_the_definition(uplink):
+    for seed in range(5):
+        transfers = random_transfers(seed)
+        held = transfers.occupancy(51)
+        fast = network.received_interference_w(transfers, held,
+                                                transfers.power_w / transfers.num_blocks, uplink)
+        assert np.allclose(fast, brute_force_interference(transfers, 51, uplink), rtol=1e-9,
+                           atol=0)
+
+
 def test_interference_never_raises_a_rate():
-    rng = np.random.default_rng(0)
-    n = 12
-    transfers = network.Transfers(
-        cell=rng.integers(0, 4, n), first_block=rng.integers(0, 40, n),
-        num_blocks=rng.integers(1, 11, n), power_w=rng.uniform(0.01, 0.2, n),
-        gain=10 ** rng.uniform(-13, -9, n), coupling=10 ** rng.uniform(-14, -10, (n, n)))
+    transfers = random_transfers(0)
     on = network.transfer_rates(transfers, 51, BLOCK_HZ, NOISE_PSD, True)
     off = network.transfer_rates(transfers, 51, BLOCK_HZ, NOISE_PSD, False)
     assert np.all(on.rate_bps <= off.rate_bps * (1 + 1e-12))
