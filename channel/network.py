@@ -149,21 +149,22 @@ def received_interference_w(transfers: Transfers, held: np.ndarray, per_block_w:
     c) held[j, b]. Downlink: cell c radiates T[c, b] = sum_{j of c} (P_j/n_j) held[j, b], which
     i's client hears through g(i's client, c). In (transfers x cells x blocks) operations, not
     (transfers^2 x blocks). Exactly 0 on a block no other transfer holds."""
-    radiated = held * per_block_w[:, None]                                 # (n, blocks)
     gains, cell = transfers.client_gains, transfers.cell
-    rows = np.arange(len(cell))
-    own_gain = gains[rows, cell]
+    own = gains[np.arange(len(cell)), cell] * per_block_w     # i's own, on each of its blocks
     if uplink:
-        heard = gains.T @ radiated                                         # (cells, blocks)
+        heard = gains.T @ (held * per_block_w[:, None])                    # (cells, blocks)
         total = heard[cell]
-        own = own_gain * per_block_w
     else:
+        # what each cell radiates on each block: at most one of its transfers holds a block
         by_cell = np.zeros((gains.shape[1], held.shape[1]))
-        np.add.at(by_cell, cell, radiated)                                 # (cells, blocks)
+        holder, block = np.nonzero(held)
+        by_cell[cell[holder], block] = per_block_w[holder]
         total = gains @ by_cell
-        own = own_gain * per_block_w
-    others = held.sum(axis=0)[None, :] - held          # other holders of each block
-    return np.where(held & (others > 0), np.maximum(total - own[:, None], 0.0), 0.0)
+    out = total - own[:, None]
+    np.maximum(out, 0.0, out=out)
+    # where i holds b and nobody else does (or i does not hold b): none, exactly
+    out[~(held & (np.count_nonzero(held, axis=0) > 1)[None, :])] = 0.0
+    return out
 
 
 def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,

@@ -14,12 +14,14 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import simpy
+from threadpoolctl import ThreadpoolController
 
 import channel
 from channel import Direction
@@ -45,61 +47,73 @@ class NetworkSettings:
 
 
 class Flow:
-    """Bits crossing a shared resource at a rate that the resource's pool sets."""
+    """Bits crossing a shared resource at a rate that the resource's pool sets: what a
+    transfer's record needs once it has crossed (its pool keeps the numbers in flight)."""
 
-    __slots__ = ("bits_left", "done", "rate", "start", "end", "sinr", "interference_w",
-                 "sinr_area",
-                 "interference_area", "varied", "last_sinr", "last_interference",
-                 "transfer")
+    __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
+                 "sinr_area", "interference_area", "varied")
 
-    def __init__(self, bits: float, start: float, done: Callable[[Flow], None],
-                 transfer: tuple = ()) -> None:
-        self.bits_left, self.start, self.done, self.transfer = bits, start, done, transfer
-        self.rate, self.end = 0.0, math.nan
-        self.sinr = self.interference_w = math.nan
+    def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
+        self.bits, self.start, self.done = bits, start, done
+        self.end = self.rate = self.sinr = self.interference_w = math.nan
         self.sinr_area = self.interference_area = 0.0
         self.varied = False
-        self.last_sinr = self.last_interference = math.nan
+
+
+#: what a pool's rate function gives for its flows in flight: rate (bit/s), SINR (linear)
+#: and interference (W), one entry per flow
+Rated = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class Pool:
     """Flows sharing a resource whose rates change only when a flow joins or leaves: between
-    such instants every flow's bits decrease at its rate (`rates(flows)` sets them), and a
-    flow leaves when its bits reach zero."""
+    such instants every flow's bits decrease at its rate (`rates(static)` gives them, from the
+    flows' rows of numbers given when they joined), and a flow leaves when its bits reach
+    zero. The numbers in flight are arrays, one entry per flow, in the order they joined."""
 
-    def __init__(self, env: simpy.Environment,
-                 rates: Callable[[list[Flow]], None]) -> None:
+    def __init__(self, env: simpy.Environment, rates: Callable[[np.ndarray], Rated],
+                 width: int) -> None:
         self.env, self._rates = env, rates
         self.flows: list[Flow] = []
+        self.static = np.empty((0, width))
+        empty = np.empty(0)
+        self.bits = self.rate = self.sinr = self.interference = empty
+        self.sinr_area = self.interference_area = empty
+        self.varied = np.empty(0, dtype=bool)
         self._since = 0.0
         self._wake: simpy.Event | None = None
 
-    def add(self, flow: Flow) -> None:
+    def add(self, flow: Flow, static: tuple) -> None:
         self._advance()
         self.flows.append(flow)
+        self.static = np.vstack([self.static, np.asarray(static, dtype=float)[None, :]])
+        self.bits = np.append(self.bits, flow.bits)
+        nan = np.array([math.nan])
+        self.rate, self.sinr = np.append(self.rate, nan), np.append(self.sinr, nan)
+        self.interference = np.append(self.interference, nan)
+        self.sinr_area = np.append(self.sinr_area, 0.0)
+        self.interference_area = np.append(self.interference_area, 0.0)
+        self.varied = np.append(self.varied, False)
         self._reschedule()
 
     def _advance(self) -> None:
         """Take every flow's bits and time averages up to now."""
         now = self.env.now
         dt = now - self._since
-        if dt > 0:
-            for f in self.flows:
-                f.bits_left -= f.rate * dt
-                f.sinr_area += f.sinr * dt
-                f.interference_area += f.interference_w * dt
+        if dt > 0 and self.flows:
+            self.bits = self.bits - self.rate * dt
+            self.sinr_area = self.sinr_area + self.sinr * dt
+            self.interference_area = self.interference_area + self.interference * dt
         self._since = now
 
     def _reschedule(self) -> None:
         if not self.flows:
             self._wake = None
             return
-        self._rates(self.flows)
-        for f in self.flows:
-            if f.sinr != f.last_sinr and not math.isnan(f.last_sinr):
-                f.varied = True
-            f.last_sinr, f.last_interference = f.sinr, f.interference_w
-        delay = min(max(f.bits_left, 0.0) / f.rate for f in self.flows)
+        rate, sinr, interference = self._rates(self.static)
+        self.varied |= (sinr != self.sinr) & ~np.isnan(self.sinr)
+        self.rate, self.sinr, self.interference = rate, sinr, interference
+        delay = float(np.min(np.maximum(self.bits, 0.0) / rate))
         wake = self._wake = self.env.timeout(delay)
         wake.callbacks.append(lambda _: self._woken(wake))
 
@@ -108,14 +122,30 @@ class Pool:
             return
         self._advance()
         # done: what is left is below the float error of the arithmetic that took it there
-        finished = [f for f in self.flows if f.bits_left <= 1e-9 * max(1.0, f.rate)]
-        if not finished:   # rounding left a sliver: finish the nearest
-            finished = [min(self.flows, key=lambda f: f.bits_left / f.rate)]
-        self.flows = [f for f in self.flows if f not in finished]
+        finished = self.bits <= 1e-9 * np.maximum(1.0, self.rate)
+        if not finished.any():   # rounding left a sliver: finish the nearest
+            finished[int(np.argmin(self.bits / self.rate))] = True
+        done = [self._finish(i) for i in np.flatnonzero(finished).tolist()]
+        kept = ~finished
+        self.flows = [f for f, keep in zip(self.flows, kept.tolist(), strict=True) if keep]
+        self.static, self.bits = self.static[kept], self.bits[kept]
+        self.rate, self.sinr = self.rate[kept], self.sinr[kept]
+        self.interference, self.varied = self.interference[kept], self.varied[kept]
+        self.sinr_area = self.sinr_area[kept]
+        self.interference_area = self.interference_area[kept]
         self._reschedule()
-        for f in finished:
-            f.end = self.env.now
+        for f in done:
             f.done(f)
+
+    def _finish(self, i: int) -> Flow:
+        """Flow i's numbers into its Flow, now it has crossed."""
+        f = self.flows[i]
+        f.end, f.rate = self.env.now, float(self.rate[i])
+        f.sinr, f.interference_w = float(self.sinr[i]), float(self.interference[i])
+        f.sinr_area = float(self.sinr_area[i])
+        f.interference_area = float(self.interference_area[i])
+        f.varied = bool(self.varied[i])
+        return f
 
 
 class NetworkLink:
@@ -138,7 +168,7 @@ class NetworkLink:
         self.block_rows: list[tuple] = []
         self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
         self._radio = {d: model.allocation_radio(d) for d in Direction}
-        self._air = {d: Pool(env, self._air_rates(d)) for d in Direction}
+        self._air = {d: Pool(env, self._air_rates(d), 6) for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
 
     # --- what the protocols ask of a link ---------------------------------------------
@@ -208,23 +238,26 @@ class NetworkLink:
         first, blocks = self._blocks[direction][k]
         ended = self.env.event()
         c = int(self.net.serving[k])
-        info = (start, local_iter, k, kind, payload_bytes, first, blocks, c,
-                self.power_w(direction, k, blocks))
+        power_w = self.power_w(direction, k, blocks)
+        info = (start, local_iter, k, kind, payload_bytes, blocks, power_w)
+        # what the air's rate function reads of the transfer (_air_rates)
+        static = (k, c, first, blocks, power_w, float(self.cell.gain_linear[k]))
         bits = 8.0 * payload_bytes
         backhaul = self._backhaul_pool(direction, c)
+        air = self._air[direction]
 
-        def record(air: Flow, backhaul_s: float) -> None:
-            self._record(info, air, backhaul_s)
+        def record(crossed: Flow, backhaul_s: float) -> None:
+            self._record(info, crossed, backhaul_s)
             ended.succeed()
 
         if direction is Direction.UPLINK:
-            def after_air(air: Flow) -> None:
-                self._cross_backhaul(backhaul, bits, lambda s: record(air, s))
-            self._air[direction].add(Flow(bits, start, after_air, info))
+            def after_air(crossed: Flow) -> None:
+                self._cross_backhaul(backhaul, bits, lambda s: record(crossed, s))
+            air.add(Flow(bits, start, after_air), static)
         else:
             def after_backhaul(backhaul_s: float) -> None:
-                self._air[direction].add(Flow(bits, self.env.now,
-                                              lambda air: record(air, backhaul_s), info))
+                air.add(Flow(bits, self.env.now, lambda crossed: record(crossed, backhaul_s)),
+                        static)
             self._cross_backhaul(backhaul, bits, after_backhaul)
         return ended
 
@@ -235,10 +268,10 @@ class NetworkLink:
         if key not in self._backhaul:
             bandwidth_bps = self.settings.backhaul[1]
 
-            def shared(flows: list[Flow]) -> None:
-                for f in flows:
-                    f.rate = bandwidth_bps / len(flows)
-            self._backhaul[key] = Pool(self.env, shared)
+            def shared(static: np.ndarray) -> Rated:
+                n = len(static)
+                return np.full(n, bandwidth_bps / n), np.full(n, math.nan), np.zeros(n)
+            self._backhaul[key] = Pool(self.env, shared, 0)
         return self._backhaul[key]
 
     def _cross_backhaul(self, pool: Pool | None, bits: float,
@@ -253,47 +286,56 @@ class NetworkLink:
         def crossed(_: Flow) -> None:
             arrived = self.env.timeout(latency_s)
             arrived.callbacks.append(lambda _: then(self.env.now - start))
-        pool.add(Flow(bits, start, crossed))
+        pool.add(Flow(bits, start, crossed), ())
 
-    def _air_rates(self, direction: Direction) -> Callable[[list[Flow]], None]:
-        """The rate setter of a direction's air: every flow's rate, SINR and interference
-        from every flow in flight (channel.network.transfer_rates)."""
+    def _air_rates(self, direction: Direction) -> Callable[[np.ndarray], Rated]:
+        """The rate function of a direction's air: every flow's rate, SINR and interference
+        from every flow in flight (channel.network.transfer_rates), given their rows
+        (client, cell, first block, blocks, power, gain)."""
         coupling = self.net.coupling_linear          # (clients, cells)
         s = self.settings
+        uplink = direction is Direction.UPLINK
 
-        def rates(flows: list[Flow]) -> None:
-            info = [f.transfer for f in flows]
-            client = np.array([i[2] for i in info])
+        def rates(static: np.ndarray) -> Rated:
+            with _blas().limit(limits=1, user_api="blas"):
+                return _rates(static)
+
+        def _rates(static: np.ndarray) -> Rated:
+            client = static[:, 0].astype(np.int64)
             transfers = channel.network.Transfers(
-                np.array([i[7] for i in info]), np.array([i[5] for i in info]),
-                np.array([i[6] for i in info]), np.array([i[8] for i in info]),
-                self.cell.gain_linear[client], coupling[client])
+                static[:, 1].astype(np.int64), static[:, 2].astype(np.int64),
+                static[:, 3].astype(np.int64), static[:, 4], static[:, 5], coupling[client])
             out = channel.network.transfer_rates(transfers, s.blocks[direction], s.block_hz,
                                                  s.noise_psd_w_per_hz, s.interference,
-                                                 uplink=direction is Direction.UPLINK)
-            for f, r, q, i in zip(flows, out.rate_bps.tolist(), out.sinr.tolist(),
-                                  out.interference_w.tolist(), strict=True):
-                f.rate, f.sinr, f.interference_w = r, q, i
+                                                 uplink=uplink)
+            return out.rate_bps, out.sinr, out.interference_w
         return rates
 
     def _record(self, info: tuple, air: Flow, backhaul_s: float) -> None:
         """The transfer's row of the link's book and its event: the air's mean rate (bits
         over air time), its time-averaged SINR and interference, the backhaul's time."""
-        start, local_iter, k, kind, payload_bytes, _, blocks, _, power_w = info
+        start, local_iter, k, kind, payload_bytes, blocks, power_w = info
         air_s = air.end - air.start
+        rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
         if air_s > 0:
             rate = 8.0 * payload_bytes / air_s
-            sinr = air.last_sinr if not air.varied else air.sinr_area / air_s
-            interference_w = (air.last_interference if not air.varied
-                              else air.interference_area / air_s)
-        else:
-            rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
+            if air.varied:   # else the last values, exactly (not an average of equal ones)
+                sinr = air.sinr_area / air_s
+                interference_w = air.interference_area / air_s
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
         self.transfer_rows.append((len(self.log), blocks * self.settings.block_hz, rate, 1,
                                    float(self.cell.gain_linear[k]), power_w,
                                    10.0 * math.log10(sinr), interference_dbm, backhaul_s))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries: the rates' products (hundreds of transfers by tens of
+    cells by tens of blocks) run three times faster on one BLAS thread than on two that
+    contend with the training's threads (measured: benchmarks/bench_network.py)."""
+    return ThreadpoolController()
 
 
 def block_problems(block_rows: list[tuple], blocks: dict[str, int]) -> list[str]:

@@ -1,0 +1,93 @@
+"""A network of cells at scale, timing only: wall time and events per second of SCALA and
+FedAvg in a 19-site, 3-sector 38.901 UMa network (57 cells, wraparound, interference on) with
+100 clients per cell on average, 10 % a round, against the paper's single cell with the same
+clients, measured side by side in this one run.
+
+    python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
+
+Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
+wall time (the first round meters each new batch size for real: its time is given apart),
+transfers and events recorded, events per second over the rounds after the first, and the
+network's over the single cell's wall time for those rounds. Each client takes
+`--batch-per-client` samples a step (B = that x the round's clients), as a fixed B = 320
+cannot be shared by 570 clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import torch
+
+from scala_netsim.config.scenario import load_scenario
+from scala_netsim.runner.execute import objects_so_far_frozen
+from scala_netsim.runner.loop import Run
+from scala_netsim.runner.world import build_world, cell_dataset
+
+NETWORK = ["network.pathloss=3gpp_38901_uma", "network.interference=true"]
+
+
+def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
+              network: bool) -> dict:
+    clients = 100 * 3 * sites
+    participants = round(0.1 * clients)
+    overrides = [f"data.num_clients={clients}", "training.participation=0.1",
+                 f"training.batch_size={batch_per_client * participants}",
+                 f"training.rounds={rounds}", f"algorithms=[{algorithm}]", "timing_only=true",
+                 "data.test_samples=1000"]
+    if network:
+        overrides += NETWORK + [f"network.layout={{kind: hexagonal, sites: {sites}, "
+                                f"isd_m: 500, sectors: 3, wraparound: true}}"]
+    scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides)
+    start = time.perf_counter()
+    world = build_world(scenario, cell_dataset(scenario, "cpu"))
+    run = Run(scenario, algorithm, world, torch.device("cpu"))
+    setup_s = time.perf_counter() - start
+    with objects_so_far_frozen():   # as execute_run simulates
+        start = time.perf_counter()
+        run.step()
+        first_s = time.perf_counter() - start
+        first_events = len(run.log)
+        start = time.perf_counter()
+        while not run.finished:
+            run.step()
+        rest_s = time.perf_counter() - start
+    transfers = len(run.link.transfer_rows)
+    return {"clients": clients, "participants": participants, "setup_s": setup_s,
+            "first_s": first_s, "rest_s": rest_s, "events": len(run.log), "transfers": transfers,
+            "events_per_s": (len(run.log) - first_events) / rest_s,
+            "sim_s": run.env.now, "problems": len(run.problems()),
+            "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--sites", type=int, default=19, choices=(1, 7, 19))
+    parser.add_argument("--batch-per-client", type=int, default=8)
+    parser.add_argument("--algorithms", default="scala,fedavg")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    for algorithm in args.algorithms.split(","):
+        results = {}
+        for network in (False, True):
+            r = results[network] = timed_run(algorithm, args.sites, args.rounds,
+                                             args.batch_per_client, network)
+            where = (f"{args.sites} sites x 3 sectors, 38.901 UMa, interference" if network
+                     else "the paper's single cell")
+            print(f"{algorithm}, {where}: {r['clients']:,} clients, {r['participants']} a "
+                  f"round, {args.rounds} rounds: setup {r['setup_s']:.1f} s, first round "
+                  f"(metering) {r['first_s']:.1f} s, rounds 2-{args.rounds} {r['rest_s']:.1f} s "
+                  f"for {r['events']:,} events ({r['transfers']:,} transfers) = "
+                  f"{r['events_per_s']:,.0f} events/s; simulated {r['sim_s']:.1f} s; "
+                  f"invariant problems {r['problems']}; peak RSS {r['peak_rss_MB']:,.0f} MB",
+                  flush=True)
+        ratio = results[True]["rest_s"] / results[False]["rest_s"]
+        print(f"{algorithm}: the network's rounds 2-{args.rounds} took {ratio:.2f}x the single "
+              f"cell's wall time", flush=True)
+
+
+if __name__ == "__main__":
+    main()
