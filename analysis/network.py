@@ -1,0 +1,314 @@
+"""The network study's answers (issue 39), written from its result folders, so that every
+number in its report comes from the tables beside it:
+
+    python -m analysis.network RESULTS/network RESULTS/network_load --out docs/studies/network
+
+- stretch.csv: per algorithm and case of scenarios/network.yaml, the time to 70 and 80 %
+  (mean over seeds, and each seed) and its ratio to the paper's cell;
+- round_times.csv: per algorithm, clients per cell m and interference (network_load.yaml,
+  timing only), the mean round time and its parts;
+- stragglers.csv: per client of the 7-site network with interference (seed 0, SCALA), its
+  mean time busy per round it took part in (its own computations and transfers), its uplink
+  transfers' mean SINR, LOS and indoor state;
+- figures/round_time_vs_load.png, figures/stragglers.png, and report.md (the answers, every
+  number from those tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from scala_netsim.core.records import record_path  # noqa: E402
+
+CASES = ("paper_cell", "uma_cell", "uma_7sites_quiet", "uma_7sites")
+CASE_TEXT = {"paper_cell": "the paper's cell (36.814)",
+             "uma_cell": "the paper's cell under 38.901 UMa, 80 % indoors",
+             "uma_7sites_quiet": "7 sites x 3 sectors, UMa, interference off",
+             "uma_7sites": "7 sites x 3 sectors, UMa, interference on"}
+NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
+UPLINK = ("activation_upload", "model_upload")
+CLIENT_KINDS = ("model_download", "client_forward", "activation_upload", "gradient_download",
+                "client_backward", "model_upload", "client_local_step")
+
+
+def stretch(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Time to 70 and 80 % per algorithm and case: the mean over seeds, each seed's, and the
+    mean's ratio to the paper's cell."""
+    rows = []
+    for (algorithm, case), group in comparison.groupby(["algorithm", "cell"]):
+        group = group.sort_values("seed")
+        row = {"algorithm": algorithm, "case": case, "seeds": len(group)}
+        for target in ("0.7", "0.8"):
+            times = group[f"time_to_{target}_s"].astype(float)
+            row[f"time_to_{target}_s"] = times.mean()
+            row[f"time_to_{target}_s_per_seed"] = " ".join(f"{t:.1f}" for t in times)
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    for target in ("0.7", "0.8"):
+        paper = table[table["case"] == "paper_cell"].set_index("algorithm")[
+            f"time_to_{target}_s"]
+        table[f"stretch_{target}"] = table[f"time_to_{target}_s"] / table["algorithm"].map(paper)
+    order = {c: i for i, c in enumerate(CASES)}
+    return table.sort_values(["algorithm", "case"], key=lambda s: s.map(order)
+                             if s.name == "case" else s).reset_index(drop=True)
+
+
+def round_times(load_root: Path) -> pd.DataFrame:
+    """Mean round time (s) and its parts per algorithm, m and interference, from the load
+    sweep's run folders (<algorithm>/load=m<m>,interference=<bool>/seed0)."""
+    rows = []
+    for folder in sorted(load_root.glob("*/load=m*/seed0")):
+        found = re.fullmatch(r"load=m(\d+),interference=(true|false)", folder.parent.name)
+        if found is None or not record_path(folder, "rounds.csv").exists():
+            continue
+        rounds = pd.read_csv(record_path(folder, "rounds.csv"))
+        rows.append({"algorithm": folder.parent.parent.name, "m": int(found[1]),
+                     "interference": found[2] == "true", "rounds": len(rounds),
+                     "clients_per_round": rounds["num_clients"].mean(),
+                     "round_time_s": rounds["round_time_s"].mean(),
+                     "uplink_time_s": rounds["uplink_time_s"].mean(),
+                     "downlink_time_s": rounds["downlink_time_s"].mean(),
+                     "compute_time_s": rounds["compute_time_s"].mean()})
+    return pd.DataFrame(rows).sort_values(["algorithm", "interference", "m"]).reset_index(
+        drop=True)
+
+
+def stragglers(run: Path) -> pd.DataFrame:
+    """Per client of a network run: its mean busy time per round it took part in, its
+    uplink transfers' mean SINR (dB), LOS and indoor state, serving cell."""
+    events = pd.read_csv(record_path(run, "events.csv"),
+                         usecols=["t_start_s", "t_end_s", "round", "client_id", "kind",
+                                  "sinr_db"])
+    clients = pd.read_csv(record_path(run, "clients.csv"),
+                          usecols=["client_id", "serving_cell", "los", "indoor", "d2d_m"])
+    own = events[events["kind"].isin(CLIENT_KINDS)]
+    busy = (own["t_end_s"] - own["t_start_s"]).groupby(
+        [own["client_id"], own["round"]]).sum().groupby(level=0).mean()
+    uplink = events[events["kind"].isin(UPLINK)]
+    sinr = uplink.groupby("client_id")["sinr_db"].mean()
+    out = clients.set_index("client_id").join(busy.rename("busy_per_round_s"), how="inner")
+    return out.join(sinr.rename("uplink_sinr_db")).reset_index()
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.0f} %"
+
+
+def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
+             clients: pd.DataFrame) -> list[str]:
+    """The study's three answers, one sentence each, every number from the tables."""
+    st = stretch_table.set_index(["algorithm", "case"])
+
+    def t80(algorithm: str, case: str) -> float:
+        return float(st.loc[(algorithm, case), "stretch_0.8"])
+
+    first = (
+        f"In the paper's 500 m cell under 38.901 UMa with 80 % of clients indoors, SCALA takes "
+        f"{t80('scala', 'uma_cell'):,.0f}x and FedAvg {t80('fedavg', 'uma_cell'):,.0f}x as "
+        f"long to reach 80 % as under the paper's 36.814 path loss (mean of seeds 0 and 1): "
+        f"every round waits for its worst-placed clients, and NLOS and O2I losses make them "
+        f"far worse. Seven 3-sector sites 500 m apart, the same 100 clients dropped over their "
+        f"hexagons and 21 bands: SCALA's time to 80 % changes by "
+        f"{_pct(t80('scala', 'uma_7sites_quiet'))} against the paper's cell with interference "
+        f"off and {_pct(t80('scala', 'uma_7sites'))} with it on, FedAvg's by "
+        f"{_pct(t80('fedavg', 'uma_7sites_quiet'))} and {_pct(t80('fedavg', 'uma_7sites'))}; "
+        f"at 10 clients a round over 21 cells, interference itself adds "
+        f"{(t80('scala', 'uma_7sites') / t80('scala', 'uma_7sites_quiet') - 1) * 100:.1f} % "
+        f"(SCALA) and "
+        f"{(t80('fedavg', 'uma_7sites') / t80('fedavg', 'uma_7sites_quiet') - 1) * 100:.1f} % "
+        f"(FedAvg).")
+    on = load[load["interference"]].set_index(["algorithm", "m"])["round_time_s"]
+    shared = sorted(set(on["scala"].index) & set(on["fedavg"].index))
+    ratios = [on[("fedavg", m)] / on[("scala", m)] for m in shared]
+    scala_on = load[(load["algorithm"] == "scala") & load["interference"]].set_index("m")
+    top = int(scala_on.index.max())
+    effect = (on / load[~load["interference"]].set_index(["algorithm", "m"])["round_time_s"]
+              - 1) * 100
+    second = (
+        f"With interference on, SCALA's mean round grows from {on[('scala', shared[0])]:.1f} s "
+        f"at {shared[0]} client per cell to {on[('scala', top)]:.1f} s at {top} "
+        f"(32 samples each a step); FedAvg's round is {min(ratios):.1f}x to "
+        f"{max(ratios):.1f}x SCALA's at every load both were run at (m = "
+        f"{', '.join(str(m) for m in shared)}): it never becomes the shorter. At m = {top} "
+        f"SCALA's round spends {scala_on.loc[top, 'downlink_time_s']:.1f} s on the downlink "
+        f"against {scala_on.loc[top, 'uplink_time_s']:.1f} s on the uplink: with the "
+        f"headline's powers (0.2 W a client, 1 W a base station, where TR 36.814 gives a macro "
+        f"site 46 dBm) and m clients a cell, a client's 0.2 W lands on about 51/m blocks "
+        f"(0.2 m/51 W a block), as dense as the base station's 1 W over all 51 at m = 5 and "
+        f"denser beyond, so the gradients coming back, not the activations going up, become "
+        f"the bottleneck. Interference "
+        f"lengthens the rounds by {effect.min():.1f} to {effect.max():.1f} %.")
+    groups = clients.groupby(["los", "indoor"])["busy_per_round_s"].mean()
+    sinr = clients.groupby(["los", "indoor"])["uplink_sinr_db"].mean()
+    rho = clients[["busy_per_round_s", "uplink_sinr_db"]].corr(method="spearman").iloc[0, 1]
+    rho_distance = clients[["busy_per_round_s", "d2d_m"]].corr(method="spearman").iloc[0, 1]
+    slowest = clients.nlargest(5, "busy_per_round_s")
+    third = (
+        f"The stragglers are the indoor NLOS clients: in the 7-site network with interference "
+        f"(SCALA, seed 0) they are busy {groups[(0, 1)]:.2f} s a round on average (uplink SINR "
+        f"{sinr[(0, 1)]:.1f} dB), outdoor LOS clients {groups[(1, 0)]:.2f} s "
+        f"({sinr[(1, 0)]:.1f} dB), indoor LOS {groups[(1, 1)]:.2f} s and outdoor NLOS "
+        f"{groups[(0, 0)]:.2f} s; time busy and SINR have a Spearman correlation of "
+        f"{rho:.2f}, and {int((slowest['indoor'] == 1).sum())} of the 5 slowest clients are "
+        f"indoors, {int((slowest['los'] == 0).sum())} NLOS (SINR "
+        f"{slowest['uplink_sinr_db'].min():.1f} to {slowest['uplink_sinr_db'].max():.1f} dB); "
+        f"the distance to the serving site correlates with time busy at only "
+        f"{rho_distance:.2f}.")
+    return [first, second, third]
+
+
+def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame,
+                 clients: pd.DataFrame) -> str:
+    """The study in one line, for the README and the studies index (every number from the
+    tables)."""
+    st = stretch_table.set_index(["algorithm", "case"])["stretch_0.8"]
+    on = load[load["interference"]].set_index(["algorithm", "m"])["round_time_s"]
+    shared = sorted(set(on["scala"].index) & set(on["fedavg"].index))
+    ratios = [on[("fedavg", m)] / on[("scala", m)] for m in shared]
+    busy = clients.groupby(["los", "indoor"])["busy_per_round_s"].mean()
+    return (f"38.901 UMa with 80 % of clients indoors stretches SCALA's time to 80 % in the "
+            f"paper's cell {st[('scala', 'uma_cell')]:,.0f}x (FedAvg "
+            f"{st[('fedavg', 'uma_cell')]:,.0f}x); seven 3-sector sites bring it back to "
+            f"{st[('scala', 'uma_7sites')]:.2f}x the paper's cell's with interference, "
+            f"{st[('scala', 'uma_7sites_quiet')]:.2f}x without. FedAvg's round stays "
+            f"{min(ratios):.1f}-{max(ratios):.1f}x SCALA's at {shared[0]}-{shared[-1]} clients "
+            f"per cell. Indoor NLOS clients are the stragglers ({busy[(0, 1)]:.2f} s busy a "
+            f"round against {busy[(1, 0)]:.2f} s outdoors in LOS).")
+
+
+def _markdown(table: pd.DataFrame, digits: int = 1) -> str:
+    """A table as Markdown, floats rounded to `digits`."""
+    shown = table.copy()
+    for column in shown.columns:
+        if shown[column].dtype.kind == "f":
+            shown[column] = shown[column].map(lambda v: f"{v:,.{digits}f}")
+    header = "| " + " | ".join(shown.columns) + " |"
+    rule = "|" + "---|" * len(shown.columns)
+    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(False)]
+    return "\n".join([header, rule, *rows])
+
+
+def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame) -> str:
+    """report.md: the three answers, then the tables they come from."""
+    answers = findings(stretch_table, load, clients)
+    cases = stretch_table.assign(case=stretch_table["case"].map(CASE_TEXT),
+                                 algorithm=stretch_table["algorithm"].map(NAMES))
+    by_state = clients.groupby(["los", "indoor"]).agg(
+        clients=("client_id", "size"), busy_per_round_s=("busy_per_round_s", "mean"),
+        uplink_sinr_db=("uplink_sinr_db", "mean"), d2d_m=("d2d_m", "mean")).reset_index()
+    return "\n".join([
+        "# A network of cells: what 38.901 propagation, interference and load cost",
+        "",
+        "*Generated by `python -m analysis.network` from the tables beside it (stretch.csv, "
+        "round_times.csv, stragglers.csv), themselves written from the run records in "
+        "`results/` and `load/`; do not edit by hand.*",
+        "",
+        "The paper's setting (K = 100, quantity skew alpha = 2, T = 5, B = 320, the authors' "
+        "AlexNet, 500 rounds) in four networks (scenarios/network.yaml), every one re-timed "
+        "from the headline's kept SCALA and FedAvg trainings of seeds 0 and 1 (the network "
+        "changes no learning here), and the load question in timing-only runs of the 7-site "
+        "network (scenarios/network_load.yaml). The model: [A network of cells]"
+        "(../../model/network.md).",
+        "",
+        "    python -m scala_netsim scenarios/network.yaml --retime-from "
+        "docs/studies/cellular_10pct/results",
+        "    python -m scala_netsim scenarios/network_load.yaml",
+        "    python -m analysis.network RESULTS/network RESULTS/network_load --out "
+        "docs/studies/network",
+        "",
+        "## Answers",
+        "",
+        f"In one line: {summary_line(stretch_table, load, clients)}",
+        "",
+        *[f"{i}. {a}\n" for i, a in enumerate(answers, 1)],
+        "## 1. Time to 70 and 80 % against the paper's cell",
+        "",
+        _markdown(cases[["algorithm", "case", "seeds", "time_to_0.7_s", "time_to_0.7_s_per_seed",
+                         "time_to_0.8_s", "time_to_0.8_s_per_seed", "stretch_0.7",
+                         "stretch_0.8"]], 2),
+        "",
+        "Times in simulated seconds (mean of the seeds, then each seed); stretch: the mean's "
+        "ratio to the paper's cell. Accuracy against time: "
+        "[figure](results/figures/accuracy_vs_time.png).",
+        "",
+        "## 2. Round time against clients per cell (timing only)",
+        "",
+        _markdown(load.assign(algorithm=load["algorithm"].map(NAMES)), 1),
+        "",
+        "![round time against load](figures/round_time_vs_load.png)",
+        "",
+        "## 3. Who the stragglers are",
+        "",
+        _markdown(by_state, 2),
+        "",
+        "Per client of the 7-site network with interference (SCALA, seed 0): its time busy "
+        "(its own computations and transfers) per round it took part in, and the mean SINR "
+        "of its uploads; every client in stragglers.csv.",
+        "",
+        "![stragglers](figures/stragglers.png)",
+        ""])
+
+
+def plot_round_times(table: pd.DataFrame, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for (algorithm, interference), group in table.groupby(["algorithm", "interference"]):
+        ax.plot(group["m"], group["round_time_s"], marker="o",
+                linestyle="-" if interference else "--",
+                label=f"{NAMES.get(algorithm, algorithm)}, interference "
+                      f"{'on' if interference else 'off'}")
+    ax.set(xscale="log", yscale="log", xlabel="clients per cell and round, m (mean)",
+           ylabel="mean round time (s)",
+           title="7 sites x 3 sectors, 38.901 UMa: round time against load")
+    ax.set_xticks(sorted(table["m"].unique()), [str(m) for m in sorted(table["m"].unique())])
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_stragglers(table: pd.DataFrame, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for (los, indoor), group in table.groupby(["los", "indoor"]):
+        ax.scatter(group["uplink_sinr_db"], group["busy_per_round_s"], s=18,
+                   marker="o" if los else "x",
+                   label=f"{'LOS' if los else 'NLOS'}, {'indoor' if indoor else 'outdoor'} "
+                         f"({len(group)})")
+    ax.set(yscale="log", xlabel="uplink SINR, mean over the client's uploads (dB)",
+           ylabel="time busy per round (s)", title="Who the stragglers are (SCALA, seed 0)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("network", type=Path, help="scenarios/network.yaml's results")
+    parser.add_argument("load", type=Path, help="scenarios/network_load.yaml's results")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    (args.out / "figures").mkdir(parents=True, exist_ok=True)
+    tables = {"stretch": stretch(pd.read_csv(args.network / "comparison.csv")),
+              "round_times": round_times(args.load),
+              "stragglers": stragglers(args.network / "scala" / "cell=uma_7sites" / "seed0")}
+    for name, table in tables.items():
+        table.to_csv(args.out / f"{name}.csv", index=False)
+    plot_round_times(tables["round_times"], args.out / "figures" / "round_time_vs_load.png")
+    plot_stragglers(tables["stragglers"], args.out / "figures" / "stragglers.png")
+    (args.out / "report.md").write_text(report(tables["stretch"], tables["round_times"],
+                                               tables["stragglers"]))
+    print(f"wrote {', '.join(f'{n}.csv' for n in tables)} and figures/ into {args.out}")
+
+
+if __name__ == "__main__":
+    main()
