@@ -262,7 +262,7 @@ def plot_round_times(table: pd.DataFrame, path: Path) -> None:
     for (algorithm, interference), group in table.groupby(["algorithm", "interference"]):
         ax.plot(group["m"], group["round_time_s"], marker="o",
                 linestyle="-" if interference else "--",
-                label=f"{NAMES.get(algorithm, algorithm)}, interference "
+                label=f"{NAMES.get(str(algorithm), str(algorithm))}, interference "
                       f"{'on' if interference else 'off'}")
     ax.set(xscale="log", yscale="log", xlabel="clients per cell and round, m (mean)",
            ylabel="mean round time (s)",
