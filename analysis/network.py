@@ -17,6 +17,7 @@ number in its report comes from the tables beside it:
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def stretch(comparison: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (algorithm, case), group in comparison.groupby(["algorithm", "cell"]):
         group = group.sort_values("seed")
-        row = {"algorithm": algorithm, "case": case, "seeds": len(group)}
+        row = {"algorithm": algorithm, "case": case, "seeds": len(group),
+               "wall_time_s": float(group["wall_time_s"].sum())}
         for target in ("0.7", "0.8"):
             times = group[f"time_to_{target}_s"].astype(float)
             row[f"time_to_{target}_s"] = times.mean()
@@ -70,13 +72,15 @@ def round_times(load_root: Path) -> pd.DataFrame:
         if found is None or not record_path(folder, "rounds.csv").exists():
             continue
         rounds = pd.read_csv(record_path(folder, "rounds.csv"))
+        summary = json.loads((folder / "summary.json").read_text())
         rows.append({"algorithm": folder.parent.parent.name, "m": int(found[1]),
                      "interference": found[2] == "true", "rounds": len(rounds),
                      "clients_per_round": rounds["num_clients"].mean(),
                      "round_time_s": rounds["round_time_s"].mean(),
                      "uplink_time_s": rounds["uplink_time_s"].mean(),
                      "downlink_time_s": rounds["downlink_time_s"].mean(),
-                     "compute_time_s": rounds["compute_time_s"].mean()})
+                     "compute_time_s": rounds["compute_time_s"].mean(),
+                     "wall_time_s": float(summary["wall_time_s"])})
     return pd.DataFrame(rows).sort_values(["algorithm", "interference", "m"]).reset_index(
         drop=True)
 
@@ -104,7 +108,13 @@ def _pct(ratio: float) -> str:
 
 def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
              clients: pd.DataFrame) -> list[str]:
-    """The study's three answers, one sentence each, every number from the tables."""
+    """The study's three answers, every number from the tables."""
+    return [propagation_finding(stretch_table), load_finding(load),
+            straggler_finding(clients)]
+
+
+def propagation_finding(stretch_table: pd.DataFrame) -> str:
+    """(1) What 38.901 propagation, the layout and interference do to the time to 80 %."""
     st = stretch_table.set_index(["algorithm", "case"])
 
     def t80(algorithm: str, case: str) -> float:
@@ -125,6 +135,12 @@ def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
         f"(SCALA) and "
         f"{(t80('fedavg', 'uma_7sites') / t80('fedavg', 'uma_7sites_quiet') - 1) * 100:.1f} % "
         f"(FedAvg).")
+    return first
+
+
+def load_finding(load: pd.DataFrame) -> str:
+    """(2) Round time against clients per cell: which algorithm is shorter, which link sets
+    the pace, what interference adds."""
     on = load[load["interference"]].set_index(["algorithm", "m"])["round_time_s"]
     shared = sorted(set(on["scala"].index) & set(on["fedavg"].index))
     ratios = [on[("fedavg", m)] / on[("scala", m)] for m in shared]
@@ -146,6 +162,11 @@ def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
         f"denser beyond, so the gradients coming back, not the activations going up, become "
         f"the bottleneck. Interference "
         f"lengthens the rounds by {effect.min():.1f} to {effect.max():.1f} %.")
+    return second
+
+
+def straggler_finding(clients: pd.DataFrame) -> str:
+    """(3) Who the stragglers are, by LOS and indoor state, SINR and distance."""
     groups = clients.groupby(["los", "indoor"])["busy_per_round_s"].mean()
     sinr = clients.groupby(["los", "indoor"])["uplink_sinr_db"].mean()
     rho = clients[["busy_per_round_s", "uplink_sinr_db"]].corr(method="spearman").iloc[0, 1]
@@ -162,7 +183,7 @@ def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
         f"{slowest['uplink_sinr_db'].min():.1f} to {slowest['uplink_sinr_db'].max():.1f} dB); "
         f"the distance to the serving site correlates with time busy at only "
         f"{rho_distance:.2f}.")
-    return [first, second, third]
+    return third
 
 
 def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame,
@@ -196,15 +217,9 @@ def _markdown(table: pd.DataFrame, digits: int = 1) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame) -> str:
-    """report.md: the three answers, then the tables they come from."""
-    answers = findings(stretch_table, load, clients)
-    cases = stretch_table.assign(case=stretch_table["case"].map(CASE_TEXT),
-                                 algorithm=stretch_table["algorithm"].map(NAMES))
-    by_state = clients.groupby(["los", "indoor"]).agg(
-        clients=("client_id", "size"), busy_per_round_s=("busy_per_round_s", "mean"),
-        uplink_sinr_db=("uplink_sinr_db", "mean"), d2d_m=("d2d_m", "mean")).reset_index()
-    return "\n".join([
+def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
+    """The report's title, what was run, the commands and their wall time."""
+    return [
         "# A network of cells: what 38.901 propagation, interference and load cost",
         "",
         "*Generated by `python -m analysis.network` from the tables beside it (stretch.csv, "
@@ -224,6 +239,23 @@ def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFram
         "    python -m analysis.network RESULTS/network RESULTS/network_load --out "
         "docs/studies/network",
         "",
+        f"Wall time on 2 CPU cores shared with other work: the {stretch_table['seeds'].sum()} "
+        f"re-timings {stretch_table['wall_time_s'].sum():,.0f} s in all, the "
+        f"{len(load)} load runs {load['wall_time_s'].sum():,.0f} s (each in round_times.csv).",
+        "",
+    ]
+
+
+def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame) -> str:
+    """report.md: the three answers, then the tables they come from."""
+    answers = findings(stretch_table, load, clients)
+    cases = stretch_table.assign(case=stretch_table["case"].map(CASE_TEXT),
+                                 algorithm=stretch_table["algorithm"].map(NAMES))
+    by_state = clients.groupby(["los", "indoor"]).agg(
+        clients=("client_id", "size"), busy_per_round_s=("busy_per_round_s", "mean"),
+        uplink_sinr_db=("uplink_sinr_db", "mean"), d2d_m=("d2d_m", "mean")).reset_index()
+    return "\n".join([
+        *_intro(stretch_table, load),
         "## Answers",
         "",
         f"In one line: {summary_line(stretch_table, load, clients)}",

@@ -109,3 +109,12 @@ def test_a_network_refuses_asynchronous_algorithms_and_deadlines():
     with pytest.raises(ScenarioError, match="no deadlines or over-selection yet"):
         tiny_scenario("scala", network={"layout": {"kind": "hexagonal"}},
                       training={"deadline_s": 10.0})
+
+
+def test_the_command_line_refuses_a_bad_layout_with_exit_2_and_writes_nothing(cli, tmp_path):
+    out = tmp_path / "out"
+    code, _, err = cli("scenarios/network.yaml", "--out", out,
+                       "--set", "network.layout={kind: hexagonal, sites: 5}")
+    assert code == 2
+    assert "network.layout.sites" in err and "1, 7 or 19" in err and "got 5" in err
+    assert not out.exists()

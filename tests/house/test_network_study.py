@@ -1,0 +1,58 @@
+"""The network study's report, tables and quoted numbers come from its kept run records:
+report.md is the one analysis.network writes from the tables beside it, the tables are the
+ones it writes from the records in results/ and load/, and the README and the studies index
+quote its one-line summary as written."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import network
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "docs" / "studies" / "network"
+
+
+def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    return tuple(pd.read_csv(STUDY / f"{name}.csv")   # type: ignore[return-value]
+                 for name in ("stretch", "round_times", "stragglers"))
+
+
+def test_the_report_is_the_one_written_from_its_tables():
+    assert (STUDY / "report.md").read_text() == network.report(*tables())
+
+
+def test_the_readme_and_the_index_quote_the_summary_as_written():
+    line = network.summary_line(*tables())
+    assert line in (ROOT / "README.md").read_text()
+    assert line in (ROOT / "docs" / "studies" / "index.md").read_text()
+
+
+def test_the_tables_are_the_ones_written_from_the_kept_records():
+    stretch, round_times, stragglers = tables()
+    rebuilt = network.stretch(pd.read_csv(STUDY / "results" / "comparison.csv"))
+    pd.testing.assert_frame_equal(rebuilt, stretch, check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(network.round_times(STUDY / "load"), round_times,
+                                  check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(
+        network.stragglers(STUDY / "results" / "scala" / "cell=uma_7sites" / "seed0"),
+        stragglers, check_exact=False, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_the_comparison_is_rebuilt_from_the_kept_records(tmp_path):
+    """`python -m analysis` over the kept runs gives the comparison the stretch table reads."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "results"
+    shutil.copytree(STUDY / "results", copy)
+    (copy / "comparison.csv").unlink()
+    subprocess.run([sys.executable, "-m", "analysis", str(copy)], check=True, cwd=ROOT,
+                   capture_output=True)
+    kept = pd.read_csv(STUDY / "results" / "comparison.csv")
+    rebuilt = pd.read_csv(copy / "comparison.csv")
+    columns = ["algorithm", "seed", "cell", "time_to_0.7_s", "time_to_0.8_s", "best_acc"]
+    pd.testing.assert_frame_equal(rebuilt[columns], kept[columns])
