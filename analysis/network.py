@@ -159,8 +159,8 @@ def load_finding(load: pd.DataFrame) -> str:
         f"headline's powers (0.2 W a client, 1 W a base station, where TR 36.814 gives a macro "
         f"site 46 dBm) and m clients a cell, a client's 0.2 W lands on about 51/m blocks "
         f"(0.2 m/51 W a block), as dense as the base station's 1 W over all 51 at m = 5 and "
-        f"denser beyond, so the gradients coming back, not the activations going up, become "
-        f"the bottleneck. Interference "
+        f"denser beyond, so the downlink (gradients and model downloads), not the uplink's "
+        f"activations, becomes the bottleneck. Interference "
         f"lengthens the rounds by {effect.min():.1f} to {effect.max():.1f} %.")
     return second
 
