@@ -249,3 +249,27 @@ def test_the_headlines_kept_scala_run_re_times_at_5_mhz_from_its_records_in_git(
     # a quarter of the band, but its noise a quarter too (6 dB more SNR): about 3x the airtime
     ratio = narrow["uplink_time_s"].sum() / kept["uplink_time_s"].sum()
     assert 2.5 < ratio < 4, ratio
+
+
+@pytest.mark.slow
+def test_a_network_run_re_times_byte_identical_to_its_training(tmp_path):
+    """A network of cells changes only the timeline: the golden scenario trained in one
+    3-sector site with interference off, re-timed with it on from its records (the SINR
+    columns included), equals the same network trained for real with interference on."""
+    network = ["network.pathloss=3gpp_38901_uma",
+               "network.layout={kind: hexagonal, sites: 1, sectors: 3}"]
+    sets = [a for item in network for a in ("--set", item)]
+    algorithms = "--set", "algorithms=[scala, fedavg]"
+    quiet = run_golden(tmp_path / "quiet", *algorithms, *sets,
+                       "--set", "network.interference=false")
+    real = run_golden(tmp_path / "real", *algorithms, *sets, "--set", "network.interference=true")
+    assert quiet.returncode == 0 and real.returncode == 0, quiet.stderr + real.stderr
+    for algorithm in ("scala", "fedavg"):
+        out = tmp_path / "retimed" / algorithm
+        proc = run_pinned("scala_netsim.retime", tmp_path / "quiet" / "golden" / algorithm /
+                          "seed3", *sets, "--set", "network.interference=true", "--out", out)
+        assert proc.returncode == 0, proc.stderr
+        want = tmp_path / "real" / "golden" / algorithm / "seed3"
+        for name in RECORD_FILES:
+            assert (out / name).read_bytes() == (want / name).read_bytes(), (algorithm, name)
+        assert "sinr_db" in (out / "events.csv").read_text().splitlines()[0]
