@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
@@ -32,6 +33,24 @@ class LinkDemand:
 
     def __len__(self) -> int:
         return len(self.client_ids)
+
+    def with_radio(self, radio: tuple[float, float, bool] | None) -> LinkDemand:
+        """The demand with a link model's radio settings (LinkModel.allocation_radio: transmit
+        power, noise PSD, whether the power is spread over the band), every client at that
+        power; itself where the model has none."""
+        if radio is None:
+            return self
+        power_w, noise_psd_w_per_hz, constant_psd = radio
+        return dataclasses.replace(self, tx_power_w=np.full(len(self), power_w),
+                                   noise_psd_w_per_hz=noise_psd_w_per_hz,
+                                   constant_psd=constant_psd)
+
+    def subset(self, mask: np.ndarray) -> LinkDemand:
+        """The entries where `mask` holds (a cell's clients of a network's round)."""
+        return dataclasses.replace(
+            self, client_ids=self.client_ids[mask], gain_linear=self.gain_linear[mask],
+            payload_bits=self.payload_bits[mask], compute_time_s=self.compute_time_s[mask],
+            tx_power_w=None if self.tx_power_w is None else self.tx_power_w[mask])
 
     def rate_bps(self, bandwidth_hz: np.ndarray, total_bandwidth_hz: float) -> np.ndarray:
         """Each client's Shannon rate on the sub-bands `bandwidth_hz`."""

@@ -225,12 +225,7 @@ class WirelessLink:
             if self.fading.per_round:  # known for the round: the allocator may weigh it
                 demand = dataclasses.replace(demand, gain_linear=demand.gain_linear * np.array(
                     [self.fading_gain(direction, int(k)) for k in demand.client_ids]))
-            radio = self._radio[direction]
-            if radio is not None:
-                power_w, noise_psd_w_per_hz, constant_psd = radio
-                demand = dataclasses.replace(
-                    demand, tx_power_w=np.full(len(demand), power_w),
-                    noise_psd_w_per_hz=noise_psd_w_per_hz, constant_psd=constant_psd)
+            demand = demand.with_radio(self._radio[direction])
             shares = self.allocator.allocate_hz(self.cell.bandwidth_hz(direction), demand)
             self._bandwidth_hz[direction] = dict(zip(demand.client_ids.tolist(), shares.tolist(),
                                                      strict=True))

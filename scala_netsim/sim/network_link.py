@@ -13,7 +13,6 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -71,14 +70,18 @@ class Pool:
     flows' rows of numbers given when they joined), and a flow leaves when its bits reach
     zero. The numbers in flight are arrays, one entry per flow, in the order they joined."""
 
+    #: the per-flow arrays, each with what a flow starts with (the rows of `static` and the
+    #: bits are given when it joins)
+    ARRAYS = {"rate": math.nan, "sinr": math.nan, "interference": math.nan, "sinr_area": 0.0,
+              "interference_area": 0.0, "varied": False}
+
     def __init__(self, env: simpy.Environment, rates: Callable[[np.ndarray], Rated],
                  width: int) -> None:
         self.env, self._rates = env, rates
         self.flows: list[Flow] = []
         self.static = np.empty((0, width))
-        empty = np.empty(0)
-        self.bits = self.rate = self.sinr = self.interference = empty
-        self.sinr_area = self.interference_area = empty
+        self.bits = self.rate = self.sinr = self.interference = np.empty(0)
+        self.sinr_area = self.interference_area = np.empty(0)
         self.varied = np.empty(0, dtype=bool)
         self._since = 0.0
         self._wake: simpy.Event | None = None
@@ -88,12 +91,8 @@ class Pool:
         self.flows.append(flow)
         self.static = np.vstack([self.static, np.asarray(static, dtype=float)[None, :]])
         self.bits = np.append(self.bits, flow.bits)
-        nan = np.array([math.nan])
-        self.rate, self.sinr = np.append(self.rate, nan), np.append(self.sinr, nan)
-        self.interference = np.append(self.interference, nan)
-        self.sinr_area = np.append(self.sinr_area, 0.0)
-        self.interference_area = np.append(self.interference_area, 0.0)
-        self.varied = np.append(self.varied, False)
+        for name, start in self.ARRAYS.items():
+            setattr(self, name, np.append(getattr(self, name), start))
         self._reschedule()
 
     def _advance(self) -> None:
@@ -128,11 +127,8 @@ class Pool:
         done = [self._finish(i) for i in np.flatnonzero(finished).tolist()]
         kept = ~finished
         self.flows = [f for f, keep in zip(self.flows, kept.tolist(), strict=True) if keep]
-        self.static, self.bits = self.static[kept], self.bits[kept]
-        self.rate, self.sinr = self.rate[kept], self.sinr[kept]
-        self.interference, self.varied = self.interference[kept], self.varied[kept]
-        self.sinr_area = self.sinr_area[kept]
-        self.interference_area = self.interference_area[kept]
+        for name in ("static", "bits", *self.ARRAYS):
+            setattr(self, name, getattr(self, name)[kept])
         self._reschedule()
         for f in done:
             f.done(f)
@@ -186,16 +182,12 @@ class NetworkLink:
         block_hz = self.settings.block_hz
         for direction, demand in demands.items():
             total = self.settings.blocks[direction]
-            radio = self._radio[direction]
-            if radio is not None:
-                power_w, noise, constant_psd = radio
-                demand = dataclasses.replace(demand, tx_power_w=np.full(len(demand), power_w),
-                                             noise_psd_w_per_hz=noise, constant_psd=constant_psd)
+            demand = demand.with_radio(self._radio[direction])
             held = self._blocks[direction] = {}
             serving = self.net.serving[demand.client_ids]
             for c in np.unique(serving).tolist():
                 mine = serving == c
-                part = _subset(demand, mine)
+                part = demand.subset(mine)
                 shares = self.allocator.allocate_hz(total * block_hz, part)
                 blocks = channel.network.whole_blocks(shares, total, block_hz)
                 first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
@@ -355,11 +347,3 @@ def block_problems(block_rows: list[tuple], blocks: dict[str, int]) -> list[str]
         if any(f1 + n1 > f2 for (f1, n1), (f2, _) in zip(ranges, ranges[1:], strict=False)):
             problems.append(f"round {round_}: cell {c} granted a {direction} block twice")
     return problems
-
-
-def _subset(demand: channel.LinkDemand, mask: np.ndarray) -> channel.LinkDemand:
-    """The entries of `demand` where `mask` holds."""
-    return dataclasses.replace(
-        demand, client_ids=demand.client_ids[mask], gain_linear=demand.gain_linear[mask],
-        payload_bits=demand.payload_bits[mask], compute_time_s=demand.compute_time_s[mask],
-        tx_power_w=None if demand.tx_power_w is None else demand.tx_power_w[mask])
