@@ -1,0 +1,109 @@
+"""The numbers the studies index and the README quote from the `alexnet` reruns of the
+deadlines, compression and split-point studies (issue 38) are their comparison tables',
+rebuilt from the run records kept in git and rounded as printed."""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDIES = ROOT / "docs" / "studies"
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def section(title: str) -> str:
+    index = flat((STUDIES / "index.md").read_text())
+    return index.split(f"## {title}")[1].split(" ## ")[0]
+
+
+def table(study: str) -> pd.DataFrame:
+    return pd.read_csv(STUDIES / study / "results" / "comparison.csv")
+
+
+def pct(value: float) -> str:
+    return f"{100 * value:.2f} %"
+
+
+def test_the_kept_tables_are_the_ones_the_records_give():
+    from analysis.compare import comparison_table
+
+    for study, targets in [("deadlines", [0.6, 0.7, 0.8]), ("compression", [0.6, 0.7, 0.8]),
+                           ("split_points", [0.6, 0.7, 0.8])]:
+        rebuilt = comparison_table(STUDIES / study / "results", targets)
+        kept = table(study)
+        assert len(rebuilt) == len(kept), study
+        columns = [c for c in kept.columns if c not in ("wall_time_s", "folder")]
+        pd.testing.assert_frame_equal(rebuilt[columns].reset_index(drop=True),
+                                      kept[columns].reset_index(drop=True), check_dtype=False)
+
+
+def test_compression_quotes():
+    runs = table("compression")
+    scala = runs[runs["algorithm"] == "scala"].groupby("codec")
+    up = scala["uplink_bytes"].mean() / scala["rounds"].mean() / 1e6
+    best, to80 = scala["best_acc"].mean(), scala["time_to_0.8_s"].mean()
+    text = section("[alexnet] Cut-layer compression")
+    assert f"fp16 halves the uplink ({up['fp16']:.2f} MB)" in text
+    assert f"int8 cuts it by {100 * (1 - up['int8'] / up['none']):.0f} % ({up['int8']:.2f} MB)" \
+        in text
+    assert (f"best {pct(best['none'])} none, {pct(best['fp16'])} fp16, {pct(best['int8'])} "
+            "int8") in text
+    assert (f"after {to80['none']:.0f} s uncompressed, {to80['fp16']:.0f} s with fp16 and "
+            f"{to80['int8']:.0f} s with int8 (-{100 * (1 - to80['int8'] / to80['none']):.0f} %)"
+            ) in text
+    paired = runs[runs["algorithm"] == "scala"].pivot(index="seed", columns="codec",
+                                                     values="late_acc")
+    loss = sorted(100 * (paired["none"] - paired["topk10"]))
+    assert f"loses {loss[0]:.1f} and {loss[1]:.1f} pp of late accuracy" in text
+    readme = flat((ROOT / "README.md").read_text())
+    assert (f"cut SCALA's uplink by {100 * (1 - up['fp16'] / up['none']):.0f} % and "
+            f"{100 * (1 - up['int8'] / up['none']):.0f} %") in readme
+
+
+def test_split_point_quotes():
+    runs = table("split_points")
+    by = runs.groupby("model.split")
+    best = by["best_acc"].mean()
+    text = section("[alexnet] Split points")
+    assert (f"(best {pct(best['S1'])} at S1, {pct(best['S2'])} at S2, {pct(best['S3'])} at "
+            f"S3, {pct(best['S4'])} at S4, {pct(best['S5'])} at S5, the means)") in text
+    for seed, runs_of_seed in runs.groupby("seed"):   # "in every seed"
+        ordered = runs_of_seed.sort_values("model.split")["best_acc"]
+        assert ordered.is_monotonic_decreasing, seed
+    to80 = by["time_to_0.8_s"].mean()
+    assert f"S1 reaches 80 % first ({to80['S1']:.0f} s against S2's {to80['S2']:.0f} s)" in text
+    assert by["time_to_0.8_s"].count()["S5"] == 0
+    round_s = by["total_sim_time_s"].mean() / by["rounds"].mean()
+    assert f"shortest round ({round_s['S2']:.2f} s)" in text
+    assert round_s.idxmin() == "S2"
+
+
+def test_deadline_quotes():
+    runs = table("deadlines")
+    late = runs.pivot_table(index=["algorithm", "seed"], columns="deadline", values="late_acc")
+    delta = (100 * (late["moderate"] - late["none"])).groupby("algorithm")
+    text = section("[alexnet] Deadlines")
+    for algorithm in ("scala", "ca_sfl", "fedavg", "fedlc"):
+        mean, std = delta.mean()[algorithm], delta.std()[algorithm]
+        assert f"{mean:+.2f} ± {std:.2f} pp for" in text, algorithm
+    assert (delta.max()["scala"] < 0 and delta.min()["ca_sfl"] > 0
+            and delta.max()["fedlc"] < 0)          # "every seed lost / gained"
+    by = runs.groupby(["algorithm", "deadline"])
+    to80 = by["time_to_0.8_s"].mean()
+    assert (f"80 % after {to80['scala', 'moderate']:,.0f} s instead of "
+            f"{to80['scala', 'none']:,.0f} s") in text
+    best = by["best_acc"].mean()
+    assert (f"best {pct(best['scala', 'moderate'])} against CA-SFL's "
+            f"{pct(best['ca_sfl', 'moderate'])}") in text
+
+
+@pytest.mark.parametrize("study", ["deadlines", "compression", "split_points"])
+def test_each_report_names_its_alexnet_records(study):
+    report = (STUDIES / study / "report.md").read_text()
+    assert report.index("## [alexnet]") < report.index("## [alexnet14]")
+    assert "(results/report.md)" in report
