@@ -107,3 +107,82 @@ def test_each_report_names_its_alexnet_records(study):
     report = (STUDIES / study / "report.md").read_text()
     assert report.index("## [alexnet]") < report.index("## [alexnet14]")
     assert "(results/report.md)" in report
+
+
+# --- every accuracy the index and the README quote ---------------------------------------
+#: quoted accuracies no kept table holds, each with where it comes from
+NOT_IN_A_TABLE = {
+    "90.70": "the SCALA paper's Fashion-MNIST result",
+    "90.66": "the GAS paper's Table 1", "90.58": "the GAS paper's Table 1",
+    "88.32": "the GAS paper's Table 1", "89.07": "the GAS paper's Table 1",
+    "87.99": "the GAS paper's Table 1", "88.74": "the GAS paper's Table 1",
+    "88.56": "SCALA by 3,600 s in the earlier, lost asynchronous run",
+    "85.68": "local iterations: best by 1,000 s, read off the lost curves",
+    "84.74": "alexnet14 bandwidth: accuracy at round 100, read off the lost curves",
+    "74.87": "alexnet14 bandwidth: FedAvg's best, read off the lost curves",
+    "70.65": "alexnet14 bandwidth: read off the lost curves",
+}
+#: the README's finding bullets, by their title, and the studies they quote
+README_STUDIES = {"[alexnet] Headline": ["cellular_10pct"], "[alexnet] Bandwidth": ["bandwidth"],
+                  "[alexnet] Local iterations": ["local_iters"],
+                  "[alexnet] Asynchronous": ["async"],
+                  "[alexnet] Fading and allocation": ["fading", "allocation"],
+                  "[alexnet] A network of cells": ["network"],
+                  "[alexnet14] Fading": ["fading"], "[alexnet14] Allocation": ["allocation"],
+                  "[alexnet] Deadlines": ["deadlines"], "[alexnet] Compression": ["compression"],
+                  "[alexnet] Split points": ["split_points"], "[vgg11] Privacy": ["privacy"],
+                  "[resnet18] Split points": ["split_points_resnet"]}
+
+
+def accuracies(study: str, alexnet: bool) -> set[str]:
+    """Every accuracy a reader can find for `study`, as printed (two decimals, in %): each
+    run's, and the mean, min, max and std of each setting's seeds, from the comparison table
+    (the kept records' for an `alexnet` finding where they exist), and every number in the
+    tables of its reports (generated from the run folders, some of them lost)."""
+    kept = STUDIES / study / "results" / "comparison.csv"
+    runs = pd.read_csv(kept if alexnet and kept.is_file() else STUDIES / study / "comparison.csv")
+    keys = [c for c in runs.columns if not pd.api.types.is_numeric_dtype(runs[c])
+            and c not in ("status", "folder")] or ["algorithm"]
+    found = set()
+    for column in [c for c in runs.columns if c.endswith("_acc") or c.startswith("acc_")]:
+        values = pd.to_numeric(runs[column], errors="coerce")
+        by = runs.assign(**{column: values}).groupby(keys, dropna=False)[column]
+        for series in (values, by.mean(), by.min(), by.max(), by.std(ddof=1), by.std(ddof=0)):
+            found |= {f"{100 * v:.2f}" for v in series.dropna()}
+    for report in (STUDIES / study / "report.md", STUDIES / study / "results" / "report.md"):
+        if report.is_file():
+            for line in report.read_text().splitlines():
+                if line.startswith("|"):
+                    found |= set(re.findall(r"\d+\.\d{2}", line))
+    return found
+
+
+def quoted_accuracies(text: str) -> list[str]:
+    return re.findall(r"(?<![\d.])(\d{1,3}\.\d{2}) ?%", text)
+
+
+def test_every_accuracy_the_studies_index_quotes_is_in_its_studys_tables():
+    index = flat((STUDIES / "index.md").read_text())
+    checked = 0
+    for part in index.split(" ## ")[2:]:          # the findings, after "About the figures"
+        link = re.search(r"\(([a-z_0-9]+)/report\.md\)|`docs/studies/([a-z_0-9]+)/report\.md`",
+                         part)
+        assert link, part[:60]
+        found = accuracies(link.group(1) or link.group(2), part.startswith("[alexnet]"))
+        missing = [q for q in quoted_accuracies(part) if q not in found | set(NOT_IN_A_TABLE)]
+        assert not missing, (part[:60], missing)
+        checked += len(quoted_accuracies(part))
+    assert checked > 40
+
+
+def test_every_accuracy_the_readme_findings_quote_is_in_their_studies_tables():
+    readme = (ROOT / "README.md").read_text()
+    findings = readme.split("## What the studies found")[1].split("\n## ")[0]
+    bullets = ["- " + b for b in findings.split("\n- ")[1:]]
+    assert len(bullets) == len(README_STUDIES)
+    for bullet in bullets:
+        title = re.match(r"- \*\*(.+?)\*\*", bullet).group(1)
+        found = set(NOT_IN_A_TABLE).union(*(accuracies(s, title.startswith("[alexnet]"))
+                                             for s in README_STUDIES[title]))
+        missing = [q for q in quoted_accuracies(flat(bullet)) if q not in found]
+        assert not missing, (title, missing)
