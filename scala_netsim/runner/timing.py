@@ -6,7 +6,10 @@ happen, and for a trainer with `fixed_step_costs` every step's FLOPs and bytes a
 of its kind and batch size alone. A `TimingTrainer` wraps the algorithm's real trainer: a round
 in which some participant's batch size (or the server step's total batch) has not been seen is
 run by the real trainer, for real, and every answer it gives is kept by (step kind, batch size);
-every other round is answered from what was kept, computing nothing. The timeline is thus the
+every other round is answered from what was kept, computing nothing. A federated trainer's
+clients train apart, so there one client of each new batch size is run, at the round's start,
+and the round itself is answered from what it gave (memory for one model per new size, not
+one per participant). The timeline is thus the
 one a real run of the same scenario has, exactly (times, bytes, FLOPs); what is not there is
 accuracy: a timing-only run evaluates nothing.
 """
@@ -23,6 +26,7 @@ from scala_netsim.core.errors import Error
 from scala_netsim.core.events import MODEL_TRANSFER
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
+    FederatedTrainer,
     Forward,
     KeptModelSplitTrainer,
     LocalStep,
@@ -52,6 +56,7 @@ class TimingMeter(RecordedTrainer):
     def __init__(self, inner: TrainerBase) -> None:
         self.inner = inner
         self.concatenated = isinstance(inner, ConcatSplitTrainer)
+        self.federated = isinstance(inner, FederatedTrainer)
         self.live_rounds = 0        # rounds the real trainer ran (to meter new batch sizes)
         #: what the real trainer answered, by (kind, batch size): demands, sizes, FLOPs
         self._costs: dict[tuple, Any] = {}
@@ -90,7 +95,35 @@ class TimingMeter(RecordedTrainer):
         if self._live:
             self.live_rounds += 1
             self._seen |= needed
-            inner.begin_round(selected)
+            if self.federated:
+                self._meter_local_steps(selected, sizes)
+                self._live = False
+            else:
+                inner.begin_round(selected)
+
+    def _meter_local_steps(self, selected: Sequence[int], sizes: Sequence[int]) -> None:
+        """A federated trainer's clients train apart, so one client of each batch size new
+        to the round meters that size: its download, one local step and its upload, run now,
+        before the round's timeline asks for them; the round is then answered from what was
+        kept. (Running the whole round for real would hold a trained copy of the model for
+        every participant: 570 of the authors' AlexNet took more than 18 GB.)"""
+        inner = self.inner
+        first: dict[int, int] = {}   # batch size -> the client that meters it
+        for k, b in zip(selected, sizes, strict=True):
+            if ("local", b) not in self._costs:
+                first.setdefault(b, k)
+        metered = list(first.values())
+        inner.begin_round(metered)
+        inner.client_batch_sizes = {k: b for b, k in first.items()}   # the round's own sizes
+        for b, k in first.items():
+            self._keep(("demand", b), inner.step_demand(k))
+            download = inner.client_model_download(k)
+            self._keep(("download",), download.payload_bytes)
+            inner.client_receive_model(download)
+            step = self._local_steps().client_local_step(k, 0)
+            upload = None if step.upload is None else step.upload.payload_bytes
+            self._keep(("local", b), (step.forward_flops, step.backward_flops, upload))
+            self._keep(("upload",), inner.client_model_upload(k).payload_bytes)
 
     def drop_client(self, k: int) -> None:
         if self._live:

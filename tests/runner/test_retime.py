@@ -172,7 +172,7 @@ def test_retime_writes_a_run_folder_timed_under_the_new_cell(golden_run, tmp_pat
 
 def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path):
     """Times, bytes and FLOPs of every event equal the real run's, with no accuracy."""
-    algorithms = ["scala", "splitfed_v2", "sfl_local_loss", "splitfed_v3", "fedprox"]
+    algorithms = ["scala", "splitfed_v2", "sfl_local_loss", "splitfed_v3", "fedprox", "fedavg"]
     proc = run_golden(tmp_path, "--timing-only", "--set", f"algorithms=[{', '.join(algorithms)}]",
                       figures=True)
     assert proc.returncode == 0, proc.stderr
@@ -193,7 +193,7 @@ def test_a_timing_only_run_has_the_timeline_of_the_real_run(golden_run, tmp_path
 
     report = write_report(root).read_text()
     assert "## Simulated time" in report and "acc (%)" not in report
-    assert "0 trained, 5 timed without training (timing only)." in report
+    assert "0 trained, 6 timed without training (timing only)." in report
     assert "Latency-accuracy" not in report
 
 
