@@ -13,6 +13,7 @@ one seed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Mapping
@@ -109,17 +110,20 @@ def runs_rows(table: pd.DataFrame, results: Path, names: Mapping[str, str] = NAM
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) not in (1, 2) or args[1:] not in ([], ["--runs"]):
-        print("usage: python -m analysis.headline COMPARISON_CSV [--runs]", file=sys.stderr)
-        return 2
-    table = pd.read_csv(args[0])
-    if args[1:]:
+    parser = argparse.ArgumentParser(prog="python -m analysis.headline",
+                                     description="The README's headline table.")
+    parser.add_argument("comparison", type=Path, help="the headline study's comparison.csv")
+    parser.add_argument("--runs", action="store_true",
+                        help="every run, seed by seed, with where it was trained (the report's "
+                             "table; reads the runs' summary.json under results/ beside it)")
+    args = parser.parse_args(argv)
+    table = pd.read_csv(args.comparison)
+    if args.runs:
         print(RUNS_HEADER)
-        print("\n".join(runs_rows(table, Path(args[0]).parent / "results")))
-        return 0
-    print(HEADER)
-    print("\n".join(headline_rows(table)))
+        print("\n".join(runs_rows(table, args.comparison.parent / "results")))
+    else:
+        print(HEADER)
+        print("\n".join(headline_rows(table)))
     return 0
 
 
