@@ -51,3 +51,13 @@ def test_the_example_notebook_executes(tmp_path):
 def test_the_readme_fits_on_a_screen_or_two():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+
+
+def test_the_ray_guide_says_where_plugins_and_the_environment_come_from():
+    """Issue 37: a Ray worker runs in the environment `ray start` was run in on its node, not
+    the submitting shell's; plugins and the package must be installed on every node."""
+    guide = " ".join((ROOT / "docs" / "guides" / "gpu-and-ray.md").read_text().split())
+    assert "Plugins (your own algorithms or channel models, registered through entry points) " \
+           "must be installed on every node too" in guide
+    assert "a Ray worker inherits the environment `ray start` was run in on its node" in guide
+    assert "the package and the data must be installed on every node" in guide
