@@ -120,15 +120,14 @@ class Tr38901(PathLossModel):
         setting's change leaves the other draws as they were."""
         n = len(d2d_m)
         indoor = stream("indoor").random(n) < self.indoor_share
-        d_in = np.where(indoor, tr38901.draw_indoor_distance_m(n, stream("indoor_distance")),
-                        0.0)
+        d_in = np.where(indoor, tr38901.draw_indoor_distance_m(
+            n, stream("indoor_distance"), self.table.indoor_distance_max_m), 0.0)
         h_ut = np.full(n, self.ut_height_m)
         los = tr38901.draw_los(self.table, np.maximum(d2d_m - d_in, 0.0), h_ut, stream("los"))
         args = (self.table, d2d_m, self.carrier_hz, self.bs_height_m, h_ut)
         basic = np.where(los, tr38901.pathloss_los_db(*args), tr38901.pathloss_nlos_db(*args))
-        sigma_los, sigma_nlos = self.table.shadowing_std_db
-        shadowing = stream("shadowing").normal(0.0, 1.0, n) * np.where(los, sigma_los,
-                                                                        sigma_nlos)
+        shadowing = stream("shadowing").normal(0.0, 1.0, n) * tr38901.shadowing_std_db(
+            self.table, los, d2d_m, self.carrier_hz, self.bs_height_m, h_ut)
         wall = tr38901.o2i_building_loss_db(self.o2i, self.carrier_hz)
         o2i = np.where(indoor, wall + 0.5 * d_in + stream("o2i").normal(
             0.0, tr38901.O2I_STD_DB[self.o2i], n), 0.0)
@@ -144,15 +143,14 @@ class Tr38901(PathLossModel):
         links are independent: a simplification the docs state.)"""
         clients, sites = d2d_m.shape
         indoor = np.asarray(stream("indoor").random(clients) < self.indoor_share, dtype=bool)
-        d_in = np.where(indoor, tr38901.draw_indoor_distance_m(clients,
-                                                               stream("indoor_distance")), 0.0)
+        d_in = np.where(indoor, tr38901.draw_indoor_distance_m(
+            clients, stream("indoor_distance"), self.table.indoor_distance_max_m), 0.0)
         h_ut = np.full(clients, self.ut_height_m)
         wall = tr38901.o2i_building_loss_db(self.o2i, self.carrier_hz)
         o2i = np.where(indoor, wall + 0.5 * d_in + stream("o2i").normal(
             0.0, tr38901.O2I_STD_DB[self.o2i], clients), 0.0)
         basic, shadowing = np.empty(d2d_m.shape), np.empty(d2d_m.shape)
         los = np.empty(d2d_m.shape, dtype=bool)
-        sigma_los, sigma_nlos = self.table.shadowing_std_db
         for s in range(sites):
             d = d2d_m[:, s]
             los[:, s] = tr38901.draw_los(self.table, np.maximum(d - d_in, 0.0), h_ut,
@@ -160,8 +158,9 @@ class Tr38901(PathLossModel):
             args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut)
             basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
                                    tr38901.pathloss_nlos_db(*args))
-            shadowing[:, s] = stream("shadowing", s).normal(0.0, 1.0, clients) * np.where(
-                los[:, s], sigma_los, sigma_nlos)
+            shadowing[:, s] = stream("shadowing", s).normal(0.0, 1.0, clients) * (
+                tr38901.shadowing_std_db(self.table, los[:, s], d, self.carrier_hz,
+                                         self.bs_height_m, h_ut))
         return LinkLosses(basic, shadowing, los, o2i, indoor, h_ut)
 
 
@@ -177,6 +176,14 @@ class Umi38901(Tr38901):
 
     name = "3gpp_38901_umi"
     table = tr38901.UMI
+
+
+class Rma38901(Tr38901):
+    """3GPP TR 38.901 rural macro (h_BS 35 m by default; 0.5-30 GHz; low-loss O2I only)."""
+
+    name = "3gpp_38901_rma"
+    table = tr38901.RMA
+    carrier_range_hz = tr38901.RMA.frequency_range_hz
 
 
 class PathLossRegistry(Mapping[str, type[PathLossModel]]):
@@ -237,5 +244,5 @@ class PathLossRegistry(Mapping[str, type[PathLossModel]]):
         return len(self._with_plugins())
 
 
-PATHLOSS_MODELS = PathLossRegistry(Macro3gpp36814, Uma38901, Umi38901)
+PATHLOSS_MODELS = PathLossRegistry(Macro3gpp36814, Uma38901, Umi38901, Rma38901)
 register_pathloss = PATHLOSS_MODELS.register

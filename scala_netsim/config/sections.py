@@ -241,7 +241,8 @@ class NetworkConfig(Strict):
         if table is not None:
             problems = channel.tr38901.check_ranges(
                 table, self.carrier_frequency_hz, self.ut_height_m,
-                table.bs_height_m if self.bs_height_m is None else self.bs_height_m)
+                table.bs_height_m if self.bs_height_m is None else self.bs_height_m,
+                self.o2i)
             if self.shadowing_std_db > 0:
                 problems.append(f"shadowing_std_db: {self.pathloss} draws its own shadow "
                                 f"fading (TR 38.901 Table 7.4.1-1, by LOS state); leave it 0, "

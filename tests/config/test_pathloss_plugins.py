@@ -56,7 +56,8 @@ def test_a_model_registered_after_import_is_built_with_the_scenarios_carrier(reg
 def test_pathloss_names_carrier_and_typos_are_checked_with_the_scenario(registered):
     with pytest.raises(sn.ScenarioError, match=r"network.pathloss: must be one of "
                                                r"'3gpp_36814_macro', '3gpp_38901_uma', "
-                                               r"'3gpp_38901_umi' or 'free_space', got "
+                                               r"'3gpp_38901_umi', '3gpp_38901_rma' or "
+                                               r"'free_space', got "
                                                r"'free_spce'; did you mean 'free_space'\?"):
         tiny_scenario(network={"pathloss": "free_spce"})
     with pytest.raises(sn.ScenarioError, match=r"network.carrier_frequency_hz: "

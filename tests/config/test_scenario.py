@@ -68,8 +68,8 @@ def test_cross_field_problems_are_one_per_line():
 
 def test_names_come_from_the_registries():
     (problem,) = problems_of({"name": "x", "network": {"pathloss": "free_space"}})
-    assert problem == ("network.pathloss: must be one of '3gpp_36814_macro', '3gpp_38901_uma' "
-                       "or '3gpp_38901_umi', got 'free_space'")
+    assert problem == ("network.pathloss: must be one of '3gpp_36814_macro', '3gpp_38901_uma', "
+                       "'3gpp_38901_umi' or '3gpp_38901_rma', got 'free_space'")
     (problem,) = problems_of({"name": "x", "network": {"allocation": "greedy"}})
     assert problem == ("network.allocation: must be one of 'equal', 'proportional' or "
                        "'min_max_latency', got 'greedy'")
