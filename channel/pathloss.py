@@ -89,10 +89,11 @@ class ClientPropagation:
 
 class Tr38901(PathLossModel):
     """3GPP TR 38.901 path loss of one scenario (channel.tr38901) for the clients of a cell:
-    each client is indoors with probability `indoor_share` (O2I loss of the `o2i` model, at a
-    U(0,25) min U(0,25) indoor distance), LOS or not by the LOS probability at its outdoor
-    distance, with the table's shadow fading for its state. `pathloss_db(d)` (a distance
-    alone: the cell-edge check) is the outdoor NLOS loss, the worse state."""
+    each client is indoors with probability `indoor_share` (O2I loss of the `o2i` model, at
+    the least of two U(0, m) indoor distances, m = 25 m, RMa 10 m), LOS or not by the LOS
+    probability at its outdoor distance, with the table's shadow fading for its state.
+    `pathloss_db(d)` (a distance alone: the cell-edge check) is the outdoor NLOS loss, the
+    worse state."""
 
     table: ClassVar[tr38901.Scenario38901]
     carrier_range_hz = tr38901.FREQUENCY_RANGE_HZ
