@@ -64,16 +64,33 @@ def link_geometry(points: np.ndarray, sites_xy: np.ndarray,
                         np.degrees(np.arctan2(vectors[..., 1], vectors[..., 0])))
 
 
-def antenna_gain_db(cells: Cells, azimuth_deg: np.ndarray) -> np.ndarray:
+def zenith_angle_deg(d2d_m: np.ndarray, bs_height_m: float,
+                     ut_height_m: np.ndarray | float) -> np.ndarray:
+    """The zenith angle of departure from a site to a client, theta = 90 + arctan((h_BS -
+    h_UT) / d_2D) degrees (38.901 7.5: 90 is the horizon, more is below it)."""
+    return 90.0 + np.degrees(np.arctan2(bs_height_m - np.asarray(ut_height_m, dtype=float),
+                                        d2d_m))
+
+
+def antenna_gain_db(cells: Cells, azimuth_deg: np.ndarray, zenith_deg: np.ndarray | None = None,
+                    downtilt_deg: float | None = None) -> np.ndarray:
     """(clients, cells) antenna gain towards each client: the 38.901 element (Table 7.3-1) of
     a sectored cell at the client's azimuth from its site, 0 dBi for an omnidirectional one.
-    `azimuth_deg` is (clients, sites)."""
+    `azimuth_deg` (and `zenith_deg`) are (clients, sites). With a `downtilt_deg`, the
+    element's vertical pattern at the client's zenith angle, theta_tilt = 90 + downtilt;
+    without, none (as if every client were at the element's horizon)."""
     toward = azimuth_deg[:, cells.site]
     sectored = ~np.isnan(cells.azimuth_deg)
     gain = np.zeros(toward.shape)
     if sectored.any():
+        zenith: np.ndarray | float = 90.0     # the element's horizon: no vertical loss
+        tilt = 90.0
+        if downtilt_deg is not None:
+            zenith = np.asarray(zenith_deg)[:, cells.site][:, sectored]
+            tilt = 90.0 + downtilt_deg
         gain[:, sectored] = layout.sector_gain_db(toward[:, sectored],
-                                                  cells.azimuth_deg[sectored][None, :])
+                                                  cells.azimuth_deg[sectored][None, :],
+                                                  zenith, tilt)
     return gain
 
 
@@ -238,12 +255,17 @@ class NetworkDrop:
 
 def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,
                  offsets: np.ndarray | None,
-                 losses_of: Callable[[np.ndarray], LinkLosses]) -> NetworkDrop:
+                 losses_of: Callable[[np.ndarray], LinkLosses],
+                 downtilt_deg: float | None = None, bs_height_m: float = 0.0) -> NetworkDrop:
     """The network's view of clients at `points`: `losses_of(d2d_m)` draws the links' losses
-    for the (clients, sites) distances (a path-loss model's `draw_links`)."""
+    for the (clients, sites) distances (a path-loss model's `draw_links`); a `downtilt_deg`
+    applies the antennas' vertical pattern, at each link's zenith angle from a site at
+    `bs_height_m` to the client at its drawn height."""
     geometry = link_geometry(points, sites_xy, offsets)
     losses = losses_of(geometry.d2d_m)
-    antenna = antenna_gain_db(cells, geometry.azimuth_deg)
+    zenith = (None if downtilt_deg is None else
+              zenith_angle_deg(geometry.d2d_m, bs_height_m, losses.h_ut_m[:, None]))
+    antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg)
     coupling = coupling_gain_db(cells, losses.total_db, antenna)
     return NetworkDrop(cells, points[:, 0], points[:, 1], geometry, losses, antenna, coupling,
                        serving_cells(coupling))

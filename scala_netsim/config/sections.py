@@ -169,6 +169,10 @@ class LayoutConfig(Strict):
     isd_m: float = Field(default=500.0, gt=0)
     sectors: Literal[1, 3] = 3
     wraparound: bool = True
+    #: the sectors' downtilt below the horizon (38.901 theta_tilt = 90 + this): each link's
+    #: vertical pattern at its zenith angle; null = no vertical pattern (every client at the
+    #: horizon of the element)
+    downtilt_deg: float | None = Field(default=None, ge=0, le=90)
 
 
 class PowerControlConfig(Strict):
@@ -289,6 +293,13 @@ class NetworkConfig(Strict):
         if self.link.mode != "adaptive":
             raise ValueError(f"link.mode: a hexagonal layout's links are adaptive (Shannon "
                              f"rate at the SINR); use 'adaptive', got {self.link.mode!r}")
+        tilt = self.layout.downtilt_deg
+        if tilt is not None and (self.layout.sectors != 3 or not hasattr(
+                channel.PATHLOSS_MODELS[self.pathloss], "table")):
+            raise ValueError(f"layout.downtilt_deg: a downtilt needs 3 sectors (the 38.901 "
+                             f"element) and a 38.901 path loss (base-station and client "
+                             f"heights); got {tilt:g} with {self.layout.sectors} sector(s) and "
+                             f"{self.pathloss}")
         return self
 
     @model_validator(mode="after")

@@ -41,6 +41,30 @@ def test_coupling_is_minus_the_loss_plus_the_sector_gain_and_the_strongest_serve
     assert network.serving_cells(coupling).tolist() == [0]
 
 
+def test_a_downtilt_applies_the_vertical_pattern_at_each_links_zenith_angle():
+    """38.901 Table 7.3-1: A_V = -min(12 ((theta - theta_tilt)/65)^2, 30), theta_tilt = 90 +
+    downtilt; theta = 90 + arctan((h_BS - h_UT)/d_2D), 7.5."""
+    # a client 23.5 m from a 25 m mast, at 1.5 m: 45 degrees below the horizon
+    assert network.zenith_angle_deg(np.array([23.5]), 25.0, 1.5)[0] == pytest.approx(135.0)
+    assert network.zenith_angle_deg(np.array([1e9]), 25.0, 1.5)[0] == pytest.approx(90.0)
+    cells = network.hexagonal_cells(1, 500.0, 3)
+    geometry = network.link_geometry(np.array([[100.0, 0.0], [23.5, 0.0]]),
+                                     layout.hexagonal_sites(1, 500.0), None)
+    zenith = network.zenith_angle_deg(geometry.d2d_m, 25.0, 1.5)
+    tilted = network.antenna_gain_db(cells, geometry.azimuth_deg, zenith, 12.0)
+    flat = network.antenna_gain_db(cells, geometry.azimuth_deg)
+    a_h = -min(12 * (30 / 65) ** 2, 30.0)               # 30 degrees off sector 0's boresight
+    theta = 90 + math.degrees(math.atan(23.5 / 100))    # the client at 100 m: 103.2 degrees
+    a_v = -min(12 * ((theta - 102.0) / 65) ** 2, 30.0)
+    assert tilted[0, 0] == pytest.approx(8.0 - min(-(a_h + a_v), 30.0), abs=1e-12)
+    # the client under the mast (135 degrees) loses 3.1 dB more to a 12 degree tilt's pattern
+    a_v_near = -min(12 * ((135.0 - 102.0) / 65) ** 2, 30.0)
+    assert tilted[1, 0] == pytest.approx(8.0 - min(-(a_h + a_v_near), 30.0), abs=1e-12)
+    assert a_v_near == pytest.approx(-3.09, abs=0.01)
+    # without a downtilt there is no vertical pattern: what the network had before
+    assert flat[0, 0] == pytest.approx(8.0 + a_h, abs=1e-12)
+
+
 def test_wraparound_serves_a_client_at_the_edge_from_the_nearest_image():
     sites = layout.hexagonal_sites(7, 500.0)
     offsets = layout.wraparound_offsets(7, 500.0)

@@ -46,6 +46,44 @@ def test_clients_are_served_by_their_strongest_cell_and_recorded(make_run):
     assert cells["x_m"].tolist()[3:6] == [500.0] * 3
 
 
+def test_a_downtilt_gives_each_serving_link_the_elements_vertical_pattern(make_run):
+    """The same drop with a 12 degree downtilt: each client's recorded antenna gain is the
+    38.901 element's at its azimuth and zenith angle from its serving cell (theta_tilt = 102
+    degrees), where without a downtilt it is the horizontal pattern alone."""
+    flat_run = network_run(make_run)
+    tilted_run = network_run(make_run, layout={**NETWORK["layout"], "downtilt_deg": 12.0})
+    flat, tilted = clients_frame(flat_run.world), clients_frame(tilted_run.world)
+    assert flat["d2d_m"].tolist() == tilted["d2d_m"].tolist()       # the same drop
+    cells = tilted_run.world.cell.network.cells
+    points = tilted[["x_m", "y_m"]].to_numpy()
+    geometry = channel.network.link_geometry(points, channel.layout.hexagonal_sites(7, 500.0),
+                                             channel.layout.wraparound_offsets(7, 500.0))
+    rows = np.arange(len(points))
+    for frame, zenith, tilt in ((tilted, None, 102.0), (flat, 90.0, 90.0)):
+        serving = frame["serving_cell"].to_numpy()
+        site = cells.site[serving]
+        d2d = geometry.d2d_m[rows, site]
+        theta = 90 + np.degrees(np.arctan2(25.0 - 1.5, d2d)) if zenith is None else zenith
+        expected = channel.layout.sector_gain_db(geometry.azimuth_deg[rows, site],
+                                                 cells.azimuth_deg[serving], theta, tilt)
+        np.testing.assert_allclose(frame["antenna_gain_db"], expected, atol=1e-9)
+    assert not np.allclose(flat["antenna_gain_db"], tilted["antenna_gain_db"])
+
+
+def test_a_downtilt_needs_three_sectors_and_a_38901_path_loss():
+    from conftest import tiny_scenario
+
+    for network in ({**NETWORK, "layout": {**NETWORK["layout"], "sectors": 1,
+                                           "downtilt_deg": 12.0}},
+                    {"layout": {**NETWORK["layout"], "downtilt_deg": 12.0}}):
+        with pytest.raises(ScenarioError, match=r"layout\.downtilt_deg: a downtilt needs 3 "
+                                                r"sectors .* and a 38\.901 path loss"):
+            tiny_scenario("scala", network=network)
+    with pytest.raises(ScenarioError, match=r"layout\.downtilt_deg"):
+        tiny_scenario("scala", network={**NETWORK, "layout": {**NETWORK["layout"],
+                                                              "downtilt_deg": 95.0}})
+
+
 @pytest.mark.parametrize("interference", [True, False])
 def test_a_network_round_keeps_its_invariants(make_run, interference):
     run = network_run(make_run, interference=interference)
