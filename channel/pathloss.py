@@ -45,19 +45,37 @@ class PathLossModel(ABC):
         return np.power(10.0, -np.asarray(self.pathloss_db(distance_m)) / 10.0)
 
     def draw_links(self, d2d_m: np.ndarray, stream: Callable[..., np.random.Generator],
-                   shadowing_std_db: float = 0.0) -> LinkLosses:
+                   shadowing_std_db: float = 0.0, site_correlation: float = 0.0
+                   ) -> LinkLosses:
         """The losses of every client's link to every site of a network, (clients, sites)
         distances: the model's path loss and, where `shadowing_std_db` > 0, log-normal
-        shadowing drawn per link, site s's from `stream("shadowing", s)` (so that links to
-        different sites fade independently). No LOS state, no O2I loss."""
+        shadowing drawn per link, site s's from `stream("shadowing", s)`: links to different
+        sites fade independently, or correlated by `site_correlation` (`site_normals`). No
+        LOS state, no O2I loss."""
         clients = d2d_m.shape[0]
         shadowing = np.zeros(d2d_m.shape)
-        if shadowing_std_db > 0:
+        if shadowing_std_db > 0 and site_correlation > 0:
+            shadowing = shadowing_std_db * site_normals(stream, clients, d2d_m.shape[1],
+                                                        site_correlation)
+        elif shadowing_std_db > 0:
             for s in range(d2d_m.shape[1]):
                 shadowing[:, s] = stream("shadowing", s).normal(0.0, shadowing_std_db, clients)
         return LinkLosses(np.asarray(self.pathloss_db(d2d_m), dtype=float), shadowing,
                           np.zeros(d2d_m.shape, dtype=bool), np.zeros(clients),
                           np.zeros(clients, dtype=bool), np.full(clients, np.nan))
+
+
+def site_normals(stream: Callable[..., np.random.Generator], clients: int, sites: int,
+                 correlation: float) -> np.ndarray:
+    """(clients, sites) standard normal shadowing draws whose links of one client to two
+    sites correlate by `correlation` rho: sqrt(rho) Z_k + sqrt(1 - rho) Z_ks, Z_k the
+    client's own draw (`stream("shadowing_common")`) shared by its links, Z_ks site s's
+    (`stream("shadowing", s)`). 3GPP TR 36.814 (Table A.2.1.1.2-3) takes 0.5 between sites;
+    the sectors of a site share its link, hence its draw."""
+    common = stream("shadowing_common").normal(0.0, 1.0, clients)
+    own = np.column_stack([stream("shadowing", s).normal(0.0, 1.0, clients)
+                           for s in range(sites)])
+    return np.sqrt(correlation) * common[:, None] + np.sqrt(1.0 - correlation) * own
 
 
 class Macro3gpp36814(PathLossModel):
@@ -136,12 +154,13 @@ class Tr38901(PathLossModel):
                                  tr38901.distance_3d_m(d2d_m, self.bs_height_m, h_ut), h_ut)
 
     def draw_links(self, d2d_m: np.ndarray, stream: Callable[..., np.random.Generator],
-                   shadowing_std_db: float = 0.0) -> LinkLosses:
+                   shadowing_std_db: float = 0.0, site_correlation: float = 0.0
+                   ) -> LinkLosses:
         """A network's links (clients x sites distances): each client indoors or not, with
         its indoor distance and O2I loss, once (the same building whichever site it hears);
         each link its own LOS state (at the link's outdoor distance) and shadowing, site s's
-        from `stream(name, s)`. (38.901 correlates a client's shadowing across sites; these
-        links are independent: a simplification the docs state.)"""
+        from `stream(name, s)`, independent across sites or correlated by `site_correlation`
+        (`site_normals`; the table's sigma of each link's state scales its draw)."""
         clients, sites = d2d_m.shape
         indoor = np.asarray(stream("indoor").random(clients) < self.indoor_share, dtype=bool)
         d_in = np.where(indoor, tr38901.draw_indoor_distance_m(
@@ -152,6 +171,8 @@ class Tr38901(PathLossModel):
             0.0, tr38901.O2I_STD_DB[self.o2i], clients), 0.0)
         basic, shadowing = np.empty(d2d_m.shape), np.empty(d2d_m.shape)
         los = np.empty(d2d_m.shape, dtype=bool)
+        normals = (site_normals(stream, clients, sites, site_correlation)
+                   if site_correlation > 0 else None)
         for s in range(sites):
             d = d2d_m[:, s]
             los[:, s] = tr38901.draw_los(self.table, np.maximum(d - d_in, 0.0), h_ut,
@@ -159,9 +180,11 @@ class Tr38901(PathLossModel):
             args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut)
             basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
                                    tr38901.pathloss_nlos_db(*args))
-            shadowing[:, s] = stream("shadowing", s).normal(0.0, 1.0, clients) * (
-                tr38901.shadowing_std_db(self.table, los[:, s], d, self.carrier_hz,
-                                         self.bs_height_m, h_ut))
+            z = (stream("shadowing", s).normal(0.0, 1.0, clients) if normals is None
+                 else normals[:, s])
+            shadowing[:, s] = z * tr38901.shadowing_std_db(self.table, los[:, s], d,
+                                                           self.carrier_hz, self.bs_height_m,
+                                                           h_ut)
         return LinkLosses(basic, shadowing, los, o2i, indoor, h_ut)
 
 

@@ -213,6 +213,9 @@ class NetworkConfig(Strict):
     # log-normal shadowing (dB) added to each client's path loss, drawn once at the drop
     # (3GPP TR 36.814 Table A.2.1.1.2-3: 8 dB in the macro cell); 0 = none
     shadowing_std_db: float = Field(default=0.0, ge=0)
+    #: a hexagonal layout: the correlation of a client's shadowing on its links to two sites
+    #: (0: independent; 3GPP TR 36.814 takes 0.5)
+    shadowing_site_correlation: float = Field(default=0.0, ge=0, le=1)
     fading: FadingConfig = Field(default_factory=FadingConfig)
     link: LinkConfig = Field(default_factory=LinkConfig)
     allocation: AllocatorName = "equal"
@@ -278,6 +281,10 @@ class NetworkConfig(Strict):
                     raise ValueError(f"{key}: the single layout (the paper's cell) has no "
                                      f"{key.replace('_', ' ')}; set network.layout.kind: "
                                      f"hexagonal (sites: 1 for one cell) or {key}: null")
+            if self.shadowing_site_correlation > 0:
+                raise ValueError(f"shadowing_site_correlation: the single layout has one site; "
+                                 f"set network.layout.kind: hexagonal or 0, got "
+                                 f"{self.shadowing_site_correlation:g}")
             return self
         for direction in ("uplink", "downlink"):
             band_hz = getattr(self, f"{direction}_bandwidth_hz")

@@ -5,6 +5,7 @@ per process, with deterministic kernels."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,7 +132,7 @@ def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
     model = pathloss_model(net)
     drop = channel.network.drop_network(
         channel.network.hexagonal_cells(lay.sites, lay.isd_m, lay.sectors), points, sites_xy,
-        offsets, lambda d2d_m: model.draw_links(d2d_m, stream, net.shadowing_std_db),
+        offsets, lambda d2d_m: draw_links(model, d2d_m, stream, net),
         lay.downtilt_deg, getattr(model, "bs_height_m", 0.0))
     d2d_m, losses = drop.on_serving_link(drop.geometry.d2d_m), drop.losses
     drawn = {"serving_cell": drop.serving, "x_m": drop.x_m, "y_m": drop.y_m, "d2d_m": d2d_m}
@@ -152,6 +153,17 @@ def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
         drawn=drawn, antenna_gain_db=antenna_db,
         network=NetworkView(drop.cells, drop.serving,
                             channel.db_to_linear(drop.coupling_db)))
+
+
+def draw_links(model: channel.pathloss.PathLossModel, d2d_m: np.ndarray,
+               stream: Callable[..., np.random.Generator],
+               net: NetworkConfig) -> channel.network.LinkLosses:
+    """The model's links; the site correlation is passed only when asked for, so that a
+    model of the user's written before it existed keeps working without it."""
+    if net.shadowing_site_correlation > 0:
+        return model.draw_links(d2d_m, stream, net.shadowing_std_db,
+                                site_correlation=net.shadowing_site_correlation)
+    return model.draw_links(d2d_m, stream, net.shadowing_std_db)
 
 
 def network_settings(scenario: Scenario) -> NetworkSettings:

@@ -180,3 +180,32 @@ def test_interference_never_raises_a_rate():
     off = network.transfer_rates(transfers, 51, BLOCK_HZ, NOISE_PSD, False)
     assert np.all(on.rate_bps <= off.rate_bps * (1 + 1e-12))
     assert np.all(on.sinr <= off.sinr * (1 + 1e-12))
+
+
+def test_shadowing_correlated_between_sites():
+    """sqrt(rho) Z_k + sqrt(1 - rho) Z_ks: a client's links to two sites correlate by rho,
+    each link standard normal; rho = 0 draws what independent links draw, to the bit."""
+    from channel import pathloss
+
+    def stream(name, site=None):
+        return np.random.default_rng([7, sum(map(ord, name)), 99 if site is None else site])
+
+    z = pathloss.site_normals(stream, 20_000, 3, 0.5)
+    assert np.corrcoef(z[:, 0], z[:, 1])[0, 1] == pytest.approx(0.5, abs=0.03)
+    assert z.std(axis=0) == pytest.approx([1.0] * 3, abs=0.03)
+    d2d = np.tile([100.0, 300.0, 600.0], (20_000, 1))
+    uma = pathloss.Uma38901(3.5e9)
+    independent = uma.draw_links(d2d, stream)
+    assert np.array_equal(uma.draw_links(d2d, stream, site_correlation=0.0).shadowing_db,
+                          independent.shadowing_db)
+    correlated = uma.draw_links(d2d, stream, site_correlation=0.5)
+    # the same LOS states and losses; only the shadowing changes, each link still N(0, sigma)
+    assert np.array_equal(correlated.los, independent.los)
+    assert np.array_equal(correlated.pathloss_db, independent.pathloss_db)
+    sigma = np.where(correlated.los, 4.0, 6.0)
+    normal = correlated.shadowing_db / sigma
+    assert np.corrcoef(normal[:, 0], normal[:, 2])[0, 1] == pytest.approx(0.5, abs=0.03)
+    assert abs(np.corrcoef(independent.shadowing_db[:, 0] / sigma[:, 0],
+                           independent.shadowing_db[:, 2] / sigma[:, 2])[0, 1]) < 0.03
+    macro = pathloss.Macro3gpp36814().draw_links(d2d, stream, 8.0, site_correlation=1.0)
+    assert np.allclose(macro.shadowing_db[:, 0], macro.shadowing_db[:, 1])   # rho = 1: one

@@ -70,6 +70,22 @@ def test_a_downtilt_gives_each_serving_link_the_elements_vertical_pattern(make_r
     assert not np.allclose(flat["antenna_gain_db"], tilted["antenna_gain_db"])
 
 
+def test_a_run_with_shadowing_correlated_between_sites(make_run):
+    """The same drop with the sites' shadowing correlated: other shadowing, so other serving
+    cells and gains, the positions and basic losses as they were."""
+    plain = clients_frame(network_run(make_run).world)
+    correlated = clients_frame(network_run(make_run, shadowing_site_correlation=0.5).world)
+    assert plain["x_m"].tolist() == correlated["x_m"].tolist()
+    assert not np.allclose(plain["shadowing_db"], correlated["shadowing_db"])
+    from conftest import tiny_scenario
+
+    with pytest.raises(ScenarioError, match=r"shadowing_site_correlation: the single layout "
+                                            r"has one site"):
+        tiny_scenario("scala", network={"shadowing_site_correlation": 0.5})
+    with pytest.raises(ScenarioError, match=r"shadowing_site_correlation"):
+        tiny_scenario("scala", network={**NETWORK, "shadowing_site_correlation": 1.5})
+
+
 def test_a_downtilt_needs_three_sectors_and_a_38901_path_loss():
     from conftest import tiny_scenario
 
