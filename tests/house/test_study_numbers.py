@@ -186,3 +186,10 @@ def test_every_accuracy_the_readme_findings_quote_is_in_their_studies_tables():
                                              for s in README_STUDIES[title]))
         missing = [q for q in quoted_accuracies(flat(bullet)) if q not in found]
         assert not missing, (title, missing)
+
+
+def test_the_kept_run_records_stay_inside_their_budget():
+    """Issue 38: every study's run records together under 150 MB (10^6 bytes)."""
+    runs = [p for p in STUDIES.rglob("summary.json") if p.parent.name.startswith("seed")]
+    size = sum(f.stat().st_size for run in runs for f in run.parent.iterdir())
+    assert len(runs) >= 100 and size < 150e6, (len(runs), size / 1e6)
