@@ -112,8 +112,7 @@ class TimingMeter(RecordedTrainer):
         for k, b in zip(selected, sizes, strict=True):
             if ("local", b) not in self._costs:
                 first.setdefault(b, k)
-        metered = list(first.values())
-        inner.begin_round(metered)
+        inner.begin_round(list(first.values()))
         inner.client_batch_sizes = {k: b for b, k in first.items()}   # the round's own sizes
         for b, k in first.items():
             self._keep(("demand", b), inner.step_demand(k))

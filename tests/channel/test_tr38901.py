@@ -145,7 +145,7 @@ def test_ranges_the_tables_do_not_cover_are_named():
 
 
 # --- in a scenario: network.pathloss 3gpp_38901_uma / _umi ---------------------------------
-def uma_world(num_clients=2000, pathloss="3gpp_38901_uma", **network):
+def cell_world(num_clients=2000, pathloss="3gpp_38901_uma", **network):
     from scala_netsim.runner.world import build_world, clients_frame
 
     from conftest import tiny_dataset, tiny_scenario
@@ -157,8 +157,18 @@ def uma_world(num_clients=2000, pathloss="3gpp_38901_uma", **network):
     return world, clients_frame(world)
 
 
+def assert_state_losses(clients, table, bs_height):
+    """Each client's basic path loss is its LOS state's formula at its distance. -> the LOS
+    mask."""
+    los = clients["los"] == 1
+    for state, formula in ((los, tr.pathloss_los_db), (~los, tr.pathloss_nlos_db)):
+        np.testing.assert_allclose(clients.loc[state, "pathloss_db"], formula(
+            table, clients.loc[state, "distance_m"], F, bs_height, 1.5))
+    return los
+
+
 def test_a_38901_cell_draws_los_indoor_o2i_and_shadowing_per_client():
-    world, clients = uma_world()
+    world, clients = cell_world()
     for column in ("pathloss_db", "shadowing_db", "o2i_db", "d3d_m", "h_ut_m", "los",
                    "indoor"):
         assert column in clients.columns, column
@@ -173,24 +183,16 @@ def test_a_38901_cell_draws_los_indoor_o2i_and_shadowing_per_client():
     assert (clients.loc[clients["indoor"] == 1, "o2i_db"].mean()
             == pytest.approx(tr.o2i_building_loss_db("low_loss", F) + 0.5 * 25 / 3, abs=0.5))
     # each state's path loss and shadow-fading deviation (4 dB LOS, 6 dB NLOS)
-    los = clients["los"] == 1
-    np.testing.assert_allclose(clients.loc[los, "pathloss_db"], tr.pathloss_los_db(
-        tr.UMA, clients.loc[los, "distance_m"], F, 25.0, 1.5))
-    np.testing.assert_allclose(clients.loc[~los, "pathloss_db"], tr.pathloss_nlos_db(
-        tr.UMA, clients.loc[~los, "distance_m"], F, 25.0, 1.5))
+    los = assert_state_losses(clients, tr.UMA, 25.0)
     assert clients.loc[los, "shadowing_db"].std() == pytest.approx(4.0, rel=0.15)
     assert clients.loc[~los, "shadowing_db"].std() == pytest.approx(6.0, rel=0.1)
 
 
 def test_an_rma_cell_draws_with_rmas_tables():
-    world, clients = uma_world(pathloss="3gpp_38901_rma")
+    world, clients = cell_world(pathloss="3gpp_38901_rma")
     total = clients["pathloss_db"] + clients["shadowing_db"] + clients["o2i_db"]
     np.testing.assert_allclose(world.cell.gain_linear, 10 ** (-total.to_numpy() / 10))
-    los = clients["los"] == 1
-    np.testing.assert_allclose(clients.loc[los, "pathloss_db"], tr.pathloss_los_db(
-        tr.RMA, clients.loc[los, "distance_m"], F, 35.0, 1.5))
-    np.testing.assert_allclose(clients.loc[~los, "pathloss_db"], tr.pathloss_nlos_db(
-        tr.RMA, clients.loc[~los, "distance_m"], F, 35.0, 1.5))
+    los = assert_state_losses(clients, tr.RMA, 35.0)
     # in a 500 m cell every LOS client is below the 3.85 km breakpoint: 4 dB; NLOS 8 dB
     assert clients.loc[los, "shadowing_db"].std() == pytest.approx(4.0, rel=0.1)
     assert clients.loc[~los, "shadowing_db"].std() == pytest.approx(8.0, rel=0.15)
