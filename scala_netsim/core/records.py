@@ -15,16 +15,21 @@ MODEL_PT = "model.pt"             # the global model at the end of a completed t
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
 SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's cells and settings
 
-#: a kept run's tables are gzipped (scala_netsim.tools.keep): NAME.csv.gz for NAME.csv
-GZIPPED = ".gz"
+#: a kept run's tables are compressed (scala_netsim.tools.keep): NAME.csv.xz for NAME.csv, or
+#: NAME.csv.gz in a run kept by an earlier version
+XZ, GZIPPED = ".xz", ".gz"
+KEPT_SUFFIXES = (XZ, GZIPPED)
 
 
 def record_path(folder: Path | str, name: str) -> Path:
-    """Where a run folder holds its file `name`: the file, or its gzipped copy where only that
-    is there (a run kept in git), else the plain name (which the caller finds missing)."""
+    """Where a run folder holds its file `name`: the file, or its compressed copy where only
+    that is there (a run kept in git: KEPT_SUFFIXES), else the plain name (which the caller
+    finds missing)."""
     plain = Path(folder) / name
-    if not plain.is_file() and plain.with_name(name + GZIPPED).is_file():
-        return plain.with_name(name + GZIPPED)
+    if not plain.is_file():
+        for suffix in KEPT_SUFFIXES:
+            if plain.with_name(name + suffix).is_file():
+                return plain.with_name(name + suffix)
     return plain
 
 

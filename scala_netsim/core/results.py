@@ -10,6 +10,7 @@ import csv
 import gzip
 import hashlib
 import json
+import lzma
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -20,7 +21,7 @@ import pandas as pd
 import yaml
 
 from scala_netsim.core.errors import DamagedRunError
-from scala_netsim.core.records import GZIPPED, RECORD_FILES, record_path
+from scala_netsim.core.records import GZIPPED, RECORD_FILES, XZ, record_path
 
 
 def _umask() -> int:
@@ -93,8 +94,10 @@ def write_json(path: Path | str, data: dict) -> None:
 
 
 def open_record(path: Path | str, mode: str = "rb") -> IO:
-    """A record file opened for reading, decompressed on the fly when it is gzipped (*.gz:
-    a run kept in git, scala_netsim.tools.keep)."""
+    """A record file opened for reading, decompressed on the fly when it is compressed (*.xz,
+    or *.gz from an earlier version: a run kept in git, scala_netsim.tools.keep)."""
+    if str(path).endswith(XZ):
+        return cast(IO, lzma.open(path, mode))
     if str(path).endswith(GZIPPED):
         return cast(IO, gzip.open(path, mode))   # (a GzipFile, or text over one)
     return open(path, mode)
@@ -102,7 +105,8 @@ def open_record(path: Path | str, mode: str = "rb") -> IO:
 
 def file_sha256(path: Path) -> str:
     """The SHA-256 of a file's bytes, as hex (the summary's digests of the record files); of
-    a gzipped file's decompressed bytes, so that a kept copy has the digests of the original."""
+    a compressed file's decompressed bytes, so that a kept copy has the digests of the
+    original."""
     digest = hashlib.sha256()
     with open_record(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -139,7 +143,7 @@ def check_finished_run(folder: Path, summary: dict) -> None:
 def damaged_record(folder: Path, digests: dict) -> str | None:
     """What is wrong with a finished run folder's record files, checked against summary.json's
     `files_sha256` (`digests`): the first one missing, or not the file its run wrote; None
-    when every one is (a kept copy's gzipped tables included: record_path, file_sha256)."""
+    when every one is (a kept copy's compressed tables included: record_path, file_sha256)."""
     for name in RECORD_FILES:
         path = record_path(folder, name)
         if not path.is_file():

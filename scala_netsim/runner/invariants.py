@@ -83,7 +83,7 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
 def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
               transfers: pd.DataFrame, band_hz: dict[str, float],
               pipelined_clients: bool = False, radio: RadioSettings | None = None,
-              slots: bool = False) -> list[str]:
+              slots: bool = False, band_grants: pd.DataFrame | None = None) -> list[str]:
     """Problems found (empty when the run's books balance).
 
     `events` and `rounds` are events.csv and rounds.csv; `grants` has one row per (round,
@@ -106,14 +106,21 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     With `slots` (an asynchronous run: each client holds a fixed slot from its start to its
     end, granted when it starts, not per round) the sub-bands are checked by
     scala_netsim.runner.version_books.check_asynchronous instead of round by round.
+
+    `band_grants` (a network's: scala_netsim.sim.network_link.NetworkLink.band_grant_rows,
+    where a block that clients take in turns counts once) are the grants summed over the band
+    in place of `grants`; the events' sub-bands are then not summed over the band either (the
+    link's own books check every cell's blocks, instant by instant).
     """
     problems = _clock_and_overlap_problems(events, rounds, pipelined_clients)
     if not slots:
-        problems.extend(_band_problems(grants, band_hz))
+        problems.extend(_band_problems(grants if band_grants is None else band_grants,
+                                       band_hz))
     problems.extend(_transfer_problems(events, grants, transfers, match_grants=not slots))
     problems.extend(_sum_problems(events, rounds))
     if radio is not None:
-        problems.extend(check_radio(events, rounds, band_hz, radio, slots))
+        problems.extend(check_radio(events, rounds, band_hz, radio,
+                                    books_check_band=slots or band_grants is not None))
     problems.extend(_end_problems(events, rounds))
     return problems
 
@@ -213,22 +220,24 @@ def _end_problems(events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
 
 
 def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, float],
-                radio: RadioSettings, slots: bool = False) -> list[str]:
+                radio: RadioSettings, books_check_band: bool = False) -> list[str]:
     """Problems in events.csv's radio and energy columns, recomputed from the columns alone:
 
     - every transfer lasts attempts x payload_bytes x 8 / rate_bps (relative 1e-9);
     - on an adaptive link, rate_bps = bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) /
       (N0 bandwidth_hz)) (relative 1e-9);
     - the sub-bands the round's transfers used sum to at most the band, in each direction
-      (not with `slots`: an asynchronous run's version is no unit of time; its clients'
-      slots are checked instant by instant, scala_netsim.runner.version_books);
+      (not where `books_check_band`: an asynchronous run's version is no unit of time, its
+      clients' slots are checked instant by instant, scala_netsim.runner.version_books; a
+      network's link checks its cells' blocks itself);
     - energy_j: tx_power_w x its airtime (attempts x bits / rate_bps) for uploads, kappa x
       flops x (FLOP/s)^2 for client computations, 0 for everything else; rounds.csv's energy
       columns are its sums.
     """
     kind = events["kind"]
     is_up, is_down = kind.isin(UPLINK).to_numpy(), kind.isin(DOWNLINK).to_numpy()
-    problems = _rate_problems(events[is_up | is_down], None if slots else band_hz, radio)
+    problems = _rate_problems(events[is_up | is_down], None if books_check_band else band_hz,
+                              radio)
     problems.extend(_energy_problems(events, rounds, radio, is_up))
     return problems
 

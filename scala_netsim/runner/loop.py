@@ -247,7 +247,9 @@ class Run:
         transfers = transfers_frame(self.link.transfer_rows)
         problems = check_run(events, rounds, grants_frame(self.link.grant_rows), transfers,
                              band_hz, self.protocol.pipelined_clients, self.radio_settings(),
-                             slots=self.driver.slots)
+                             slots=self.driver.slots,
+                             band_grants=(grants_frame(self.link.band_grant_rows())
+                                          if isinstance(self.link, NetworkLink) else None))
         problems.extend(self.driver.problems(events, rounds, transfers, band_hz))
         if isinstance(self.link, NetworkLink):
             problems.extend(self.link.problems())

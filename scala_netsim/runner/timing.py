@@ -9,7 +9,9 @@ run by the real trainer, for real, and every answer it gives is kept by (step ki
 every other round is answered from what was kept, computing nothing. A federated trainer's
 clients train apart, so there one client of each new batch size is run, at the round's start,
 and the round itself is answered from what it gave (memory for one model per new size, not
-one per participant). The timeline is thus the
+one per participant). A concatenated round's first local iteration is run at its start, every
+participant's forward pass and the server step, but only one client of each new batch size
+keeps its graph for a backward pass. The timeline is thus the
 one a real run of the same scenario has, exactly (times, bytes, FLOPs); what is not there is
 accuracy: a timing-only run evaluates nothing.
 """
@@ -17,7 +19,7 @@ accuracy: a timing-only run evaluates nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -37,7 +39,12 @@ from scala_netsim.learn.contract import (
     StepDemand,
     Trainer,
 )
-from scala_netsim.learn.messages import ModelMessage, RecordedMessage
+from scala_netsim.learn.messages import (
+    ActivationMessage,
+    GradientMessage,
+    ModelMessage,
+    RecordedMessage,
+)
 from scala_netsim.learn.training import apportion_batch_sizes
 from scala_netsim.runner.recorded import RecordedTrainer
 
@@ -98,6 +105,9 @@ class TimingMeter(RecordedTrainer):
             if self.federated:
                 self._meter_local_steps(selected, sizes)
                 self._live = False
+            elif self.concatenated:
+                self._meter_concatenated_step(selected, sizes)
+                self._live = False
             else:
                 inner.begin_round(selected)
 
@@ -123,6 +133,47 @@ class TimingMeter(RecordedTrainer):
             upload = None if step.upload is None else step.upload.payload_bytes
             self._keep(("local", b), (step.forward_flops, step.backward_flops, upload))
             self._keep(("upload",), inner.client_model_upload(k).payload_bytes)
+
+    def _meter_concatenated_step(self, selected: Sequence[int], sizes: Sequence[int]) -> None:
+        """A concatenated round's server step needs every participant's activations, but a
+        client's backward pass only its own: one local iteration is run now, before the
+        round's timeline asks for it (every download and forward pass, the server step on the
+        concatenated batch), and only one client of each batch size new to the run keeps its
+        forward pass's graph and runs its backward pass; the others' forward passes run
+        without autograd and their activations are let go after the step. The round is then
+        answered from what was kept. (Running the whole round for real would hold every
+        participant's graph: 1,050 clients of the authors' AlexNet passed 20 GB.) A
+        timing-only run drops no client (scala_netsim.config.scenario), so the server's batch
+        is always the round's."""
+        inner, client = self.inner, self._split_client()
+        inner.begin_round(selected)
+        metering: dict[int, int] = {}   # batch size -> the client that meters its backward
+        for k, b in zip(selected, sizes, strict=True):
+            if ("backward", b) not in self._costs:
+                metering.setdefault(b, k)
+        metered = set(metering.values())
+        uploads: list[ActivationMessage] = []   # the real trainer's: tensors, not sizes
+        for k, b in zip(selected, sizes, strict=True):
+            self._keep(("demand", b), inner.step_demand(k))
+            download = inner.client_model_download(k)
+            self._keep(("download",), download.payload_bytes)
+            inner.client_receive_model(download)
+            with torch.set_grad_enabled(k in metered):
+                forward = client.client_forward(k, 0)
+            self._keep(("forward", b), (forward.flops, forward.upload.payload_bytes))
+            uploads.append(cast(ActivationMessage, forward.upload))
+        uploads.sort(key=lambda m: m.client_id)     # the protocol's concatenation order
+        step = self._split_server().server_step(uploads)
+        self._keep(("server", sum(sizes)), (step.flops, bool(step.replies)))
+        for reply in step.replies:
+            b = self._batch[reply.client_id]
+            self._keep(("gradient", b), reply.payload_bytes)
+            if reply.client_id in metered:
+                self._keep(("backward", b), client.client_backward(cast(GradientMessage, reply)))
+        for k in selected:
+            if k not in metered:
+                inner.drop_client(k)                # its activations are let go
+        self._keep(("upload",), inner.client_model_upload(selected[0]).payload_bytes)
 
     def drop_client(self, k: int) -> None:
         if self._live:

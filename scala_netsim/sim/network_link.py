@@ -7,6 +7,14 @@ reaches its bits. Behind every cell a backhaul to the one server, when the scena
 a latency and a bandwidth shared equally by the cell's transfers crossing it at once (an
 upload crosses it after the air, a download before).
 
+A cell with more of the round's clients than blocks grants each of them one block, client i
+of the cell (in the demand's order) block i mod N_RB, and the clients granted one block take
+turns on it, first come first served: a transfer starts when its block is free (the wait is
+its client's idle time, as at a barrier, not part of the transfer) and holds it for its air
+time (a download from the moment the server sends it, across the backhaul). The allocator's
+shares are not used in such a cell. This stands for a slot scheduler: round robin would share
+the block slot by slot, and the last transfer on a block would end at the same time.
+
 It offers what the synchronous protocols ask of scala_netsim.sim.link.WirelessLink (rounds,
 uploads, downloads, the grant and transfer books); each transfer row adds the time-averaged
 SINR and interference of its air time and the time it spent on the backhaul."""
@@ -160,9 +168,16 @@ class NetworkLink:
         self.round = 0
         self.grant_rows: list[tuple] = [] if grant_rows is None else grant_rows
         self.transfer_rows: list[tuple] = [] if transfer_rows is None else transfer_rows
-        #: (round, client, direction, cell, first block, blocks) of every grant
+        #: (round, client, direction, cell, first block, blocks) of every grant of a client's
+        #: own blocks
         self.block_rows: list[tuple] = []
+        #: (round, client, direction, cell, block) of every grant of a block taken in turns
+        self.shared_rows: list[tuple] = []
+        #: (round, direction, cell, block, client, start, end) of every turn on such a block
+        self.turn_rows: list[tuple] = []
         self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
+        #: the round's clients that take turns on a block, with the block's queue
+        self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
         self._radio = {d: model.allocation_radio(d) for d in Direction}
         self._air = {d: Pool(env, self._air_rates(d), 6) for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
@@ -177,16 +192,21 @@ class NetworkLink:
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
         """Hand out each cell's blocks among its clients of the round, per direction: the
         allocator's shares of the cell's band made whole blocks (channel.network.whole_blocks),
-        contiguous from block 0 in the order of the demand."""
+        contiguous from block 0 in the order of the demand; in a cell with more clients than
+        blocks, one block each, taken in turns (`_share_blocks`)."""
         self.round = round_
         block_hz = self.settings.block_hz
         for direction, demand in demands.items():
             total = self.settings.blocks[direction]
             demand = demand.with_radio(self._radio[direction])
             held = self._blocks[direction] = {}
+            self._turns[direction] = {}
             serving = self.net.serving[demand.client_ids]
             for c in np.unique(serving).tolist():
                 mine = serving == c
+                if np.count_nonzero(mine) > total:
+                    self._share_blocks(direction, c, demand.client_ids[mine].tolist())
+                    continue
                 part = demand.subset(mine)
                 shares = self.allocator.allocate_hz(total * block_hz, part)
                 blocks = channel.network.whole_blocks(shares, total, block_hz)
@@ -197,6 +217,18 @@ class NetworkLink:
                     self.grant_rows.append((round_, k, direction.value, n * block_hz))
                     self.block_rows.append((round_, k, direction.value, c, f, n))
 
+    def _share_blocks(self, direction: Direction, c: int, clients: list[int]) -> None:
+        """Cell c's clients, more than its blocks: client i gets block i mod N_RB, one queue
+        (a SimPy resource) a block for the round."""
+        total = self.settings.blocks[direction]
+        queues = [simpy.Resource(self.env) for _ in range(min(total, len(clients)))]
+        for i, k in enumerate(clients):
+            block = i % total
+            self._blocks[direction][k] = (block, 1)
+            self._turns[direction][k] = queues[block]
+            self.grant_rows.append((self.round, k, direction.value, self.settings.block_hz))
+            self.shared_rows.append((self.round, k, direction.value, c, block))
+
     def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
         return self._transfer(message, kind, local_iter, Direction.UPLINK)
 
@@ -204,9 +236,21 @@ class NetworkLink:
         return self._transfer(message, kind, local_iter, Direction.DOWNLINK)
 
     def problems(self) -> list[str]:
-        """Broken invariants of the blocks handed out so far (block_problems)."""
-        return block_problems(self.block_rows, {d.value: n
-                                                for d, n in self.settings.blocks.items()})
+        """Broken invariants of the blocks handed out so far and of the turns taken on shared
+        ones (block_problems, turn_problems)."""
+        blocks = {d.value: n for d, n in self.settings.blocks.items()}
+        return (block_problems(self.block_rows, blocks)
+                + turn_problems(self.shared_rows, self.turn_rows, self.block_rows, blocks))
+
+    def band_grant_rows(self) -> list[tuple]:
+        """The grants as (round, client, direction, Hz) with a block taken in turns counted
+        once (client -1), for the round's sum over the band: the grant book
+        (`grant_rows`) has one row per client, and the clients of a shared block use it one
+        at a time."""
+        block_hz = self.settings.block_hz
+        rows = [(r, k, d, n * block_hz) for r, k, d, _, _, n in self.block_rows]
+        shared = dict.fromkeys((r, d, c, b) for r, _, d, c, b in self.shared_rows)
+        return rows + [(r, -1, d, block_hz) for r, d, _, _ in shared]
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -226,9 +270,30 @@ class NetworkLink:
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
+        """The transfer's event; it starts now, or on a block taken in turns when the block
+        is free (and frees it when its air time is over)."""
+        ended = self.env.event()
+        queue = self._turns[direction].get(message.client_id)
+        if queue is None:
+            self._send(message, kind, local_iter, direction, ended, lambda _: None)
+            return ended
+        turn, round_, k = queue.request(), self.round, message.client_id
+        block, c = self._blocks[direction][k][0], int(self.net.serving[k])
+
+        def free(start: float) -> None:
+            queue.release(turn)
+            self.turn_rows.append((round_, direction.value, c, block, k, start, self.env.now))
+        turn.callbacks.append(
+            lambda _: self._send(message, kind, local_iter, direction, ended, free))
+        return ended
+
+    def _send(self, message: Message, kind: EventKind, local_iter: int, direction: Direction,
+              ended: simpy.Event, free: Callable[[float], None]) -> None:
+        """The transfer from now: up, the air then the backhaul; down, the backhaul then the
+        air; `free(its start)` when its air time is over; `ended` fires when it has crossed
+        both."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         first, blocks = self._blocks[direction][k]
-        ended = self.env.event()
         c = int(self.net.serving[k])
         power_w = self.power_w(direction, k, blocks)
         info = (start, local_iter, k, kind, payload_bytes, blocks, power_w)
@@ -244,14 +309,18 @@ class NetworkLink:
 
         if direction is Direction.UPLINK:
             def after_air(crossed: Flow) -> None:
+                free(start)
                 self._cross_backhaul(backhaul, bits, lambda s: record(crossed, s))
             air.add(Flow(bits, start, after_air), static)
         else:
+            def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
+                free(start)
+                record(crossed, backhaul_s)
+
             def after_backhaul(backhaul_s: float) -> None:
-                air.add(Flow(bits, self.env.now, lambda crossed: record(crossed, backhaul_s)),
-                        static)
+                air.add(Flow(bits, self.env.now,
+                             lambda crossed: after_downlink_air(crossed, backhaul_s)), static)
             self._cross_backhaul(backhaul, bits, after_backhaul)
-        return ended
 
     def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
         if self.settings.backhaul is None:
@@ -346,4 +415,32 @@ def block_problems(block_rows: list[tuple], blocks: dict[str, int]) -> list[str]
         ranges.sort()
         if any(f1 + n1 > f2 for (f1, n1), (f2, _) in zip(ranges, ranges[1:], strict=False)):
             problems.append(f"round {round_}: cell {c} granted a {direction} block twice")
+    return problems
+
+
+def turn_problems(shared_rows: list[tuple], turn_rows: list[tuple], block_rows: list[tuple],
+                  blocks: dict[str, int]) -> list[str]:
+    """Blocks taken in turns: every such grant (round, client, direction, cell, block) lies in
+    the cell's band, no client of the cell holds that block alone in the same round and
+    direction (block_rows), and the turns on a block (round, direction, cell, block, client,
+    start, end) never overlap: it carries one transfer at a time."""
+    problems = []
+    alone: dict[tuple, list[tuple[int, int]]] = {}
+    for round_, _, direction, c, first, n in block_rows:
+        alone.setdefault((round_, direction, c), []).append((first, n))
+    for round_, k, direction, c, block in shared_rows:
+        if not 0 <= block < blocks[direction]:
+            problems.append(f"round {round_}: client {k} takes turns on {direction} block "
+                            f"{block}, outside its cell's {blocks[direction]}")
+        if any(f <= block < f + n for f, n in alone.get((round_, direction, c), [])):
+            problems.append(f"round {round_}: cell {c}'s {direction} block {block} is taken in "
+                            f"turns and granted alone")
+    turns: dict[tuple, list[tuple[float, float, int]]] = {}
+    for round_, direction, c, block, k, start, end in turn_rows:
+        turns.setdefault((round_, direction, c, block), []).append((start, end, k))
+    for (round_, direction, c, block), held in turns.items():
+        held.sort()
+        if any(s2 < e1 for (_, e1, _), (s2, _, _) in zip(held, held[1:], strict=False)):
+            problems.append(f"round {round_}: cell {c}'s {direction} block {block} carried two "
+                            f"transfers at once")
     return problems

@@ -1,22 +1,29 @@
 """Keeping a study's run records in git: each finished run folder copied as the command line
 wrote it, less what can be rebuilt or is too large to keep (checkpoint.pt, the resumable
 state; model.pt, the final weights, 15.5 MB for the authors' AlexNet), its CSV tables
-gzipped. Every reader of a run folder takes a table's gzipped copy where the plain file is
-absent (core.records.record_path), and summary.json's SHA-256 digests hold for the gzipped
-copy too (they are of the decompressed text: core.results.file_sha256), so that the report
-is rebuilt and a run re-timed from the kept copy exactly as from the original.
+compressed with LZMA (NAME.csv.xz: the .xz container at the default preset, which holds no
+file name and no time stamp, so the same text gives the same bytes). Every reader of a run
+folder takes a table's compressed copy where the plain file is absent
+(core.records.record_path; a run kept gzipped by an earlier version, NAME.csv.gz, is read as
+well), and summary.json's SHA-256 digests hold for the compressed copy too (they are of the
+decompressed text: core.results.file_sha256), so that the report is rebuilt and a run
+re-timed from the kept copy exactly as from the original.
 
     python -m scala_netsim.tools.keep RESULTS/<scenario> docs/studies/<study>/results
 
 copies every finished run under the first folder that the second does not hold yet (or
-holds another version of), and prints what it kept and its size.
+holds another version of), and prints what it kept and its size. The first folder may itself
+be kept records: a run kept gzipped is then kept again in today's form.
+
+Why LZMA: a network's timing-only event table (14.4 MB of text) is 4.27 MB gzipped at level
+9 and 2.00 MB in .xz; reading it back takes 0.14 s against 0.05 s.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
+import lzma
 import shutil
 import sys
 from collections.abc import Sequence
@@ -26,12 +33,13 @@ from scala_netsim.core.errors import Error
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
     FINISHED,
-    GZIPPED,
+    KEPT_SUFFIXES,
     MODEL_PT,
     SUMMARY_JSON,
     SWEEP_JSON,
+    XZ,
 )
-from scala_netsim.core.results import damaged_record, write_json
+from scala_netsim.core.results import damaged_record, open_record, write_json
 
 #: what is not kept: the state to resume from, and the final weights
 LEFT_OUT = (CHECKPOINT_PT, MODEL_PT)
@@ -41,21 +49,29 @@ class KeepError(Error, ValueError):
     """A run folder that cannot be kept as it is (not finished, or its files damaged)."""
 
 
-def gzip_file(source: Path, target: Path) -> None:
-    """`target` = `source` gzipped at level 9, the same bytes for the same text (no file name
-    and no time stamp in the header), written to a temporary name and renamed."""
+def compress_file(source: Path, target: Path) -> None:
+    """`target` = `source`'s text (decompressed first when `source` is a kept copy) in the .xz
+    container at the default preset: the same bytes for the same text. Written to a temporary
+    name and renamed."""
     partial = target.with_name(target.name + ".partial")
-    with open(source, "rb") as raw, open(partial, "wb") as out, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=9,
-                          mtime=0) as packed:
+    with open_record(source) as raw, lzma.open(partial, "wb") as packed:
         shutil.copyfileobj(raw, packed, 1 << 20)
     partial.replace(target)
 
 
+def table_name(name: str) -> str | None:
+    """NAME.csv for a run's table, plain or kept compressed (NAME.csv.xz, NAME.csv.gz);
+    None for any other file."""
+    for suffix in ("", *KEPT_SUFFIXES):
+        if name.endswith(".csv" + suffix):
+            return name.removesuffix(suffix)
+    return None
+
+
 def keep_run(run_dir: Path, target: Path) -> int:
-    """Copy the finished run in `run_dir` to `target` (CSV tables gzipped, LEFT_OUT left out),
-    checking its record files against summary.json's digests first and the copy after. ->
-    the bytes kept."""
+    """Copy the finished run in `run_dir` to `target` (CSV tables compressed, LEFT_OUT left
+    out), checking its record files against summary.json's digests first and the copy after.
+    -> the bytes kept."""
     summary_path = run_dir / SUMMARY_JSON
     summary = json.loads(summary_path.read_text())
     if not str(summary.get("status", "")).startswith(FINISHED):
@@ -63,14 +79,16 @@ def keep_run(run_dir: Path, target: Path) -> int:
     digests = summary.get("files_sha256", {})
     if problem := damaged_record(run_dir, digests):
         raise KeepError(problem)
+    if target.resolve() == run_dir.resolve():
+        raise KeepError(f"{run_dir}: keeping a run into its own folder (keep it elsewhere)")
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     for path in sorted(run_dir.iterdir()):
         if path.name in LEFT_OUT or path.name.endswith(".partial") or not path.is_file():
             continue
-        if path.suffix == ".csv":
-            gzip_file(path, target / (path.name + GZIPPED))
+        if (table := table_name(path.name)) is not None:
+            compress_file(path, target / (table + XZ))
         else:
             shutil.copyfile(path, target / path.name)
     if problem := damaged_record(target, digests):   # the copy vouched for by the same digests

@@ -1,6 +1,7 @@
 """The network's link (scala_netsim.sim.network_link) on hand-built cells: two interfering
 uploads whose piecewise-constant rates and finish times are computed by hand, a backhaul
-shared by two transfers, power control, and the blocks' books."""
+shared by two transfers, power control, a cell with more clients than blocks whose clients
+take turns, and the blocks' books."""
 
 import math
 from typing import NamedTuple
@@ -13,7 +14,12 @@ import channel
 from channel import Direction
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.cell import Cell, NetworkView
-from scala_netsim.sim.network_link import NetworkLink, NetworkSettings, block_problems
+from scala_netsim.sim.network_link import (
+    NetworkLink,
+    NetworkSettings,
+    block_problems,
+    turn_problems,
+)
 
 BLOCK_HZ = 360e3
 NOISE_PSD = 1e-13 / BLOCK_HZ          # 1e-13 W per block
@@ -180,3 +186,61 @@ def test_the_block_books_catch_a_cell_that_hands_out_too_much():
     # two cells may hand out the same blocks
     assert block_problems([(1, 0, "uplink", 0, 0, 20), (1, 1, "uplink", 1, 0, 20)],
                           {"uplink": 20}) == []
+
+
+def one_cell(gain_db) -> Cell:
+    """len(gain_db) clients, all served by cell 0 (cell 1 hears them at -150 dB)."""
+    n = len(gain_db)
+    coupling = np.column_stack([-np.asarray(gain_db, dtype=float), np.full(n, -150.0)])
+    cells = channel.network.Cells(np.array([0, 1]), np.array([0.0, 500.0]), np.zeros(2),
+                                  np.full(2, np.nan))
+    return Cell(np.full(n, 100.0), np.asarray(gain_db, dtype=float), np.full(n, 1e9), 1e13,
+                20e6, 20e6, network=NetworkView(cells, np.zeros(n, dtype=int),
+                                                channel.db_to_linear(coupling)))
+
+
+def test_more_clients_than_blocks_take_turns_first_come_first_served():
+    """Three clients of one cell on its two blocks: client i gets block i mod 2, so clients 0
+    and 2 share block 0. All three start at 0; client 2 waits until client 0 is done (its
+    event starts then: the wait is idle time) and then sends on the block at its own rate;
+    the shared blocks' grants and turns are booked, and the books hold."""
+    cell = one_cell([100.0, 97.0, 103.0])
+    env, link, log = make_link(cell, blocks=2)
+    assert link.block_rows == []          # no client of the cell holds a block alone
+    assert [r for r in link.shared_rows if r[2] == "uplink"] == [
+        (1, 0, "uplink", 0, 0), (1, 1, "uplink", 0, 1), (1, 2, "uplink", 0, 0)]
+    ends: dict[int, float] = {}
+    for k in range(3):
+        upload_at(env, link, 0.0, k, 250_000, ends)
+    env.run()
+    bits = 8 * 250_000
+    # each client puts its whole 0.2 W on its one block; nothing interferes (one cell)
+    rate = BLOCK_HZ * np.log2(1 + 0.2 * cell.gain_linear / 1e-13)
+    assert ends[0] == pytest.approx(bits / rate[0], rel=1e-12)
+    assert ends[1] == pytest.approx(bits / rate[1], rel=1e-12)
+    assert ends[2] == pytest.approx(bits / rate[0] + bits / rate[2], rel=1e-12)
+    event = {row[4]: row for row in log.rows}
+    assert event[2][0] == ends[0]         # client 2's transfer starts when block 0 is free
+    row = {log.rows[r[0]][4]: r for r in link.transfer_rows}
+    assert row[2][1] == BLOCK_HZ and row[2][2] == pytest.approx(rate[2], rel=1e-12)
+    assert sorted(link.turn_rows, key=lambda t: t[4]) == [
+        (1, "uplink", 0, 0, 0, 0.0, ends[0]), (1, "uplink", 0, 1, 1, 0.0, ends[1]),
+        (1, "uplink", 0, 0, 2, ends[0], ends[2])]
+    assert link.problems() == []
+    # the band's sum counts block 0 once: two blocks in all per direction
+    up = [r for r in link.band_grant_rows() if r[2] == "uplink"]
+    assert sum(r[3] for r in up) == 2 * BLOCK_HZ
+
+
+def test_the_turn_books_catch_an_overlap_and_a_block_also_granted_alone():
+    shared = [(1, 0, "uplink", 0, 0), (1, 2, "uplink", 0, 0)]
+    turns = [(1, "uplink", 0, 0, 0, 0.0, 1.0), (1, "uplink", 0, 0, 2, 1.0, 2.0)]
+    assert turn_problems(shared, turns, [], {"uplink": 2}) == []
+    overlap = [(1, "uplink", 0, 0, 0, 0.0, 1.0), (1, "uplink", 0, 0, 2, 0.5, 2.0)]
+    assert turn_problems(shared, overlap, [], {"uplink": 2}) == [
+        "round 1: cell 0's uplink block 0 carried two transfers at once"]
+    alone = [(1, 5, "uplink", 0, 0, 1)]
+    assert turn_problems(shared, turns, alone, {"uplink": 2}) == [
+        "round 1: cell 0's uplink block 0 is taken in turns and granted alone"] * 2
+    assert turn_problems([(1, 0, "uplink", 0, 2)], [], [], {"uplink": 2}) == [
+        "round 1: client 0 takes turns on uplink block 2, outside its cell's 2"]

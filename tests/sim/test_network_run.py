@@ -124,6 +124,26 @@ def test_a_network_round_keeps_its_invariants(make_run, interference):
     assert (per_cell <= 51).all()       # 20 MHz at 30 kHz: 51 blocks (TS 38.101-1)
 
 
+@pytest.mark.parametrize("algorithm", ["scala", "fedavg"])
+def test_a_cell_with_more_clients_than_blocks_keeps_its_invariants(make_run, algorithm):
+    """12 clients of a round in one cell of 5 blocks (2 MHz at 30 kHz): each holds one block,
+    taken in turns; the run's invariants (the turn books among them) hold, and blocks carry
+    several transfers one after another."""
+    run = network_run(make_run, algorithm, layout={"kind": "hexagonal", "sites": 1,
+                                                   "sectors": 1},
+                      uplink_bandwidth_hz=2e6, downlink_bandwidth_hz=2e6)
+    run.step()
+    run.step()
+    link = run.link
+    assert link.settings.blocks[channel.Direction.UPLINK] == 5
+    assert link.block_rows == [] and len(link.shared_rows) == 2 * 2 * 12
+    assert run.problems() == []
+    turns = pd.DataFrame(link.turn_rows, columns=["round", "direction", "cell", "block",
+                                                  "client", "start", "end"])
+    per_block = turns.groupby(["round", "direction", "block"])["client"].nunique()
+    assert per_block.max() >= 3 and set(turns["block"]) == set(range(5))
+
+
 def test_interference_lengthens_the_round(make_run):
     times = []
     for interference in (False, True):

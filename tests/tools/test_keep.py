@@ -1,9 +1,11 @@
-"""Run records kept in git (scala_netsim.tools.keep): CSV tables gzipped, checkpoint and model
-left out; the report and a re-timing rebuilt from the kept copy equal those from the
-original, and a damaged kept file is refused with its name."""
+"""Run records kept in git (scala_netsim.tools.keep): CSV tables compressed (.xz), checkpoint
+and model left out; the report and a re-timing rebuilt from the kept copy equal those from the
+original, a run kept gzipped by an earlier version is read and kept again in today's form, and
+a damaged kept file is refused with its name."""
 
 import gzip
 import json
+import lzma
 import shutil
 
 import pandas as pd
@@ -28,20 +30,43 @@ def kept(golden_run, tmp_path_factory):
     return target
 
 
-def test_a_kept_run_holds_gzipped_tables_and_no_checkpoint_or_model(golden_run, kept):
+def test_a_kept_run_holds_compressed_tables_and_no_checkpoint_or_model(golden_run, kept):
     run = kept / "scala" / "seed3"
     names = sorted(p.name for p in run.iterdir())
     assert "checkpoint.pt" not in names and "model.pt" not in names
-    assert {"rounds.csv.gz", "events.csv.gz", "demands.csv.gz", "clients.csv.gz",
+    assert {"rounds.csv.xz", "events.csv.xz", "demands.csv.xz", "clients.csv.xz",
             "summary.json", "scenario.yaml"} <= set(names)
-    assert not [n for n in names if n.endswith(".csv")]
+    assert not [n for n in names if n.endswith((".csv", ".gz"))]
     original = golden_run.run_dir("scala")
-    for name in RECORD_FILES:   # the digests of summary.json hold for the gzipped copy
-        assert record_path(run, name).name == name + ".gz"
+    for name in RECORD_FILES:   # the digests of summary.json hold for the compressed copy
+        assert record_path(run, name).name == name + ".xz"
         assert file_sha256(record_path(run, name)) == file_sha256(original / name)
-        packed = (run / (name + ".gz")).read_bytes()
-        assert gzip.decompress(packed) == (original / name).read_bytes()
+        packed = (run / (name + ".xz")).read_bytes()
+        assert lzma.decompress(packed) == (original / name).read_bytes()
     assert (run / "summary.json").read_bytes() == (original / "summary.json").read_bytes()
+
+
+def test_a_run_kept_gzipped_is_read_and_keeps_again_to_todays_bytes(golden_run, kept,
+                                                                    tmp_path):
+    """A run kept by an earlier version (its tables NAME.csv.gz) is read where it is (its
+    digests hold) and kept again gives the bytes of today's keep of the original run."""
+    old = tmp_path / "old"
+    shutil.copytree(kept / "fedavg" / "seed3", old)
+    for packed in old.glob("*.csv.xz"):
+        text = lzma.decompress(packed.read_bytes())
+        packed.with_name(packed.name.replace(".xz", ".gz")).write_bytes(
+            gzip.compress(text, compresslevel=9, mtime=0))
+        packed.unlink()
+    assert record_path(old, "events.csv").name == "events.csv.gz"
+    digests = json.loads((old / "summary.json").read_text())["files_sha256"]
+    for name in RECORD_FILES:
+        assert file_sha256(record_path(old, name)) == digests[name]
+    again = tmp_path / "again"
+    keep_run(old, again)
+    for path in (kept / "fedavg" / "seed3").iterdir():
+        assert (again / path.name).read_bytes() == path.read_bytes(), path.name
+    with pytest.raises(KeepError, match="into its own folder"):
+        keep_run(again, again)
 
 
 def test_keeping_again_copies_nothing_and_the_copy_is_the_same_bytes(golden_run, kept, tmp_path):
@@ -79,9 +104,9 @@ def test_a_kept_run_re_times_exactly_as_the_original(golden_run, kept, tmp_path,
 def test_a_damaged_kept_file_is_refused_with_its_name(kept, tmp_path, capsys):
     damaged = tmp_path / "damaged"
     shutil.copytree(kept / "scala" / "seed3", damaged)
-    events = damaged / "events.csv.gz"
-    text = gzip.decompress(events.read_bytes())
-    events.write_bytes(gzip.compress(text[: len(text) // 2]))
+    events = damaged / "events.csv.xz"
+    text = lzma.decompress(events.read_bytes())
+    events.write_bytes(lzma.compress(text[: len(text) // 2]))
     assert retime_main([str(damaged), "--out", str(tmp_path / "out")]) == 2
     assert "events.csv" in capsys.readouterr().err
     with pytest.raises(KeepError, match="events.csv"):
@@ -110,7 +135,7 @@ def test_a_study_of_other_cells_is_re_timed_from_kept_records_training_nothing(k
         summary = json.loads((run / "summary.json").read_text())
         source = (tmp_path / summary["retimed_from"]).resolve()   # (relative to --out)
         assert source == (kept / summary["algorithm"] / "seed3").resolve(), run
-        kept_rounds = pd.read_csv(source / "rounds.csv.gz")
+        kept_rounds = pd.read_csv(source / "rounds.csv.xz")
         rounds = pd.read_csv(run / "rounds.csv")
         assert rounds["test_acc"].equals(kept_rounds["test_acc"])
     assert code == 0 and "re-timed" in out
