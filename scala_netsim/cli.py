@@ -54,9 +54,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "cluster's)")
     parser.add_argument("--retime-from", type=Path, metavar="DIR",
                         help="re-time the cells whose learning settings (all but network.*, "
-                             "compute.* and the name) match a finished training under DIR "
-                             "(another study's results or its kept records) from that run, "
-                             "training none of them")
+                             "compute.*, the name and the device) match a finished training "
+                             "under DIR (another study's results or its kept records) from "
+                             "that run, training none of them")
     parser.add_argument("--retime", choices=("on", "off"), default="on",
                         help="on (default): of the cells that differ only in network.* and "
                              "compute.*, train one per algorithm and learning settings and "

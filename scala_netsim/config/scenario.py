@@ -394,9 +394,12 @@ TIMING_SECTIONS = ("network", "compute")
 
 
 def learning_identity(scenario: Scenario) -> dict:
-    """What decides what a run learns: `training_identity` without the timing sections and
-    the study's name. Two runs with equal learning identities learn the same trajectory."""
+    """What decides what a run learns: `training_identity` without the timing sections, the
+    study's name and the device. Two runs with equal learning identities learn the same
+    trajectory, up to the floating-point order of the device that trained it: a re-timing
+    takes the trajectory as its record has it, so a run trained on a GPU re-times a cell of
+    `device: auto` or `cpu` (as the torch thread count never counted either)."""
     document = training_identity(scenario)
-    for key in (*TIMING_SECTIONS, "name"):
+    for key in (*TIMING_SECTIONS, "name", "device"):
         document.pop(key, None)
     return document

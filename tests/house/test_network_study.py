@@ -56,3 +56,21 @@ def test_the_comparison_is_rebuilt_from_the_kept_records(tmp_path):
     rebuilt = pd.read_csv(copy / "comparison.csv")
     columns = ["algorithm", "seed", "cell", "time_to_0.7_s", "time_to_0.8_s", "best_acc"]
     pd.testing.assert_frame_equal(rebuilt[columns], kept[columns])
+
+
+def test_a_run_trained_on_a_gpu_re_times_a_cell_of_device_auto():
+    """The headline's FedAvg seed 2 was trained on a lent GPU (`device: cuda` in its
+    scenario.yaml): the network study's cells (`device: auto`) are re-timed from it, as the
+    device is no learning setting of a re-timing; anything else that differs still refuses."""
+    from scala_netsim.config.scenario import load_scenario
+    from scala_netsim.runner.replay import Record, RecordError
+
+    kept = ROOT / "docs" / "studies" / "cellular_10pct" / "results" / "fedavg" / "seed2"
+    record = Record.load(kept)
+    assert record.scenario.device == "cuda"
+    cell = load_scenario(kept / "scenario.yaml", ["device=auto", "name=network",
+                                                  "network.pathloss=3gpp_38901_uma"])
+    record.check_learns_as(cell, "fedavg")
+    with pytest.raises(RecordError, match="differ in training.lr"):
+        record.check_learns_as(load_scenario(kept / "scenario.yaml", ["training.lr=0.02"]),
+                               "fedavg")
