@@ -38,6 +38,9 @@ NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 UPLINK = ("activation_upload", "model_upload")
 CLIENT_KINDS = ("model_download", "client_forward", "activation_upload", "gradient_download",
                 "client_backward", "model_upload", "client_local_step")
+#: resource blocks of a load-study cell's band: 20 MHz at 30 kHz (TS 38.101-1 Table 5.3.2-1;
+#: analysis/ does not import channel/, a test checks this against channel.nr.resource_blocks)
+LOAD_BLOCKS = 51
 
 
 def stretch(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -63,9 +66,22 @@ def stretch(comparison: pd.DataFrame) -> pd.DataFrame:
                              if s.name == "case" else s).reset_index(drop=True)
 
 
+def cells_over_blocks(run: Path, blocks: int = LOAD_BLOCKS) -> int:
+    """The most cells, over a run's rounds, that had more of the round's clients than their
+    `blocks` resource blocks (their clients took turns on the blocks): demands.csv's
+    participants by clients.csv's serving cell."""
+    demands = pd.read_csv(record_path(run, "demands.csv"), usecols=["round", "client_id"])
+    serving = pd.read_csv(record_path(run, "clients.csv"),
+                          usecols=["client_id", "serving_cell"]).set_index("client_id")
+    per_cell = demands.assign(cell=demands["client_id"].map(serving["serving_cell"])).groupby(
+        ["round", "cell"]).size()
+    return int((per_cell > blocks).groupby(level=0).sum().max())
+
+
 def round_times(load_root: Path) -> pd.DataFrame:
     """Mean round time (s) and its parts per algorithm, m and interference, from the load
-    sweep's run folders (<algorithm>/load=m<m>,interference=<bool>/seed0)."""
+    sweep's run folders (<algorithm>/load=m<m>,interference=<bool>/seed0), and the most cells
+    of a round with more clients than blocks."""
     rows = []
     for folder in sorted(load_root.glob("*/load=m*/seed0")):
         found = re.fullmatch(r"load=m(\d+),interference=(true|false)", folder.parent.name)
@@ -80,6 +96,7 @@ def round_times(load_root: Path) -> pd.DataFrame:
                      "uplink_time_s": rounds["uplink_time_s"].mean(),
                      "downlink_time_s": rounds["downlink_time_s"].mean(),
                      "compute_time_s": rounds["compute_time_s"].mean(),
+                     "cells_over_blocks": cells_over_blocks(folder),
                      "wall_time_s": float(summary["wall_time_s"])})
     return pd.DataFrame(rows).sort_values(["algorithm", "interference", "m"]).reset_index(
         drop=True)
@@ -113,6 +130,20 @@ def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
             straggler_finding(clients)]
 
 
+def _seeds_text(stretch_table: pd.DataFrame) -> str:
+    """'seeds 0, 1 and 2' (or 'seeds 0 and 1'): the seeds the stretch table's means are over
+    (they are numbered from 0)."""
+    seeds = [str(s) for s in range(int(stretch_table["seeds"].max()))]
+    return "seed 0" if len(seeds) == 1 else f"seeds {', '.join(seeds[:-1])} and {seeds[-1]}"
+
+
+def per_seed_change(stretch_table: pd.DataFrame, algorithm: str, case: str) -> list[float]:
+    """Each seed's change of the time to 80 % in `case` against the paper's cell (%)."""
+    st = stretch_table.set_index(["algorithm", "case"])["time_to_0.8_s_per_seed"]
+    times = [[float(t) for t in str(st[(algorithm, c)]).split()] for c in (case, "paper_cell")]
+    return [(t / paper - 1) * 100 for t, paper in zip(*times, strict=True)]
+
+
 def propagation_finding(stretch_table: pd.DataFrame) -> str:
     """(1) What 38.901 propagation, the layout and interference do to the time to 80 %."""
     st = stretch_table.set_index(["algorithm", "case"])
@@ -120,17 +151,27 @@ def propagation_finding(stretch_table: pd.DataFrame) -> str:
     def t80(algorithm: str, case: str) -> float:
         return float(st.loc[(algorithm, case), "stretch_0.8"])
 
+    def seed_by_seed(algorithm: str) -> str:
+        changes = per_seed_change(stretch_table, algorithm, "uma_7sites")
+        return ", ".join(f"{c:+.0f} %" for c in changes)
+
+    scala_changes = per_seed_change(stretch_table, "scala", "uma_7sites")
+    direction = ("in one direction in every seed"
+                 if all(c > 0 for c in scala_changes) or all(c < 0 for c in scala_changes)
+                 else "within the seeds' spread, not in one direction")
     first = (
         f"In the paper's 500 m cell under 38.901 UMa with 80 % of clients indoors, SCALA takes "
         f"{t80('scala', 'uma_cell'):,.0f}x and FedAvg {t80('fedavg', 'uma_cell'):,.0f}x as "
-        f"long to reach 80 % as under the paper's 36.814 path loss (mean of seeds 0 and 1): "
-        f"every round waits for its worst-placed clients, and NLOS and O2I losses make them "
-        f"far worse. Seven 3-sector sites 500 m apart, the same 100 clients dropped over their "
-        f"hexagons and 21 bands: SCALA's time to 80 % changes by "
-        f"{_pct(t80('scala', 'uma_7sites_quiet'))} against the paper's cell with interference "
-        f"off and {_pct(t80('scala', 'uma_7sites'))} with it on, FedAvg's by "
+        f"long to reach 80 % as under the paper's 36.814 path loss (mean of "
+        f"{_seeds_text(stretch_table)}): every round waits for its worst-placed clients, and "
+        f"NLOS and O2I losses make them far worse. Seven 3-sector sites 500 m apart, the same "
+        f"100 clients dropped over their hexagons and 21 bands: on the mean, SCALA's time to "
+        f"80 % changes by {_pct(t80('scala', 'uma_7sites_quiet'))} against the paper's cell "
+        f"with interference off and {_pct(t80('scala', 'uma_7sites'))} with it on, FedAvg's by "
         f"{_pct(t80('fedavg', 'uma_7sites_quiet'))} and {_pct(t80('fedavg', 'uma_7sites'))}; "
-        f"at 10 clients a round over 21 cells, interference itself adds "
+        f"seed by seed, with interference on, SCALA's moves {seed_by_seed('scala')} and "
+        f"FedAvg's {seed_by_seed('fedavg')}: the layout moves it {direction}. At 10 clients a "
+        f"round over 21 cells, interference itself adds "
         f"{(t80('scala', 'uma_7sites') / t80('scala', 'uma_7sites_quiet') - 1) * 100:.1f} % "
         f"(SCALA) and "
         f"{(t80('fedavg', 'uma_7sites') / t80('fedavg', 'uma_7sites_quiet') - 1) * 100:.1f} % "
@@ -160,9 +201,20 @@ def load_finding(load: pd.DataFrame) -> str:
         f"site 46 dBm) and m clients a cell, a client's 0.2 W lands on about 51/m blocks "
         f"(0.2 m/51 W a block), as dense as the base station's 1 W over all 51 at m = 5 and "
         f"denser beyond, so the downlink (gradients and model downloads), not the uplink's "
-        f"activations, becomes the bottleneck. Interference "
+        f"activations, becomes the bottleneck.{_turns_sentence(load)} Interference "
         f"lengthens the rounds by {effect.min():.1f} to {effect.max():.1f} %.")
     return second
+
+
+def _turns_sentence(load: pd.DataFrame) -> str:
+    """Where some cells had more of a round's clients than blocks: how many, at which m."""
+    over = load[load["cells_over_blocks"] > 0]
+    if over.empty:
+        return ""
+    parts = [f"{int(n)} of the 21 cells at m = {m}" for m, n in
+             over.groupby("m")["cells_over_blocks"].max().items()]
+    return (f" With more clients than the {LOAD_BLOCKS} blocks of a cell ({', '.join(parts)}, "
+            f"in some round), the clients take turns on the blocks, one block each.")
 
 
 def straggler_finding(clients: pd.DataFrame) -> str:
@@ -198,11 +250,19 @@ def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame,
     return (f"38.901 UMa with 80 % of clients indoors stretches SCALA's time to 80 % in the "
             f"paper's cell {st[('scala', 'uma_cell')]:,.0f}x (FedAvg "
             f"{st[('fedavg', 'uma_cell')]:,.0f}x); seven 3-sector sites bring it back to "
-            f"{st[('scala', 'uma_7sites')]:.2f}x the paper's cell's with interference, "
+            f"{st[('scala', 'uma_7sites')]:.2f}x the paper's cell's with interference "
+            f"({_ratio_range(stretch_table)} seed by seed), "
             f"{st[('scala', 'uma_7sites_quiet')]:.2f}x without. FedAvg's round stays "
             f"{min(ratios):.1f}-{max(ratios):.1f}x SCALA's at {shared[0]}-{shared[-1]} clients "
             f"per cell. Indoor NLOS clients are the stragglers ({busy[(0, 1)]:.2f} s busy a "
             f"round against {busy[(1, 0)]:.2f} s outdoors in LOS).")
+
+
+def _ratio_range(stretch_table: pd.DataFrame) -> str:
+    """SCALA's time to 80 % in the 7-site network with interference over the paper's cell's,
+    lowest to highest over the seeds ('0.87-1.53x')."""
+    ratios = [1 + c / 100 for c in per_seed_change(stretch_table, "scala", "uma_7sites")]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x"
 
 
 def _markdown(table: pd.DataFrame, digits: int = 1) -> str:
@@ -228,9 +288,9 @@ def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
         "",
         "The paper's setting (K = 100, quantity skew alpha = 2, T = 5, B = 320, the authors' "
         "AlexNet, 500 rounds) in four networks (scenarios/network.yaml), every one re-timed "
-        "from the headline's kept SCALA and FedAvg trainings of seeds 0 and 1 (the network "
-        "changes no learning here), and the load question in timing-only runs of the 7-site "
-        "network (scenarios/network_load.yaml). The model: [A network of cells]"
+        f"from the headline's kept SCALA and FedAvg trainings of {_seeds_text(stretch_table)} "
+        "(the network changes no learning here), and the load question in timing-only runs of "
+        "the 7-site network (scenarios/network_load.yaml). The model: [A network of cells]"
         "(../../model/network.md).",
         "",
         "    python -m scala_netsim scenarios/network.yaml --retime-from "

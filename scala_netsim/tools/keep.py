@@ -15,8 +15,9 @@ copies every finished run under the first folder that the second does not hold y
 holds another version of), and prints what it kept and its size. The first folder may itself
 be kept records: a run kept gzipped is then kept again in today's form.
 
-Why LZMA: a network's timing-only event table (14.4 MB of text) is 4.27 MB gzipped at level
-9 and 2.00 MB in .xz; reading it back takes 0.14 s against 0.05 s.
+Why LZMA: a network's timing-only event table (14.42 MB of text) is 4.27 MB gzipped at level
+9 and 2.00 MB in .xz, a trained run's (8.15 MB) 1.65 and 1.21 MB; pandas reads the first back
+in 0.30 s against 0.19 s gzipped.
 """
 
 from __future__ import annotations
@@ -127,14 +128,21 @@ def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
 def kept_index(source: Path, kept_dir: Path) -> dict:
     """The study's index (sweep.json) for the runs `kept_dir` holds: the source index with
     its cells cut to the kept runs, in its order, and the kept runs it does not list added
-    (their algorithm and setting as their summary.json says). The source index lists the
-    cells of the invocations that wrote it, kept or not, finished or not: copied as it is, it
-    would name runs that are not there and miss kept ones. When it lists exactly the kept
-    runs it is returned unchanged."""
+    (their algorithm and setting as their summary.json says): those the index already kept in
+    `kept_dir` lists first, in its order (a study kept in parts, say a sweep's new point run
+    on its own), then the others. The source index lists the cells of the invocations that
+    wrote it, kept or not, finished or not: copied as it is, it would name runs that are not
+    there and miss kept ones. When it lists exactly the kept runs it is returned unchanged."""
     index = json.loads(source.read_text())
     kept = {p.parent.relative_to(kept_dir).as_posix(): p
             for p in sorted(kept_dir.rglob(SUMMARY_JSON))}
     cells = [c for c in index.get("cells", []) if c.get("folder") in kept]
+    if len(cells) < len(kept) and (kept_dir / SWEEP_JSON).is_file():
+        # runs of earlier invocations (a study kept in parts): their order as the index kept
+        # with them had it, then the new ones
+        new = {c["folder"] for c in cells}
+        before = json.loads((kept_dir / SWEEP_JSON).read_text()).get("cells", [])
+        cells = [c for c in before if c.get("folder") in kept and c["folder"] not in new] + cells
     listed = {c["folder"] for c in cells}
     for folder, summary_path in kept.items():
         if folder not in listed:

@@ -74,3 +74,15 @@ def test_a_run_trained_on_a_gpu_re_times_a_cell_of_device_auto():
     with pytest.raises(RecordError, match="differ in training.lr"):
         record.check_learns_as(load_scenario(kept / "scenario.yaml", ["training.lr=0.02"]),
                                "fedavg")
+
+
+def test_the_load_studys_block_count_is_its_scenarios():
+    """analysis.network counts the cells with more clients than LOAD_BLOCKS (analysis/ does
+    not import channel/): the load scenario's band and spacing give that many."""
+    import channel
+    from scala_netsim.config.scenario import load_scenario
+
+    net = load_scenario(ROOT / "scenarios" / "network_load.yaml").network
+    for bandwidth_hz in (net.uplink_bandwidth_hz, net.downlink_bandwidth_hz):
+        assert channel.nr.resource_blocks(bandwidth_hz, net.subcarrier_spacing_hz) == \
+            network.LOAD_BLOCKS

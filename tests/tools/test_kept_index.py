@@ -30,3 +30,27 @@ def test_the_kept_index_lists_the_kept_runs_and_only_them(tmp_path):
     source_cells["algorithms"] = ["scala"]
     source.write_text(json.dumps(source_cells))
     assert kept_index(source, kept) == source_cells
+
+
+def test_a_study_kept_in_parts_keeps_the_order_of_its_earlier_index(tmp_path):
+    """A sweep's new point run on its own (the load study's m = 50): its cells follow the
+    earlier runs' in the kept index, and the swept values keep their order."""
+    def cell(m: str) -> dict:
+        return {"algorithm": "scala", "setting": {"load": m}, "folder": f"scala/load={m}/seed0"}
+
+    kept = tmp_path / "kept"
+    for m in ("m1", "m2", "m50"):
+        run = kept / "scala" / f"load={m}" / "seed0"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"algorithm": "scala",
+                                                      "setting": {"load": m}}))
+    header = {"scenario": "load", "algorithms": ["scala"], "accuracy_targets": [0.8],
+              "rounds": 10}
+    (kept / "sweep.json").write_text(json.dumps(
+        {**header, "sweep": {"load": ["m1", "m2"]}, "cells": [cell("m1"), cell("m2")]}))
+    source = tmp_path / "sweep.json"
+    source.write_text(json.dumps({**header, "sweep": {"load": ["m50"]}, "cells": [cell("m50")]}))
+    index = kept_index(source, kept)
+    assert [c["folder"] for c in index["cells"]] == [cell(m)["folder"]
+                                                     for m in ("m1", "m2", "m50")]
+    assert index["sweep"] == {"load": ["m1", "m2", "m50"]}
