@@ -194,7 +194,8 @@ def load_finding(load: pd.DataFrame) -> str:
         f"at {shared[0]} client per cell to {on[('scala', top)]:.1f} s at {top} "
         f"(32 samples each a step); FedAvg's round is {min(ratios):.1f}x to "
         f"{max(ratios):.1f}x SCALA's at every load both were run at (m = "
-        f"{', '.join(str(m) for m in shared)}): it never becomes the shorter. At m = {top} "
+        f"{', '.join(str(m) for m in shared)}): it never becomes the shorter. "
+        f"{_pace_sentence(scala_on)} At m = {top} "
         f"SCALA's round spends {scala_on.loc[top, 'downlink_time_s']:.1f} s on the downlink "
         f"against {scala_on.loc[top, 'uplink_time_s']:.1f} s on the uplink: with the "
         f"headline's powers (0.2 W a client, 1 W a base station, where TR 36.814 gives a macro "
@@ -204,6 +205,25 @@ def load_finding(load: pd.DataFrame) -> str:
         f"activations, becomes the bottleneck.{_turns_sentence(load)} Interference "
         f"lengthens the rounds by {effect.min():.1f} to {effect.max():.1f} %.")
     return second
+
+
+def _pace_sentence(scala_on: pd.DataFrame) -> str:
+    """Where SCALA's uplink (its activations) sets the pace of the round, and where the
+    downlink does: the loads at which its mean uplink time exceeds its downlink time."""
+    up = scala_on[scala_on["uplink_time_s"] > scala_on["downlink_time_s"]]
+    down = scala_on[scala_on["uplink_time_s"] <= scala_on["downlink_time_s"]]
+    if up.empty:
+        return "SCALA's downlink outlasts its uplink at every load."
+    pairs = ", ".join(f"{r.uplink_time_s:.1f} s up against {r.downlink_time_s:.1f} s down at "
+                      f"m = {m}" for m, r in up.iterrows())
+    text = (f"SCALA's uplink, its activations, sets the pace only at m = "
+            f"{', '.join(str(m) for m in up.index)} ({pairs})")
+    if down.empty:
+        return text + "."
+    first = int(down.index.min())
+    return (text + f"; from m = {first} on the downlink outlasts it "
+            f"({down.loc[first, 'downlink_time_s']:.1f} s against "
+            f"{down.loc[first, 'uplink_time_s']:.1f} s at m = {first}).")
 
 
 def _turns_sentence(load: pd.DataFrame) -> str:
