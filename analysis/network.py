@@ -130,11 +130,17 @@ def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
             straggler_finding(clients)]
 
 
+def _and(items: list) -> str:
+    """'1, 2 and 5' (or '1 and 2', or '1')."""
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def _seeds_text(stretch_table: pd.DataFrame) -> str:
     """'seeds 0, 1 and 2' (or 'seeds 0 and 1'): the seeds the stretch table's means are over
     (they are numbered from 0)."""
-    seeds = [str(s) for s in range(int(stretch_table["seeds"].max()))]
-    return "seed 0" if len(seeds) == 1 else f"seeds {', '.join(seeds[:-1])} and {seeds[-1]}"
+    seeds = list(range(int(stretch_table["seeds"].max())))
+    return f"seed{'s' if len(seeds) > 1 else ''} {_and(seeds)}"
 
 
 def per_seed_change(stretch_table: pd.DataFrame, algorithm: str, case: str) -> list[float]:
@@ -214,10 +220,10 @@ def _pace_sentence(scala_on: pd.DataFrame) -> str:
     down = scala_on[scala_on["uplink_time_s"] <= scala_on["downlink_time_s"]]
     if up.empty:
         return "SCALA's downlink outlasts its uplink at every load."
-    pairs = ", ".join(f"{r.uplink_time_s:.1f} s up against {r.downlink_time_s:.1f} s down at "
-                      f"m = {m}" for m, r in up.iterrows())
+    pairs = _and([f"{r.uplink_time_s:.1f} s up against {r.downlink_time_s:.1f} s down at "
+                  f"m = {m}" for m, r in up.iterrows()])
     text = (f"SCALA's uplink, its activations, sets the pace only at m = "
-            f"{', '.join(str(m) for m in up.index)} ({pairs})")
+            f"{_and(list(up.index))} ({pairs})")
     if down.empty:
         return text + "."
     first = int(down.index.min())
