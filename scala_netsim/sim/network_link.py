@@ -221,7 +221,7 @@ class NetworkLink:
         """Cell c's clients, more than its blocks: client i gets block i mod N_RB, one queue
         (a SimPy resource) a block for the round."""
         total = self.settings.blocks[direction]
-        queues = [simpy.Resource(self.env) for _ in range(min(total, len(clients)))]
+        queues = [simpy.Resource(self.env) for _ in range(total)]
         for i, k in enumerate(clients):
             block = i % total
             self._blocks[direction][k] = (block, 1)
