@@ -40,6 +40,7 @@ from scala_netsim.learn.models import build_split_model  # noqa: E402
 from scala_netsim.runner.loop import Run  # noqa: E402
 from scala_netsim.runner.world import build_world  # noqa: E402
 from scala_netsim.sim.cell import Cell  # noqa: E402
+from scala_netsim.sim.drops import NO_RULES, RoundRules  # noqa: E402
 from scala_netsim.sim.link import WirelessLink  # noqa: E402
 from scala_netsim.sim.protocols import ConcatSplitProtocol, Protocol  # noqa: E402
 
@@ -169,14 +170,18 @@ class Simulation:
 
 
 def simulate(trainer: Trainer, protocol: type[Protocol], cell: Cell, local_iters: int,
-             client_tx_power_w: float = 0.2, bs_tx_power_w: float = 1.0) -> Simulation:
-    """The engine stack a run builds, with Shannon rates and equal shares."""
+             client_tx_power_w: float = 0.2, bs_tx_power_w: float = 1.0,
+             rules: RoundRules = NO_RULES) -> Simulation:
+    """The engine stack a run builds, with Shannon rates and equal shares; `rules` that drop
+    nobody (a sequential server)."""
     env, log = simpy.Environment(), EventLog()
     link_model = channel.AdaptiveShannonLink(client_tx_power_w, bs_tx_power_w,
                                              cell.downlink_bandwidth_hz, N0_DBM_PER_HZ)
     link = WirelessLink(env, cell, link_model, channel.EqualShareAllocator(), log,
                         np.random.SeedSequence(0))
-    return Simulation(env, log, link, protocol(env, cell, trainer, link, log, local_iters))
+    extra = () if rules is NO_RULES else (rules,)   # (an asynchronous protocol takes none)
+    return Simulation(env, log, link, protocol(env, cell, trainer, link, log, local_iters,
+                                               *extra))
 
 
 # The two-client SCALA cell whose timeline tests/sim/test_engine.py works out by hand.

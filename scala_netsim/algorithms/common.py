@@ -55,6 +55,10 @@ class SGDSettings:
     momentum: float = 0.0
     weight_decay: float = 0.0
     grad_clip_norm: float | None = None
+    #: do the clients' optimisers (and per-client server copies') keep their state (the
+    #: momentum) from one of a client's rounds to its next? (the algorithm's
+    #: `optimizer_state`: persistent; per_round starts each round's optimiser afresh)
+    keep_optimizer_state: bool = False
 
     def optimizer_args(self, extra_weight_decay: float = 0.0) -> dict:
         """Keyword arguments of `SGD`."""
@@ -131,18 +135,33 @@ def load_state_(module: nn.Module, tensors: Iterable[torch.Tensor]) -> None:
 
 class ClientSlots:
     """The models the round's participants train: reusable copies of a template module, each
-    loaded from a downloaded message and given a fresh SGD optimiser (no momentum carried from
-    round to round: clients receive a fresh model, SCALA-NOTES section 1)."""
+    loaded from a downloaded message and given a new SGD optimiser. Its state (the momentum)
+    starts fresh every round (clients receive a fresh model, SCALA-NOTES section 1) unless
+    `keep_state`: then each client's optimiser takes up the state its optimiser had at the end
+    of that client's previous round (optimizer_state: persistent), which the slots keep per
+    client (`state_dict` for checkpoints)."""
 
-    def __init__(self, template: nn.Module, optimizer_args: dict) -> None:
+    def __init__(self, template: nn.Module, optimizer_args: dict,
+                 keep_state: bool = False) -> None:
         self.template, self.optimizer_args = template, optimizer_args
+        self.keep_state = keep_state
         self._copies: list[nn.Module] = []
         self._active: dict[int, tuple[nn.Module, torch.optim.Optimizer]] = {}
+        #: client -> its optimiser's momentum buffers (one per parameter, None before its
+        #: first step) as its last round ended; only with keep_state
+        self._kept: dict[int, list[torch.Tensor | None]] = {}
 
     def clear(self, count: int) -> None:
+        self._keep_active()
         while len(self._copies) < count:
             self._copies.append(copy.deepcopy(self.template))
         self._active.clear()
+
+    def _keep_active(self) -> None:
+        """Keep the state of the optimisers in use (keep_state only)."""
+        if self.keep_state:
+            for k, (_, optimizer) in self._active.items():
+                self._kept[k] = _momentum_buffers(optimizer)
 
     def load(self, k: int, tensors: Iterable[torch.Tensor],
              parameters: Callable[[nn.Module], Iterable[nn.Parameter]] | None = None
@@ -152,11 +171,42 @@ class ClientSlots:
         model = self._copies[len(self._active)]
         load_state_(model, tensors)
         params = model.parameters() if parameters is None else parameters(model)
-        self._active[k] = (model, SGD(params, **self.optimizer_args))
+        optimizer = SGD(params, **self.optimizer_args)
+        if k in self._kept:
+            _load_momentum_buffers(optimizer, self._kept[k])
+        self._active[k] = (model, optimizer)
         return self._active[k]
 
     def __getitem__(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         return self._active[k]
+
+    def state_dict(self) -> dict[int, list[torch.Tensor | None]]:
+        """The optimiser state kept per client (empty unless keep_state), taken between
+        rounds."""
+        self._keep_active()
+        return dict(self._kept)
+
+    def load_state_dict(self, state: dict[int, list[torch.Tensor | None]]) -> None:
+        self._kept = {int(k): list(buffers) for k, buffers in state.items()}
+
+
+def _momentum_buffers(optimizer: torch.optim.Optimizer) -> list[torch.Tensor | None]:
+    """The SGD momentum buffer of each parameter of `optimizer` (None where it has none yet)."""
+    return [optimizer.state[p].get("momentum_buffer") if p in optimizer.state else None
+            for group in optimizer.param_groups for p in group["params"]]
+
+
+def _load_momentum_buffers(optimizer: torch.optim.Optimizer,
+                           buffers: Sequence[torch.Tensor | None]) -> None:
+    """Give a new SGD optimiser the momentum buffers another one left (a client's earlier
+    round): its first step then continues them instead of starting from the gradient."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    if len(params) != len(buffers):
+        raise ValueError(f"kept optimiser state for {len(buffers)} parameters, the model has "
+                         f"{len(params)}")
+    for p, buffer in zip(params, buffers, strict=True):
+        if buffer is not None:
+            optimizer.state[p]["momentum_buffer"] = buffer.to(p.device)
 
 
 def client_label_counts(train_y: torch.Tensor, client_indices: Sequence[np.ndarray],
@@ -209,7 +259,9 @@ class TrainerBase(Trainer, ExchangesModels):
         counts = self.client_label_counts.to(torch.float32)
         self.client_log_priors = log_prior(counts / counts.sum(1, keepdim=True))
         self.meter = FlopMeter()
-        self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay))
+        self.keep_optimizer_state = sgd.keep_optimizer_state
+        self.slots = ClientSlots(client_template, sgd.optimizer_args(extra_weight_decay),
+                                 sgd.keep_optimizer_state)
         self.client_batch_sizes: dict[int, int] = {}
         self._uploads: list[ModelMessage] = []
         self.dropped: set[int] = set()   # the round's clients the network dropped
@@ -310,6 +362,10 @@ class TrainerBase(Trainer, ExchangesModels):
         """Optimisers whose state outlives a round, by name."""
         return {}
 
+    def kept_slots(self) -> dict[str, ClientSlots]:
+        """Per-client models whose optimisers may keep their state across rounds, by name."""
+        return {"client": self.slots}
+
     def extra_state(self) -> dict:
         """Other state that outlives a round (tensors, numbers, lists and dicts of them)."""
         return {}
@@ -321,7 +377,9 @@ class TrainerBase(Trainer, ExchangesModels):
         return {"modules": {n: m.state_dict() for n, m in self.persistent_modules().items()},
                 "optimizers": {n: o.state_dict()
                                for n, o in self.persistent_optimizers().items()},
-                "sampler": self.sampler.state_dict(), "extra": self.extra_state()}
+                "sampler": self.sampler.state_dict(), "extra": self.extra_state(),
+                "kept_optimizers": {n: slots.state_dict()
+                                    for n, slots in self.kept_slots().items()}}
 
     def load_state_dict(self, state: dict) -> None:
         for name, module in self.persistent_modules().items():
@@ -330,4 +388,6 @@ class TrainerBase(Trainer, ExchangesModels):
             optimizer.load_state_dict(state["optimizers"][name])
         self.sampler.load_state_dict(state["sampler"])
         self.load_extra_state(state["extra"])
+        for name, slots in self.kept_slots().items():
+            slots.load_state_dict(state["kept_optimizers"][name])
 

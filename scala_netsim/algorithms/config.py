@@ -51,8 +51,60 @@ class AlgorithmConfig(Strict):
         'section.field: what is allowed, got value' (the section is the algorithm's name)."""
         return []
 
+    def keeps_optimizer_state(self) -> bool:
+        """Do the clients' optimisers (and the server copies' of a per-client server) keep
+        their state across a client's rounds? (`optimizer_state`; no, where the section has
+        no such key)"""
+        return False
 
-class FedProxConfig(AlgorithmConfig):
+    def sequential_server(self) -> bool:
+        """Does the server take one client's local iterations as a block, clients in id
+        order, instead of every step in arrival order? (`server_order`; no, where the
+        section has no such key)"""
+        return False
+
+
+#: per_round: a client's optimiser (its momentum) starts fresh with every round's model, and
+#: so does a per-client server copy's; persistent: each client keeps its optimiser's state
+#: from one of its rounds to its next, as does the server copy that serves it
+OptimizerState = Literal["per_round", "persistent"]
+
+#: arrival: the server steps on each upload as it arrives (first come, first served, clients
+#: interleaved); sequential: one client's T steps as a block, then the next client's, in
+#: client-id order (Thapa et al.'s reference SplitFedV2 loop), the others' uploads waiting
+ServerOrder = Literal["arrival", "sequential"]
+
+
+class OptimizerStateConfig(AlgorithmConfig):
+    """The section of a split or federated baseline: whether client optimisers keep their
+    state across rounds. per_round is the default, what every run kept before the option
+    existed trained with."""
+
+    optimizer_state: OptimizerState = "per_round"
+
+    def keeps_optimizer_state(self) -> bool:
+        return self.optimizer_state == "persistent"
+
+
+class SplitFedV2Config(OptimizerStateConfig):
+    """SplitFedV2: the order in which its one shared server model takes the clients' steps
+    (its optimiser always keeps its state)."""
+
+    server_order: ServerOrder = "arrival"
+
+    def sequential_server(self) -> bool:
+        return self.server_order == "sequential"
+
+
+class SFLLocalLossConfig(SplitFedV2Config):
+    """SFL with local loss (Han et al. 2021, who leave the server's side open): one shared
+    server part stepped in `server_order` (its optimiser kept across rounds), or one copy
+    per client averaged every round, |D_k|-weighted, as SplitFedV1's (`per_client`)."""
+
+    server: Literal["shared", "per_client"] = "shared"
+
+
+class FedProxConfig(OptimizerStateConfig):
     mu: float = Field(default=0.01, ge=0)          # [choice] literature uses 0.001..1
 
 
@@ -87,15 +139,15 @@ class GASConfig(AlgorithmConfig):
     covariance: Literal["diagonal", "full"] = "diagonal"        # [choice] code: full
 
 
-class FedLCConfig(AlgorithmConfig):
+class FedLCConfig(OptimizerStateConfig):
     tau: float = Field(default=1.0, gt=0)          # [choice] the FedLC paper does not state it
 
 
-class FedDynConfig(AlgorithmConfig):
+class FedDynConfig(OptimizerStateConfig):
     alpha: float = Field(default=0.01, gt=0)       # [code]
 
 
-class FedDecorrConfig(AlgorithmConfig):
+class FedDecorrConfig(OptimizerStateConfig):
     coef: float = Field(default=0.1, ge=0)         # [code]
 
 
@@ -110,7 +162,7 @@ class FedConcatConfig(AlgorithmConfig):
         return []
 
 
-class FedCBSConfig(AlgorithmConfig):
+class FedCBSConfig(OptimizerStateConfig):
     trials: int = Field(default=3, ge=1)           # [choice] sets drawn, the most balanced kept
     beta_start: float = Field(default=1.0, gt=0)   # [code] exponent rising 1 -> 10
     beta_end: float = Field(default=10.0, gt=0)
@@ -124,5 +176,5 @@ class ScalaPEConfig(AlgorithmConfig):
     decoder_width: int = Field(default=64, ge=1)          # [code] ResSFL's simulated attacker C64
 
 
-class SplitFedV3Config(AlgorithmConfig):
+class SplitFedV3Config(OptimizerStateConfig):
     eval_clients: int = Field(default=10, ge=1)    # [choice] clients averaged in evaluation

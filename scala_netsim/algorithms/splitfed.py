@@ -72,14 +72,20 @@ class PerClientServer(SplitTrainer):
 
 class ServerCopies(PerClientServer):
     """One server-side copy per participant, trained only on its activations, the copies
-    averaged (weighted by |D_k|) at the end of the round; their optimisers start fresh. A
-    copy sees only its client's steps, so the order of the server steps does not matter."""
+    averaged (weighted by |D_k|) at the end of the round; their optimisers start fresh, or
+    (optimizer_state: persistent) each takes up the state the copy serving the same client
+    had at the end of that client's previous round. A copy sees only its client's steps, so
+    the order of the server steps does not matter."""
 
     server_order_matters = False
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.server_slots = ClientSlots(self.server_model, self.optim_args)
+        self.server_slots = ClientSlots(self.server_model, self.optim_args,
+                                        self.keep_optimizer_state)
+
+    def kept_slots(self) -> dict[str, ClientSlots]:
+        return {**super().kept_slots(), "server": self.server_slots}
 
     def begin_round(self, selected: Sequence[int]) -> None:
         super().begin_round(selected)
@@ -200,12 +206,15 @@ class ClientWithAuxHead(nn.Module):
 class SFLLocalLoss(TrainerBase, LocalLossTrainer):
     """SFL with local loss: client k updates its model and aux head with a local
     cross-entropy and uploads activations and labels; it never waits for (nor receives) a
-    gradient. The server trains its one shared part on the activations as they arrive. Client
+    gradient. The server trains its part on the activations: one shared part stepped on each
+    upload in the order the server takes them, its optimiser kept across rounds (`server`
+    shared), or a copy per participant trained on its client's activations alone, the copies
+    averaged (weighted by |D_k|) at the end of the round (per_client, SplitFedV1's way). Client
     models and aux heads are averaged (weighted by |D_k|) at the end of the round."""
 
     def __init__(self, client_model: nn.Module, server_model: nn.Module, data: ClientData,
                  sgd: SGDSettings, batch_seed: int, *,
-                 aux_generator: torch.Generator) -> None:
+                 aux_generator: torch.Generator, per_client_server: bool = False) -> None:
         # Sized on the meta device: a real forward would move BatchNorm's running statistics.
         cut_shape = MetaPlanner(client_model, data.train_x.shape[1:],
                                 data.train_x.dtype).output_shape()
@@ -215,6 +224,10 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
         self.client_model = client_model
         self.server_model = server_model
         self.server_optimizer = SGD(server_model.parameters(), **self.optim_args)
+        #: per_client: the round's server copies (None: the one shared server part)
+        self.server_slots = (ClientSlots(server_model, self.optim_args,
+                                         sgd.keep_optimizer_state)
+                             if per_client_server else None)
         self._planner = MetaPlanner(self.client_template, data.train_x.shape[1:],
                                     data.train_x.dtype, activations_of=lambda out: out[0],
                                     logits_of=lambda out: out[1])
@@ -222,13 +235,37 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
     @classmethod
     def from_setup(cls, setup: TrainerSetup, config: Any = None) -> SFLLocalLoss:
         return cls(*setup.split_model(), setup.data, setup.sgd, setup.batch_seed(),
-                   aux_generator=setup.torch_generator("model", "sfl_aux_head"))
+                   aux_generator=setup.torch_generator("model", "sfl_aux_head"),
+                   per_client_server=config is not None and config.server == "per_client")
+
+    @classmethod
+    def learns_server_order(cls, config: Any) -> bool:
+        """Only the shared server part learns from the order of the steps."""
+        return config is None or config.server == "shared"
 
     def persistent_modules(self) -> dict[str, nn.Module]:
         return {"client": self.client_template, "server": self.server_model}
 
     def persistent_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        return {"server": self.server_optimizer}
+        return {} if self.server_slots is not None else {"server": self.server_optimizer}
+
+    def kept_slots(self) -> dict[str, ClientSlots]:
+        return {**super().kept_slots(),
+                **({} if self.server_slots is None else {"server": self.server_slots})}
+
+    def begin_round(self, selected: Sequence[int]) -> None:
+        super().begin_round(selected)
+        if self.server_slots is not None:
+            self.server_slots.clear(len(selected))
+            for k in selected:
+                self.server_slots.load(k, state_tensors(self.server_model))
+
+    def end_round(self) -> None:
+        super().end_round()
+        if self.server_slots is not None:   # the copies of the clients not dropped
+            ids = self.contributors()
+            self.average_into("server", self.server_model,
+                              ids, [state_tensors(self.server_slots[k][0]) for k in ids])
 
     @classmethod
     def trained_client_part(cls, client: nn.Module, server: nn.Module,
@@ -259,10 +296,13 @@ class SFLLocalLoss(TrainerBase, LocalLossTrainer):
         return ServerStep([], flops)
 
     def _server_step(self, upload: ActivationMessage) -> None:
-        loss = nn.functional.cross_entropy(self.server_model(upload.activations), upload.labels)
-        self.server_optimizer.zero_grad(set_to_none=True)
+        model, optimizer = (
+            (self.server_model, self.server_optimizer) if self.server_slots is None
+            else self.server_slots[upload.client_id])
+        loss = nn.functional.cross_entropy(model(upload.activations), upload.labels)
+        optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.server_optimizer.step()
+        optimizer.step()
         self.note_loss(loss)
 
     def step_demand(self, k: int) -> StepDemand:

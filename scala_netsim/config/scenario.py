@@ -381,9 +381,14 @@ def scenario_yaml(scenario: Scenario) -> str:
 
 def training_identity(scenario: Scenario) -> dict:
     """What decides a run's numbers: the resolved scenario without `report` (accuracy targets
-    only change what is computed from the result files afterwards)."""
+    only change what is computed from the result files afterwards) and without the sections
+    of the algorithms it does not run (a run of FedProx does not change with
+    splitfed_v1.optimizer_state)."""
     document = scenario.model_dump(mode="json")
     document.pop("report", None)
+    for name in ALGORITHMS:
+        if name not in scenario.algorithms:
+            document.pop(name, None)
     return document
 
 

@@ -113,6 +113,12 @@ class Trainer(ABC):
     #: the cell trained for real
     server_order_matters: ClassVar[bool] = True
 
+    @classmethod
+    def learns_server_order(cls, config: Any) -> bool:
+        """`server_order_matters` for a run whose algorithm section is `config` (None where
+        it has none): a trainer whose section can take the order out says so here."""
+        return cls.server_order_matters
+
     #: are every step's FLOPs and bytes a function of its kind and batch size alone, the
     #: same in every round (what a timing-only run relies on, scala_netsim.runner.timing)?
     fixed_step_costs: ClassVar[bool] = False

@@ -111,8 +111,9 @@ class Run:
         self.scenario, self.algorithm, self.world = scenario, algorithm, world
         self.device = device
         # `trainer`: one that answers the protocol without training (scala_netsim.runner.replay)
-        self.trainer = trainer or spec.trainer.from_setup(trainer_setup(scenario, world, device),
-                                                          spec.section(scenario))
+        section = spec.section(scenario)
+        self.trainer = trainer or spec.trainer.from_setup(
+            trainer_setup(scenario, world, device, section), section)
         if trainer is None:
             use_wire(self.trainer, scenario)
         if trainer is None and scenario.timing_only:
@@ -141,7 +142,8 @@ class Run:
         self.env = simpy.Environment(initial_time=time_s)
         allocator = channel.ALLOCATORS[self.scenario.network.allocation]()
         fading = self.scenario.network.fading
-        model, rules = link_model(self.scenario), round_rules(self.scenario)
+        model = link_model(self.scenario)
+        rules = round_rules(self.scenario, ALGORITHMS[self.algorithm].section(self.scenario))
         self.link: WirelessLink | NetworkLink
         if self.world.cell.network is not None:
             self.link = NetworkLink(self.env, self.world.cell, network_settings(self.scenario),

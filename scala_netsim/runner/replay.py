@@ -378,4 +378,5 @@ class Replayer(RecordedTrainer):
 def replay_trainer(record: Record) -> Trainer:
     """A trainer of the record's algorithm's pattern that replays the record."""
     spec = ALGORITHMS[record.algorithm]
-    return Replayer.of(spec.protocol.trainer_contract, record, spec.trainer.server_order_matters)
+    return Replayer.of(spec.protocol.trainer_contract, record,
+                       spec.trainer.learns_server_order(spec.section(record.scenario)))

@@ -15,6 +15,7 @@ import torch
 
 import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
+from scala_netsim.algorithms.config import AlgorithmConfig
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.config.sections import NetworkConfig
@@ -251,20 +252,25 @@ def clients_frame(world: World) -> pd.DataFrame:
     return frame
 
 
-def round_rules(scenario: Scenario) -> RoundRules:
-    """The scenario's deadlines and over-selection for the engine."""
+def round_rules(scenario: Scenario, section: AlgorithmConfig | None = None) -> RoundRules:
+    """The scenario's deadlines and over-selection for the engine, and the server's order
+    of the algorithm whose scenario section is `section`."""
     tr = scenario.training
     keep = scenario.num_participants if scenario.num_selected > scenario.num_participants else None
-    return RoundRules(tr.deadline_s, tr.step_deadline_s, keep)
+    return RoundRules(tr.deadline_s, tr.step_deadline_s, keep,
+                      section is not None and section.sequential_server())
 
 
-def trainer_setup(scenario: Scenario, world: World, device: torch.device) -> TrainerSetup:
-    """What the scenario's trainers are built from (scala_netsim.algorithms.common)."""
+def trainer_setup(scenario: Scenario, world: World, device: torch.device,
+                  section: AlgorithmConfig | None = None) -> TrainerSetup:
+    """What the scenario's trainers are built from (scala_netsim.algorithms.common);
+    `section`: the algorithm's scenario section (its optimizer_state)."""
     tr, ds = scenario.training, world.dataset
     return TrainerSetup(
         data=ClientData(ds.train_x, ds.train_y, world.client_indices, ds.num_classes),
         sgd=SGDSettings(scenario.selected_batch_size, tr.lr, tr.momentum, tr.weight_decay,
-                        tr.grad_clip_norm),
+                        tr.grad_clip_norm,
+                        section is not None and section.keeps_optimizer_state()),
         arch=scenario.model.arch, split=scenario.model.split, in_channels=ds.in_channels,
         rounds=tr.rounds, seeds=world.seeds, device=device, concurrency=scenario.concurrency)
 

@@ -18,11 +18,16 @@ class RoundRules(NamedTuple):
     activations, from the moment it is ready for them (the round's start, then the end of its
     previous step), steps on those that came and drops the others. `keep` (over-selection):
     the round keeps its first `keep` finishers (model uploads; for a barrier, activations of
-    the first local iteration) and drops the others then."""
+    the first local iteration) and drops the others then. `sequential_server` (per-client
+    split and local-loss patterns; the algorithm's server_order: sequential): the server
+    takes one client's local iterations as a block, clients in id order, and a client's
+    steps wait until the server is done with the clients before it (dropped ones included);
+    it drops nobody."""
 
     deadline_s: float | None = None
     step_deadline_s: float | None = None
     keep: int | None = None
+    sequential_server: bool = False
 
     @property
     def active(self) -> bool:

@@ -4,8 +4,9 @@ beyond it."""
 
 from __future__ import annotations
 
+import dataclasses
 from abc import abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -31,7 +32,7 @@ from scala_netsim.learn.messages import ActivationMessage, ModelMessage, Recorde
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import NO_RULES, Drops, RoundRules
 from scala_netsim.sim.link import Link, TransferLost
-from scala_netsim.sim.stages import ClientStages
+from scala_netsim.sim.stages import SERVER_STAGES, ClientStages, Stage
 
 #: what a client sends the server: activations (or their recorded size: a replay, a
 #: timing-only run)
@@ -291,25 +292,94 @@ class _Meeting:
                 self.all_in.succeed(self.arrived)
 
 
-class PerClientSplitProtocol(Protocol[PerClientSplitTrainer]):
+class _ServerBlocks:
+    """The server's turns in a round whose server takes one client's local iterations as a
+    block (RoundRules.sequential_server): clients in id order, client k's turn comes when
+    the client before it has had its turn and is done (its last server step taken) or was
+    dropped. Plain SimPy events, chained: each turn waits on one condition."""
+
+    def __init__(self, env: simpy.Environment, clients: Sequence[int]) -> None:
+        order = sorted(int(k) for k in clients)
+        self.done = {k: env.event() for k in order}
+        first = env.event()
+        first.succeed()
+        self.turns: dict[int, simpy.Event] = {}
+        turn: simpy.Event = first
+        for k in order:
+            self.turns[k] = turn
+            turn = env.all_of([turn, self.done[k]])
+
+    def turn(self, k: int) -> simpy.Event:
+        """Fires when the server is free for client k's block."""
+        return self.turns[k]
+
+    def finish(self, k: int) -> None:
+        """Client k's block is over (its last server step taken, or it was dropped)."""
+        if not self.done[k].triggered:
+            self.done[k].succeed()
+
+
+class ServerBlocksMixin:
+    """What a pattern whose server may take clients one block at a time shares: the round's
+    blocks (None: the server takes each step as it arrives) and their release when a client
+    is dropped."""
+
+    _blocks: _ServerBlocks | None = None
+
+    def _open_blocks(self, env: simpy.Environment, selected: Sequence[int],
+                     sequential: bool) -> None:
+        self._blocks = _ServerBlocks(env, selected) if sequential else None
+
+    def _left(self, k: int) -> None:
+        if self._blocks is not None:
+            self._blocks.finish(k)
+
+
+class PerClientSplitProtocol(ServerBlocksMixin, Protocol[PerClientSplitTrainer]):
     """SplitFed V1/V2, LLA-SFL, CS-SFL: model download; T x (client forward, activation
     upload, its own server step as soon as the server processor is free, in arrival order (a
     FIFO SimPy resource), gradient download, client backward); model upload. No barrier:
-    SplitFedV2's shared model is thus updated in the order the clock decides."""
+    SplitFedV2's shared model is thus updated in the order the clock decides. With a
+    sequential server (RoundRules.sequential_server) a client's first server step waits for
+    its block: the server serves its T steps before the next client's (Thapa et al.'s
+    reference SplitFedV2), so the order is the clients' ids whatever the clock."""
 
     trainer_contract = PerClientSplitTrainer
     sends_activations = True
     sends_gradients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        self._open_blocks(self.env, selected, self.rules.sequential_server)
         return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
         trainer = self.trainer
         yield from self._download_model(trainer, k)
         for t in range(self.local_iters):
-            yield from self._split_step(trainer, trainer, k, t)
+            stages = self._split_stages(trainer, trainer, k, t)
+            if self._blocks is not None:
+                stages = self._in_block(stages, k, t)
+            yield from self._run_stages(stages)
         yield from self._upload_model(trainer, k)
+
+    def _in_block(self, stages: list[Stage], k: int, t: int) -> list[Stage]:
+        """Local iteration t's stages with client k's block: its first server step waits for
+        the block, its last ends it."""
+        blocks = self._blocks
+        assert blocks is not None
+        waiting, holding = SERVER_STAGES
+        out: list[Stage] = []
+        for stage in stages:
+            if stage.name == waiting and t == 0:
+                out.append(Stage("server_block", lambda carry: (blocks.turn(k), carry)))
+            if stage.name == holding and t == self.local_iters - 1:
+                def end(carry: Any, served: Callable[[Any], Any] = stage.end) -> Any:
+                    step = served(carry)
+                    blocks.finish(k)
+                    return step
+                stage = dataclasses.replace(stage, end=end)
+            out.append(stage)
+        return out
 
 
 class KeptModelSplitProtocol(Protocol[KeptModelSplitTrainer]):
@@ -334,17 +404,20 @@ class KeptModelSplitProtocol(Protocol[KeptModelSplitTrainer]):
             self._finish(k)
 
 
-class LocalLossProtocol(Protocol[LocalLossTrainer]):
+class LocalLossProtocol(ServerBlocksMixin, Protocol[LocalLossTrainer]):
     """SFL with local loss: a client never waits for the server. Each local step is computed,
     its activations queue on the client's uplink (one transfer at a time) while the client
     goes on with the next step, the server consumes them in arrival order, and no gradient
-    comes back. The model upload follows the client's last activations on its uplink."""
+    comes back. The model upload follows the client's last activations on its uplink. With a
+    sequential server (RoundRules.sequential_server) the server takes a client's activations
+    only in its block: all T of one client's, then the next client's, in id order."""
 
     trainer_contract = LocalLossTrainer
     sends_activations = True
     pipelined_clients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
+        self._open_blocks(self.env, selected, self.rules.sequential_server)
         return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
@@ -369,7 +442,12 @@ class LocalLossProtocol(Protocol[LocalLossTrainer]):
         with uplink.request() as turn:
             yield turn
             yield self.link.upload(upload, EventKind.ACTIVATION_UPLOAD, t)
-        yield from self._server_compute(self.trainer, t, upload.client_id, [upload])
+        k = upload.client_id
+        if self._blocks is not None:   # every step waits (the uplink may deliver the next
+            yield self._blocks.turn(k)  # before the server takes this one)
+        yield from self._server_compute(self.trainer, t, k, [upload])
+        if self._blocks is not None and t == self.local_iters - 1:
+            self._blocks.finish(k)
 
 
 class FederatedProtocol(Protocol[FederatedTrainer]):
