@@ -45,18 +45,22 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
 
 def accuracy_table(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[float],
                    with_accuracy: bool = True) -> str:
-    """Accuracy and simulated time per group; `with_accuracy` False (timing-only runs): the
-    simulated time alone."""
+    """Accuracy and simulated time per group, mean ± std over its seeds; the accuracy
+    columns lead with end-of-training accuracy (the mean of the evaluations in the last 20 %
+    of the rounds, analysis.compare.late_accuracy), then the final evaluation, then the best
+    of the evaluations; `with_accuracy` False (timing-only runs): the simulated time alone."""
     targets = targets if with_accuracy else []
     drops = "dropped_fraction" in runs   # runs whose clients can be dropped
     header = ["algorithm", *map(short, keys), "seeds",
-              *(["final acc (%)", "best acc (%)"] if with_accuracy else []),
+              *(["end-of-training acc (%)", "final acc (%)", "best of evaluations (%)"]
+                if with_accuracy else []),
               "time / round (s)", "total sim. time (s)",
               *(f"time to {100 * t:g} % (s)" for t in targets),
               *(["dropped (%)", "label bias (TV)"] if drops else [])]
     rows = []
     for algorithm, setting, g in groups(runs, keys):
-        accuracy = [mean_std(g["final_acc"], 100), mean_std(g["best_acc"], 100)]
+        accuracy = [mean_std(g["late_acc"], 100), mean_std(g["final_acc"], 100),
+                    mean_std(g["best_acc"], 100)]
         rows.append([algorithm, *map(_fmt_value, setting.values()), len(g),
                      *(accuracy if with_accuracy else []),
                      mean_std(g["time_per_round_s"]), mean_std(g["total_sim_time_s"], digits=0),
@@ -177,15 +181,16 @@ def equal_time_table(runs: pd.DataFrame, curves: dict, keys: Sequence[str],
 
 def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> str:
     """What each value of a swept key (a deadline) costs each algorithm against the key's
-    first value (the baseline): the change in final, best and late accuracy (the mean over
-    the last fifth of the rounds, analysis.compare.late_accuracy), seed by seed (the same
+    first value (the baseline): the change in end-of-training accuracy (the mean over the
+    evaluations of the last fifth of the rounds, analysis.compare.late_accuracy), final and
+    best accuracy, seed by seed (the same
     seed: the same partition, cell and selections), mean ± std over seeds in percentage
     points, beside the share of clients dropped and the label bias."""
     values = list(dict.fromkeys(runs[key]))
     others = [k for k in keys if k != key]
     header = ["algorithm", *map(short, others), short(key), "dropped (%)", "label bias (TV)",
-              "Δ final acc vs " + _fmt_value(values[0]) + " (pp)",
-              "Δ best acc (pp)", "Δ mean acc, last 20 % of rounds (pp)", "seeds paired"]
+              "Δ end-of-training acc vs " + _fmt_value(values[0]) + " (pp)",
+              "Δ final acc (pp)", "Δ best of evaluations (pp)", "seeds paired"]
     rows = []
     for algorithm, setting, g in groups(runs, others):
         base = g[g[key] == values[0]].set_index("seed")
@@ -196,7 +201,7 @@ def paired_change_table(runs: pd.DataFrame, key: str, keys: Sequence[str]) -> st
                          mean_std(here["dropped_fraction"], 100, digits=1),
                          mean_std(here["label_bias_tv"], digits=3),
                          *(mean_std(here.loc[seeds, c] - base.loc[seeds, c], 100)
-                           for c in ("final_acc", "best_acc", "late_acc")), len(seeds)])
+                           for c in ("late_acc", "final_acc", "best_acc")), len(seeds)])
     return markdown_table(header, rows)
 
 
