@@ -25,6 +25,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from scala_netsim.core.records import record_path  # noqa: E402
@@ -96,7 +97,11 @@ def round_times(load_root: Path) -> pd.DataFrame:
                      "uplink_time_s": rounds["uplink_time_s"].mean(),
                      "downlink_time_s": rounds["downlink_time_s"].mean(),
                      "compute_time_s": rounds["compute_time_s"].mean(),
-                     "cells_over_blocks": cells_over_blocks(folder),
+                     # (NaN for a run kept slim: its demands come back from
+                     # python -m scala_netsim.tools.regenerate)
+                     "cells_over_blocks": (cells_over_blocks(folder)
+                                           if record_path(folder, "demands.csv").exists()
+                                           else np.nan),
                      "wall_time_s": float(summary["wall_time_s"])})
     return pd.DataFrame(rows).sort_values(["algorithm", "interference", "m"]).reset_index(
         drop=True)
@@ -324,6 +329,13 @@ def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
         "    python -m scala_netsim scenarios/network_load.yaml",
         "    python -m analysis.network RESULTS/network RESULTS/network_load --out "
         "docs/studies/network",
+        "",
+        "The re-timed runs are kept slim in results/ (scenario, rounds, summary with the "
+        "digests of every file they wrote); their event tables come back, to those digests, "
+        "from the kept SCALA and FedAvg trainings:",
+        "",
+        "    python -m scala_netsim.tools.regenerate docs/studies/network/results --out "
+        "RESULTS/network",
         "",
         f"Wall time on 2 CPU cores shared with other work: the {stretch_table['seeds'].sum()} "
         f"re-timings {stretch_table['wall_time_s'].sum():,.0f} s in all, the "

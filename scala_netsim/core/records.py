@@ -35,5 +35,11 @@ def record_path(folder: Path | str, name: str) -> Path:
 
 #: the per-round records a checkpoint must agree with when a run resumes
 RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)
+#: the files summary.json's `files_sha256` vouches for, each where the run wrote it (cells.csv:
+#: a network's; a run written before clients.csv and cells.csv were digested has the first three)
+DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV)
+#: what a re-timed or timing-only run keeps in git (scala_netsim.tools.keep): its other files
+#: come back, to the same digests, from `python -m scala_netsim.tools.regenerate`
+SLIM_FILES = (SCENARIO_YAML, SUMMARY_JSON, ROUNDS_CSV)
 #: summary.json statuses of a run that has ended (it is not run again, and can be re-timed)
 FINISHED = ("completed", "diverged")

@@ -21,7 +21,16 @@ import pandas as pd
 import yaml
 
 from scala_netsim.core.errors import DamagedRunError
-from scala_netsim.core.records import GZIPPED, RECORD_FILES, XZ, record_path
+from scala_netsim.core.records import (
+    DIGESTED_FILES,
+    EVENTS_CSV,
+    GZIPPED,
+    RECORD_FILES,
+    SCENARIO_YAML,
+    SLIM_FILES,
+    XZ,
+    record_path,
+)
 
 
 def _umask() -> int:
@@ -131,24 +140,49 @@ def read_summary(path: Path | str) -> dict:
 
 def check_finished_run(folder: Path, summary: dict) -> None:
     """DamagedRunError when a finished run's record files are not those its run wrote
-    (summary.json's `files_sha256`; a run written before the digests is taken as it is)."""
+    (summary.json's `files_sha256`; a run written before the digests is taken as it is). A
+    slim kept run (`is_slim_kept`) is checked for the files it keeps."""
     if "files_sha256" not in summary:
         return
-    problem = damaged_record(folder, summary["files_sha256"])
+    problem = damaged_record(folder, summary["files_sha256"], slim=is_slim_kept(folder, summary))
     if problem:
         raise DamagedRunError(f"{problem}; delete the run folder {str(folder)!r} to run it "
                               f"again, or run with --force")
 
 
-def damaged_record(folder: Path, digests: dict) -> str | None:
+def is_slim_kept(folder: Path, summary: dict) -> bool:
+    """Is `folder` a re-timed or timing-only run kept in git without its event tables
+    (records.SLIM_FILES: scala_netsim.tools.keep), whose other files
+    `python -m scala_netsim.tools.regenerate` writes again?"""
+    if record_path(folder, EVENTS_CSV).is_file():
+        return False
+    if summary.get("retimed_from"):
+        return True
+    try:
+        scenario = yaml.safe_load((Path(folder) / SCENARIO_YAML).read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(scenario, dict) and scenario.get("timing_only") is True
+
+
+def damaged_record(folder: Path, digests: dict, slim: bool = False) -> str | None:
     """What is wrong with a finished run folder's record files, checked against summary.json's
     `files_sha256` (`digests`): the first one missing, or not the file its run wrote; None
-    when every one is (a kept copy's compressed tables included: record_path, file_sha256)."""
-    for name in RECORD_FILES:
+    when every one is (a kept copy's compressed tables included: record_path, file_sha256).
+    clients.csv and cells.csv are checked where the digests name them; `slim`: only the
+    files a slim kept run keeps (rounds.csv)."""
+    names = [n for n in DIGESTED_FILES if n in RECORD_FILES or n in digests]
+    for name in names:
+        if slim and name not in SLIM_FILES:
+            continue
         path = record_path(folder, name)
         if not path.is_file():
             return f"{folder}: {name} is missing"
-        if file_sha256(path) != digests.get(name):
+        try:
+            digest = file_sha256(path)
+        except (OSError, EOFError, lzma.LZMAError) as exc:   # a damaged compressed copy
+            return f"{folder}/{path.name}: not readable ({exc})"
+        if digest != digests.get(name):
             return (f"{folder}/{path.name}: not the file its run wrote (its SHA-256 differs "
                     f"from the one in summary.json): damaged, edited or from another run")
     return None

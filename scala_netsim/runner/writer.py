@@ -18,6 +18,7 @@ from scala_netsim.core.records import (
     CELLS_CSV,
     CLIENTS_CSV,
     DEMANDS_CSV,
+    DIGESTED_FILES,
     EVENTS_CSV,
     RECORD_FILES,
     ROUNDS_CSV,
@@ -97,7 +98,9 @@ class RunWriter:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing
         refuses a folder whose files are not the ones its run wrote)."""
         data = dict(data, files_sha256={name: file_sha256(self.folder / name)
-                                        for name in RECORD_FILES})
+                                        for name in DIGESTED_FILES
+                                        if name in RECORD_FILES
+                                        or (self.folder / name).is_file()})
         write_json(self.folder / SUMMARY_JSON, data)
 
 

@@ -12,7 +12,10 @@ re-timed from the kept copy exactly as from the original.
     python -m scala_netsim.tools.keep RESULTS/<scenario> docs/studies/<study>/results
 
 copies every finished run under the first folder that the second does not hold yet (or
-holds another version of), and prints what it kept and its size. The first folder may itself
+holds another version of), and prints what it kept and its size. A trained run keeps its
+record (its learning took hours); a re-timed or timing-only run keeps its scenario.yaml,
+rounds.csv and summary.json, whose digests vouch for every file it wrote, and the rest comes
+back to those digests from `python -m scala_netsim.tools.regenerate`. The first folder may itself
 be kept records: a run kept gzipped is then kept again in today's form.
 
 Why LZMA: a network's timing-only event table (14.42 MB of text) is 4.27 MB gzipped at level
@@ -30,17 +33,29 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
+
 from scala_netsim.core.errors import Error
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
+    DIGESTED_FILES,
     FINISHED,
     KEPT_SUFFIXES,
     MODEL_PT,
+    SCENARIO_YAML,
+    SLIM_FILES,
     SUMMARY_JSON,
     SWEEP_JSON,
     XZ,
+    record_path,
 )
-from scala_netsim.core.results import damaged_record, open_record, write_json
+from scala_netsim.core.results import (
+    damaged_record,
+    file_sha256,
+    is_slim_kept,
+    open_record,
+    write_json,
+)
 
 #: what is not kept: the state to resume from, and the final weights
 LEFT_OUT = (CHECKPOINT_PT, MODEL_PT)
@@ -69,30 +84,63 @@ def table_name(name: str) -> str | None:
     return None
 
 
+def keeps_slim(run_dir: Path, summary: dict) -> bool:
+    """Is the run re-timed or timing-only, its learning in another run's record or none, so
+    that its event tables and figures come back from `python -m scala_netsim.tools.regenerate`
+    (kept: SLIM_FILES only)?"""
+    if summary.get("retimed_from"):
+        return True
+    scenario = yaml.safe_load((run_dir / SCENARIO_YAML).read_text())
+    return isinstance(scenario, dict) and scenario.get("timing_only") is True
+
+
+def kept_summary(run_dir: Path, summary: dict) -> dict:
+    """summary.json as kept: for a slim run, with the digests of every file its run wrote
+    (DIGESTED_FILES; a run written before clients.csv and cells.csv were digested gets theirs
+    now), what its regeneration is checked against."""
+    if not keeps_slim(run_dir, summary):
+        return summary
+    digests = dict(summary.get("files_sha256", {}))
+    for name in DIGESTED_FILES:
+        path = record_path(run_dir, name)
+        if name not in digests and path.is_file():
+            digests[name] = file_sha256(path)
+    return {**summary, "files_sha256": digests}
+
+
 def keep_run(run_dir: Path, target: Path) -> int:
     """Copy the finished run in `run_dir` to `target` (CSV tables compressed, LEFT_OUT left
-    out), checking its record files against summary.json's digests first and the copy after.
-    -> the bytes kept."""
+    out), checking its record files against summary.json's digests first and the copy after;
+    a re-timed or timing-only run (`keeps_slim`) keeps only SLIM_FILES, its summary with the
+    digests of every file it wrote (`kept_summary`). -> the bytes kept."""
     summary_path = run_dir / SUMMARY_JSON
     summary = json.loads(summary_path.read_text())
     if not str(summary.get("status", "")).startswith(FINISHED):
         raise KeepError(f"{run_dir}: not a finished run (status {summary.get('status')!r})")
     digests = summary.get("files_sha256", {})
-    if problem := damaged_record(run_dir, digests):
+    if problem := damaged_record(run_dir, digests, slim=is_slim_kept(run_dir, summary)):
         raise KeepError(problem)
     if target.resolve() == run_dir.resolve():
         raise KeepError(f"{run_dir}: keeping a run into its own folder (keep it elsewhere)")
+    slim = keeps_slim(run_dir, summary)
+    kept = kept_summary(run_dir, summary)
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     for path in sorted(run_dir.iterdir()):
         if path.name in LEFT_OUT or path.name.endswith(".partial") or not path.is_file():
             continue
-        if (table := table_name(path.name)) is not None:
+        table = table_name(path.name)
+        if slim and (table or path.name) not in SLIM_FILES:
+            continue
+        if path.name == SUMMARY_JSON and slim:
+            write_json(target / SUMMARY_JSON, kept)
+        elif table is not None:
             compress_file(path, target / (table + XZ))
         else:
             shutil.copyfile(path, target / path.name)
-    if problem := damaged_record(target, digests):   # the copy vouched for by the same digests
+    # the copy vouched for by the digests
+    if problem := damaged_record(target, kept["files_sha256"], slim=slim):
         raise KeepError(f"the copy differs from the run's files: {problem}")
     return sum(p.stat().st_size for p in target.iterdir())
 
@@ -117,8 +165,10 @@ def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
     for run_dir in finished_runs(scenario_dir):
         target = kept_dir / run_dir.relative_to(scenario_dir)
         kept = target / SUMMARY_JSON
-        if kept.is_file() and kept.read_bytes() == (run_dir / SUMMARY_JSON).read_bytes():
-            continue
+        if kept.is_file():
+            summary = json.loads((run_dir / SUMMARY_JSON).read_text())
+            if json.loads(kept.read_text()) == kept_summary(run_dir, summary):
+                continue
         copied.append((target, keep_run(run_dir, target)))
     if (scenario_dir / SWEEP_JSON).is_file():
         write_json(kept_dir / SWEEP_JSON, kept_index(scenario_dir / SWEEP_JSON, kept_dir))
