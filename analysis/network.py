@@ -7,11 +7,13 @@ number in its report comes from the tables beside it:
   (mean over seeds, and each seed) and its ratio to the paper's cell;
 - round_times.csv: per algorithm, clients per cell m and interference (network_load.yaml,
   timing only), the mean round time and its parts;
-- stragglers.csv: per client of the 7-site network with interference (seed 0, SCALA), its
+- stragglers.csv: per client of the 7-site network with interference (SCALA, every seed), its
   mean time busy per round it took part in (its own computations and transfers), its uplink
   transfers' mean SINR, LOS and indoor state;
-- figures/round_time_vs_load.png, figures/stragglers.png, and report.md (the answers, every
-  number from those tables).
+- spectrum.csv: per case and seed, the uplink band a round's client is granted on average;
+- figures/round_time_vs_load.png, figures/stragglers.png (analysis.network_figures), and
+  report.md (the answers, every number from those tables). The re-timed runs are kept slim:
+  regenerate them first (python -m scala_netsim.tools.regenerate).
 """
 
 from __future__ import annotations
@@ -21,20 +23,18 @@ import json
 import re
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from scala_netsim.core.records import record_path
 
-from scala_netsim.core.records import record_path  # noqa: E402
-
-CASES = ("paper_cell", "uma_cell", "uma_7sites_quiet", "uma_7sites")
+CASES = ("paper_cell", "uma_cell", "uma_7sites_quiet", "uma_7sites", "uma_7sites_paper_spectrum")
 CASE_TEXT = {"paper_cell": "the paper's cell (36.814)",
              "uma_cell": "the paper's cell under 38.901 UMa, 80 % indoors",
              "uma_7sites_quiet": "7 sites x 3 sectors, UMa, interference off",
-             "uma_7sites": "7 sites x 3 sectors, UMa, interference on"}
+             "uma_7sites": "7 sites x 3 sectors, UMa, interference on",
+             "uma_7sites_paper_spectrum": "7 sites x 3 sectors, UMa, interference on, 2.8 MHz "
+                                          "a cell (the paper's spectrum per client)"}
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 UPLINK = ("activation_upload", "model_upload")
 CLIENT_KINDS = ("model_download", "client_forward", "activation_upload", "gradient_download",
@@ -107,6 +107,24 @@ def round_times(load_root: Path) -> pd.DataFrame:
         drop=True)
 
 
+def spectrum(network_root: Path) -> pd.DataFrame:
+    """The uplink band a round's client is granted, on average (MHz), per case and seed: the
+    mean over SCALA's activation uploads (one per client and round) of the band they were
+    sent on, from the run records (regenerated: python -m scala_netsim.tools.regenerate)."""
+    rows = []
+    for folder in sorted((network_root / "scala").glob("cell=*/seed*")):
+        events = pd.read_csv(record_path(folder, "events.csv"),
+                             usecols=["round", "client_id", "kind", "bandwidth_hz"])
+        up = events[events["kind"] == "activation_upload"].drop_duplicates(
+            ["round", "client_id"])
+        rows.append({"case": folder.parent.name.removeprefix("cell="),
+                     "seed": int(folder.name.removeprefix("seed")),
+                     "uplink_mhz_per_client": up["bandwidth_hz"].mean() / 1e6})
+    order = {c: i for i, c in enumerate(CASES)}
+    return pd.DataFrame(rows).sort_values(["case", "seed"], key=lambda s: s.map(order)
+                                          if s.name == "case" else s).reset_index(drop=True)
+
+
 def stragglers(run: Path) -> pd.DataFrame:
     """Per client of a network run: its mean busy time per round it took part in, its
     uplink transfers' mean SINR (dB), LOS and indoor state, serving cell."""
@@ -128,11 +146,11 @@ def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.0f} %"
 
 
-def findings(stretch_table: pd.DataFrame, load: pd.DataFrame,
-             clients: pd.DataFrame) -> list[str]:
-    """The study's three answers, every number from the tables."""
-    return [propagation_finding(stretch_table), load_finding(load),
-            straggler_finding(clients)]
+def findings(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame,
+             spectrum_table: pd.DataFrame) -> list[str]:
+    """The study's four answers, every number from the tables."""
+    return [propagation_finding(stretch_table), spectrum_finding(stretch_table, spectrum_table),
+            load_finding(load), straggler_finding(clients)]
 
 
 def _and(items: list) -> str:
@@ -173,8 +191,11 @@ def propagation_finding(stretch_table: pd.DataFrame) -> str:
     first = (
         f"In the paper's 500 m cell under 38.901 UMa with 80 % of clients indoors, SCALA takes "
         f"{t80('scala', 'uma_cell'):,.0f}x and FedAvg {t80('fedavg', 'uma_cell'):,.0f}x as "
-        f"long to reach 80 % as under the paper's 36.814 path loss (mean of "
-        f"{_seeds_text(stretch_table)}): every round waits for its worst-placed clients, and "
+        f"long to reach 80 % as under the paper's 36.814 path loss (ratios of the means of "
+        f"{_seeds_text(stretch_table)}; seed by seed SCALA "
+        f"{_ratio_range(stretch_table, 'scala', 'uma_cell', 0)} and FedAvg "
+        f"{_ratio_range(stretch_table, 'fedavg', 'uma_cell', 0)}): every round waits for its "
+        f"worst-placed clients, and "
         f"NLOS and O2I losses make them far worse. Seven 3-sector sites 500 m apart, the same "
         f"100 clients dropped over their hexagons and 21 bands: on the mean, SCALA's time to "
         f"80 % changes by {_pct(t80('scala', 'uma_7sites_quiet'))} against the paper's cell "
@@ -188,6 +209,32 @@ def propagation_finding(stretch_table: pd.DataFrame) -> str:
         f"{(t80('fedavg', 'uma_7sites') / t80('fedavg', 'uma_7sites_quiet') - 1) * 100:.1f} % "
         f"(FedAvg).")
     return first
+
+
+def spectrum_finding(stretch_table: pd.DataFrame, spectrum_table: pd.DataFrame) -> str:
+    """(1b) The layout at equal spectrum per client: what the 7-site network's extra
+    spectrum was worth."""
+    st = stretch_table.set_index(["algorithm", "case"])["stretch_0.8"]
+    mhz = spectrum_table.groupby("case")["uplink_mhz_per_client"].mean()
+    equal = "uma_7sites_paper_spectrum"
+    both = [st[(a, equal)] for a in ("scala", "fedavg")]
+    verdict = ("slower than the paper's cell for both" if min(both) > 1 else
+               "faster than the paper's cell for both" if max(both) < 1 else
+               "on either side of the paper's cell")
+    return (
+        f"Those networks are not at the paper's spectrum: 21 cells of 20 MHz give a round's "
+        f"client {mhz['uma_7sites']:.2f} MHz of uplink on average against the paper cell's "
+        f"{mhz['paper_cell']:.2f} MHz (20 MHz for 10 clients; spectrum.csv, mean of the "
+        f"seeds). At the paper's spectrum per client (2.8 MHz a cell, 7 blocks: "
+        f"{mhz[equal]:.2f} MHz a client, interference on) the 7-site network takes SCALA "
+        f"{st[('scala', equal)]:.2f}x the paper cell's time to 80 % and FedAvg "
+        f"{st[('fedavg', equal)]:.2f}x (ratios of the seeds' means; seed by seed SCALA "
+        f"{_ratio_range(stretch_table, 'scala', equal)}, FedAvg "
+        f"{_ratio_range(stretch_table, 'fedavg', equal)}): at equal spectrum the layout's "
+        f"38.901 propagation leaves it {verdict}, and the full-band network's "
+        f"{st[('scala', 'uma_7sites')]:.2f}x (SCALA) is its "
+        f"{mhz['uma_7sites'] / mhz['paper_cell']:.1f}x the paper cell's spectrum per client "
+        f"making up for that.")
 
 
 def load_finding(load: pd.DataFrame) -> str:
@@ -249,15 +296,21 @@ def _turns_sentence(load: pd.DataFrame) -> str:
 
 
 def straggler_finding(clients: pd.DataFrame) -> str:
-    """(3) Who the stragglers are, by LOS and indoor state, SINR and distance."""
+    """(3) Who the stragglers are, by LOS and indoor state, SINR and distance: every client
+    of every seed pooled, then seed by seed."""
     groups = clients.groupby(["los", "indoor"])["busy_per_round_s"].mean()
+    by_seed = clients.groupby(["seed", "los", "indoor"])["busy_per_round_s"].mean()
+    seeds = sorted(clients["seed"].unique())
+    slowest_group = [s for s in seeds if by_seed[s].idxmax() == (0, 1)]
+    outdoor_slower = [s for s in seeds if by_seed[(s, 1, 0)] > by_seed[(s, 1, 1)]]
     sinr = clients.groupby(["los", "indoor"])["uplink_sinr_db"].mean()
     rho = clients[["busy_per_round_s", "uplink_sinr_db"]].corr(method="spearman").iloc[0, 1]
     rho_distance = clients[["busy_per_round_s", "d2d_m"]].corr(method="spearman").iloc[0, 1]
     slowest = clients.nlargest(5, "busy_per_round_s")
     third = (
         f"The stragglers are the indoor NLOS clients: in the 7-site network with interference "
-        f"(SCALA, seed 0) they are busy {groups[(0, 1)]:.2f} s a round on average (uplink SINR "
+        f"(SCALA, {_seeds_of(seeds)}, every client of each) they are busy "
+        f"{groups[(0, 1)]:.2f} s a round on average (uplink SINR "
         f"{sinr[(0, 1)]:.1f} dB), outdoor LOS clients {groups[(1, 0)]:.2f} s "
         f"({sinr[(1, 0)]:.1f} dB), indoor LOS {groups[(1, 1)]:.2f} s and outdoor NLOS "
         f"{groups[(0, 0)]:.2f} s; time busy and SINR have a Spearman correlation of "
@@ -265,12 +318,20 @@ def straggler_finding(clients: pd.DataFrame) -> str:
         f"indoors, {int((slowest['los'] == 0).sum())} NLOS (SINR "
         f"{slowest['uplink_sinr_db'].min():.1f} to {slowest['uplink_sinr_db'].max():.1f} dB); "
         f"the distance to the serving site correlates with time busy at only "
-        f"{rho_distance:.2f}.")
+        f"{rho_distance:.2f}. Seed by seed, indoor NLOS is the slowest group in "
+        f"{len(slowest_group)} of the {len(seeds)} seeds; outdoor LOS clients are busier than "
+        f"indoor LOS ones in {_seeds_of(outdoor_slower) if outdoor_slower else 'no seed'} "
+        f"(few clients in a group make its mean move from seed to seed: the table below).")
     return third
 
 
-def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame,
-                 clients: pd.DataFrame) -> str:
+def _seeds_of(seeds: list) -> str:
+    """'seed 2' or 'seeds 0, 1 and 2'."""
+    return f"seed{'s' if len(seeds) > 1 else ''} {_and([int(s) for s in seeds])}"
+
+
+def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame,
+                 spectrum_table: pd.DataFrame) -> str:
     """The study in one line, for the README and the studies index (every number from the
     tables)."""
     st = stretch_table.set_index(["algorithm", "case"])["stretch_0.8"]
@@ -278,22 +339,27 @@ def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame,
     shared = sorted(set(on["scala"].index) & set(on["fedavg"].index))
     ratios = [on[("fedavg", m)] / on[("scala", m)] for m in shared]
     busy = clients.groupby(["los", "indoor"])["busy_per_round_s"].mean()
+    mhz = spectrum_table.groupby("case")["uplink_mhz_per_client"].mean()
     return (f"38.901 UMa with 80 % of clients indoors stretches SCALA's time to 80 % in the "
             f"paper's cell {st[('scala', 'uma_cell')]:,.0f}x (FedAvg "
-            f"{st[('fedavg', 'uma_cell')]:,.0f}x); seven 3-sector sites bring it back to "
-            f"{st[('scala', 'uma_7sites')]:.2f}x the paper's cell's with interference "
-            f"({_ratio_range(stretch_table)} seed by seed), "
-            f"{st[('scala', 'uma_7sites_quiet')]:.2f}x without. FedAvg's round stays "
+            f"{st[('fedavg', 'uma_cell')]:,.0f}x; ratios of the seeds' means); seven 3-sector "
+            f"sites of 20 MHz cells bring it back to {st[('scala', 'uma_7sites')]:.2f}x the "
+            f"paper's cell's with interference ({_ratio_range(stretch_table)} seed by seed), "
+            f"{st[('scala', 'uma_7sites_quiet')]:.2f}x without, but with "
+            f"{mhz['uma_7sites'] / mhz['paper_cell']:.1f}x its spectrum per client; at the "
+            f"paper's spectrum per client the 7-site network takes "
+            f"{st[('scala', 'uma_7sites_paper_spectrum')]:.2f}x. FedAvg's round stays "
             f"{min(ratios):.1f}-{max(ratios):.1f}x SCALA's at {shared[0]}-{shared[-1]} clients "
             f"per cell. Indoor NLOS clients are the stragglers ({busy[(0, 1)]:.2f} s busy a "
-            f"round against {busy[(1, 0)]:.2f} s outdoors in LOS).")
+            f"round against {busy[(1, 0)]:.2f} s outdoors in LOS, seeds pooled).")
 
 
-def _ratio_range(stretch_table: pd.DataFrame) -> str:
-    """SCALA's time to 80 % in the 7-site network with interference over the paper's cell's,
-    lowest to highest over the seeds ('0.87-1.53x')."""
-    ratios = [1 + c / 100 for c in per_seed_change(stretch_table, "scala", "uma_7sites")]
-    return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+def _ratio_range(stretch_table: pd.DataFrame, algorithm: str = "scala",
+                 case: str = "uma_7sites", digits: int = 2) -> str:
+    """`algorithm`'s time to 80 % in `case` over the paper's cell's, seed by seed, lowest to
+    highest ('0.87-1.53x')."""
+    ratios = [1 + c / 100 for c in per_seed_change(stretch_table, algorithm, case)]
+    return f"{min(ratios):,.{digits}f}-{max(ratios):,.{digits}f}x"
 
 
 def _markdown(table: pd.DataFrame, digits: int = 1) -> str:
@@ -344,19 +410,29 @@ def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
     ]
 
 
-def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame) -> str:
-    """report.md: the three answers, then the tables they come from."""
-    answers = findings(stretch_table, load, clients)
+def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFrame,
+           spectrum_table: pd.DataFrame) -> str:
+    """report.md: the four answers, then the tables they come from."""
+    answers = findings(stretch_table, load, clients, spectrum_table)
     cases = stretch_table.assign(case=stretch_table["case"].map(CASE_TEXT),
                                  algorithm=stretch_table["algorithm"].map(NAMES))
     by_state = clients.groupby(["los", "indoor"]).agg(
         clients=("client_id", "size"), busy_per_round_s=("busy_per_round_s", "mean"),
         uplink_sinr_db=("uplink_sinr_db", "mean"), d2d_m=("d2d_m", "mean")).reset_index()
+    per_seed = clients.pivot_table(index=["los", "indoor"], columns="seed",
+                                   values="busy_per_round_s", aggfunc="mean")
+    per_seed.columns = [f"busy_per_round_s_seed{int(c)}" for c in per_seed.columns]
+    by_state = by_state.merge(per_seed.reset_index(), on=["los", "indoor"])
+    mhz = spectrum_table.pivot_table(index="case", columns="seed",
+                                     values="uplink_mhz_per_client")
+    mhz.columns = [f"seed{int(c)}" for c in mhz.columns]
+    mhz = mhz.loc[[c for c in CASES if c in mhz.index]].reset_index()
+    mhz["case"] = mhz["case"].map(CASE_TEXT)
     return "\n".join([
         *_intro(stretch_table, load),
         "## Answers",
         "",
-        f"In one line: {summary_line(stretch_table, load, clients)}",
+        f"In one line: {summary_line(stretch_table, load, clients, spectrum_table)}",
         "",
         *[f"{i}. {a}\n" for i, a in enumerate(answers, 1)],
         "## 1. Time to 70 and 80 % against the paper's cell",
@@ -366,59 +442,33 @@ def report(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFram
                          "stretch_0.8"]], 2),
         "",
         "Times in simulated seconds (mean of the seeds, then each seed); stretch: the mean's "
-        "ratio to the paper's cell. Accuracy against time: "
+        "ratio to the paper's cell (a ratio of the seeds' means). Accuracy against time: "
         "[figure](results/figures/accuracy_vs_time.png).",
         "",
-        "## 2. Round time against clients per cell (timing only)",
+        "## 2. Spectrum per client (spectrum.csv)",
+        "",
+        _markdown(mhz, 2),
+        "",
+        "The uplink band a round's client is granted, on average (MHz): the mean over SCALA's "
+        "activation uploads of the band each was sent on.",
+        "",
+        "## 3. Round time against clients per cell (timing only)",
         "",
         _markdown(load.assign(algorithm=load["algorithm"].map(NAMES)), 1),
         "",
         "![round time against load](figures/round_time_vs_load.png)",
         "",
-        "## 3. Who the stragglers are",
+        "## 4. Who the stragglers are",
         "",
         _markdown(by_state, 2),
         "",
-        "Per client of the 7-site network with interference (SCALA, seed 0): its time busy "
-        "(its own computations and transfers) per round it took part in, and the mean SINR "
-        "of its uploads; every client in stragglers.csv.",
+        "Per client of the 7-site network with interference (SCALA, every client of each "
+        "seed): its time busy (its own computations and transfers) per round it took part in, "
+        "and the mean SINR of its uploads; the group means pooled over the seeds, then each "
+        "seed's; every client in stragglers.csv.",
         "",
         "![stragglers](figures/stragglers.png)",
         ""])
-
-
-def plot_round_times(table: pd.DataFrame, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for (algorithm, interference), group in table.groupby(["algorithm", "interference"]):
-        ax.plot(group["m"], group["round_time_s"], marker="o",
-                linestyle="-" if interference else "--",
-                label=f"{NAMES.get(str(algorithm), str(algorithm))}, interference "
-                      f"{'on' if interference else 'off'}")
-    ax.set(xscale="log", yscale="log", xlabel="clients per cell and round, m (mean)",
-           ylabel="mean round time (s)",
-           title="7 sites x 3 sectors, 38.901 UMa: round time against load")
-    ax.set_xticks(sorted(table["m"].unique()), [str(m) for m in sorted(table["m"].unique())])
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_stragglers(table: pd.DataFrame, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for (los, indoor), group in table.groupby(["los", "indoor"]):
-        ax.scatter(group["uplink_sinr_db"], group["busy_per_round_s"], s=18,
-                   marker="o" if los else "x",
-                   label=f"{'LOS' if los else 'NLOS'}, {'indoor' if indoor else 'outdoor'} "
-                         f"({len(group)})")
-    ax.set(yscale="log", xlabel="uplink SINR, mean over the client's uploads (dB)",
-           ylabel="time busy per round (s)", title="Who the stragglers are (SCALA, seed 0)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -427,16 +477,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("load", type=Path, help="scenarios/network_load.yaml's results")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    from analysis.network_figures import plot_round_times, plot_stragglers
+
     (args.out / "figures").mkdir(parents=True, exist_ok=True)
+    runs = sorted((args.network / "scala" / "cell=uma_7sites").glob("seed*"))
     tables = {"stretch": stretch(pd.read_csv(args.network / "comparison.csv")),
               "round_times": round_times(args.load),
-              "stragglers": stragglers(args.network / "scala" / "cell=uma_7sites" / "seed0")}
+              "stragglers": pd.concat([stragglers(run).assign(seed=int(run.name[4:]))
+                                       for run in runs], ignore_index=True),
+              "spectrum": spectrum(args.network)}
     for name, table in tables.items():
         table.to_csv(args.out / f"{name}.csv", index=False)
-    plot_round_times(tables["round_times"], args.out / "figures" / "round_time_vs_load.png")
+    plot_round_times(tables["round_times"], args.out / "figures" / "round_time_vs_load.png",
+                     NAMES)
     plot_stragglers(tables["stragglers"], args.out / "figures" / "stragglers.png")
     (args.out / "report.md").write_text(report(tables["stretch"], tables["round_times"],
-                                               tables["stragglers"]))
+                                               tables["stragglers"], tables["spectrum"]))
     print(f"wrote {', '.join(f'{n}.csv' for n in tables)} and figures/ into {args.out}")
 
 

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "docs" / "studies" / "network"
 
 
-def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return tuple(pd.read_csv(STUDY / f"{name}.csv")   # type: ignore[return-value]
-                 for name in ("stretch", "round_times", "stragglers"))
+                 for name in ("stretch", "round_times", "stragglers", "spectrum"))
 
 
 def test_the_report_is_the_one_written_from_its_tables():
@@ -31,7 +31,7 @@ def test_the_readme_and_the_index_quote_the_summary_as_written():
 
 def test_the_tables_are_the_ones_written_from_the_kept_records():
     """(The straggler table, from a run kept slim: the slow test below.)"""
-    stretch, round_times, _ = tables()
+    stretch, round_times, _, _ = tables()
     rebuilt = network.stretch(pd.read_csv(STUDY / "results" / "comparison.csv"))
     pd.testing.assert_frame_equal(rebuilt, stretch, check_exact=False, rtol=1e-12)
     pd.testing.assert_frame_equal(network.round_times(STUDY / "load"), round_times,
@@ -39,16 +39,22 @@ def test_the_tables_are_the_ones_written_from_the_kept_records():
 
 
 @pytest.mark.slow
-def test_the_straggler_table_comes_back_from_regenerated_records(tmp_path):
-    """The 7-site network's SCALA run, regenerated from its kept slim record (python -m
-    scala_netsim.tools.regenerate), gives the straggler table as kept."""
+def test_the_straggler_and_spectrum_tables_come_back_from_regenerated_records(tmp_path):
+    """The 7-site network's SCALA run of seed 2, regenerated from its kept slim record (python
+    -m scala_netsim.tools.regenerate), gives its rows of the straggler and spectrum tables as
+    kept."""
     from scala_netsim.tools.regenerate import regenerate_run
 
-    _, _, stragglers = tables()
-    run = tmp_path / "uma_7sites"
-    regenerate_run(STUDY / "results" / "scala" / "cell=uma_7sites" / "seed0", run)
-    pd.testing.assert_frame_equal(network.stragglers(run), stragglers, check_exact=False,
+    _, _, stragglers, spectrum = tables()
+    run = tmp_path / "scala" / "cell=uma_7sites" / "seed2"
+    regenerate_run(STUDY / "results" / "scala" / "cell=uma_7sites" / "seed2", run)
+    kept = stragglers[stragglers["seed"] == 2].drop(columns="seed").reset_index(drop=True)
+    pd.testing.assert_frame_equal(network.stragglers(run), kept, check_exact=False,
                                   rtol=1e-12)
+    rebuilt = network.spectrum(tmp_path)
+    pd.testing.assert_frame_equal(
+        rebuilt, spectrum[(spectrum["case"] == "uma_7sites") & (spectrum["seed"] == 2)]
+        .reset_index(drop=True), check_exact=False, rtol=1e-12)
 
 
 def test_the_comparison_is_rebuilt_from_the_kept_records():

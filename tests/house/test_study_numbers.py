@@ -190,7 +190,8 @@ def test_every_accuracy_the_readme_findings_quote_is_in_their_studies_tables():
 
 def test_the_kept_run_records_stay_inside_their_budget():
     """Issue 46: every study's run records together under 120 MB (10^6 bytes; issue 38's
-    budget was 150): re-timed and timing-only runs are kept slim (tests/tools/test_regenerate.py)."""
+    budget was 150): re-timed and timing-only runs are kept slim
+    (tests/tools/test_regenerate.py)."""
     runs = [p for p in STUDIES.rglob("summary.json") if p.parent.name.startswith("seed")]
     size = sum(f.stat().st_size for run in runs for f in run.parent.iterdir())
     assert len(runs) >= 100 and size < 120e6, (len(runs), size / 1e6)
