@@ -12,8 +12,12 @@ others' best), and never on one seed.
     python -m analysis.headline docs/studies/cellular_10pct/comparison.csv --findings
     python -m analysis.headline docs/studies/cellular_10pct/comparison.csv --runs
 
+    python -m analysis.headline docs/studies/cellular_10pct/comparison.csv \
+        --variants docs/studies/cellular_10pct/variants
+
 (--findings: the paragraph under the table; --runs: the report's table of every run, seed by
-seed, with where it was trained.)
+seed, with where it was trained; --variants: each baseline variant of issue 46 against today's
+default at the same seeds.)
 """
 
 from __future__ import annotations
@@ -144,6 +148,47 @@ def findings(table: pd.DataFrame, names: Mapping[str, str] = NAMES) -> str:
     return text
 
 
+VARIANTS_HEADER = ("| algorithm | variant | seeds | end-of-training accuracy | final | best of the "
+                   "evaluations | today's default, same seeds | change | the paper |\n"
+                   "|---|---|---|---|---|---|---|---|---|")
+
+
+def variant_name(folder: str) -> str:
+    """'server_order=sequential, optimizer_state=persistent' from a variant's folder name
+    (scripts/headline_lanes.sh: the --set pairs joined by commas)."""
+    return ", ".join(pair.split(".", 1)[-1] for pair in folder.split(","))
+
+
+def variants_rows(variants: Path, table: pd.DataFrame,
+                  names: Mapping[str, str] = NAMES) -> list[str]:
+    """One row per baseline variant kept under `variants` (<settings>/<algorithm>/seed<k>/,
+    issue 46's reference-code options): its accuracies over its seeds (as the headline's
+    table), today's default's end-of-training accuracy over the same seeds (from `table`, the
+    headline's comparison), the change (difference of those means) and the paper's alpha = 2
+    accuracy."""
+    from analysis.compare import comparison_table
+
+    rows = []
+    for folder in sorted(p for p in variants.iterdir() if p.is_dir()):
+        runs = comparison_table(folder, [0.8])
+        for algorithm, group in runs.groupby("algorithm"):
+            group = group.sort_values("seed")
+            base = table[(table["algorithm"] == algorithm)
+                         & table["seed"].isin(group["seed"])]
+            late = group["late_acc"].mean()
+            paper = PAPER_ALPHA2.get(str(algorithm))
+            cells = [names.get(str(algorithm), str(algorithm)), variant_name(folder.name),
+                     str(len(group)), _accuracy(group, "late_acc"),
+                     _accuracy(group, "final_acc"), _accuracy(group, "best_acc"),
+                     (_accuracy(base, "late_acc") if len(base) == len(group)
+                      else "not run at these seeds"),
+                     (f"{100 * (late - base['late_acc'].mean()):+.2f} pp"
+                      if len(base) == len(group) else ""),
+                     "—" if paper is None else f"{paper:.2f} %"]
+            rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
 RUNS_HEADER = ("| algorithm | seed | end-of-training accuracy | final | best of the "
                "evaluations | time to 80 % | trained on | wall time |\n"
                "|---|---|---|---|---|---|---|---|")
@@ -185,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", action="store_true",
                         help="every run, seed by seed, with where it was trained (the report's "
                              "table; reads the runs' summary.json under results/ beside it)")
+    parser.add_argument("--variants", type=Path, default=None, metavar="DIR",
+                        help="the report's table of the baselines' reference-code variants "
+                             "kept under DIR (docs/studies/cellular_10pct/variants)")
     parser.add_argument("--findings", action="store_true",
                         help="the paragraph under the README's table, from the same table")
     args = parser.parse_args(argv)
@@ -192,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs:
         print(RUNS_HEADER)
         print("\n".join(runs_rows(table, args.comparison.parent / "results")))
+    elif args.variants is not None:
+        print(VARIANTS_HEADER)
+        print("\n".join(variants_rows(args.variants, table)))
     elif args.findings:
         print(findings(table))
     else:

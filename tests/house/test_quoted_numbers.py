@@ -3,6 +3,7 @@ printed: no figure rounded by hand can drift from the table it describes. The RE
 headline table is written from comparison.csv by analysis.headline (mean ± std once seeds 1
 and 2 are in: issue 38)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -182,3 +183,30 @@ def test_the_headline_report_lists_every_run_as_its_records_give_it():
     report = (HEADLINE.parent / "report.md").read_text()
     rows = runs_rows(pd.read_csv(HEADLINE), HEADLINE.parent / "results")
     assert len(rows) == 17 and "\n".join([RUNS_HEADER, *rows]) in report
+
+
+def test_the_variants_table_sets_each_variant_beside_the_default_at_its_seeds(tmp_path):
+    """Issue 46's reference-code variants of a baseline, kept under variants/<settings>/:
+    each against today's default at the same seeds (here a kept run copied as a variant:
+    no change), or said to have none."""
+    import shutil
+
+    from analysis.headline import VARIANTS_HEADER, variants_rows
+
+    kept = HEADLINE.parent / "results"
+    variant = tmp_path / "splitfed_v1.optimizer_state=persistent" / "splitfed_v1" / "seed0"
+    shutil.copytree(kept / "splitfed_v1" / "seed0", variant)
+    other = tmp_path / "fedlc.optimizer_state=persistent" / "fedlc" / "seed2"
+    shutil.copytree(kept / "fedlc" / "seed0", other)
+    summary = json.loads((other / "summary.json").read_text())
+    (other / "summary.json").write_text(json.dumps({**summary, "seed": 2}))
+    table = pd.read_csv(HEADLINE)
+    rows = variants_rows(tmp_path, table)
+    v1 = table[(table["algorithm"] == "splitfed_v1") & (table["seed"] == 0)].iloc[0]
+    assert rows == [
+        "| FedLC | optimizer_state=persistent | 1 | 74.06 % | 74.77 % | 75.05 % | "
+        "not run at these seeds |  | — |",
+        f"| SplitFedV1 | optimizer_state=persistent | 1 | {100 * v1['late_acc']:.2f} % | "
+        f"{100 * v1['final_acc']:.2f} % | {100 * v1['best_acc']:.2f} % | "
+        f"{100 * v1['late_acc']:.2f} % | +0.00 pp | 85.44 % |"]
+    assert VARIANTS_HEADER.count("|---") == rows[0].count(" | ") + 1
