@@ -102,6 +102,59 @@ def split_parts(seed: int = 0, split: str = "S2") -> tuple[torch.nn.Module, torc
     return build_split_model("alexnet14", split, 1, 10, torch.Generator().manual_seed(seed))
 
 
+def run_round_directly(trainer: Trainer, selected: Sequence[int], local_iters: int) -> None:
+    """A round of a per-client split trainer, steps called in client order (no engine)."""
+    trainer.begin_round(selected)
+    for k in selected:
+        trainer.client_receive_model(trainer.client_model_download(k))
+    for t in range(local_iters):
+        for k in selected:
+            (reply,) = trainer.server_step([trainer.client_forward(k, t).upload]).replies
+            trainer.client_backward(reply)
+    for k in selected:
+        trainer.server_receive_model(trainer.client_model_upload(k))
+    trainer.end_round()
+
+
+def fl_round_directly(trainer: Trainer, selected: Sequence[int], local_iters: int = 3) -> None:
+    """A round of a federated trainer, each client's steps called in turn (no engine)."""
+    trainer.begin_round(list(selected))
+    for k in selected:
+        trainer.client_receive_model(trainer.client_model_download(k))
+        for t in range(local_iters):
+            trainer.client_local_step(k, t)
+        trainer.server_receive_model(trainer.client_model_upload(k))
+    trainer.end_round()
+
+
+def plain_split_training(client: torch.nn.Module, server: torch.nn.Module, data: ClientData,
+                         batch_seed: int, batch: int, rounds: int, local_iters: int,
+                         fresh_each_round: bool, **sgd: float) -> None:
+    """Split training of client 0's data with torch's own SGD, no trainer: one optimiser each
+    for the client and the server part, made afresh every round or kept for the whole run,
+    the batches the trainers draw (ClientSampler)."""
+
+    from scala_netsim.learn.training import ClientSampler
+
+    sampler = ClientSampler(data.client_indices, batch_seed, "cpu")
+    opt_c = opt_s = None
+    for _ in range(rounds):
+        if fresh_each_round or opt_c is None:
+            opt_c = torch.optim.SGD(client.parameters(), **sgd)
+            opt_s = torch.optim.SGD(server.parameters(), **sgd)
+        for _ in range(local_iters):
+            idx = sampler.next_batch(0, batch)
+            a = client(data.train_x[idx])
+            a_detached = a.detach().requires_grad_(True)
+            loss = torch.nn.functional.cross_entropy(server(a_detached), data.train_y[idx])
+            opt_s.zero_grad()
+            loss.backward()
+            opt_s.step()
+            opt_c.zero_grad()
+            a.backward(a_detached.grad)
+            opt_c.step()
+
+
 def tiny_dataset(per_class: int = 12, test: int = 20) -> Dataset:
     """A Dataset of random images, `per_class` training images of each of 10 classes."""
     g = torch.Generator().manual_seed(0)

@@ -26,10 +26,17 @@ from scala_netsim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.core.events import EventKind
 from scala_netsim.learn.models import build_split_model, features_and_head, state_bytes
-from scala_netsim.learn.training import ClientSampler
 from scala_netsim.sim.protocols import KeptModelSplitProtocol, PerClientSplitProtocol
 
-from conftest import make_client_data, simulate, split_parts, tiny_cell
+from conftest import (
+    fl_round_directly,
+    make_client_data,
+    plain_split_training,
+    run_round_directly,
+    simulate,
+    split_parts,
+    tiny_cell,
+)
 
 COMMON = dict(lr=0.05, momentum=0.9, weight_decay=0.0)
 
@@ -38,45 +45,16 @@ def sgd(batch_size):
     return SGDSettings(batch_size, **COMMON)
 
 
-def run_round_directly(trainer, selected, local_iters):
-    """A round of a per-client split trainer, steps called in client order (no engine)."""
-    trainer.begin_round(selected)
-    for k in selected:
-        trainer.client_receive_model(trainer.client_model_download(k))
-    for t in range(local_iters):
-        for k in selected:
-            upload = trainer.client_forward(k, t).upload
-            (reply,) = trainer.server_step([upload]).replies
-            trainer.client_backward(reply)
-    for k in selected:
-        trainer.server_receive_model(trainer.client_model_upload(k))
-    trainer.end_round()
-
-
 def test_splitfed_v1_with_one_client_equals_plain_split_training():
     data = make_client_data([[0, 1, 2]])
-    x, y = data.train_x, data.train_y
     client, server = split_parts()
     ref_client, ref_server = copy.deepcopy(client), copy.deepcopy(server)
     trainer = SplitFedV1(client, server, data, sgd(4), 7)
     for _ in range(2):
         run_round_directly(trainer, [0], local_iters=3)
 
-    sampler = ClientSampler(data.client_indices, 7, "cpu")
-    for _ in range(2):  # plain split training; optimisers fresh each round, as in SplitFedV1
-        opt_c = torch.optim.SGD(ref_client.parameters(), **COMMON)
-        opt_s = torch.optim.SGD(ref_server.parameters(), **COMMON)
-        for _ in range(3):
-            idx = sampler.next_batch(0, 4)
-            a = ref_client(x[idx])
-            a_detached = a.detach().requires_grad_(True)
-            loss = F.cross_entropy(ref_server(a_detached), y[idx])
-            opt_s.zero_grad()
-            loss.backward()
-            opt_s.step()
-            opt_c.zero_grad()
-            a.backward(a_detached.grad)
-            opt_c.step()
+    # plain split training; optimisers fresh each round, as in SplitFedV1
+    plain_split_training(ref_client, ref_server, data, 7, 4, 2, 3, True, **COMMON)
     for p, q in zip(list(client.parameters()) + list(server.parameters()),
                     list(ref_client.parameters()) + list(ref_server.parameters()), strict=False):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
@@ -139,13 +117,7 @@ def fl_round(algorithm, selected=(0, 1), **hyper):
     trainer = FEDERATED[algorithm](features, head, make_client_data([[0, 1], [2, 3], [4]]),
                                    sgd(8), 5, **hyper)
     for _ in range(2):
-        trainer.begin_round(list(selected))
-        for k in selected:
-            trainer.client_receive_model(trainer.client_model_download(k))
-            for t in range(3):
-                trainer.client_local_step(k, t)
-            trainer.server_receive_model(trainer.client_model_upload(k))
-        trainer.end_round()
+        fl_round_directly(trainer, selected)
     return trainer
 
 

@@ -19,7 +19,16 @@ from scala_netsim.learn.training import ClientSampler
 from scala_netsim.sim.drops import NO_RULES, RoundRules
 from scala_netsim.sim.protocols import LocalLossProtocol, PerClientSplitProtocol
 
-from conftest import make_client_data, simulate, split_parts, tiny_cell, tiny_scenario
+from conftest import (
+    fl_round_directly,
+    make_client_data,
+    plain_split_training,
+    run_round_directly,
+    simulate,
+    split_parts,
+    tiny_cell,
+    tiny_scenario,
+)
 
 COMMON = dict(lr=0.05, momentum=0.9, weight_decay=0.0)
 SEQUENTIAL = RoundRules(sequential_server=True)
@@ -159,7 +168,6 @@ def test_persistent_splitfed_v1_with_one_client_is_plain_split_training_with_one
     """As tests/algorithms/test_baselines.py's plain-training test, but with one optimiser
     each for the client and the server across both rounds (the authors' code keeps one)."""
     data = make_client_data([[0, 1, 2]])
-    x, y = data.train_x, data.train_y
     client, server = split_parts()
     ref_client, ref_server = copy.deepcopy(client), copy.deepcopy(server)
     trainer = SplitFedV1(client, server, data, sgd(4, keep=True), 7)
@@ -168,56 +176,19 @@ def test_persistent_splitfed_v1_with_one_client_is_plain_split_training_with_one
         for _ in range(2):
             run_round_directly(t, [0], local_iters=3)
 
-    sampler = ClientSampler(data.client_indices, 7, "cpu")
-    opt_c = torch.optim.SGD(ref_client.parameters(), **COMMON)
-    opt_s = torch.optim.SGD(ref_server.parameters(), **COMMON)
-    for _ in range(2 * 3):
-        idx = sampler.next_batch(0, 4)
-        a = ref_client(x[idx])
-        a_detached = a.detach().requires_grad_(True)
-        loss = F.cross_entropy(ref_server(a_detached), y[idx])
-        opt_s.zero_grad()
-        loss.backward()
-        opt_s.step()
-        opt_c.zero_grad()
-        a.backward(a_detached.grad)
-        opt_c.step()
+    plain_split_training(ref_client, ref_server, data, 7, 4, 2, 3, False, **COMMON)
     torch.testing.assert_close(weights(client, server), weights(ref_client, ref_server),
                                rtol=1e-5, atol=1e-6)
     assert not torch.allclose(weights(per_round.client_model, per_round.server_model),
                               weights(ref_client, ref_server), rtol=1e-5, atol=1e-6)
 
 
-def run_round_directly(trainer, selected, local_iters):
-    """A round of a per-client split trainer, steps called in client order (no engine)."""
-    trainer.begin_round(selected)
-    for k in selected:
-        trainer.client_receive_model(trainer.client_model_download(k))
-    for t in range(local_iters):
-        for k in selected:
-            (reply,) = trainer.server_step([trainer.client_forward(k, t).upload]).replies
-            trainer.client_backward(reply)
-    for k in selected:
-        trainer.server_receive_model(trainer.client_model_upload(k))
-    trainer.end_round()
-
-
 def fedavg_rounds(keep, rounds):
     trainer = FedAvg(*features_and_head(*split_parts()), make_client_data(LABELS), sgd(8, keep),
                      5)
     for selected in rounds:
-        fedavg_round(trainer, selected)
+        fl_round_directly(trainer, selected)
     return trainer
-
-
-def fedavg_round(trainer, selected):
-    trainer.begin_round(list(selected))
-    for k in selected:
-        trainer.client_receive_model(trainer.client_model_download(k))
-        for t in range(3):
-            trainer.client_local_step(k, t)
-        trainer.server_receive_model(trainer.client_model_upload(k))
-    trainer.end_round()
 
 
 def test_persistent_fedavg_with_one_client_is_plain_training_with_one_optimiser():
