@@ -180,13 +180,13 @@ class ClientSlots:
     def __getitem__(self, k: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         return self._active[k]
 
-    def state_dict(self) -> dict[int, list[torch.Tensor | None]]:
+    def kept_state(self) -> dict[int, list[torch.Tensor | None]]:
         """The optimiser state kept per client (empty unless keep_state), taken between
-        rounds."""
+        rounds (for checkpoints; AsyncSlots's state_dict is its clients in flight)."""
         self._keep_active()
         return dict(self._kept)
 
-    def load_state_dict(self, state: dict[int, list[torch.Tensor | None]]) -> None:
+    def load_kept_state(self, state: dict[int, list[torch.Tensor | None]]) -> None:
         self._kept = {int(k): list(buffers) for k, buffers in state.items()}
 
 
@@ -378,7 +378,7 @@ class TrainerBase(Trainer, ExchangesModels):
                 "optimizers": {n: o.state_dict()
                                for n, o in self.persistent_optimizers().items()},
                 "sampler": self.sampler.state_dict(), "extra": self.extra_state(),
-                "kept_optimizers": {n: slots.state_dict()
+                "kept_optimizers": {n: slots.kept_state()
                                     for n, slots in self.kept_slots().items()}}
 
     def load_state_dict(self, state: dict) -> None:
@@ -389,5 +389,5 @@ class TrainerBase(Trainer, ExchangesModels):
         self.sampler.load_state_dict(state["sampler"])
         self.load_extra_state(state["extra"])
         for name, slots in self.kept_slots().items():
-            slots.load_state_dict(state["kept_optimizers"][name])
+            slots.load_kept_state(state["kept_optimizers"][name])
 

@@ -212,7 +212,7 @@ def test_a_client_takes_up_its_own_momentum_after_rounds_without_it():
     """Client 0 sits out round 2: in round 3 it continues its round-1 momentum, and client
     1's momentum of round 2 stays client 1's."""
     trainer = fedavg_rounds(True, [[0], [1]])
-    kept = trainer.slots.state_dict()
+    kept = trainer.slots.kept_state()
     assert set(kept) == {0, 1}
     saved0 = [b.clone() for b in kept[0]]
     trainer.begin_round([0])
@@ -276,4 +276,4 @@ def test_each_variant_runs_end_to_end_with_every_invariant(make_run, algorithm, 
             order = [(k, t) for k, t, _, _ in server_steps(
                 [e for e in run.log.events if e.round == round_])]
             assert order == sorted(order)   # client by client, each one's steps in order
-    assert bool(run.trainer.slots.state_dict()) is (section["optimizer_state"] == "persistent")
+    assert bool(run.trainer.slots.kept_state()) is (section["optimizer_state"] == "persistent")

@@ -326,7 +326,7 @@ def test_a_deadline_sweep_trains_every_cell_and_reports_drops_and_label_bias(cli
     assert "## Drops and label bias" in report and "label bias (TV)" in report
     assert "(figures/accuracy_vs_deadline.png)" in report
     assert "What each deadline costs in accuracy against none, seed by seed" in report
-    assert "| fedavg | tight |" in report and "Δ final acc vs none (pp)" in report
+    assert "| fedavg | tight |" in report and "Δ end-of-training acc vs none (pp)" in report
     # which labels the deadline took: per class, 1 - aggregated / selected samples
     clients = pd.read_csv(tight / "clients.csv").set_index("client_id")
     selected = pd.read_csv(tight / "demands.csv")["client_id"]
