@@ -30,11 +30,17 @@ def test_the_readme_and_the_index_quote_the_summary_as_written():
 
 
 def test_the_tables_are_the_ones_written_from_the_kept_records():
-    """(The straggler table, from a run kept slim: the slow test below.)"""
+    """The load runs are kept slim (scenario, rounds, summary: issue 46): every column but
+    the cells with more clients than blocks, which reads their demands (regenerated to their
+    digests by tests/tools/test_regenerate.py, so they give the same count); the straggler
+    table, from a run kept slim: the slow test below."""
     stretch, round_times, _, _ = tables()
     rebuilt = network.stretch(pd.read_csv(STUDY / "results" / "comparison.csv"))
     pd.testing.assert_frame_equal(rebuilt, stretch, check_exact=False, rtol=1e-12)
-    pd.testing.assert_frame_equal(network.round_times(STUDY / "load"), round_times,
+    slim = network.round_times(STUDY / "load")
+    assert slim["cells_over_blocks"].isna().all()
+    pd.testing.assert_frame_equal(slim.drop(columns="cells_over_blocks"),
+                                  round_times.drop(columns="cells_over_blocks"),
                                   check_exact=False, rtol=1e-12)
 
 

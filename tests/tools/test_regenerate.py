@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDIES = ROOT / "docs" / "studies"
 #: the cheapest kept cell of each study kept slim
 SLIM_CELLS = [STUDIES / "network" / "results" / "fedavg" / "cell=paper_cell" / "seed0",
+              STUDIES / "network" / "load" / "fedavg" / "load=m1,interference=false" / "seed0",
               STUDIES / "fading" / "results" / "scala" / "channel=rayleigh_round" / "seed0",
               STUDIES / "allocation" / "results" / "fedavg" / "allocation=proportional" / "seed0"]
 
@@ -28,7 +29,7 @@ def kept_files(run: Path) -> set[str]:
 
 
 def test_the_re_timed_and_timing_only_studies_are_kept_slim():
-    for study in ("network/results", "fading/results", "allocation/results"):
+    for study in ("network/results", "network/load", "fading/results", "allocation/results"):
         runs = slim_runs(STUDIES / study)
         assert len(runs) >= 6, study
         for run in runs:
@@ -53,7 +54,7 @@ def test_a_slim_kept_run_regenerates_to_its_digests(tmp_path, run):
 def test_a_regeneration_that_differs_is_refused_naming_the_file(tmp_path):
     run = tmp_path / "docs" / "studies" / "x" / "results" / "fedavg" / "seed0"
     run.mkdir(parents=True)
-    source = SLIM_CELLS[2]
+    source = SLIM_CELLS[3]
     for name in ("scenario.yaml", "rounds.csv.xz"):
         (run / name).write_bytes((source / name).read_bytes())
     summary = json.loads((source / "summary.json").read_text())
@@ -71,7 +72,7 @@ def test_keep_slims_a_re_timed_run_and_adds_the_digests_it_lacked(tmp_path):
     digests of clients.csv, and the copy keeps the slim files only; a damaged one is
     refused as before."""
     regenerated = tmp_path / "docs" / "studies" / "s" / "results" / "run"
-    source = SLIM_CELLS[2]
+    source = SLIM_CELLS[3]
     regenerate_run(source, regenerated)
     summary = json.loads((regenerated / "summary.json").read_text())
     summary["files_sha256"].pop("clients.csv")          # as an earlier version wrote it
