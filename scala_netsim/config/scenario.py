@@ -294,9 +294,13 @@ def _describe(error: Mapping[str, Any]) -> list[str]:
         shown = f"{str(value).lower()} (a boolean)" if isinstance(value, bool) else repr(value)
         return [f"{field}: must be {ctx['kind']}, got {shown}"]
     if kind == "value_error":
-        # section validators name the field themselves: "field: what is allowed, got value"
+        # a section's validator names the field itself ("field: what is allowed, got
+        # value"); a field's validator is located at the field and says only what is allowed
         message = str(ctx.get("error", error["msg"]))
-        return [message if where == "(top level)" else f"{where}.{message}"]
+        if where == "(top level)":
+            return [message]
+        names_field = re.match(r"[A-Za-z_][\w.]*: ", message) is not None
+        return [f"{where}.{message}" if names_field else f"{where}: {message}"]
     bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
               "less_than_equal": "<="}
     if kind in bounds:

@@ -187,3 +187,12 @@ def test_a_scenario_pickles_as_validated_and_is_not_validated_again(monkeypatch)
     again = pickle.loads(pickle.dumps(scenario))
     assert again == scenario and type(again) is module.scenario_model()
     assert again.num_participants == scenario.num_participants == 10
+
+
+def test_a_field_validators_message_follows_the_field_after_a_colon():
+    """Issue 47 (11): a field's own validator said "network.subcarrier_spacing_hz.must be";
+    a section's validator, which names its field itself, still reads "section.field: ..."."""
+    (problem,) = [p for p in problems_of({"name": "s", "network": {"subcarrier_spacing_hz": 20e3}})
+                  if "subcarrier" in p]
+    assert problem.startswith("network.subcarrier_spacing_hz: must be 15e3, 30e3 or 60e3")
+    assert problem.endswith("got 20000")
