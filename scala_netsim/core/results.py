@@ -26,7 +26,6 @@ from scala_netsim.core.records import (
     EVENTS_CSV,
     GZIPPED,
     RECORD_FILES,
-    SCENARIO_YAML,
     SLIM_FILES,
     XZ,
     record_path,
@@ -150,19 +149,17 @@ def check_finished_run(folder: Path, summary: dict) -> None:
                               f"again, or run with --force")
 
 
+def learns_elsewhere(summary: dict) -> bool:
+    """Is the run re-timed (its learning another run's record) or timing-only (no learning),
+    so that a kept copy of it keeps only records.SLIM_FILES and
+    `python -m scala_netsim.tools.regenerate` writes its other files again? Its summary.json
+    says so: `retimed_from`, and `timing_only` (written by every timing-only run)."""
+    return bool(summary.get("retimed_from")) or summary.get("timing_only") is True
+
+
 def is_slim_kept(folder: Path, summary: dict) -> bool:
-    """Is `folder` a re-timed or timing-only run kept in git without its event tables
-    (records.SLIM_FILES: scala_netsim.tools.keep), whose other files
-    `python -m scala_netsim.tools.regenerate` writes again?"""
-    if record_path(folder, EVENTS_CSV).is_file():
-        return False
-    if summary.get("retimed_from"):
-        return True
-    try:
-        scenario = yaml.safe_load((Path(folder) / SCENARIO_YAML).read_text())
-    except (OSError, yaml.YAMLError):
-        return False
-    return isinstance(scenario, dict) and scenario.get("timing_only") is True
+    """Is `folder` such a run kept in git without its event tables (scala_netsim.tools.keep)?"""
+    return learns_elsewhere(summary) and not record_path(folder, EVENTS_CSV).is_file()
 
 
 def damaged_record(folder: Path, digests: dict, slim: bool = False) -> str | None:

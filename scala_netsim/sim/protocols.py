@@ -325,10 +325,12 @@ class ServerBlocksMixin:
     is dropped."""
 
     _blocks: _ServerBlocks | None = None
+    env: simpy.Environment
+    rules: RoundRules
 
-    def _open_blocks(self, env: simpy.Environment, selected: Sequence[int],
-                     sequential: bool) -> None:
-        self._blocks = _ServerBlocks(env, selected) if sequential else None
+    def _open_blocks(self, selected: Sequence[int]) -> None:
+        """The round's blocks, when its rules make the server take one client at a time."""
+        self._blocks = _ServerBlocks(self.env, selected) if self.rules.sequential_server else None
 
     def _left(self, k: int) -> None:
         if self._blocks is not None:
@@ -349,7 +351,7 @@ class PerClientSplitProtocol(ServerBlocksMixin, Protocol[PerClientSplitTrainer])
     sends_gradients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        self._open_blocks(self.env, selected, self.rules.sequential_server)
+        self._open_blocks(selected)
         return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:
@@ -417,7 +419,7 @@ class LocalLossProtocol(ServerBlocksMixin, Protocol[LocalLossTrainer]):
     pipelined_clients = True
 
     def round_processes(self, selected: Sequence[int]) -> list[simpy.Process]:
-        self._open_blocks(self.env, selected, self.rules.sequential_server)
+        self._open_blocks(selected)
         return [self._spawn(k, self._client(k)) for k in selected]
 
     def _client(self, k: int) -> Generator[simpy.Event, Any, None]:

@@ -33,8 +33,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-
 from scala_netsim.core.errors import Error
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
@@ -42,7 +40,6 @@ from scala_netsim.core.records import (
     FINISHED,
     KEPT_SUFFIXES,
     MODEL_PT,
-    SCENARIO_YAML,
     SLIM_FILES,
     SUMMARY_JSON,
     SWEEP_JSON,
@@ -53,6 +50,7 @@ from scala_netsim.core.results import (
     damaged_record,
     file_sha256,
     is_slim_kept,
+    learns_elsewhere,
     open_record,
     write_json,
 )
@@ -84,21 +82,11 @@ def table_name(name: str) -> str | None:
     return None
 
 
-def keeps_slim(run_dir: Path, summary: dict) -> bool:
-    """Is the run re-timed or timing-only, its learning in another run's record or none, so
-    that its event tables and figures come back from `python -m scala_netsim.tools.regenerate`
-    (kept: SLIM_FILES only)?"""
-    if summary.get("retimed_from"):
-        return True
-    scenario = yaml.safe_load((run_dir / SCENARIO_YAML).read_text())
-    return isinstance(scenario, dict) and scenario.get("timing_only") is True
-
-
 def kept_summary(run_dir: Path, summary: dict) -> dict:
     """summary.json as kept: for a slim run, with the digests of every file its run wrote
     (DIGESTED_FILES; a run written before clients.csv and cells.csv were digested gets theirs
     now), what its regeneration is checked against."""
-    if not keeps_slim(run_dir, summary):
+    if not learns_elsewhere(summary):
         return summary
     digests = dict(summary.get("files_sha256", {}))
     for name in DIGESTED_FILES:
@@ -111,7 +99,7 @@ def kept_summary(run_dir: Path, summary: dict) -> dict:
 def keep_run(run_dir: Path, target: Path) -> int:
     """Copy the finished run in `run_dir` to `target` (CSV tables compressed, LEFT_OUT left
     out), checking its record files against summary.json's digests first and the copy after;
-    a re-timed or timing-only run (`keeps_slim`) keeps only SLIM_FILES, its summary with the
+    a re-timed or timing-only run (`learns_elsewhere`) keeps only SLIM_FILES, its summary with the
     digests of every file it wrote (`kept_summary`). -> the bytes kept."""
     summary_path = run_dir / SUMMARY_JSON
     summary = json.loads(summary_path.read_text())
@@ -122,7 +110,7 @@ def keep_run(run_dir: Path, target: Path) -> int:
         raise KeepError(problem)
     if target.resolve() == run_dir.resolve():
         raise KeepError(f"{run_dir}: keeping a run into its own folder (keep it elsewhere)")
-    slim = keeps_slim(run_dir, summary)
+    slim = learns_elsewhere(summary)
     kept = kept_summary(run_dir, summary)
     if target.exists():
         shutil.rmtree(target)
