@@ -59,6 +59,23 @@ def _overlapping(frame: pd.DataFrame) -> np.ndarray:
     return np.unique(owner[1:][bad])
 
 
+def _clock_slack(moved: pd.DataFrame) -> np.ndarray:
+    """The relative error the clock's rounding puts in a transfer's recorded duration, and so
+    in a rate recorded as its bits over that duration (a network's link, whose rate may vary
+    during a transfer): the duration is the difference of two absolute times, each good to
+    half a unit in its last place and reached by sums that add a few more, so 4 units in the
+    last place of its end over its length. For a kilobyte model sent in 30 us, 600 s into a
+    run, that is 4e-9: above REL_TOL, yet no model error. A model error (a wrong gain, power,
+    band or SINR) moves a rate by a fraction of itself whatever the clock reads, so the bulk of
+    the transfers (milliseconds and more) still show it to 1e-9; what the slack admits is a
+    timing error of at most 4 units in the clock's last place. (The scenario refuses values
+    that would push the clock out of that resolution: network.backhaul.latency_s.)"""
+    t_end = moved["t_end_s"].to_numpy()
+    duration_s = t_end - moved["t_start_s"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(duration_s > 0, 4 * np.spacing(np.abs(t_end)) / duration_s, 0.0)
+
+
 def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.ndarray,
                       backhaul_s: np.ndarray | float = 0.0) -> int:
     """How many of the transfer events `moved` do not last attempts x payload bits / rate,
@@ -255,11 +272,13 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
         snr = (moved["tx_power_w"].to_numpy() * 10.0 ** (moved["gain_db"].to_numpy() / 10.0)
                / (radio.noise_psd_w_per_hz * bandwidth_hz))
         error = _relative_error(rate_bps, bandwidth_hz * np.log2(1.0 + snr))
+        tolerance = REL_TOL
         if "interference_dbm" in moved:      # a network: only the quiet ones at the SNR
-            problems.extend(_sinr_problems(moved, snr, rate_bps, bandwidth_hz))
+            tolerance = REL_TOL + _clock_slack(moved)   # its rates are bits over air time
+            problems.extend(_sinr_problems(moved, snr, rate_bps, bandwidth_hz, tolerance))
             error = np.where(moved["interference_dbm"].to_numpy() == -np.inf, error, 0.0)
-        if (error >= REL_TOL).any():
-            problems.append(f"events.csv: {int((error >= REL_TOL).sum())} transfers' rate_bps "
+        if (error >= tolerance).any():
+            problems.append(f"events.csv: {int((error >= tolerance).sum())} transfers' rate_bps "
                             f"is not bandwidth_hz log2(1 + tx_power_w 10^(gain_db/10) / (N0 "
                             f"bandwidth_hz)) (largest relative error {np.nanmax(error):.3g})")
     if band_hz is None:
@@ -280,10 +299,10 @@ def _backhaul_s(frame: pd.DataFrame) -> np.ndarray | float:
 
 
 def _sinr_problems(moved: pd.DataFrame, snr: np.ndarray, rate_bps: np.ndarray,
-                   bandwidth_hz: np.ndarray) -> list[str]:
+                   bandwidth_hz: np.ndarray, tolerance: np.ndarray) -> list[str]:
     """A network's transfers: the SINR is at most the SNR (at the recorded gain, power and
     sub-band), equal to it where nothing interfered, and the rate at most Shannon's at the
-    SNR."""
+    SNR (give or take `tolerance`, relative)."""
     problems = []
     snr_db = 10.0 * np.log10(snr)
     sinr_db = moved["sinr_db"].to_numpy()
@@ -294,7 +313,7 @@ def _sinr_problems(moved: pd.DataFrame, snr: np.ndarray, rate_bps: np.ndarray,
     if (np.abs(sinr_db - snr_db)[quiet] > 1e-9).any():
         problems.append("events.csv: transfers nothing interfered with have an sinr_db other "
                         "than their SNR")
-    if (rate_bps > bandwidth_hz * np.log2(1.0 + snr) * (1 + REL_TOL)).any():
+    if (rate_bps > bandwidth_hz * np.log2(1.0 + snr) * (1 + tolerance)).any():
         problems.append("events.csv: transfers faster than Shannon's rate at their SNR")
     return problems
 

@@ -1,10 +1,11 @@
 """The run's books: a real round passes every check, and each kind of corruption is caught."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from scala_netsim.core.events import events_frame
-from scala_netsim.runner.invariants import check_run
+from scala_netsim.runner.invariants import RadioSettings, check_radio, check_run
 from scala_netsim.runner.metrics import round_row
 from scala_netsim.sim.link import grants_frame, transfers_frame
 
@@ -107,3 +108,50 @@ def test_pipelined_clients_may_upload_while_computing(books):
     changed = (events, *books[1:])
     assert any("client 1: events overlap" in p for p in check(changed))
     assert not any("client 1" in p for p in check(changed, pipelined=True))
+
+
+# --- a network's rates: bits over air time -----------------------------------------------
+N0_W_PER_HZ = 10 ** ((-174 - 30) / 10)
+NETWORK_RADIO = RadioSettings(N0_W_PER_HZ, True, 0.0, np.array([1e9]))
+
+
+def network_transfer(t_start_s, payload_bytes, bandwidth_hz=7.2e6, gain_db=-90.0,
+                     power_w=0.2, rate_scale=1.0):
+    """One quiet uplink transfer as a network's link records it: its rate the payload's bits
+    over the air time, end minus start on the absolute clock."""
+    snr = power_w * 10 ** (gain_db / 10) / (N0_W_PER_HZ * bandwidth_hz)
+    rate = rate_scale * bandwidth_hz * np.log2(1 + snr)
+    t_end_s = t_start_s + 8.0 * payload_bytes / rate
+    return {"t_start_s": t_start_s, "t_end_s": t_end_s, "round": 1, "local_iter": -1,
+            "client_id": 0, "kind": "model_upload", "payload_bytes": payload_bytes,
+            "flops": 0.0, "bandwidth_hz": bandwidth_hz, "gain_db": gain_db,
+            "rate_bps": 8.0 * payload_bytes / (t_end_s - t_start_s), "attempts": 1,
+            "tx_power_w": power_w, "energy_j": power_w * (t_end_s - t_start_s),
+            "sinr_db": 10 * np.log10(snr), "interference_dbm": -np.inf, "backhaul_s": 0.0}
+
+
+def radio_problems(*rows):
+    events = pd.DataFrame(list(rows))
+    rounds = pd.DataFrame({"round": [1]})
+    return check_radio(events, rounds, {"uplink": 20e6, "downlink": 20e6}, NETWORK_RADIO,
+                       books_check_band=True)
+
+
+def test_a_networks_short_transfer_late_in_a_run_is_allowed_the_clocks_rounding():
+    """Issue 47: SCALA at S1 in a 7-site network sends its 1,280-byte client model in tens of
+    microseconds; 537 to 2,779 s into the run its rate, bits over end minus start, is good to
+    a few 1e-9 of itself, and the Shannon checks refused it (the run could not finish). They
+    now allow 4 units in the last place of the clock over the air time, no more."""
+    rng = np.random.default_rng(0)
+    quiet = [network_transfer(t0, int(size), gain_db=-60.0)
+             for t0, size in zip(rng.uniform(2100.0, 4000.0, 200), rng.integers(1200, 1400, 200),
+                                 strict=True)]
+    shannon = [network_transfer(0.0, r["payload_bytes"], gain_db=-60.0)["rate_bps"]
+               for r in quiet]
+    rate_error = np.abs(np.array([r["rate_bps"] for r in quiet]) / shannon - 1)
+    assert rate_error.max() > 1e-9           # what the old check refused
+    assert radio_problems(*quiet) == []
+    # a model error still shows: 1e-7 on a millisecond transfer, 1e-6 on the short ones
+    for fast in (network_transfer(2500.0, 2_000_000, rate_scale=1 + 1e-7),
+                 network_transfer(2500.0, 1280, gain_db=-60.0, rate_scale=1 + 1e-6)):
+        assert any("faster than Shannon" in p for p in radio_problems(*quiet, fast)), fast

@@ -192,3 +192,25 @@ def test_the_command_line_refuses_a_bad_layout_with_exit_2_and_writes_nothing(cl
     assert code == 2
     assert "network.layout.sites" in err and "1, 7 or 19" in err and "got 5" in err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_scala_at_s1_runs_to_its_end_in_a_network_however_short_its_transfers(tmp_path):
+    """Issue 47: SCALA split at S1 sends a 1,280-byte client model in tens of microseconds;
+    in a 7-site network, where a rate is bits over air time, such a transfer late in the run
+    carries the clock's rounding (a few 1e-9 of its rate) and the invariants stopped the run.
+    Timing-only, slow clients (so the clock runs far within 15 rounds): it finishes, and its
+    short transfers are as late and as short as the ones that stopped it."""
+    import scala_netsim as sn
+
+    scenario = sn.load_scenario("scenarios/split_points.yaml", {
+        "sweep": {"model.split": ["S1"], "seed": [0]}, "timing_only": True,
+        "network.pathloss": "3gpp_38901_uma", "network.layout": {**NETWORK["layout"]},
+        "compute.client_flops_per_s": [1e6, 1e7], "training.rounds": 15,
+        "data.num_clients": 30, "data.train_samples": 3000})
+    results = sn.run(scenario, out=tmp_path, echo=False)
+    assert results.summary["status"].tolist() == ["completed"]
+    events = results.events
+    models = events[events.kind == "model_upload"]
+    short = models[(models.t_end_s - models.t_start_s) < 1e-4]
+    assert len(short) and short.t_end_s.max() > 2048.0     # where the clock's unit is 4.5e-13 s
