@@ -74,7 +74,12 @@ def drop_uniform_in_hexagons(n: int, sites: np.ndarray, isd_m: float, min_distan
                              rng: np.random.Generator) -> np.ndarray:
     """(n, 2) points uniform over the union of the sites' hexagonal cells (each cell the
     points nearer its site than any other: a hexagon of inradius isd/2), none closer than
-    min_distance_m to a site. Drawn by rejection in each point's uniformly chosen cell."""
+    min_distance_m to a site. Drawn by rejection in each point's uniformly chosen cell, which
+    takes at least 9 % of the draws while the circle of min_distance_m fits in the hexagon
+    (min_distance_m < isd_m / 2); refused otherwise (it might never end)."""
+    if not min_distance_m < isd_m / 2:
+        raise ValueError(f"layout.isd_m: must be > 2 x min_distance_m = {2 * min_distance_m:g} "
+                         f"m, got {isd_m:g}")
     out = np.empty((n, 2))
     circumradius = isd_m / SQRT3
     filled = 0

@@ -17,6 +17,22 @@ from pydantic_core import PydanticCustomError
 
 import channel
 from scala_netsim.algorithms.config import Strict
+from scala_netsim.config.ranges import (
+    BACKHAUL_LATENCY,
+    BAND,
+    BIT_RATE,
+    BS_POWER,
+    CARRIER,
+    CLIENT_POWER,
+    DISTANCE,
+    ENERGY_COEFFICIENT,
+    FLOPS,
+    HEIGHT,
+    K_FACTOR,
+    NOISE_PSD,
+    P0,
+    SHADOWING,
+)
 from scala_netsim.core.catalog import ARCHS, CODECS, MODEL_CODECS, SPLITS
 
 DATASET_CLASSES = {"fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10}
@@ -126,7 +142,7 @@ class LinkConfig(Strict):
     outage) or fixed_rate (target_rate_bps; an attempt below capacity fails, ARQ repeats it up
     to max_attempts in all)."""
     mode: LinkMode = "adaptive"
-    target_rate_bps: float | None = Field(default=None, gt=0)
+    target_rate_bps: Annotated[float, BIT_RATE] | None = None
     max_attempts: int = Field(default=4, ge=1)
 
     @model_validator(mode="after")
@@ -143,7 +159,7 @@ class FadingConfig(Strict):
     """Small-scale block fading (channel.fading): |h|^2 per client and direction, drawn per
     round or per transfer from the `fading` seed stream."""
     kind: FadingKind = "none"
-    k_factor_db: float | None = None      # Rician K factor (line of sight over scattered power)
+    k_factor_db: Annotated[float, K_FACTOR] | None = None   # Rician K (line of sight / scattered)
     coherence: Literal["round", "transfer"] = "round"
 
     @model_validator(mode="after")
@@ -157,6 +173,10 @@ class FadingConfig(Strict):
         return self
 
 
+#: the layout keys every scenario.yaml since the layout came in writes (downtilt_deg came later)
+WRITTEN_LAYOUT_KEYS = {"sites", "isd_m", "sectors", "wraparound"}
+
+
 class LayoutConfig(Strict):
     """Where the base stations stand. `single`: the paper's one cell of `radius_m` (no blocks,
     no neighbours). `hexagonal`: 1, 7 or 19 sites `isd_m` apart, each of 1 or 3 sectors (38.901
@@ -166,7 +186,7 @@ class LayoutConfig(Strict):
 
     kind: Literal["single", "hexagonal"] = "single"
     sites: Literal[1, 7, 19] = 7
-    isd_m: float = Field(default=500.0, gt=0)
+    isd_m: Annotated[float, DISTANCE] = 500.0
     sectors: Literal[1, 3] = 3
     wraparound: bool = True
     #: the sectors' downtilt below the horizon (38.901 theta_tilt = 90 + this): each link's
@@ -174,12 +194,34 @@ class LayoutConfig(Strict):
     #: horizon of the element)
     downtilt_deg: float | None = Field(default=None, ge=0, le=90)
 
+    @model_validator(mode="after")
+    def _keys_the_kind_reads(self) -> LayoutConfig:
+        """A key the kind ignores is refused, not run without a word (`--set
+        network.layout.sites=7` alone would run the paper's one cell). A run's scenario.yaml
+        writes every key, those the kind ignores at their defaults: read back, it stands."""
+        fields = type(self).model_fields
+        given = [k for k in fields if k != "kind" and k in self.model_fields_set]
+        written = set(given) >= WRITTEN_LAYOUT_KEYS
+
+        def ignored(key: str) -> bool:
+            return key in given and not (written and getattr(self, key) == fields[key].default)
+
+        if self.kind == "single" and (keys := [k for k in given if ignored(k)]):
+            key = keys[0]
+            what = {"isd_m": "inter-site distance", "downtilt_deg": "downtilt"}.get(key, key)
+            raise ValueError(f"{key}: the single layout (the paper's one cell of radius_m) has "
+                             f"no {what}; set network.layout.kind: hexagonal, or leave {key} out")
+        if self.kind == "hexagonal" and self.sites == 1 and ignored("wraparound"):
+            raise ValueError("wraparound: one site has no neighbours to wrap around; leave it "
+                             "out or set sites: 7 or 19")
+        return self
+
 
 class PowerControlConfig(Strict):
     """Uplink open-loop power control (TS 38.213 7.1.1): P = min(client_tx_power_w,
     P0 + 10 log10(M_RB) + alpha PL) with PL the client's coupling loss to its serving cell."""
 
-    p0_dbm: float = -80.0
+    p0_dbm: Annotated[float, P0] = -80.0
     alpha: float = Field(default=0.8, ge=0, le=1)
 
 
@@ -187,32 +229,32 @@ class BackhaulConfig(Strict):
     """Each cell's link to the one server behind all cells: a latency and a bandwidth shared
     equally by the cell's transfers crossing it at the same time (per direction)."""
 
-    latency_s: float = Field(default=0.001, ge=0)
-    bandwidth_bps: float = Field(default=1e9, gt=0)
+    latency_s: Annotated[float, BACKHAUL_LATENCY] = 0.001
+    bandwidth_bps: Annotated[float, BIT_RATE] = 1e9
 
 
 class NetworkConfig(Strict):
-    radius_m: float = Field(default=500.0, gt=0)
+    radius_m: Annotated[float, DISTANCE] = 500.0
     min_distance_m: float = Field(default=35.0, ge=0)
     # a name in channel.PATHLOSS_MODELS, read when a scenario is validated (so a model
     # registered after this module is imported, by a plugin or a script, is accepted)
     pathloss: str = "3gpp_36814_macro"
-    carrier_frequency_hz: float = Field(default=2e9, gt=0)
+    carrier_frequency_hz: Annotated[float, CARRIER] = 2e9
     # the 3GPP TR 38.901 models' geometry and buildings (the 36.814 model reads none of them):
     # base-station height (None: the scenario's, UMa 25 m, UMi 10 m), client height, the share
     # of clients indoors and their buildings' O2I loss model
-    bs_height_m: float | None = Field(default=None, gt=0)
-    ut_height_m: float = Field(default=1.5, gt=0)
+    bs_height_m: Annotated[float, HEIGHT] | None = None
+    ut_height_m: Annotated[float, HEIGHT] = 1.5
     indoor_share: float = Field(default=0.8, ge=0, le=1)
     o2i: Literal["low_loss", "high_loss"] = "low_loss"
-    uplink_bandwidth_hz: float = Field(default=20e6, gt=0)
-    downlink_bandwidth_hz: float = Field(default=20e6, gt=0)
-    client_tx_power_w: float = Field(default=0.2, gt=0)
-    bs_tx_power_w: float = Field(default=1.0, gt=0)
-    noise_psd_dbm_per_hz: float = -174.0
+    uplink_bandwidth_hz: Annotated[float, BAND] = 20e6
+    downlink_bandwidth_hz: Annotated[float, BAND] = 20e6
+    client_tx_power_w: Annotated[float, CLIENT_POWER] = 0.2
+    bs_tx_power_w: Annotated[float, BS_POWER] = 1.0
+    noise_psd_dbm_per_hz: Annotated[float, NOISE_PSD] = -174.0
     # log-normal shadowing (dB) added to each client's path loss, drawn once at the drop
     # (3GPP TR 36.814 Table A.2.1.1.2-3: 8 dB in the macro cell); 0 = none
-    shadowing_std_db: float = Field(default=0.0, ge=0)
+    shadowing_std_db: Annotated[float, SHADOWING] = 0.0
     #: a hexagonal layout: the correlation of a client's shadowing on its links to two sites
     #: (0: independent; 3GPP TR 36.814 takes 0.5)
     shadowing_site_correlation: float = Field(default=0.0, ge=0, le=1)
@@ -310,19 +352,25 @@ class NetworkConfig(Strict):
         return self
 
     @model_validator(mode="after")
-    def _radius_above_min_distance(self) -> NetworkConfig:
-        if self.radius_m <= self.min_distance_m:
+    def _room_beyond_min_distance(self) -> NetworkConfig:
+        if self.layout.kind == "single" and self.radius_m <= self.min_distance_m:
             raise ValueError(f"radius_m: must be > min_distance_m ({self.min_distance_m}), "
                              f"got {self.radius_m}")
+        # a site's hexagon must hold its exclusion circle (inradius isd/2): else the clients'
+        # drop, by rejection, finds few points or none and never ends
+        if self.layout.kind == "hexagonal" and self.layout.isd_m <= 2 * self.min_distance_m:
+            raise ValueError(f"layout.isd_m: must be > 2 x min_distance_m = "
+                             f"{2 * self.min_distance_m:g} m (each site's hexagon, of inradius "
+                             f"isd_m / 2, must hold the circle no client is dropped in), got "
+                             f"{self.layout.isd_m:g}")
         return self
 
 
 class ComputeConfig(Strict):
-    client_flops_per_s: tuple[Annotated[float, Field(gt=0)],
-                              Annotated[float, Field(gt=0)]] = (1e9, 1e10)
-    server_flops_per_s: float = Field(default=1e13, gt=0)
+    client_flops_per_s: tuple[Annotated[float, FLOPS], Annotated[float, FLOPS]] = (1e9, 1e10)
+    server_flops_per_s: Annotated[float, FLOPS] = 1e13
     # kappa of the CMOS energy model E = kappa FLOPs f^2, J s^2 per FLOP^3 (channel.energy)
-    energy_coefficient: float = Field(default=1e-28, ge=0)
+    energy_coefficient: Annotated[float, ENERGY_COEFFICIENT] = 1e-28
 
     @model_validator(mode="after")
     def _range_ordered(self) -> ComputeConfig:

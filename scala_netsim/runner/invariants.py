@@ -272,7 +272,7 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
         snr = (moved["tx_power_w"].to_numpy() * 10.0 ** (moved["gain_db"].to_numpy() / 10.0)
                / (radio.noise_psd_w_per_hz * bandwidth_hz))
         error = _relative_error(rate_bps, bandwidth_hz * np.log2(1.0 + snr))
-        tolerance = REL_TOL
+        tolerance: np.ndarray | float = REL_TOL
         if "interference_dbm" in moved:      # a network: only the quiet ones at the SNR
             tolerance = REL_TOL + _clock_slack(moved)   # its rates are bits over air time
             problems.extend(_sinr_problems(moved, snr, rate_bps, bandwidth_hz, tolerance))
@@ -299,7 +299,7 @@ def _backhaul_s(frame: pd.DataFrame) -> np.ndarray | float:
 
 
 def _sinr_problems(moved: pd.DataFrame, snr: np.ndarray, rate_bps: np.ndarray,
-                   bandwidth_hz: np.ndarray, tolerance: np.ndarray) -> list[str]:
+                   bandwidth_hz: np.ndarray, tolerance: np.ndarray | float) -> list[str]:
     """A network's transfers: the SINR is at most the SNR (at the recorded gain, power and
     sub-band), equal to it where nothing interfered, and the rate at most Shannon's at the
     SNR (give or take `tolerance`, relative)."""

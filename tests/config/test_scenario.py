@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from scala_netsim.config.documents import ScenarioError, apply_overrides
-from scala_netsim.config.scenario import load_scenario, validate_scenario
+from scala_netsim.config.scenario import load_scenario, scenario_yaml, validate_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(ROOT.joinpath("scenarios").glob("*.yaml"))
@@ -42,8 +42,9 @@ def test_every_problem_is_reported_together_with_field_and_value():
         "algorithms": ["scala", "fedsgd"],
     })
     text = "\n".join(problems)
-    assert "network.uplink_bandwidth_hz: must be > 0.0, got -5" in text
-    assert "network.client_tx_power_w: must be > 0.0, got 0" in text
+    assert ("network.uplink_bandwidth_hz: must be from 1000 to 1e10 (Hz; 20 MHz is 20e6), "
+            "got -5") in text
+    assert "network.client_tx_power_w: must be from 1e-6 to 10 (W; 23 dBm is 0.2 W), got 0" in text
     assert "training.participation: must be <= 1.0, got 1.5" in text
     assert "training.rounds:" in text and "'many'" in text
     assert "algorithms.1: must be one of 'scala', 'scala_pe', 'ca_sfl'," in text
@@ -98,7 +99,9 @@ def test_unknown_key_suggests_the_close_match():
     ({"network": {"radius_m": 30}}, "network.radius_m: must be > min_distance_m (35.0), got 30.0"),
     ({"compute": {"client_flops_per_s": [5e9, 1e9]}},
      "compute.client_flops_per_s: must be [min, max] with min <= max"),
-    ({"compute": {"server_flops_per_s": -1}}, "compute.server_flops_per_s: must be > 0.0, got -1"),
+    ({"compute": {"server_flops_per_s": -1}},
+     "compute.server_flops_per_s: must be from 1000 to 1e19 (FLOP/s; a phone's 1 TFLOP/s is "
+     "1e12), got -1"),
     ({"training": {"batch_size": 5}},
      "training.batch_size: must be >= the number of participating clients (10), got 5"),
     ({"model": {"split": "S7"}},
@@ -196,3 +199,18 @@ def test_a_field_validators_message_follows_the_field_after_a_colon():
                   if "subcarrier" in p]
     assert problem.startswith("network.subcarrier_spacing_hz: must be 15e3, 30e3 or 60e3")
     assert problem.endswith("got 20000")
+
+
+@pytest.mark.parametrize("layout", [{"kind": "single"},
+                                    {"kind": "hexagonal", "sites": 1, "sectors": 3}])
+def test_a_written_scenario_reads_back_whatever_its_layout_ignores(layout):
+    """Issue 47 (9): a layout key the kind ignores is refused as input, but a run's
+    scenario.yaml writes every key, at its default where the kind ignores it, and must read
+    back (87 kept runs of the single layout write sites: 7, isd_m: 500, ...)."""
+    scenario = validate_scenario({"name": "x", "network": {"layout": layout}})
+    written = yaml.safe_load(scenario_yaml(scenario))
+    assert validate_scenario(written) == scenario
+    if layout["kind"] == "single":
+        written["network"]["layout"]["sites"] = 19        # not what a run writes
+        with pytest.raises(ScenarioError, match="network.layout.sites: the single layout"):
+            validate_scenario(written)

@@ -95,7 +95,7 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
 @pytest.mark.parametrize("args, message", [
     (["scenarios/missing.yaml"], "scenario file not found"),
     (["scenarios/quickstart.yaml", "--set", "network.uplink_bandwidth_hz=-5"],
-     "network.uplink_bandwidth_hz: must be > 0.0, got -5"),
+     "network.uplink_bandwidth_hz: must be from 1000 to 1e10 (Hz; 20 MHz is 20e6), got -5"),
     (["scenarios/quickstart.yaml", "--set", "training.rounds"], "expected dotted.key=value"),
     (["scenarios/quickstart.yaml", "--set", "training.rounds=[1"],
      "--set training.rounds: value '[1' is not valid YAML"),
@@ -115,6 +115,34 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
       "training.participation=0.01"],
      "data.num_clients: 800 clients on 500 training samples leave 300 client(s) without a "
      "sample under the iid partition"),
+    # issue 47: physical keys have plausible ranges and say their unit (8); a geometry whose
+    # drop never ends (7), a layout key the kind ignores (9), a clock pushed past its
+    # resolution (2) are refused
+    (["scenarios/quickstart.yaml", "--set", "network.noise_psd_dbm_per_hz=10"],
+     "network.noise_psd_dbm_per_hz: must be from -200 to -130 (dBm/Hz; thermal noise at 290 K "
+     "is -174), got 10"),
+    (["scenarios/quickstart.yaml", "--set", "network.client_tx_power_w=23"],
+     "network.client_tx_power_w: must be from 1e-6 to 10 (W; 23 dBm is 0.2 W), got 23"),
+    (["scenarios/quickstart.yaml", "--set", "network.carrier_frequency_hz=3.5"],
+     "network.carrier_frequency_hz: must be from 1e8 to 1e11 (Hz; 3.5 GHz is 3.5e9), got 3.5"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal, isd_m: 60}",
+      "--set", "network.power_control={p0_dbm: 100}"],
+     "network.power_control.p0_dbm: must be from -202 to 24 (dBm; TS 38.331's "
+     "p0-NominalWithGrant range), got 100"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal, isd_m: 60}"],
+     "network.layout.isd_m: must be > 2 x min_distance_m = 70 m"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout.sites=7"],
+     "network.layout.sites: the single layout (the paper's one cell of radius_m) has no sites; "
+     "set network.layout.kind: hexagonal, or leave sites out"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: single, downtilt_deg: 6}"],
+     "network.layout.downtilt_deg: the single layout (the paper's one cell of radius_m) has no "
+     "downtilt"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal, sites: 1, "
+      "wraparound: true}"], "network.layout.wraparound: one site has no neighbours"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
+      "network.backhaul={latency_s: 1e9}"],
+     "network.backhaul.latency_s: must be from 0 to 1 (s, one way; a geostationary satellite "
+     "hop is 0.27), got 1e9"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"
