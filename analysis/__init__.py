@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from scala_netsim.core.records import ROUNDS_CSV, record_path
-from scala_netsim.core.results import read_csv
+from scala_netsim.core.records import ROUNDS_CSV
+from scala_netsim.core.results import read_record
 
 
 def read_rounds(run_dir: Path | str) -> pd.DataFrame:
     """A run folder's rounds.csv; a timing-only run's (no test_acc column) gets test_acc NaN."""
-    rounds = read_csv(record_path(run_dir, ROUNDS_CSV))
+    rounds = read_record(run_dir, ROUNDS_CSV)
     if "test_acc" not in rounds.columns:
         rounds["test_acc"] = float("nan")
     return rounds

@@ -12,13 +12,13 @@ import pandas as pd
 
 from analysis import accuracy_of, read_rounds
 from scala_netsim.core.records import (
+    ATTACK_JSON,
     CLIENTS_CSV,
     COMPARISON_CSV,
     DEMANDS_CSV,
     SUMMARY_JSON,
-    record_path,
 )
-from scala_netsim.core.results import check_finished_run, read_summary, write_csv
+from scala_netsim.core.results import check_finished_run, read_record, read_summary, write_csv
 
 #: the scores of attack.json (scala_netsim.learn.privacy.Reconstruction's fields)
 ATTACK_METRICS = ("mse", "ssim", "psnr_db")
@@ -96,9 +96,8 @@ def class_losses(folder: Path | str, rounds: pd.DataFrame
     if not columns:
         return np.zeros(len(accuracy_columns)), accuracy
     folder = Path(folder)
-    labels = pd.read_csv(record_path(folder, CLIENTS_CSV)).set_index("client_id")
-    selected_ids = pd.read_csv(record_path(folder, DEMANDS_CSV),
-                               usecols=["client_id"])["client_id"]
+    labels = read_record(folder, CLIENTS_CSV).set_index("client_id")
+    selected_ids = read_record(folder, DEMANDS_CSV, usecols=["client_id"])["client_id"]
     classes = [c.removeprefix("contrib_") for c in columns]
     selected = labels.loc[selected_ids, classes].to_numpy().sum(0).astype(float)
     aggregated = rounds[columns].to_numpy().sum(0)
@@ -143,7 +142,7 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
     final = rounds.dropna(subset=["test_acc"])
     row["worst_class_acc"] = (float(final[classes].iloc[-1].min()) if classes and len(final)
                               else float("nan"))
-    attack = Path(folder) / "attack.json"
+    attack = Path(folder) / ATTACK_JSON
     if attack.is_file():   # the model-inversion attack on the run (scala_netsim.tools.attack)
         scores = json.loads(attack.read_text())
         row.update({f"attack_{name}": scores[name]["mean"] for name in ATTACK_METRICS})
@@ -163,7 +162,7 @@ def asynchronous_figures(folder: Path | str, summary: dict, rounds: pd.DataFrame
     of every update the server took (rounds.csv's contrib_label_<c>, summed over the
     versions) and that of the training set (clients.csv)."""
     figures = {k: summary[k] for k in ASYNC_SUMMARY}
-    clients = pd.read_csv(record_path(folder, CLIENTS_CSV))
+    clients = read_record(folder, CLIENTS_CSV)
     labels = sorted(str(c) for c in clients if str(c).startswith("label_"))
     taken = rounds[[f"contrib_{c}" for c in labels]].sum().to_numpy(dtype=float)
     data = clients[labels].sum().to_numpy(dtype=float)

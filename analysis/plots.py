@@ -21,7 +21,7 @@ from analysis import read_rounds  # noqa: E402
 from analysis.figures import accuracy_figure  # noqa: E402
 from analysis.runs import load_runs, setting_keys  # noqa: E402
 from analysis.style import round_axis, time_unit  # noqa: E402
-from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV, record_path
+from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV, RUN_FIGURES, record_path
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
@@ -51,8 +51,7 @@ def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     evaluated = rounds.dropna(subset=["test_acc"])
     unit_s, t_label = time_unit(float(rounds["sim_time_s"].max()))
     t = evaluated["sim_time_s"] / unit_s
-    written = [run_dir / "accuracy_vs_time.png", run_dir / "accuracy_vs_rounds.png",
-               run_dir / "latency_breakdown.png"]
+    written = [run_dir / name for name in RUN_FIGURES]   # time, rounds, latency breakdown
     if len(evaluated):   # (a timing-only run evaluates nothing: no accuracy figures)
         _accuracy_figure(t, evaluated["test_acc"], t_label, title, written[0])
         _accuracy_figure(evaluated["round"], evaluated["test_acc"], "global round", title,

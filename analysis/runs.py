@@ -17,8 +17,8 @@ import pandas as pd  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
 from scala_netsim.core.errors import Error
-from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON, record_path
-from scala_netsim.core.results import read_written_yaml  # noqa: E402
+from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.results import read_record, read_summary, read_written_yaml  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9
 
@@ -43,7 +43,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
     for folder in folders:
         if not (folder / SUMMARY_JSON).is_file():
             continue  # a cell not run (yet)
-        summary = json.loads((folder / SUMMARY_JSON).read_text())
+        summary = read_summary(folder / SUMMARY_JSON)
         scenario = read_written_yaml(folder / SCENARIO_YAML)
         rounds = read_rounds(folder)
         row = run_row(scenario_dir, folder, summary, rounds, targets)
@@ -54,7 +54,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
             if key in row:
                 row[key] = _hashable(row[key])
         done = max(int(summary["rounds"]), 1)
-        events = pd.read_csv(record_path(folder, EVENTS_CSV), usecols=["kind", "payload_bytes"])
+        events = read_record(folder, EVENTS_CSV, usecols=["kind", "payload_bytes"])
         by_kind = events.groupby("kind")["payload_bytes"].sum()
         row.update({
             "local_iters": scenario["training"]["local_iters"],

@@ -43,9 +43,8 @@ from scala_netsim.core.records import (
     ROUNDS_CSV,
     SUMMARY_JSON,
     SWEEP_JSON,
-    record_path,
 )
-from scala_netsim.core.results import read_csv
+from scala_netsim.core.results import read_record, read_summary
 
 if TYPE_CHECKING:
     import torch
@@ -88,6 +87,7 @@ class Options:
     ray_cpus_per_cell: int = 1
     retime: bool = True           # re-time cells that differ only in network.*/compute.*
     retime_from: Path | None = None   # re-time from the finished runs here where they match
+    retime_only: bool = False     # with retime_from: train no cell (refuse what would train)
     progress: bool = False        # a progress bar per trained run (one after another)
     force: bool = False           # rerun finished runs from scratch
     figures: bool = False         # draw each run's and the comparison's figures at the end
@@ -102,25 +102,29 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
         jobs: int = 1, executor: str = "local", retime: bool = True, progress: bool = False,
         force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
         ray_address: str | None = None, ray_cpus_per_cell: int = 1,
-        retime_from: str | Path | None = None, drop_checkpoints: bool = False,
-        estimate: bool = True) -> Results:
+        retime_from: str | Path | None = None, retime_only: bool = False,
+        drop_checkpoints: bool = False, estimate: bool = True) -> Results:
     """Run every cell of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
     write the study's comparison.csv; finished runs are skipped and interrupted ones resume
     (unless `force`). The keywords are the command line's flags (`retime_from`: re-time
-    from the finished runs in that folder where they learn the same). -> the Results of
-    OUT/<scenario>/."""
+    from the finished runs in that folder where they learn the same; `retime_only`: and
+    train nothing). -> the Results of OUT/<scenario>/."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     options = Options(jobs=jobs, executor=executor, ray_address=ray_address,
                       ray_cpus_per_cell=ray_cpus_per_cell, retime=retime,
                       retime_from=None if retime_from is None else Path(retime_from),
-                      progress=progress, force=force, figures=figures, report=report,
-                      echo=echo, drop_checkpoints=drop_checkpoints, estimate=estimate)
+                      retime_only=retime_only, progress=progress, force=force,
+                      figures=figures, report=report, echo=echo,
+                      drop_checkpoints=drop_checkpoints, estimate=estimate)
     for name, value in (("jobs", jobs), ("ray_cpus_per_cell", ray_cpus_per_cell)):
         if value < 1:
             raise RefusedError(f"{name}: must be a whole number >= 1, got {value}")
     if executor not in ("local", "ray"):
         raise RefusedError(f"executor: allowed: local, ray; got {executor!r}")
+    if retime_only and (retime_from is None or not retime):
+        raise RefusedError("retime_only: re-times from the runs of retime_from, with retime "
+                           "on; give retime_from")
     return run_scenario(scenario, Path(out), options)
 
 
@@ -207,7 +211,8 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     each cell's state by folder: new, partial, finished), printing the plan; RefusedError where
     a folder holds a run of another scenario."""
     from scala_netsim.runner.world import describe
-    from scala_netsim.tools.sweep import cell_state, kept_runs, plan_retiming, swept_values
+    from scala_netsim.tools.retime_from import kept_runs, matching_report
+    from scala_netsim.tools.sweep import cell_state, plan_retiming, swept_values
 
     # by folder: swept values may be lists, which cannot be dictionary keys
     states = {c.folder: ("new" if options.force else cell_state(c)) for c in cells}
@@ -220,8 +225,12 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
                            f"--out")
     todo = [c for c in cells if states[c.folder] != "finished"]
     kept = kept_runs(options.retime_from) if options.retime and options.retime_from else None
-    plan = plan_retiming(cells, states, kept) if options.retime else {}
+    plan = plan_retiming(cells, states, kept.runs if kept else None) if options.retime else {}
     trained = [c for c in todo if c.folder not in plan]
+    matched, untrained = matching_report(todo, plan, kept) if kept else ([], [])
+    if options.retime_only and untrained:
+        raise RefusedError("--retime-only: these cells match no run to re-time from and "
+                           "would be trained; nothing was run:\n" + "\n".join(matched))
     if not options.echo:
         return todo, plan, states
     from scala_netsim.runner.checkpoints import saved_round
@@ -241,6 +250,8 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     if plan:
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
+    for line in matched:
+        print(line)
     from scala_netsim.runner.estimate import estimate_line
 
     print(estimate_line(scenario, todo, trained, resumed, dataset, device,
@@ -271,7 +282,7 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
     """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
     from the cell `plan` maps each to (training any that cannot be re-timed)."""
     from scala_netsim.runner.replay import RecordError, TimelineDiverged
-    from scala_netsim.tools.sweep import run_cell, run_in_processes, run_on_ray
+    from scala_netsim.tools.sweep import finished_line, run_cell, run_in_processes, run_on_ray
 
     def resume_of(cell: SweepCell) -> bool:
         return states[cell.folder] == "partial"
@@ -290,7 +301,7 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
     def report(cell: SweepCell, summary: dict) -> None:
         if options.drop_checkpoints and str(summary.get("status", "")).startswith(FINISHED):
             (cell.folder / CHECKPOINT_PT).unlink(missing_ok=True)   # (it only resumes a run)
-        say(run_line(cell.label, summary))
+        say(finished_line(cell.label, summary))
         bar.update()
 
     def started(cell: SweepCell) -> None:
@@ -306,33 +317,24 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
         for cell in trained:
             report(cell, run_one(cell, device, options.progress, resume_of(cell)))
     bar.close()
+    refused: list[str] = []
     for cell in retimed:
         source = plan[cell.folder]
         try:
             summary = run_cell(cell, str(device), source=source.resolve(),
                                retimed_from=os.path.relpath(source, out))
         except (RecordError, TimelineDiverged) as exc:
+            if options.retime_only:
+                refused.append(f"  {cell.label}: not re-timed from {source}: {exc}")
+                continue
             if options.echo:
                 print(f"{cell.label}: not re-timed from {source}: {exc}; training it for "
                       f"real", flush=True)
             summary = run_one(cell, device, options.progress)
         report(cell, summary)
-
-
-def run_line(label: str, summary: dict) -> str:
-    """The line the CLI prints for a finished run."""
-    from scala_netsim.runner.estimate import format_duration
-
-    how = "re-timed" if summary.get("retimed_from") else summary["status"]
-    accuracy = ("timing only" if summary.get("timing_only") else
-                f"best accuracy {summary['best_acc']:.2%} (round {summary['best_round']}), "
-                f"final {summary['final_acc']:.2%}")
-    drops = ("" if "dropped_fraction" not in summary else
-             f", {summary['dropped_fraction']:.1%} of selected clients dropped (label bias "
-             f"TV {summary['label_bias_tv']:.3f})")
-    return (f"{label}: {how}, {accuracy}, simulated "
-            f"time {format_duration(summary['total_sim_time_s'])}{drops}, wall time "
-            f"{format_duration(summary['wall_time_s'])}")
+    if refused:
+        raise RefusedError("--retime-only: these cells could not be re-timed and were not "
+                           "trained (the others are done):\n" + "\n".join(refused))
 
 
 def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
@@ -398,7 +400,7 @@ class Results:
     def runs(self) -> list[RunResult]:
         found = []
         for path in sorted(self.folder.rglob(SUMMARY_JSON)):
-            summary = json.loads(path.read_text())
+            summary = read_summary(path)
             found.append(RunResult(path.parent, summary["algorithm"],
                                    summary.get("setting", {}), summary["seed"], summary))
         return found
@@ -414,7 +416,7 @@ class Results:
         """Every run's `name` file, one frame: algorithm, the swept keys and seed first."""
         frames = []
         for r in self.runs:
-            frame = read_csv(record_path(r.folder, name))
+            frame = read_record(r.folder, name)
             keys = {"algorithm": r.algorithm, **{k: str(v) if isinstance(v, (list, dict))
                                                  else v for k, v in r.setting.items()},
                     "seed": r.seed}

@@ -57,6 +57,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "compute.*, the name and the device) match a finished training "
                              "under DIR (another study's results or its kept records) from "
                              "that run, training none of them")
+    parser.add_argument("--retime-only", action="store_true", help="with --retime-from: "
+                        "train nothing; refuse, before anything runs, a cell matching no run")
     parser.add_argument("--retime", choices=("on", "off"), default="on",
                         help="on (default): of the cells that differ only in network.* and "
                              "compute.*, train one per algorithm and learning settings and "
@@ -92,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.retime_from is not None and not args.retime_from.is_dir():
         return fail(f"--retime-from: {args.retime_from} is not a folder (a study's results, "
                     f"or its kept records)")
+    if args.retime_only and (args.retime_from is None or args.retime == "off"):
+        return fail("--retime-only: re-times from the runs of --retime-from (with --retime on); "
+                    "give --retime-from DIR")
     overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else []) + (
         ["timing_only=true"] if args.timing_only else [])
     try:
@@ -120,7 +125,7 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
 
     options = Options(jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
                       ray_cpus_per_cell=args.ray_cpus_per_cell, retime=args.retime == "on",
-                      retime_from=args.retime_from,
+                      retime_from=args.retime_from, retime_only=args.retime_only,
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report,
                       drop_checkpoints=args.drop_checkpoints, estimate=not args.no_estimate)

@@ -7,7 +7,9 @@ with the same files, timed under the new cell, its summary.json naming RUN_DIR i
 `retimed_from` (relative to DIR). Only network.* and compute.* may change. Where the new
 timeline changes what would be learned (SplitFedV2's or SFL with local loss's server steps in
 another order), the run is trained for real into DIR instead, and this says so. Exit status:
-0 done, 2 bad input (RUN_DIR not a finished run, damaged, a --set outside network/compute).
+0 done, 2 bad input (RUN_DIR not a finished run, damaged, a --set outside network/compute;
+an --out that holds a run, without --force). A re-timing trains nothing, so it runs on any
+machine whatever the record was trained on; --device matters only for a run trained for real.
 """
 
 from __future__ import annotations
@@ -31,9 +33,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         metavar="dotted.key=value",
                         help="a network.* or compute.* value, e.g. "
                              "--set network.uplink_bandwidth_hz=5e6 (repeatable; YAML values)")
-    parser.add_argument("--out", required=True, help="the run folder to write")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
-                        help="device if the run must be trained for real (default: the run's)")
+    parser.add_argument("--out", required=True,
+                        help="the run folder to write (one that holds a run is refused; see "
+                             "--force)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the run that --out holds (all its files)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="device if the run must be trained for real, which a re-timing "
+                             "never does (default auto: cuda when present; the record's own "
+                             "device, which may be a GPU, does not matter)")
     return parser.parse_args(argv)
 
 
@@ -74,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--out: must not be the run folder being re-timed")
     if problem := check_writable(out):
         return fail(problem)
+    from scala_netsim.core.results import remove_run_files, run_files
+
+    if (earlier := run_files(out)) and not args.force:
+        names = ", ".join(p.name for p in earlier[:4]) + (", ..." if len(earlier) > 4 else "")
+        return fail(f"--out: {out} holds a run ({names}); choose another folder, or --force "
+                    f"to replace it")
+    remove_run_files(out)   # (--force: nothing of the earlier run stays beside the new one)
 
     import torch
 
@@ -82,11 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     from scala_netsim.runner.estimate import format_duration
     from scala_netsim.tools.sweep import SweepCell, get_dotted, run_cell
 
-    wanted = args.device or record.summary.get("device", "cpu")
+    wanted = args.device
     device = ("cuda" if wanted == "auto" and torch.cuda.is_available()
               else "cpu" if wanted == "auto" else wanted)
     if device == "cuda" and not torch.cuda.is_available():
-        return fail(f"device: {wanted!r} was asked for but no CUDA GPU is available")
+        return fail("--device: 'cuda' was asked for but no CUDA GPU is available")
     resolved = scenario.model_dump(mode="json")
     setting = tuple((key, get_dotted(resolved, key))
                     for key in dict.fromkeys(o.split("=", 1)[0].strip() for o in args.overrides))

@@ -397,6 +397,18 @@ def training_identity(scenario: Scenario) -> dict:
 
 
 
+def differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two nested documents (two identities)."""
+    keys = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            keys.extend(differing_keys(x, y, f"{prefix}{key}."))
+        elif x != y:
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
 #: sections that change only when things happen, never what is learned (for an algorithm
 #: whose selection does not look at the network): cells differing only here are re-timed
 TIMING_SECTIONS = ("network", "compute")

@@ -3,6 +3,7 @@ standard error naming the field, the value and what is allowed, and exit status 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -29,7 +30,21 @@ def check_writable(out: Path) -> str | None:
         try:
             os.rmdir(tempfile.mkdtemp(prefix=".scala_netsim-probe-", dir=probe))
         except OSError as exc:
-            why = exc.strerror or str(exc)
+            why = _refusal(probe, exc)
     if why is not None:
         return (f"--out: cannot write results under {str(out)!r} ({str(probe)!r}: {why})")
     return None
+
+
+def _refusal(folder: Path, exc: OSError) -> str:
+    """Why a folder that exists refused a new folder in it, in words: the system's own
+    message misleads where the file system is virtual (/proc answers 'No such file or
+    directory' for a folder that is there)."""
+    if exc.errno == errno.EROFS:
+        return "a read-only file system"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"no permission to create a folder in it ({exc.strerror})"
+    if exc.errno == errno.ENOENT:
+        return ("its file system lets no folder be made in it (a virtual file system such as "
+                "/proc or /sys)")
+    return exc.strerror or str(exc)

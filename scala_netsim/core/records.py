@@ -12,6 +12,10 @@ DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, pe
 SUMMARY_JSON = "summary.json"     # written last: its presence means the run ended
 CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when the run ends)
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
+ATTACK_JSON = "attack.json"       # the model-inversion attack on a trained run (privacy)
+ATTACK_PNG = "attack.png"
+#: each run's figures (analysis.plots.plot_run)
+RUN_FIGURES = ("accuracy_vs_time.png", "accuracy_vs_rounds.png", "latency_breakdown.png")
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
 SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's cells and settings
 
@@ -43,3 +47,9 @@ DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV)
 SLIM_FILES = (SCENARIO_YAML, SUMMARY_JSON, ROUNDS_CSV)
 #: summary.json statuses of a run that has ended (it is not run again, and can be re-timed)
 FINISHED = ("completed", "diverged")
+
+#: every file a run (or a re-timing, or the attack after it) writes in its folder: a fresh run
+#: first removes those an earlier run left (scala_netsim.core.results.remove_run_files), so
+#: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
+RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, *RECORD_FILES, SUMMARY_JSON, CHECKPOINT_PT,
+              MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES)

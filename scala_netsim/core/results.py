@@ -12,7 +12,9 @@ import hashlib
 import json
 import lzma
 import os
+import shlex
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
@@ -25,8 +27,11 @@ from scala_netsim.core.records import (
     DIGESTED_FILES,
     EVENTS_CSV,
     GZIPPED,
+    KEPT_SUFFIXES,
     RECORD_FILES,
+    RUN_WRITES,
     SLIM_FILES,
+    SUMMARY_JSON,
     XZ,
     record_path,
 )
@@ -78,6 +83,31 @@ def read_csv(path: Path | str, **kwargs: Any) -> pd.DataFrame:
     return pd.read_csv(path, **EXACT_FLOATS, **kwargs)
 
 
+#: what reading a damaged record file raises: a cut or corrupt compressed copy, a cut or
+#: garbled CSV, a file that is not text
+UNREADABLE = (EOFError, lzma.LZMAError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError,
+              pd.errors.ParserError, pd.errors.EmptyDataError)
+
+
+def read_record(folder: Path | str, name: str, **kwargs: Any) -> pd.DataFrame:
+    """The record table `name` of a run folder (or its kept compressed copy: record_path),
+    its floats exact (read_csv); DamagedRunError naming the file and what to do when it is
+    missing or cannot be read."""
+    path = record_path(folder, name)
+    try:
+        return read_csv(path, **kwargs)
+    except FileNotFoundError:
+        raise DamagedRunError(f"{path}: missing; {damaged_hint(folder)}") from None
+    except UNREADABLE as exc:
+        raise DamagedRunError(f"{path}: not readable ({exc}); {damaged_hint(folder)}") from None
+
+
+def damaged_hint(folder: Path | str) -> str:
+    """What a reader can do about the damaged run folder `folder`."""
+    return (f"the run folder is damaged: restore it (a run kept in git: git checkout -- "
+            f"{shlex.quote(str(folder))}), or delete it and run it again")
+
+
 def write_rows_csv(path: Path | str, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
     """Rows of plain numbers and text as CSV, byte for byte what `write_csv` writes for the
     same table (Python's str of each value, no index), at twice its speed and without building
@@ -122,19 +152,27 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_summary(path: Path | str) -> dict:
-    """A run's summary.json; DamagedRunError naming the file when it is not a JSON object."""
+def read_summary(path: Path | str, hint: str | None = None) -> dict:
+    """A run's summary.json; DamagedRunError naming the file when it is missing or not a JSON
+    object, with `hint` (what to do; by default: restore the folder or run it again)."""
+    path = Path(path)
+    hint = hint or damaged_hint(path.parent)
     try:
-        summary = json.loads(Path(path).read_text())
+        summary = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DamagedRunError(f"{path}: missing (a run that has not finished has none)") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DamagedRunError(f"{path}: not a summary this package wrote ({exc}); delete it "
-                              f"(the run is then resumed from its checkpoint, or trained "
-                              f"again), or run with --force") from None
+        raise DamagedRunError(f"{path}: not a summary this package wrote ({exc}); "
+                              f"{hint}") from None
     if not isinstance(summary, dict):
         raise DamagedRunError(f"{path}: not a summary this package wrote (a JSON "
-                              f"{type(summary).__name__}, not an object); delete it, or run "
-                              f"with --force")
+                              f"{type(summary).__name__}, not an object); {hint}")
     return summary
+
+
+#: what to do about a damaged summary.json in a run folder of one's own results
+RESUME_HINT = ("delete it (the run is then resumed from its checkpoint, or trained again), or "
+               "run with --force")
 
 
 def check_finished_run(folder: Path, summary: dict) -> None:
@@ -147,6 +185,21 @@ def check_finished_run(folder: Path, summary: dict) -> None:
     if problem:
         raise DamagedRunError(f"{problem}; delete the run folder {str(folder)!r} to run it "
                               f"again, or run with --force")
+
+
+def run_files(folder: Path | str) -> list[Path]:
+    """The files of an earlier run in `folder` (records.RUN_WRITES, compressed copies too)."""
+    folder = Path(folder)
+    names = [n + suffix for n in RUN_WRITES for suffix in ("", *KEPT_SUFFIXES)]
+    return [folder / n for n in names if (folder / n).is_file()]
+
+
+def remove_run_files(folder: Path | str) -> None:
+    """Remove an earlier run's files from `folder` (its summary first: from the first file
+    removed on, the folder no longer holds a finished run)."""
+    files = run_files(folder)
+    for path in sorted(files, key=lambda p: p.name != SUMMARY_JSON):
+        path.unlink(missing_ok=True)
 
 
 def learns_elsewhere(summary: dict) -> bool:
@@ -177,7 +230,7 @@ def damaged_record(folder: Path, digests: dict, slim: bool = False) -> str | Non
             return f"{folder}: {name} is missing"
         try:
             digest = file_sha256(path)
-        except (OSError, EOFError, lzma.LZMAError) as exc:   # a damaged compressed copy
+        except (OSError, *UNREADABLE) as exc:   # a damaged compressed copy
             return f"{folder}/{path.name}: not readable ({exc})"
         if digest != digests.get(name):
             return (f"{folder}/{path.name}: not the file its run wrote (its SHA-256 differs "

@@ -18,8 +18,8 @@ from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.records import (
     CHECKPOINT_PT,
     MODEL_PT,
-    SUMMARY_JSON,
 )
+from scala_netsim.core.results import remove_run_files
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.checkpoints import Checkpointer, checkpoint_identity
 from scala_netsim.runner.invariants import (
@@ -104,8 +104,7 @@ def _execute_run(scenario: Scenario, algorithm: str, world: World, device: torch
     checkpointed = not at_the_end
     state = checkpointer.load() if resume and checkpointed else None
     if state is None:  # a fresh run: nothing of an earlier run may pass for this one's
-        for stale in (SUMMARY_JSON, CHECKPOINT_PT):
-            (folder / stale).unlink(missing_ok=True)
+        remove_run_files(folder)
     writer = RunWriter(folder, scenario, world)
     run = Run(scenario, algorithm, world, device, trainer)
     wall_before_s, machines = 0.0, []

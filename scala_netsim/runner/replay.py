@@ -32,7 +32,12 @@ import yaml
 
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.config.registry import ALGORITHMS
-from scala_netsim.config.scenario import Scenario, learning_identity, validate_scenario
+from scala_netsim.config.scenario import (
+    Scenario,
+    differing_keys,
+    learning_identity,
+    validate_scenario,
+)
 from scala_netsim.core.errors import Error
 from scala_netsim.core.events import (
     COMPLETED_COLUMN,
@@ -139,7 +144,7 @@ class Record:
             raise RecordError(f"{self.folder}: a run of {self.algorithm}, not of {algorithm}")
         mine, theirs = learning_identity(self.scenario), learning_identity(scenario)
         if mine != theirs:
-            differ = sorted(_differing_keys(mine, theirs))
+            differ = sorted(differing_keys(mine, theirs))
             raise RecordError(f"{self.folder}: trained with other learning settings (they "
                               f"differ in {', '.join(differ)}); only network.* and compute.* "
                               f"may change in a re-timing")
@@ -236,17 +241,6 @@ def _record_tables(folder: Path, summary: dict
     if np.any(np.diff(events["round"].to_numpy()) < 0):
         raise RecordError(f"{where}/events.csv: rounds are not in order")
     return rounds, events, demands
-
-
-def _differing_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
-    keys = []
-    for key in sorted(set(a) | set(b)):
-        x, y = a.get(key), b.get(key)
-        if isinstance(x, dict) and isinstance(y, dict):
-            keys.extend(_differing_keys(x, y, f"{prefix}{key}."))
-        elif x != y:
-            keys.append(f"{prefix}{key}")
-    return keys
 
 
 class Replayer(RecordedTrainer):

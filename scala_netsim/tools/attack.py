@@ -25,7 +25,7 @@ from torch import nn
 
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.errors import Error
-from scala_netsim.core.records import MODEL_PT, SCENARIO_YAML
+from scala_netsim.core.records import ATTACK_JSON, ATTACK_PNG, MODEL_PT, SCENARIO_YAML
 from scala_netsim.learn.privacy import (
     DECODER_WIDTH,
     Reconstruction,
@@ -176,12 +176,12 @@ def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0,
               "aux_images": half, "target_images": len(data.test_y) - half,
               "epochs": epochs, "seeds": list(seeds), "batch_size": BATCH_SIZE,
               "lr": LEARNING_RATE, "decoder_width": DECODER_WIDTH, **scores}
-    write_json(run_dir / "attack.json", result)
+    write_json(run_dir / ATTACK_JSON, result)
     if figure:
         from analysis.plots import reconstruction_figure
 
         reconstruction_figure(images01[half:half + 8].numpy(), rebuilt[:8].numpy(),
-                              run_dir / "attack.png",
+                              run_dir / ATTACK_PNG,
                               title=f"{algorithm} {scenario.model.arch} {scenario.model.split}:"
                                     f" test images (top) and the attack's reconstructions")
     return result

@@ -32,6 +32,7 @@ from scala_netsim.config.scenario import (
 from scala_netsim.core.errors import RefusedError
 from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.results import (
+    RESUME_HINT,
     check_finished_run,
     read_summary,
     read_written_yaml,
@@ -172,7 +173,7 @@ def cell_state(cell: SweepCell) -> str:
         return "other"   # (a changed report section alone does not make another run)
     summary_path = cell.folder / SUMMARY_JSON
     if summary_path.is_file():
-        summary = read_summary(summary_path)
+        summary = read_summary(summary_path, RESUME_HINT)
         if str(summary.get("status", "")).startswith(FINISHED):
             check_finished_run(cell.folder, summary)   # (damaged: refused, never skipped)
             return "finished"
@@ -269,6 +270,22 @@ def run_cell(cell: SweepCell, device: str, resume: bool = False, threads: int | 
                        resume, finish=after_training(scenario))
 
 
+def finished_line(label: str, summary: dict) -> str:
+    """The line the CLI prints for a finished run."""
+    from scala_netsim.runner.estimate import format_duration
+
+    how = "re-timed" if summary.get("retimed_from") else summary["status"]
+    accuracy = ("timing only" if summary.get("timing_only") else
+                f"best accuracy {summary['best_acc']:.2%} (round {summary['best_round']}), "
+                f"final {summary['final_acc']:.2%}")
+    drops = ("" if "dropped_fraction" not in summary else
+             f", {summary['dropped_fraction']:.1%} of selected clients dropped (label bias "
+             f"TV {summary['label_bias_tv']:.3f})")
+    return (f"{label}: {how}, {accuracy}, simulated "
+            f"time {format_duration(summary['total_sim_time_s'])}{drops}, wall time "
+            f"{format_duration(summary['wall_time_s'])}")
+
+
 def learning_key(cell: SweepCell) -> tuple[str, str] | None:
     """Cells with the same key learn the same trajectory (same algorithm and learning
     settings, seed included; they differ at most in network.* and compute.*); None for an
@@ -287,7 +304,8 @@ def plan_retiming(cells: Sequence[SweepCell], states: dict[Path, str],
                   kept: dict[tuple[str, str], Path] | None = None) -> dict[Path, Path]:
     """Folder of each cell to re-time -> the run folder it replays: one cell per distinct
     learning trajectory is trained (a finished one is used as it is), the others re-timed;
-    a trajectory that `kept` (learning key -> finished run elsewhere: kept_runs) holds
+    a trajectory that `kept` (learning key -> finished run elsewhere:
+    tools.retime_from.kept_runs) holds
     trains no cell at all."""
     groups: dict[tuple, list[SweepCell]] = {}
     for cell in cells:
@@ -302,23 +320,6 @@ def plan_retiming(cells: Sequence[SweepCell], states: dict[Path, str],
             if cell.folder != source and states[cell.folder] != "finished":
                 plan[cell.folder] = source
     return plan
-
-
-def kept_runs(folder: Path) -> dict[tuple[str, str], Path]:
-    """The finished runs under `folder` (any study's results, a study's kept records) by
-    learning key: what a sweep may re-time from instead of training (--retime-from)."""
-    runs: dict[tuple[str, str], Path] = {}
-    for summary_path in sorted(Path(folder).rglob(SUMMARY_JSON)):
-        run = summary_path.parent
-        summary = json.loads(summary_path.read_text())
-        if not str(summary.get("status", "")).startswith(FINISHED) or summary.get(
-                "retimed_from") or summary.get("timing_only"):
-            continue   # only trainings: a re-timed or timing-only run has no learning of its own
-        scenario = validate_scenario(read_written_yaml(run / SCENARIO_YAML))
-        key = learning_key(SweepCell(summary["algorithm"], (), scenario, run))
-        if key is not None:
-            runs.setdefault(key, run)
-    return runs
 
 
 def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, jobs: int,

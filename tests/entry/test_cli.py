@@ -4,6 +4,7 @@ it as a user does, in a subprocess): bad input, every scenario file, the study s
 import hashlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -162,6 +163,15 @@ def test_unwritable_output_directory_is_refused_before_any_work(cli, tmp_path):
     code, _, err = cli(ROOT / "scenarios/quickstart.yaml", "--out", blocker / "results")
     assert code == 2 and "--out: cannot write results" in err
     assert blocker.read_text() == "keep me"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc on this system")
+def test_an_out_under_a_virtual_file_system_gets_the_true_reason(cli):
+    """Issue 47 (11): /proc answers 'No such file or directory' for a folder that is there."""
+    code, _, err = cli(ROOT / "scenarios/quickstart.yaml", "--out", "/proc/results")
+    assert code == 2
+    assert ("--out: cannot write results under '/proc/results' ('/proc': its file system "
+            "lets no folder be made in it (a virtual file system such as /proc or /sys))") in err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

@@ -179,8 +179,8 @@ def test_a_negative_shadowing_spread_is_refused_with_its_field():
 
     from conftest import tiny_scenario
 
-    with pytest.raises(ScenarioError, match=r"network\.shadowing_std_db: must be >= 0\.0, "
-                                            r"got -3\.0"):
+    with pytest.raises(ScenarioError, match=r"network\.shadowing_std_db: must be from 0 to 30 "
+                                            r"\(dB; the 36\.814 macro cell's is 8\), got -3"):
         tiny_scenario("scala", network={"shadowing_std_db": -3.0})
 
 
@@ -310,9 +310,10 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
     ({"fading": {"kind": "rayleigh", "coherence": "slot"}}, {},
      "network.fading.coherence: must be one of 'round' or 'transfer', got 'slot'"),
     ({"link": {"mode": "fixed_rate", "target_rate_bps": 0}}, {},
-     "network.link.target_rate_bps: must be > 0.0, got 0"),
+     "network.link.target_rate_bps: must be from 1000 to 1e13 (bit/s; 10 Gbit/s is 1e10), got 0"),
     ({"link": {"mode": "fixed_rate", "target_rate_bps": -1e6}}, {},
-     "network.link.target_rate_bps: must be > 0.0, got -1000000.0"),
+     "network.link.target_rate_bps: must be from 1000 to 1e13 (bit/s; 10 Gbit/s is 1e10), got "
+     "-1e6"),
     ({"link": {"mode": "fixed_rate", "target_rate_bps": 1e6, "max_attempts": 0}}, {},
      "network.link.max_attempts: must be >= 1, got 0"),
     ({"link": {"mode": "fixed_rate"}}, {},
@@ -321,7 +322,9 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
      "network.link.target_rate_bps: only with mode fixed_rate, got 1000000.0 with mode adaptive"),
     ({"record_radio": "sometimes"}, {},
      "network.record_radio: must be true or false, got 'sometimes'"),
-    ({}, {"energy_coefficient": -1e-28}, "compute.energy_coefficient: must be >= 0.0, got -1e-28"),
+    ({}, {"energy_coefficient": -1e-28},
+     "compute.energy_coefficient: must be from 0 to 1e-20 (J s^2 per FLOP^3; the usual value is "
+     "1e-28), got -1e-28"),
 ])
 def test_bad_radio_settings_name_field_value_and_what_is_allowed(network, compute, message):
     from scala_netsim.config.documents import ScenarioError

@@ -1,0 +1,109 @@
+"""`--retime-from DIR`: the finished trainings under DIR (another study's results, a study's
+kept records) that a sweep's cells may be re-timed from instead of trained, and, before
+anything runs, which cells matched one, which did not and why.
+
+A kept run is a source when it is a finished training (not re-timed, not timing-only) whose
+files are the ones its run wrote (summary.json's digests); a folder that is not (an unreadable
+summary, a damaged record) is named in the report and skipped, never a traceback. A cell
+matches a source of its algorithm and learning settings (everything but network.*,
+compute.*, the name and the device: tools.sweep.learning_key); for one that does not, the
+report names the nearest source of its algorithm and the keys they differ in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scala_netsim.config.scenario import differing_keys, learning_identity, validate_scenario
+from scala_netsim.core.errors import Error
+from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.results import (
+    check_finished_run,
+    read_summary,
+    read_written_yaml,
+)
+from scala_netsim.tools.sweep import SweepCell, learning_key
+
+
+@dataclass
+class KeptRuns:
+    """The trainings under a folder, by learning key, and what could not be used."""
+
+    folder: Path
+    runs: dict[tuple[str, str], Path] = field(default_factory=dict)
+    #: (algorithm, learning identity, folder) of every training, for the nearest-source hint
+    identities: list[tuple[str, dict, Path]] = field(default_factory=list)
+    #: "folder: why" for each finished run that cannot be a source
+    problems: list[str] = field(default_factory=list)
+
+
+def kept_runs(folder: Path | str) -> KeptRuns:
+    """The finished trainings under `folder` whose records are intact: what a sweep may
+    re-time from instead of training (--retime-from)."""
+    kept = KeptRuns(Path(folder))
+    for summary_path in sorted(Path(folder).rglob(SUMMARY_JSON)):
+        run = summary_path.parent
+        try:
+            summary = read_summary(summary_path)
+            if not str(summary.get("status", "")).startswith(FINISHED) or summary.get(
+                    "retimed_from") or summary.get("timing_only"):
+                continue   # only trainings: a re-timed or timing-only run learned nothing
+            scenario = validate_scenario(read_written_yaml(run / SCENARIO_YAML))
+            check_finished_run(run, summary)
+        except (Error, OSError, ValueError) as exc:   # (ScenarioError, YAML: ValueErrors)
+            kept.problems.append(_problem(run, exc))
+            continue
+        algorithm = str(summary.get("algorithm"))
+        if algorithm not in scenario.algorithms:
+            kept.problems.append(f"{run}: summary.json's algorithm {algorithm!r} is not its "
+                                 f"scenario's")
+            continue
+        key = learning_key(SweepCell(algorithm, (), scenario, run))
+        if key is not None:
+            kept.runs.setdefault(key, run)
+            kept.identities.append((algorithm, learning_identity(scenario), run))
+    return kept
+
+
+def _problem(run: Path, exc: Exception) -> str:
+    text = str(exc)
+    return text if text.startswith(str(run)) else f"{run}: {text}"
+
+
+def why_not(cell: SweepCell, kept: KeptRuns) -> str:
+    """Why `cell` matched no source under `kept.folder`."""
+    if learning_key(cell) is None:
+        return ("its learning depends on the network (the clock or the channel decides whom "
+                "the server hears), so it is never re-timed")
+    mine = learning_identity(cell.scenario)
+    nearest = sorted(((len(differ), str(run), differ) for algorithm, theirs, run in
+                      kept.identities if algorithm == cell.algorithm
+                      for differ in [differing_keys(mine, theirs)]))
+    if not nearest:
+        return f"no finished training of {cell.algorithm} under {kept.folder}"
+    _, run, differ = nearest[0]
+    shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+    return (f"no training of {cell.algorithm} with its learning settings; the nearest, "
+            f"{run}, differs in {shown}")
+
+
+def matching_report(todo: Sequence[SweepCell], plan: dict[Path, Path],
+                    kept: KeptRuns) -> tuple[list[str], list[str]]:
+    """(the report's lines, the cells that will be trained with why: 'label: why'): how
+    many of the cells to run are re-timed from a run under the folder, how many from a cell
+    this sweep trains, and each one trained, with why; then the kept folders skipped."""
+    under = kept.folder.resolve()
+    from_kept = [c for c in todo if c.folder in plan and plan[c.folder].resolve()
+                 .is_relative_to(under)]
+    trained = [f"{c.label}: {why_not(c, kept)}" for c in todo if c.folder not in plan]
+    lines = [f"--retime-from {kept.folder}: {len(from_kept)} of {len(todo)} cell(s) to run "
+             f"re-timed from its runs" + (
+                 f", {len(todo) - len(from_kept) - len(trained)} from a cell this study trains"
+                 if len(todo) - len(from_kept) - len(trained) else "")
+             + (f"; {len(trained)} trained:" if trained else "")]
+    lines += [f"  {line}" for line in trained]
+    if kept.problems:
+        lines.append(f"  skipped under {kept.folder} ({len(kept.problems)}):")
+        lines += [f"    {problem}" for problem in kept.problems]
+    return lines, trained
