@@ -210,3 +210,11 @@ def test_the_variants_table_sets_each_variant_beside_the_default_at_its_seeds(tm
         f"{100 * v1['final_acc']:.2f} % | {100 * v1['best_acc']:.2f} % | "
         f"{100 * v1['late_acc']:.2f} % | +0.00 pp | 85.44 % |"]
     assert VARIANTS_HEADER.count("|---") == rows[0].count(" | ") + 1
+
+
+def test_the_headline_report_gives_every_kept_variant_as_its_records_give_it():
+    from analysis.headline import VARIANTS_HEADER, variants_rows
+
+    report = (HEADLINE.parent / "report.md").read_text()
+    rows = variants_rows(HEADLINE.parent / "variants", pd.read_csv(HEADLINE))
+    assert rows and "\n".join([VARIANTS_HEADER, *rows]) in report
