@@ -214,3 +214,17 @@ def test_a_written_scenario_reads_back_whatever_its_layout_ignores(layout):
         written["network"]["layout"]["sites"] = 19        # not what a run writes
         with pytest.raises(ScenarioError, match="network.layout.sites: the single layout"):
             validate_scenario(written)
+
+
+def test_cellular_10pct_writes_out_every_key_of_every_section():
+    """Issue 47 (14): the README and docs/guides/scenarios.md send a reader to
+    scenarios/cellular_10pct.yaml for every key with its default; the network's keys (and
+    a few sections) were not there."""
+    path = ROOT / "scenarios" / "cellular_10pct.yaml"
+    written = yaml.safe_load(path.read_text())
+    resolved = load_scenario(path).model_dump(mode="json")
+    missing = [section for section in resolved if section not in written]
+    missing += [f"{section}.{key}" for section, value in resolved.items()
+                if isinstance(value, dict) and isinstance(written.get(section), dict)
+                for key in value if key not in written[section]]
+    assert not missing
