@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.cells import network_lines  # noqa: E402
 from analysis.compare import write_comparison  # noqa: E402
 from analysis.figures import (  # noqa: E402
     drops_figure,
@@ -59,6 +60,7 @@ def write_report(scenario_dir: Path | str) -> Path:
     lines += equal_time_lines(runs, curves, keys) if measured else []
     lines += asynchronous_lines(runs, keys)
     lines += privacy_lines(runs, keys, targets)
+    lines += network_lines(scenario_dir, runs, keys)
     lines += ["## Figures", ""]
     if measured:
         comparison_figures(scenario_dir)

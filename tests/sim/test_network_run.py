@@ -214,3 +214,18 @@ def test_scala_at_s1_runs_to_its_end_in_a_network_however_short_its_transfers(tm
     models = events[events.kind == "model_upload"]
     short = models[(models.t_end_s - models.t_start_s) < 1e-4]
     assert len(short) and short.t_end_s.max() > 2048.0     # where the clock's unit is 4.5e-13 s
+    # issue 47 (15): its report has a section on the network's cells, from its records
+    from analysis.cells import cell_table
+
+    results.write(figures=False, report=True)
+    report = (results.folder / "report.md").read_text()
+    assert "## The network's cells" in report and "| scala seed 0 | 21 | " in report
+    run = results.runs[0].folder
+    cells = cell_table(run)
+    clients = pd.read_csv(run / "clients.csv")
+    assert cells["clients"].sum() == 30 and cells["clients"].tolist() == [
+        int((clients.serving_cell == c).sum()) for c in range(21)]
+    uplink = events[events.kind.isin(["activation_upload", "model_upload"])]
+    by_cell = uplink.groupby(uplink.client_id.map(clients.set_index("client_id").serving_cell))
+    busy = cells.dropna(subset=["uplink_sinr_db"]).set_index("cell")
+    assert np.allclose(busy["uplink_sinr_db"], by_cell["sinr_db"].mean()[busy.index])
