@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
 from scala_netsim.core.errors import Error
+from scala_netsim.core.naming import compact
 from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.results import read_record, read_summary, read_written_yaml  # noqa: E402
 
@@ -109,6 +110,13 @@ def group_label(algorithm: str, setting: dict) -> str:
 
 
 def _fmt_value(v: Any) -> str:
+    """A setting's value in a label or a table: a swept mapping or list (held as its JSON
+    text, `_hashable`) by the short name its folder has (core.naming.compact)."""
+    if isinstance(v, str) and v[:1] in ("[", "{"):
+        try:
+            return compact(json.loads(v), v)
+        except ValueError:
+            return v
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 

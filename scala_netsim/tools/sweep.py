@@ -30,6 +30,7 @@ from scala_netsim.config.scenario import (
     validate_scenario,
 )
 from scala_netsim.core.errors import RefusedError
+from scala_netsim.core.naming import compact
 from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.results import (
     RESUME_HINT,
@@ -60,15 +61,16 @@ class SweepCell:
 
 
 def format_value(value: Any) -> str:
-    """A swept value as it appears in folder names and tables."""
+    """A swept value as it appears in folder names and tables (a long mapping or list by its
+    first entry and a digest: core.naming.compact)."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
         return f"{value:.12g}"
     if isinstance(value, (list, tuple)):
-        return "~".join(format_value(v) for v in value)
+        return compact(list(value), "~".join(format_value(v) for v in value))
     if isinstance(value, dict):
-        return "~".join(f"{k}-{format_value(v)}" for k, v in value.items())
+        return compact(value, "~".join(f"{k}-{format_value(v)}" for k, v in value.items()))
     return str(value).replace("/", "_")
 
 

@@ -56,6 +56,29 @@ def test_sweep_expands_to_every_combination_times_every_algorithm(tmp_path):
                                   "seed": 1}
 
 
+def test_a_swept_mapping_gets_a_short_name_the_same_in_folders_and_labels(tmp_path):
+    """Issue 47 (12): a sweep over network.layout named each cell by the whole mapping
+    (folder names of about 90 characters, panel titles running into each other): a long
+    value is its first entry and a digest, in the folder and in the report's labels alike."""
+    from analysis.runs import _fmt_value, _hashable
+
+    layouts = [{"kind": "single"},
+               {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3,
+                "wraparound": True},
+               {"kind": "hexagonal", "sites": 19, "isd_m": 500.0, "sectors": 3,
+                "wraparound": True}]
+    cells = expand_sweep(scenario(algorithms=["scala"], sweep={"network.layout": layouts,
+                                                                "seed": [0]}), tmp_path)
+    names = [c.folder.parent.name for c in cells]
+    # (a cell's setting is the value as validated: the whole layout, its defaults filled in)
+    assert re.fullmatch(r"layout=single-[0-9a-f]{6}", names[0])
+    assert all(re.fullmatch(r"layout=hexagonal-[0-9a-f]{6}", n) for n in names[1:])
+    assert len(set(names)) == 3 and max(map(len, names)) <= 24
+    for cell, name in zip(cells, names, strict=True):
+        value = dict(cell.setting)["network.layout"]
+        assert f"layout={_fmt_value(_hashable(value))}" == name
+
+
 def test_without_a_sweep_each_algorithm_is_one_cell_in_the_usual_folder(tmp_path):
     cells = expand_sweep(scenario(), tmp_path)
     assert [c.folder for c in cells] == [tmp_path / "s" / "scala" / "seed0",
