@@ -227,6 +227,12 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     kept = kept_runs(options.retime_from) if options.retime and options.retime_from else None
     plan = plan_retiming(cells, states, kept.runs if kept else None) if options.retime else {}
     trained = [c for c in todo if c.folder not in plan]
+    from scala_netsim.runner.estimate import memory_check
+
+    too_much, warning = memory_check(trained, dataset, options.jobs if options.executor ==
+                                     "local" else 1)
+    if too_much:
+        raise RefusedError(too_much)
     matched, untrained = matching_report(todo, plan, kept) if kept else ([], [])
     if options.retime_only and untrained:
         raise RefusedError("--retime-only: these cells match no run to re-time from and "
@@ -250,7 +256,7 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     if plan:
         print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
-    for line in matched:
+    for line in matched + ([warning] if warning else []):
         print(line)
     from scala_netsim.runner.estimate import estimate_line
 

@@ -206,3 +206,82 @@ def estimate_line(scenario: Scenario, todo: Sequence[Any], trained: Sequence[Any
                 "new batch size, and how many those are shows only as it runs")
     return (f"no run-time estimate: {steps} local step(s) in all, fewer than it takes to "
             f"time them ({MIN_STEPS_TO_ESTIMATE})")
+
+
+# --- memory ------------------------------------------------------------------------------
+#: what the process holds before any client's model: the interpreter, torch and the run's
+#: bookkeeping (measured: 1.1-1.2 GB for a cell of the headline's scenario on CPU)
+BASE_BYTES = 1.2e9
+#: an event row held in memory until the run's files are written (a tuple of 7 numbers)
+EVENT_ROW_BYTES = 200
+
+
+def memory_bytes(scenario: Scenario, algorithm: str, dataset: Dataset) -> tuple[float, str]:
+    """(bytes, what they are) a run of `algorithm` holds at its peak, roughly: each client
+    training at once holds its model, its gradient and its momentum (3 copies of the client
+    part; of the whole model for the federated family: measured 2.2 copies a FedAvg client),
+    each per-client server copy likewise, a kept optimiser state one copy per client of the
+    data, the dataset, the events of the rounds between two writes."""
+    from scala_netsim.algorithms.splitfed import ServerCopies
+
+    client, server = build_split_model(scenario.model.arch, scenario.model.split,
+                                       dataset.in_channels, dataset.num_classes,
+                                       torch.Generator().manual_seed(0),
+                                       image_size=dataset.image_size)
+    client_b, server_b = (float(sum(t.numel() * t.element_size() for t in m.parameters()))
+                          for m in (client, server))
+    spec = ALGORITHMS[algorithm]
+    config = spec.section(scenario)
+    at_once = scenario.concurrency if spec.traits.asynchronous else scenario.num_selected
+    own = client_b if spec.traits.activations else client_b + server_b
+    copies = issubclass(spec.trainer, ServerCopies) or getattr(config, "server", "") == "per_client"
+    # (a timing-only run meters each batch size with one real trainer: no client of its own)
+    parts = [] if scenario.timing_only else [("clients' models", at_once * 3 * own)]
+    if copies and not scenario.timing_only:
+        parts.append(("per-client server copies", at_once * 3 * server_b))
+    if not scenario.timing_only and getattr(config, "keeps_optimizer_state", lambda: False)():
+        kept = own + (server_b if copies else 0.0)
+        parts.append(("kept optimiser states", scenario.data.num_clients * kept))
+    tr = scenario.training
+    rounds_held = tr.rounds if scenario.timing_only else min(tr.rounds, tr.checkpoint_every)
+    parts.append(("events", rounds_held * at_once * (4 * tr.local_iters + 4) * EVENT_ROW_BYTES))
+    parts.append(("dataset", float(dataset.train_x.element_size() * dataset.train_x.numel()
+                                   + dataset.test_x.element_size() * dataset.test_x.numel())))
+    total = BASE_BYTES + sum(b for _, b in parts)
+    what = ", ".join(f"{name} {b / 1e9:.1f} GB" for name, b in parts if b >= 0.05e9)
+    return total, f"{at_once:,} client(s) at once; {what}" if what else f"{at_once:,} client(s)"
+
+
+def available_memory_bytes() -> float | None:
+    """The memory the machine can give a new process now (Linux: MemAvailable), or None."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def memory_check(cells: Sequence[Any], dataset: Dataset,
+                 at_once: int) -> tuple[str | None, str | None]:
+    """(why the runs would not fit in this machine's memory, or None; a warning where they
+    take more than half of it, or None) for the sweep cells `cells` to train, `at_once` of
+    them at a time (the largest together)."""
+    available = available_memory_bytes()
+    if available is None or not cells:
+        return None, None
+    needs = sorted(((*memory_bytes(c.scenario, c.algorithm, dataset), c.label) for c in cells),
+                   reverse=True)
+    peak = sum(b for b, _, _ in needs[:max(1, at_once)])
+    largest, what, label = needs[0]
+    figure = (f"about {peak / 1e9:.1f} GB of memory ({label}: {largest / 1e9:.1f} GB, {what}"
+              f"{f'; {at_once} runs at once' if at_once > 1 else ''}), this machine has "
+              f"{available / 1e9:.1f} GB available")
+    if peak > available:
+        return (f"the runs would need {figure}; take fewer clients a round "
+                f"(training.participation, training.concurrency) or fewer runs at once "
+                f"(--jobs), or a machine with more memory"), None
+    if peak > available / 2:
+        return None, f"warning: the runs need {figure}"
+    return None, None

@@ -140,6 +140,11 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
      "downtilt"),
     (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal, sites: 1, "
       "wraparound: true}"], "network.layout.wraparound: one site has no neighbours"),
+    # (10) a run that cannot fit in memory: refused before it starts, with the figure
+    (["scenarios/quickstart.yaml", "--set", "algorithms=[fedavg]", "--set",
+      "data.num_clients=100000", "--set", "data.partition={kind: sampled, samples_per_client: 6}",
+      "--set", "training.participation=1.0", "--set", "training.batch_size=100000"],
+     "error: the runs would need about "),
     (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
       "network.backhaul={latency_s: 1e9}"],
      "network.backhaul.latency_s: must be from 0 to 1 (s, one way; a geostationary satellite "
