@@ -73,11 +73,21 @@ class AdaptiveShannonLink(LinkModel):
     draws = False
 
     def __init__(self, client_tx_power_w: float, bs_tx_power_w: float,
-                 downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float) -> None:
+                 downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float,
+                 bs_noise_figure_db: float = 0.0, client_noise_figure_db: float = 0.0) -> None:
         self.client_tx_power_w = client_tx_power_w
         self.bs_tx_power_w = bs_tx_power_w
         self.downlink_bandwidth_hz = downlink_bandwidth_hz
         self.noise_psd_dbm_per_hz = noise_psd_dbm_per_hz
+        self.bs_noise_figure_db = bs_noise_figure_db
+        self.client_noise_figure_db = client_noise_figure_db
+
+    def receiver_noise_dbm_per_hz(self, direction: Direction) -> float:
+        """The noise PSD at the receiver of `direction`: N0 plus its noise figure (the base
+        station's on the uplink, the client's on the downlink)."""
+        figure = (self.bs_noise_figure_db if direction is Direction.UPLINK
+                  else self.client_noise_figure_db)
+        return self.noise_psd_dbm_per_hz + figure
 
     def tx_power_w(self, direction: Direction, bandwidth_hz: float) -> float:
         """The transmit power on a sub-band of `bandwidth_hz` in `direction`."""
@@ -86,7 +96,7 @@ class AdaptiveShannonLink(LinkModel):
         return self.bs_tx_power_w * bandwidth_hz / self.downlink_bandwidth_hz
 
     def allocation_radio(self, direction: Direction) -> tuple[float, float, bool]:
-        noise = float(dbm_to_w(self.noise_psd_dbm_per_hz))
+        noise = float(dbm_to_w(self.receiver_noise_dbm_per_hz(direction)))
         if direction is Direction.UPLINK:
             return self.client_tx_power_w, noise, False
         return self.bs_tx_power_w, noise, True
@@ -95,7 +105,7 @@ class AdaptiveShannonLink(LinkModel):
                      bandwidth_hz: float) -> float:
         """Shannon capacity b log2(1 + p g / (N0 b)) of a sub-band at power gain g."""
         return float(shannon_rate_bps(bandwidth_hz, self.tx_power_w(direction, bandwidth_hz),
-                                      gain_linear, self.noise_psd_dbm_per_hz))
+                                      gain_linear, self.receiver_noise_dbm_per_hz(direction)))
 
     def rate_bps(self, direction: Direction, gain_linear: float, bandwidth_hz: float,
                  time_s: float, rng: np.random.Generator | None) -> float:
@@ -113,9 +123,10 @@ class FixedRateLink(AdaptiveShannonLink):
 
     def __init__(self, client_tx_power_w: float, bs_tx_power_w: float,
                  downlink_bandwidth_hz: float, noise_psd_dbm_per_hz: float,
-                 target_rate_bps: float, max_attempts: int) -> None:
+                 target_rate_bps: float, max_attempts: int, bs_noise_figure_db: float = 0.0,
+                 client_noise_figure_db: float = 0.0) -> None:
         super().__init__(client_tx_power_w, bs_tx_power_w, downlink_bandwidth_hz,
-                         noise_psd_dbm_per_hz)
+                         noise_psd_dbm_per_hz, bs_noise_figure_db, client_noise_figure_db)
         self.target_rate_bps = target_rate_bps
         self.max_attempts = max_attempts
 

@@ -29,6 +29,7 @@ from scala_netsim.config.ranges import (
     FLOPS,
     HEIGHT,
     K_FACTOR,
+    NOISE_FIGURE,
     NOISE_PSD,
     P0,
     SHADOWING,
@@ -252,6 +253,9 @@ class NetworkConfig(Strict):
     client_tx_power_w: Annotated[float, CLIENT_POWER] = 0.2
     bs_tx_power_w: Annotated[float, BS_POWER] = 1.0
     noise_psd_dbm_per_hz: Annotated[float, NOISE_PSD] = -174.0
+    # the receivers' noise figures: the base station's (uplink), the client's (downlink)
+    bs_noise_figure_db: Annotated[float, NOISE_FIGURE] = 0.0
+    client_noise_figure_db: Annotated[float, NOISE_FIGURE] = 0.0
     # log-normal shadowing (dB) added to each client's path loss, drawn once at the drop
     # (3GPP TR 36.814 Table A.2.1.1.2-3: 8 dB in the macro cell); 0 = none
     shadowing_std_db: Annotated[float, SHADOWING] = 0.0

@@ -38,10 +38,11 @@ class RadioSettings:
     noise PSD (W/Hz), whether rates are Shannon's on the recorded gain (`adaptive` links), the
     energy coefficient kappa and each client's FLOP/s (clients.csv)."""
 
-    noise_psd_w_per_hz: float
+    noise_psd_w_per_hz: float     # at the base station (the uplink's receiver)
     shannon_rates: bool
     energy_coefficient: float
     flops_per_s: np.ndarray
+    downlink_noise_psd_w_per_hz: float | None = None   # at the clients; None: the same
 
 
 def _relative_error(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -269,8 +270,12 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
                         f"/ rate_bps (+ backhaul_s; cut ones, completed 0: the bytes they got "
                         f"through)")
     if radio.shannon_rates and len(moved):
+        down_noise = (radio.noise_psd_w_per_hz if radio.downlink_noise_psd_w_per_hz is None
+                      else radio.downlink_noise_psd_w_per_hz)
+        noise = np.where(moved["kind"].isin(UPLINK).to_numpy(), radio.noise_psd_w_per_hz,
+                         down_noise)
         snr = (moved["tx_power_w"].to_numpy() * 10.0 ** (moved["gain_db"].to_numpy() / 10.0)
-               / (radio.noise_psd_w_per_hz * bandwidth_hz))
+               / (noise * bandwidth_hz))
         error = _relative_error(rate_bps, bandwidth_hz * np.log2(1.0 + snr))
         tolerance: np.ndarray | float = REL_TOL
         if "interference_dbm" in moved:      # a network: only the quiet ones at the SNR

@@ -234,10 +234,14 @@ class Run:
         if not self.records_radio:
             return None
         net = self.scenario.network
-        return RadioSettings(noise_psd_w_per_hz=float(channel.dbm_to_w(net.noise_psd_dbm_per_hz)),
+        def noise(figure_db: float) -> float:
+            return float(channel.dbm_to_w(net.noise_psd_dbm_per_hz + figure_db))
+
+        return RadioSettings(noise_psd_w_per_hz=noise(net.bs_noise_figure_db),
                              shannon_rates=net.link.mode == "adaptive",
                              energy_coefficient=self.scenario.compute.energy_coefficient,
-                             flops_per_s=self.world.cell.flops_per_s)
+                             flops_per_s=self.world.cell.flops_per_s,
+                             downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))
 
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (see scala_netsim.runner.invariants)."""

@@ -178,7 +178,10 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
                 channel.Direction.DOWNLINK: channel.nr.resource_blocks(
                     net.downlink_bandwidth_hz, spacing)},
         block_hz=channel.nr.SUBCARRIERS_PER_BLOCK * spacing,
-        noise_psd_w_per_hz=float(channel.dbm_to_w(net.noise_psd_dbm_per_hz)),
+        noise_psd_w_per_hz=float(channel.dbm_to_w(net.noise_psd_dbm_per_hz
+                                                  + net.bs_noise_figure_db)),
+        downlink_noise_psd_w_per_hz=float(channel.dbm_to_w(net.noise_psd_dbm_per_hz
+                                                           + net.client_noise_figure_db)),
         client_tx_power_w=net.client_tx_power_w, bs_tx_power_w=net.bs_tx_power_w,
         interference=net.interference,
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
@@ -200,7 +203,9 @@ def link_model(scenario: Scenario) -> channel.LinkModel:
     radio: dict[str, Any] = {
         "client_tx_power_w": net.client_tx_power_w, "bs_tx_power_w": net.bs_tx_power_w,
         "downlink_bandwidth_hz": net.downlink_bandwidth_hz,
-        "noise_psd_dbm_per_hz": net.noise_psd_dbm_per_hz}
+        "noise_psd_dbm_per_hz": net.noise_psd_dbm_per_hz,
+        "bs_noise_figure_db": net.bs_noise_figure_db,
+        "client_noise_figure_db": net.client_noise_figure_db}
     if net.link.mode == "fixed_rate":
         radio.update(target_rate_bps=net.link.target_rate_bps,
                      max_attempts=net.link.max_attempts)
@@ -332,7 +337,10 @@ def describe(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
            if any(ALGORITHMS[a].traits.asynchronous for a in scenario.algorithms) else ""),
         f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
-        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz, path loss "
+        f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz"
+        + (f" (noise figures: base station {net.bs_noise_figure_db:g} dB, clients "
+           f"{net.client_noise_figure_db:g} dB)"
+           if net.bs_noise_figure_db or net.client_noise_figure_db else "") + ", path loss "
         f"{net.pathloss} at {net.carrier_frequency_hz / 1e9:g} GHz",
         *network_lines(scenario),
         f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "

@@ -45,12 +45,19 @@ class NetworkSettings:
 
     blocks: dict[Direction, int]
     block_hz: float
-    noise_psd_w_per_hz: float
+    noise_psd_w_per_hz: float            # at the base station: the uplink's receiver
     client_tx_power_w: float
     bs_tx_power_w: float
     interference: bool = True
     power_control: tuple[float, float] | None = None     # (P0 dBm, alpha)
     backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
+    downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
+
+    def noise_w_per_hz(self, direction: Direction) -> float:
+        """The noise PSD at the receiver of `direction` (its noise figure included)."""
+        if direction is Direction.DOWNLINK and self.downlink_noise_psd_w_per_hz is not None:
+            return self.downlink_noise_psd_w_per_hz
+        return self.noise_psd_w_per_hz
 
 
 class Flow:
@@ -367,7 +374,7 @@ class NetworkLink:
                 static[:, 1].astype(np.int64), static[:, 2].astype(np.int64),
                 static[:, 3].astype(np.int64), static[:, 4], static[:, 5], coupling[client])
             out = channel.network.transfer_rates(transfers, s.blocks[direction], s.block_hz,
-                                                 s.noise_psd_w_per_hz, s.interference,
+                                                 s.noise_w_per_hz(direction), s.interference,
                                                  uplink=uplink)
             return out.rate_bps, out.sinr, out.interference_w
         return rates

@@ -229,3 +229,20 @@ def test_scala_at_s1_runs_to_its_end_in_a_network_however_short_its_transfers(tm
     by_cell = uplink.groupby(uplink.client_id.map(clients.set_index("client_id").serving_cell))
     busy = cells.dropna(subset=["uplink_sinr_db"]).set_index("cell")
     assert np.allclose(busy["uplink_sinr_db"], by_cell["sinr_db"].mean()[busy.index])
+
+
+def test_a_networks_receivers_take_their_noise_figures(make_run):
+    """Issue 47 (13): in a network without interference, each transfer's SINR is its SNR at
+    N0 plus its receiver's noise figure (5 dB at the base stations, 9 dB at the clients)."""
+    run = network_run(make_run, interference=False, bs_noise_figure_db=5.0,
+                      client_noise_figure_db=9.0)
+    run.step()
+    assert run.problems() == []
+    columns, rows = run.event_table()
+    events = pd.DataFrame(rows, columns=list(columns))
+    moved = events[events["bandwidth_hz"] > 0]
+    up = moved["kind"].isin(["activation_upload", "model_upload"]).to_numpy()
+    figure = np.where(up, 5.0, 9.0)
+    snr = (moved["tx_power_w"] * 10 ** (moved["gain_db"] / 10)
+           / (channel.dbm_to_w(-174.0 + figure) * moved["bandwidth_hz"]))
+    assert np.allclose(moved["sinr_db"], 10 * np.log10(snr), atol=1e-9, rtol=0)

@@ -511,3 +511,26 @@ def test_a_run_resumed_from_its_state_continues_the_same_radio_records(make_run)
     resumed.step()
     assert resumed.event_table() == whole.event_table()
     assert str(resumed.rows) == str(whole.rows)
+
+
+def test_a_receivers_noise_figure_raises_its_noise_and_nothing_else(make_run):
+    """Issue 47 (13): bs_noise_figure_db raises the noise at the base station (the uplink's
+    rates are Shannon's at N0 + 5 dB), client_noise_figure_db at the clients (the downlink's
+    at N0 + 9 dB), recomputed from the columns alone; the invariants use the same noise."""
+    run = make_run("scala", network={"record_radio": True, "bs_noise_figure_db": 5.0,
+                                     "client_noise_figure_db": 9.0})
+    run.step()
+    events = events_table(run)
+    moved = events[events["bandwidth_hz"] > 0]
+    up = moved["kind"].isin(["activation_upload", "model_upload"]).to_numpy()
+    noise = np.where(up, float(channel.dbm_to_w(-174.0 + 5.0)),
+                     float(channel.dbm_to_w(-174.0 + 9.0)))
+    b, g = moved["bandwidth_hz"].to_numpy(), 10 ** (moved["gain_db"].to_numpy() / 10)
+    assert moved["rate_bps"].to_numpy() == pytest.approx(
+        b * np.log2(1 + moved["tx_power_w"].to_numpy() * g / (noise * b)), rel=1e-12)
+    assert run.problems() == []
+    plain = make_run("scala", network={"record_radio": True})
+    plain.step()
+    quiet = events_table(plain)
+    quiet = quiet[quiet["bandwidth_hz"] > 0]
+    assert (moved["rate_bps"].to_numpy() < quiet["rate_bps"].to_numpy()).all()
