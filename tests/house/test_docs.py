@@ -2,6 +2,7 @@
 example notebook runs against the package as it is, and the README stays short."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,26 @@ def test_the_ray_guide_says_where_plugins_and_the_environment_come_from():
            "must be installed on every node too" in guide
     assert "a Ray worker inherits the environment `ray start` was run in on its node" in guide
     assert "the package and the data must be installed on every node" in guide
+
+
+def test_the_command_line_guides_synopsis_gives_every_flag():
+    """Issue 47 (14): the re-timer's synopsis left out --device. Every option of the CLI and
+    of the re-timer is in docs/guides/command-line.md's synopsis."""
+    from scala_netsim import cli, retime
+
+    guide = (ROOT / "docs" / "guides" / "command-line.md").read_text()
+    synopsis = guide.split("\n\n")[1]
+    for module in (cli, retime):
+        parser_flags = re.findall(r'add_argument\("(--[a-z-]+)"', Path(module.__file__).read_text())
+        missing = [f for f in parser_flags if f not in synopsis and f != "--help"]
+        assert not missing, (module.__name__, missing)
+
+
+def test_the_readmes_python_example_guards_its_worker_processes():
+    """Issue 47 (14): with jobs=2 the example starts worker processes, which import the
+    script again: without the guard it died."""
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("## From Python")[1].split("```python")[1].split("```")[0]
+    assert "jobs=2" in example
+    guarded = example.split('if __name__ == "__main__":')
+    assert len(guarded) == 2 and "sn.run(" in guarded[1] and "sn.run(" not in guarded[0]
