@@ -8,17 +8,16 @@ carrier frequency, `network.carrier_frequency_hz`)."""
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 import numpy as np
 
 from channel import tr38901
 from channel.network import LinkLosses
+from channel.plugins import load_entry_points
 
 ENTRY_POINT_GROUP = "scala_netsim.pathloss"
 
@@ -226,15 +225,7 @@ class PathLossRegistry(Mapping[str, type[PathLossModel]]):
     def _with_plugins(self) -> dict[str, type[PathLossModel]]:
         if not self._plugins_loaded:
             self._plugins_loaded = True     # (before: a plugin's import may read the registry)
-            for entry in entry_points(group=ENTRY_POINT_GROUP):
-                try:
-                    self._add(entry.load())
-                except Exception as exc:   # (any failure of a plugin's import is the plugin's)
-                    why = (f"the path-loss plugin {entry.name} = {entry.value} (entry-point "
-                           f"group {ENTRY_POINT_GROUP}) could not be loaded: "
-                           f"{type(exc).__name__}: {exc}")
-                    self.broken[entry.name] = why
-                    warnings.warn(why, stacklevel=3)
+            self.broken.update(load_entry_points(ENTRY_POINT_GROUP, "path-loss", self._add))
         return self._models
 
     def _add(self, model: Any) -> type[PathLossModel]:

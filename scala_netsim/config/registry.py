@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from channel.plugins import load_entry_points
 from scala_netsim.algorithms.config import (
     AlgorithmConfig,
     AsyncSFLConfig,
@@ -342,19 +341,14 @@ def load_plugins(registry: Registry) -> list[str]:
     `scala_netsim.algorithms`) in `registry`. -> their names. An entry point that cannot be
     loaded (its import fails, it names no AlgorithmSpec, the registry refuses it) is kept in
     `registry.broken` with the reason, and a warning names it; the other algorithms work."""
-    names = []
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            loaded = entry.load()
-            specs = loaded if isinstance(loaded, (list, tuple)) else [loaded]
-            for spec in specs:
-                if not isinstance(spec, AlgorithmSpec):
-                    raise TypeError(f"it must name an AlgorithmSpec, got "
-                                    f"{type(spec).__name__}")
-            names += [registry.register(spec, plugin=True).name for spec in specs]
-        except Exception as exc:   # (any failure of a plugin's import is the plugin's)
-            why = (f"the algorithm plugin {entry.name} = {entry.value} (entry-point group "
-                   f"{ENTRY_POINT_GROUP}) could not be loaded: {type(exc).__name__}: {exc}")
-            registry.broken[entry.name] = why
-            warnings.warn(why, stacklevel=2)
+    names: list[str] = []
+
+    def add(loaded: Any) -> None:
+        specs = loaded if isinstance(loaded, (list, tuple)) else [loaded]
+        for spec in specs:
+            if not isinstance(spec, AlgorithmSpec):
+                raise TypeError(f"it must name an AlgorithmSpec, got {type(spec).__name__}")
+        names.extend(registry.register(spec, plugin=True).name for spec in specs)
+
+    registry.broken.update(load_entry_points(ENTRY_POINT_GROUP, "algorithm", add))
     return names
