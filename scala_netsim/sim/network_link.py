@@ -36,6 +36,7 @@ from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
+from scala_netsim.sim.pool import Flow, Pool, Rated
 
 
 @dataclass(frozen=True)
@@ -58,105 +59,6 @@ class NetworkSettings:
         if direction is Direction.DOWNLINK and self.downlink_noise_psd_w_per_hz is not None:
             return self.downlink_noise_psd_w_per_hz
         return self.noise_psd_w_per_hz
-
-
-class Flow:
-    """Bits crossing a shared resource at a rate that the resource's pool sets: what a
-    transfer's record needs once it has crossed (its pool keeps the numbers in flight)."""
-
-    __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
-                 "sinr_area", "interference_area", "varied")
-
-    def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
-        self.bits, self.start, self.done = bits, start, done
-        self.end = self.rate = self.sinr = self.interference_w = math.nan
-        self.sinr_area = self.interference_area = 0.0
-        self.varied = False
-
-
-#: what a pool's rate function gives for its flows in flight: rate (bit/s), SINR (linear)
-#: and interference (W), one entry per flow
-Rated = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
-class Pool:
-    """Flows sharing a resource whose rates change only when a flow joins or leaves: between
-    such instants every flow's bits decrease at its rate (`rates(static)` gives them, from the
-    flows' rows of numbers given when they joined), and a flow leaves when its bits reach
-    zero. The numbers in flight are arrays, one entry per flow, in the order they joined."""
-
-    #: the per-flow arrays, each with what a flow starts with (the rows of `static` and the
-    #: bits are given when it joins)
-    ARRAYS = {"rate": math.nan, "sinr": math.nan, "interference": math.nan, "sinr_area": 0.0,
-              "interference_area": 0.0, "varied": False}
-
-    def __init__(self, env: simpy.Environment, rates: Callable[[np.ndarray], Rated],
-                 width: int) -> None:
-        self.env, self._rates = env, rates
-        self.flows: list[Flow] = []
-        self.static = np.empty((0, width))
-        self.bits = self.rate = self.sinr = self.interference = np.empty(0)
-        self.sinr_area = self.interference_area = np.empty(0)
-        self.varied = np.empty(0, dtype=bool)
-        self._since = 0.0
-        self._wake: simpy.Event | None = None
-
-    def add(self, flow: Flow, static: tuple) -> None:
-        self._advance()
-        self.flows.append(flow)
-        self.static = np.vstack([self.static, np.asarray(static, dtype=float)[None, :]])
-        self.bits = np.append(self.bits, flow.bits)
-        for name, start in self.ARRAYS.items():
-            setattr(self, name, np.append(getattr(self, name), start))
-        self._reschedule()
-
-    def _advance(self) -> None:
-        """Take every flow's bits and time averages up to now."""
-        now = self.env.now
-        dt = now - self._since
-        if dt > 0 and self.flows:
-            self.bits = self.bits - self.rate * dt
-            self.sinr_area = self.sinr_area + self.sinr * dt
-            self.interference_area = self.interference_area + self.interference * dt
-        self._since = now
-
-    def _reschedule(self) -> None:
-        if not self.flows:
-            self._wake = None
-            return
-        rate, sinr, interference = self._rates(self.static)
-        self.varied |= (sinr != self.sinr) & ~np.isnan(self.sinr)
-        self.rate, self.sinr, self.interference = rate, sinr, interference
-        delay = float(np.min(np.maximum(self.bits, 0.0) / rate))
-        wake = self._wake = self.env.timeout(delay)
-        wake.callbacks.append(lambda _: self._woken(wake))
-
-    def _woken(self, wake: simpy.Event) -> None:
-        if wake is not self._wake:            # a flow joined since: a later wake stands
-            return
-        self._advance()
-        # done: what is left is below the float error of the arithmetic that took it there
-        finished = self.bits <= 1e-9 * np.maximum(1.0, self.rate)
-        if not finished.any():   # rounding left a sliver: finish the nearest
-            finished[int(np.argmin(self.bits / self.rate))] = True
-        done = [self._finish(i) for i in np.flatnonzero(finished).tolist()]
-        kept = ~finished
-        self.flows = [f for f, keep in zip(self.flows, kept.tolist(), strict=True) if keep]
-        for name in ("static", "bits", *self.ARRAYS):
-            setattr(self, name, getattr(self, name)[kept])
-        self._reschedule()
-        for f in done:
-            f.done(f)
-
-    def _finish(self, i: int) -> Flow:
-        """Flow i's numbers into its Flow, now it has crossed."""
-        f = self.flows[i]
-        f.end, f.rate = self.env.now, float(self.rate[i])
-        f.sinr, f.interference_w = float(self.sinr[i]), float(self.interference[i])
-        f.sinr_area = float(self.sinr_area[i])
-        f.interference_area = float(self.interference_area[i])
-        f.varied = bool(self.varied[i])
-        return f
 
 
 class NetworkLink:
