@@ -48,7 +48,7 @@ from scala_netsim.runner.world import (
     use_wire,
 )
 from scala_netsim.sim.drops import Drops
-from scala_netsim.sim.link import WirelessLink, grants_frame, transfers_frame
+from scala_netsim.sim.link import Link, WirelessLink, grants_frame, transfers_frame
 from scala_netsim.sim.network_link import NetworkLink
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
@@ -144,7 +144,7 @@ class Run:
         fading = self.scenario.network.fading
         model = link_model(self.scenario)
         rules = round_rules(self.scenario, ALGORITHMS[self.algorithm].section(self.scenario))
-        self.link: WirelessLink | NetworkLink
+        self.link: Link
         if self.world.cell.network is not None:
             self.link = NetworkLink(self.env, self.world.cell, network_settings(self.scenario),
                                     allocator, model, self.log, grant_rows, transfer_rows)
@@ -251,14 +251,13 @@ class Run:
         band_hz = {"uplink": cells * self.world.cell.uplink_bandwidth_hz,
                    "downlink": cells * self.world.cell.downlink_bandwidth_hz}
         transfers = transfers_frame(self.link.transfer_rows)
+        band_rows = self.link.band_grant_rows()
         problems = check_run(events, rounds, grants_frame(self.link.grant_rows), transfers,
                              band_hz, self.protocol.pipelined_clients, self.radio_settings(),
                              slots=self.driver.slots,
-                             band_grants=(grants_frame(self.link.band_grant_rows())
-                                          if isinstance(self.link, NetworkLink) else None))
+                             band_grants=None if band_rows is None else grants_frame(band_rows))
         problems.extend(self.driver.problems(events, rounds, transfers, band_hz))
-        if isinstance(self.link, NetworkLink):
-            problems.extend(self.link.problems())
+        problems.extend(self.link.problems())
         if self.records_drops:
             aggregations = (pd.DataFrame(self.aggregation_rows,
                                          columns=["round", "group", "client_id", "weight"])

@@ -84,6 +84,17 @@ class Link(typing.Protocol):
 
     def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None: ...
 
+    def problems(self) -> list[str]:
+        """Broken invariants of the books only the link holds (a network's blocks and turns);
+        the event, grant and transfer books are checked by scala_netsim.runner.invariants."""
+        ...
+
+    def band_grant_rows(self) -> list[tuple] | None:
+        """The grants as the round's sum over the band counts them, where that is not the
+        grant book (`grant_rows`) itself (a network's blocks taken in turns); None where it
+        is."""
+        ...
+
 
 class TransferLost(Exception):  # noqa: N818 (what happened, as the message says)
     """Thrown into a client's process when one of its transfers failed all its attempts
@@ -175,6 +186,14 @@ class WirelessLink:
     @property
     def transfers(self) -> list[TransferRate]:
         return [TransferRate(*t) for t in self.transfer_rows]
+
+    def problems(self) -> list[str]:
+        """Nothing beyond the books the invariants check (a cell has no blocks or turns)."""
+        return []
+
+    def band_grant_rows(self) -> list[tuple] | None:
+        """None: the grant book is what the band's sums read."""
+        return None
 
     def stream_states(self) -> dict[str, dict[int, dict]]:
         """Where each client's own streams stand (per-transfer fading, the link model's): what
