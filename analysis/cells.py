@@ -65,9 +65,10 @@ def network_lines(scenario_dir: Path, runs: pd.DataFrame, keys: Sequence[str]) -
                if record_path(scenario_dir / row["folder"], CELLS_CSV).is_file()]
     if not folders:
         return []
-    rows = []
+    rows, tables = [], []
     for row, folder in folders:
         table = cell_table(folder)
+        tables.append(table)
         label = group_label(row["algorithm"], {k: row[k] for k in keys}) + f" seed {row['seed']}"
         rows.append({"run": label, "cells": len(table),
                      "clients per cell (min-max)": f"{table['clients'].min()}-"
@@ -77,8 +78,7 @@ def network_lines(scenario_dir: Path, runs: pd.DataFrame, keys: Sequence[str]) -
                                                                   .max()),
                      **{f"{d} SINR over cells (dB, min / mean / max)": _spread(table, d)
                         for d in ("uplink", "downlink")}})
-    _, first = folders[0]
-    detail = cell_table(first)
+    detail = tables[0]   # the first run's cells, one by one
     return ["## The network's cells", "",
             "Runs in a network of cells (network.layout.kind: hexagonal): how the clients fell "
             "on the cells (clients.csv's serving cell: the strongest), how many took part in a "

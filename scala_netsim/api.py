@@ -212,7 +212,7 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
     a folder holds a run of another scenario."""
     from scala_netsim.runner.world import describe
     from scala_netsim.tools.retime_from import kept_runs, matching_report
-    from scala_netsim.tools.sweep import cell_state, plan_retiming, swept_values
+    from scala_netsim.tools.sweep import cell_state, learning_key, plan_retiming, swept_values
 
     # by folder: swept values may be lists, which cannot be dictionary keys
     states = {c.folder: ("new" if options.force else cell_state(c)) for c in cells}
@@ -224,7 +224,8 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
                            f"differs):\n{listed}\nuse --force to replace them, or another "
                            f"--out")
     todo = [c for c in cells if states[c.folder] != "finished"]
-    kept = kept_runs(options.retime_from) if options.retime and options.retime_from else None
+    kept = (kept_runs(options.retime_from, {k for c in todo if (k := learning_key(c))})
+            if options.retime and options.retime_from else None)
     plan = plan_retiming(cells, states, kept.runs if kept else None) if options.retime else {}
     trained = [c for c in todo if c.folder not in plan]
     from scala_netsim.runner.estimate import memory_check

@@ -82,13 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--out: must not be the run folder being re-timed")
     if problem := check_writable(out):
         return fail(problem)
-    from scala_netsim.core.results import remove_run_files, run_files
+    from scala_netsim.core.results import run_files
 
     if (earlier := run_files(out)) and not args.force:
         names = ", ".join(p.name for p in earlier[:4]) + (", ..." if len(earlier) > 4 else "")
         return fail(f"--out: {out} holds a run ({names}); choose another folder, or --force "
                     f"to replace it")
-    remove_run_files(out)   # (--force: nothing of the earlier run stays beside the new one)
+    # (--force: the run removes the earlier run's files itself, as every fresh run does)
 
     import torch
 

@@ -3,6 +3,7 @@ measured time of training steps of the scenario's model."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -224,12 +225,9 @@ def memory_bytes(scenario: Scenario, algorithm: str, dataset: Dataset) -> tuple[
     data, the dataset, the events of the rounds between two writes."""
     from scala_netsim.algorithms.splitfed import ServerCopies
 
-    client, server = build_split_model(scenario.model.arch, scenario.model.split,
-                                       dataset.in_channels, dataset.num_classes,
-                                       torch.Generator().manual_seed(0),
-                                       image_size=dataset.image_size)
-    client_b, server_b = (float(sum(t.numel() * t.element_size() for t in m.parameters()))
-                          for m in (client, server))
+    client_b, server_b = _part_bytes(scenario.model.arch, scenario.model.split,
+                                     dataset.in_channels, dataset.num_classes,
+                                     dataset.image_size)
     spec = ALGORITHMS[algorithm]
     config = spec.section(scenario)
     at_once = scenario.concurrency if spec.traits.asynchronous else scenario.num_selected
@@ -250,6 +248,18 @@ def memory_bytes(scenario: Scenario, algorithm: str, dataset: Dataset) -> tuple[
     total = BASE_BYTES + sum(b for _, b in parts)
     what = ", ".join(f"{name} {b / 1e9:.1f} GB" for name, b in parts if b >= 0.05e9)
     return total, f"{at_once:,} client(s) at once; {what}" if what else f"{at_once:,} client(s)"
+
+
+@functools.cache
+def _part_bytes(arch: str, split: str, in_channels: int, num_classes: int,
+                image_size: int) -> tuple[float, float]:
+    """The parameter bytes of the client and the server part (built once per model: a
+    sweep's cells share it)."""
+    client, server = build_split_model(arch, split, in_channels, num_classes,
+                                       torch.Generator().manual_seed(0), image_size=image_size)
+    client_b, server_b = (float(sum(t.numel() * t.element_size() for t in m.parameters()))
+                          for m in (client, server))
+    return client_b, server_b
 
 
 def available_memory_bytes() -> float | None:

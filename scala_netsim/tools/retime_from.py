@@ -11,7 +11,7 @@ report names the nearest source of its algorithm and the keys they differ in."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,9 +38,12 @@ class KeptRuns:
     problems: list[str] = field(default_factory=list)
 
 
-def kept_runs(folder: Path | str) -> KeptRuns:
+def kept_runs(folder: Path | str, wanted: Collection[tuple[str, str]] | None = None
+              ) -> KeptRuns:
     """The finished trainings under `folder` whose records are intact: what a sweep may
-    re-time from instead of training (--retime-from)."""
+    re-time from instead of training (--retime-from). Only a training of a learning key in
+    `wanted` (None: every one) has its files' digests checked here: the others are not
+    sources of this sweep, and hashing every kept record would cost seconds at start-up."""
     kept = KeptRuns(Path(folder))
     for summary_path in sorted(Path(folder).rglob(SUMMARY_JSON)):
         run = summary_path.parent
@@ -50,16 +53,16 @@ def kept_runs(folder: Path | str) -> KeptRuns:
                     "retimed_from") or summary.get("timing_only"):
                 continue   # only trainings: a re-timed or timing-only run learned nothing
             scenario = validate_scenario(read_written_yaml(run / SCENARIO_YAML))
-            check_finished_run(run, summary)
+            algorithm = str(summary.get("algorithm"))
+            if algorithm not in scenario.algorithms:
+                raise ValueError(f"summary.json's algorithm {algorithm!r} is not its "
+                                 f"scenario's")
+            key = learning_key(SweepCell(algorithm, (), scenario, run))
+            if key is not None and (wanted is None or key in wanted):
+                check_finished_run(run, summary)
         except (Error, OSError, ValueError) as exc:   # (ScenarioError, YAML: ValueErrors)
             kept.problems.append(_problem(run, exc))
             continue
-        algorithm = str(summary.get("algorithm"))
-        if algorithm not in scenario.algorithms:
-            kept.problems.append(f"{run}: summary.json's algorithm {algorithm!r} is not its "
-                                 f"scenario's")
-            continue
-        key = learning_key(SweepCell(algorithm, (), scenario, run))
         if key is not None:
             kept.runs.setdefault(key, run)
             kept.identities.append((algorithm, learning_identity(scenario), run))
