@@ -186,11 +186,13 @@ def received_interference_w(transfers: Transfers, held: np.ndarray, per_block_w:
 
 def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
                    noise_psd_w_per_hz: float, interference: bool, uplink: bool = True) -> Rates:
-    """The rates of transfers sharing the network's blocks now. On each block b of transfer
-    i: SINR = (P_i / n_i) g_i / (N0 B_rb + I_ib), with I_ib the power i's receiver gets from
-    the transfers of other cells holding b (received_interference_w); the rate is
-    sum_b B_rb log2(1 + SINR_ib). Without interference (or with nothing to interfere) I = 0
-    and the SINR is the SNR, P_i g_i / (n_i N0 B_rb) in the same expression, to the bit."""
+    """The rates of transfers sharing the network's blocks now, all recomputed at once (the
+    tests' reference for channel.network_grid, which keeps them block by block as transfers
+    start and end). On each block b of transfer i: SINR = (P_i / n_i) g_i / (N0 B_rb + I_ib),
+    with I_ib the power i's receiver gets from the transfers of other cells holding b
+    (received_interference_w); the rate is sum_b B_rb log2(1 + SINR_ib). Without interference
+    (or with nothing to interfere) I = 0 and the SINR is the SNR, P_i g_i / (n_i N0 B_rb) in
+    the same expression, to the bit."""
     held = transfers.occupancy(total_blocks)
     per_block_w = transfers.power_w / transfers.num_blocks
     signal = per_block_w * transfers.gain

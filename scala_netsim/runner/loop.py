@@ -1,100 +1,35 @@
-"""One algorithm trained for real under the simulated clock, one round at a time (`Run`), and
-the rows on drops its rounds record."""
+"""One algorithm trained for real under the simulated clock, one round at a time (`Run`): it
+steps the trainer, link and driver that scala_netsim.runner.assembly puts together, and
+saves and restores their state between rounds."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-import pandas as pd
 import simpy
 import torch
 
 import channel
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
-from scala_netsim.core.events import (
-    COMPLETED_COLUMN,
-    DROP_REASONS,
-    EVENT_COLUMNS,
-    EventLog,
-)
+from scala_netsim.core.events import COMPLETED_COLUMN, EVENT_COLUMNS, EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
-from scala_netsim.runner.drivers import AsynchronousUpdates, Driver, SynchronousRounds
-from scala_netsim.runner.invariants import (
-    DropSettings,
-    RadioSettings,
-    check_drops,
-    check_run,
-)
-from scala_netsim.runner.metrics import round_row
+from scala_netsim.runner.assembly import make_driver, make_link, make_trainer
+from scala_netsim.runner.invariants import RadioSettings, run_problems
+from scala_netsim.runner.metrics import drop_columns, round_row
 from scala_netsim.runner.radio_record import (
-    ENERGY_COLUMNS,
     radio_columns,
     recorded,
     round_energy,
     rows_with_columns,
 )
-from scala_netsim.runner.timing import timing_trainer
-from scala_netsim.runner.world import (
-    World,
-    link_model,
-    network_settings,
-    round_rules,
-    trainer_setup,
-    use_wire,
-)
-from scala_netsim.sim.drops import Drops
-from scala_netsim.sim.link import Link, WirelessLink, grants_frame, transfers_frame
-from scala_netsim.sim.network_link import NetworkLink
+from scala_netsim.runner.summary import run_summary
+from scala_netsim.runner.world import World, round_rules
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
-
-
-def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
-                 label_counts: np.ndarray) -> dict:
-    """rounds.csv's columns on who the network dropped (when it can): how many clients were
-    selected, contributed (were aggregated) and were dropped (in all and per reason), the
-    contributors' label counts, and the total variation distance between the contributors'
-    label distribution and the selected clients' (NaN when nobody contributed)."""
-    gone = {k for k, _ in dropped}
-    contributors = [k for k in selected if k not in gone]
-    selected_counts = label_counts[selected].sum(axis=0)
-    counts = (label_counts[contributors].sum(axis=0) if contributors
-              else np.zeros_like(selected_counts))
-    row: dict[str, Any] = {"num_selected": len(selected),
-                           "num_contributing": len(contributors), "num_dropped": len(dropped)}
-    row.update({f"num_dropped_{reason}": sum(r == reason for _, r in dropped)
-                for reason in DROP_REASONS})
-    row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
-    row["label_bias_tv"] = (label_bias_tv(counts, selected_counts) if contributors
-                            else math.nan)
-    return row
-
-
-def label_bias_tv(counts: np.ndarray, reference: np.ndarray) -> float:
-    """Total variation distance 1/2 sum_c |p_c - q_c| between the label distributions of two
-    count vectors."""
-    p, q = np.asarray(counts, float), np.asarray(reference, float)
-    return float(0.5 * np.abs(p / p.sum() - q / q.sum()).sum())
-
-
-def drop_summary(frame: pd.DataFrame) -> dict:
-    """summary.json's figures on drops from rounds.csv: the fraction of selected clients
-    dropped (and per reason), the label bias (label_bias_tv) averaged over the rounds that
-    had a contributor, and how many rounds had none."""
-    selected = int(frame["num_selected"].sum())
-    return {
-        "dropped_fraction": int(frame["num_dropped"].sum()) / selected,
-        **{f"dropped_fraction_{reason}": int(frame[f"num_dropped_{reason}"].sum()) / selected
-           for reason in DROP_REASONS},
-        "label_bias_tv": (float(frame["label_bias_tv"].mean())
-                          if frame["label_bias_tv"].notna().any() else math.nan),
-        "rounds_without_contributor": int((frame["num_contributing"] == 0).sum()),
-    }
 
 
 class Run:
@@ -107,58 +42,34 @@ class Run:
 
     def __init__(self, scenario: Scenario, algorithm: str, world: World,
                  device: torch.device, trainer: Trainer | None = None) -> None:
-        spec = ALGORITHMS[algorithm]
         self.scenario, self.algorithm, self.world = scenario, algorithm, world
         self.device = device
         # `trainer`: one that answers the protocol without training (scala_netsim.runner.replay)
-        section = spec.section(scenario)
-        self.trainer = trainer or spec.trainer.from_setup(
-            trainer_setup(scenario, world, device, section), section)
-        if trainer is None:
-            use_wire(self.trainer, scenario)
-        if trainer is None and scenario.timing_only:
-            self.trainer = timing_trainer(self.trainer, spec.protocol.trainer_contract)
-        self.selector = spec.selector.from_label_counts(world.label_counts, spec.section(scenario))
+        self.trainer = make_trainer(scenario, algorithm, world, device, trainer)
         self.selection_rng = world.seeds.numpy("selection")
         self.log = EventLog()
         self.rows: list[dict] = []
         self.best = (math.nan, 0)            # (accuracy, round)
         self.diverged = False
-        self._protocol_class = spec.protocol
         self.records_radio = recorded(scenario)
         self.records_drops = scenario.drops_clients
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
         #: be dropped and the trainer reports them: scala_netsim.runner.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
-        self.driver: Driver[Any] = (
-            AsynchronousUpdates(self.selection_rng, scenario.data.num_clients,
-                                scenario.concurrency) if spec.traits.asynchronous else
-            SynchronousRounds(self.selector, self.selection_rng, scenario.num_selected))
+        self.driver = make_driver(scenario, algorithm, world, self.selection_rng)
         self._simulate_from(0.0, [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
                        transfer_rows: list[tuple]) -> None:
         """A fresh SimPy clock at `time_s` with the cell's link and the algorithm's protocol."""
         self.env = simpy.Environment(initial_time=time_s)
-        allocator = channel.ALLOCATORS[self.scenario.network.allocation]()
-        fading = self.scenario.network.fading
-        model = link_model(self.scenario)
-        rules = round_rules(self.scenario, ALGORITHMS[self.algorithm].section(self.scenario))
-        self.link: Link
-        if self.world.cell.network is not None:
-            self.link = NetworkLink(self.env, self.world.cell, network_settings(self.scenario),
-                                    allocator, model, self.log, grant_rows, transfer_rows)
-        else:
-            self.link = WirelessLink(self.env, self.world.cell, model, allocator, self.log,
-                                     self.world.seeds.sequence("link"),
-                                     channel.Fading(fading.kind, fading.k_factor_db,
-                                                    fading.coherence),
-                                     self.world.seeds.sequence("fading"),
-                                     Drops() if rules.active or model.outages else None,
-                                     grant_rows, transfer_rows)
-        self.protocol = self.driver.open(self._protocol_class, self.env, self.world.cell,
+        self.link = make_link(self.env, self.scenario, self.algorithm, self.world, self.log,
+                              grant_rows, transfer_rows)
+        spec = ALGORITHMS[self.algorithm]
+        self.protocol = self.driver.open(spec.protocol, self.env, self.world.cell,
                                          self.trainer, self.link, self.log,
-                                         self.scenario.training.local_iters, rules)
+                                         self.scenario.training.local_iters,
+                                         round_rules(self.scenario, spec.section(self.scenario)))
 
     @property
     def round(self) -> int:
@@ -244,62 +155,15 @@ class Run:
                              downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))
 
     def problems(self) -> list[str]:
-        """Broken invariants of the run so far (see scala_netsim.runner.invariants)."""
-        columns, rows = self.event_table()
-        events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(self.rows)
-        cells = 1 if self.world.cell.network is None else len(self.world.cell.network.cells)
-        band_hz = {"uplink": cells * self.world.cell.uplink_bandwidth_hz,
-                   "downlink": cells * self.world.cell.downlink_bandwidth_hz}
-        transfers = transfers_frame(self.link.transfer_rows)
-        band_rows = self.link.band_grant_rows()
-        problems = check_run(events, rounds, grants_frame(self.link.grant_rows), transfers,
-                             band_hz, self.protocol.pipelined_clients, self.radio_settings(),
-                             slots=self.driver.slots,
-                             band_grants=None if band_rows is None else grants_frame(band_rows))
-        problems.extend(self.driver.problems(events, rounds, transfers, band_hz))
-        problems.extend(self.link.problems())
-        if self.records_drops:
-            aggregations = (pd.DataFrame(self.aggregation_rows,
-                                         columns=["round", "group", "client_id", "weight"])
-                            if self.trainer.aggregations is not None else None)
-            problems.extend(check_drops(events, rounds, self.log.demands_frame(), DropSettings(
-                self.world.label_counts, aggregations)))
-        return problems
+        """Broken invariants of the run so far (scala_netsim.runner.invariants.run_problems)."""
+        return run_problems(self)
 
     def summary(self, status: str, setting: dict, wall_time_s: float,
                 resumed_from_round: int | None, device: torch.device,
                 retimed_from: str | None = None) -> dict:
-        frame = pd.DataFrame(self.rows)
-        evaluated = frame["test_acc"].dropna()
-        timing_only = self.scenario.timing_only
-        accuracy = {} if timing_only else {   # a timing-only run evaluates nothing
-            "final_acc": float(evaluated.iloc[-1]) if len(evaluated) else math.nan,
-            "best_acc": float(self.best[0]),
-            "best_round": int(self.best[1]),
-        }
-        return {
-            "scenario": self.scenario.name,
-            "algorithm": self.algorithm,
-            "seed": self.scenario.seed,
-            "setting": dict(setting),
-            "status": status,
-            "rounds": int(frame["round"].iloc[-1]),
-            **accuracy,
-            "total_sim_time_s": float(self.env.now),
-            "uplink_bytes": int(frame["uplink_bytes"].sum()),
-            "downlink_bytes": int(frame["downlink_bytes"].sum()),
-            "client_flops": int(frame["client_flops"].sum()),
-            "server_flops": int(frame["server_flops"].sum()),
-            **{column: float(frame[column].sum()) for column in ENERGY_COLUMNS
-               if column in frame},
-            **(drop_summary(frame) if self.records_drops else {}),
-            **self.driver.summary(self.world.cell.flops_per_s, self.world.cell.gain_linear),
-            "wall_time_s": wall_time_s,
-            "resumed_from_round": resumed_from_round,
-            "retimed_from": retimed_from,
-            "device": str(device),
-            **({"timing_only": True} if timing_only else {}),
-        }
+        """summary.json's figures (scala_netsim.runner.summary.run_summary)."""
+        return run_summary(self, status, setting, wall_time_s, resumed_from_round, device,
+                           retimed_from)
 
     # --- checkpoints: between rounds ---------------------------------------------------
     @property

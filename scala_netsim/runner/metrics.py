@@ -1,14 +1,16 @@
-"""A round's row of rounds.csv, derived from the round's events (the one place it is built)."""
+"""A round's row of rounds.csv, derived from the round's events (the one place it is built),
+with its columns on the clients a network dropped."""
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scala_netsim.core.events import EVENT_COLUMNS, EventKind
+from scala_netsim.core.events import DROP_REASONS, EVENT_COLUMNS, EventKind
 
 if TYPE_CHECKING:
     from scala_netsim.learn.contract import Evaluation
@@ -79,7 +81,7 @@ def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
     the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
     and server, the critical path, the number of participants, the clients' energy when the
     run records it (`energy`, scala_netsim.runner.radio_record.round_energy), who contributed when
-    clients can be dropped (`drops`, scala_netsim.runner.loop.drop_columns) and, in evaluated
+    clients can be dropped (`drops`, drop_columns) and, in evaluated
     rounds, the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other
     rounds)."""
     totals = dict.fromkeys(("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"), 0)
@@ -106,3 +108,31 @@ def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
 def _plain(value: Any) -> Any:
     """numpy scalars -> Python numbers (rows are written to CSV and kept in checkpoints)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
+                 label_counts: np.ndarray) -> dict:
+    """rounds.csv's columns on who the network dropped (when it can): how many clients were
+    selected, contributed (were aggregated) and were dropped (in all and per reason), the
+    contributors' label counts, and the total variation distance between the contributors'
+    label distribution and the selected clients' (NaN when nobody contributed)."""
+    gone = {k for k, _ in dropped}
+    contributors = [k for k in selected if k not in gone]
+    selected_counts = label_counts[selected].sum(axis=0)
+    counts = (label_counts[contributors].sum(axis=0) if contributors
+              else np.zeros_like(selected_counts))
+    row: dict[str, Any] = {"num_selected": len(selected),
+                           "num_contributing": len(contributors), "num_dropped": len(dropped)}
+    row.update({f"num_dropped_{reason}": sum(r == reason for _, r in dropped)
+                for reason in DROP_REASONS})
+    row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})
+    row["label_bias_tv"] = (label_bias_tv(counts, selected_counts) if contributors
+                            else math.nan)
+    return row
+
+
+def label_bias_tv(counts: np.ndarray, reference: np.ndarray) -> float:
+    """Total variation distance 1/2 sum_c |p_c - q_c| between the label distributions of two
+    count vectors."""
+    p, q = np.asarray(counts, float), np.asarray(reference, float)
+    return float(0.5 * np.abs(p / p.sum() - q / q.sum()).sum())

@@ -30,6 +30,7 @@ import numpy as np
 
 from channel.energy import compute_energy_j, transmit_energy_j
 from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, EVENT_COLUMNS, UPLINK_KINDS
+from scala_netsim.sim.link import NETWORK_TRANSFER_COLUMNS, TRANSFER_COLUMNS
 
 if TYPE_CHECKING:
     from scala_netsim.config.scenario import Scenario
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
 #: a network's transfers add (sim.network_link): the time-averaged SINR and interference of
 #: their air time, and the time they spent on the backhaul (0 for everything else; the SINR
-#: and interference NaN for everything else)
-NETWORK_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
+#: and interference NaN for everything else): the network part of the transfer record
+NETWORK_COLUMNS = NETWORK_TRANSFER_COLUMNS
 ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")
 _UPLINK = frozenset(k.value for k in UPLINK_KINDS)
 _COMPUTE = frozenset(k.value for k in CLIENT_COMPUTE_KINDS)
@@ -75,7 +76,8 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
     kind = np.array([r[_KIND] for r in rows], dtype=object)
     client = np.array([r[_CLIENT] for r in rows], dtype=np.int64)
     if len(transfer_rows):
-        moved = np.array([t[:6] for t in transfer_rows], dtype=float)
+        width = len(TRANSFER_COLUMNS)
+        moved = np.array([t[:width] for t in transfer_rows], dtype=float)
         at = moved[:, 0].astype(np.int64) - first_event
         payload_bits = 8.0 * np.array([rows[i][_PAYLOAD] for i in at], dtype=float)
         out["bandwidth_hz"][at] = moved[:, 1]
@@ -85,7 +87,7 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
             out["gain_db"][at] = 10.0 * np.log10(moved[:, 4])
         out["tx_power_w"][at] = moved[:, 5]
         if network:
-            extra = np.array([t[6:9] for t in transfer_rows], dtype=float)
+            extra = np.array([t[width:] for t in transfer_rows], dtype=float)
             for i, column in enumerate(NETWORK_COLUMNS):
                 out[column][at] = extra[:, i]
         up = np.isin(kind[at], list(_UPLINK))

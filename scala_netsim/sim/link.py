@@ -60,7 +60,7 @@ class TransferRate(NamedTuple):
 
 
 TRANSFER_COLUMNS = TransferRate._fields
-#: what a network's transfer rows add (scala_netsim.sim.network_link)
+#: what a network's transfer rows add after TRANSFER_COLUMNS (scala_netsim.sim.network_link)
 NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
 
 
@@ -115,12 +115,10 @@ def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame(grant_rows, columns=["round", "client_id", "direction", "bandwidth_hz"])
 
 
-def transfers_frame(transfers: Sequence[tuple]) -> pd.DataFrame:
-    """The transfers (TransferRate or its rows, a network's with its three more fields) as a
-    table, one column per field."""
-    columns = list(TRANSFER_COLUMNS)
-    if len(transfers) and len(transfers[0]) > len(columns):
-        columns += NETWORK_TRANSFER_COLUMNS
+def transfers_frame(transfers: Sequence[tuple], network: bool = False) -> pd.DataFrame:
+    """The transfers (TransferRate or its rows; a `network`'s with its NETWORK_TRANSFER_COLUMNS
+    after them) as a table, one column per field."""
+    columns = list(TRANSFER_COLUMNS) + (list(NETWORK_TRANSFER_COLUMNS) if network else [])
     return pd.DataFrame(transfers, columns=columns)
 
 

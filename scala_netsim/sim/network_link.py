@@ -1,11 +1,11 @@
 """The link of a network of cells: every cell's band is whole resource blocks, handed out
 per round by the scenario's allocator among the cell's clients of the round; transfers of
 different cells on the same blocks at the same time interfere. A transfer's rate is
-piecewise constant: every rate in the network is recomputed (channel.network.transfer_rates)
-whenever any transfer starts or ends, and a transfer ends when the integral of its rate
-reaches its bits. Behind every cell a backhaul to the one server, when the scenario has one:
-a latency and a bandwidth shared equally by the cell's transfers crossing it at once (an
-upload crosses it after the air, a download before).
+piecewise constant: the rates on the blocks of a transfer that starts or ends are recomputed
+(scala_netsim.sim.air, to channel.network.transfer_rates' numbers), and a transfer ends when
+the integral of its rate reaches its bits. Behind every cell a backhaul to the one server,
+when the scenario has one: a latency and a bandwidth shared equally by the cell's transfers
+crossing it at once (an upload crosses it after the air, a download before).
 
 A cell with more of the round's clients than blocks grants each of them one block, client i
 of the cell (in the demand's order) block i mod N_RB, and the clients granted one block take
@@ -21,18 +21,17 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import simpy
-from threadpoolctl import ThreadpoolController
 
 import channel
 from channel import Direction
 from scala_netsim.core.events import EventKind, EventLog
+from scala_netsim.sim.air import Air
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
@@ -88,7 +87,9 @@ class NetworkLink:
         #: the round's clients that take turns on a block, with the block's queue
         self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
         self._radio = {d: model.allocation_radio(d) for d in Direction}
-        self._air = {d: Pool(env, self._air_rates(d), 6) for d in Direction}
+        self._air = {d: Air(env, self.net.coupling_linear, settings.blocks[d],
+                            settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
+                            d is Direction.UPLINK, settings.interference) for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
 
     # --- what the protocols ask of a link ---------------------------------------------
@@ -206,8 +207,8 @@ class NetworkLink:
         c = int(self.net.serving[k])
         power_w = self.power_w(direction, k, blocks)
         info = (start, local_iter, k, kind, payload_bytes, blocks, power_w)
-        # what the air's rate function reads of the transfer (_air_rates)
-        static = (k, c, first, blocks, power_w, float(self.cell.gain_linear[k]))
+        # what the air reads of the transfer
+        on_air = (k, c, first, blocks, power_w, float(self.cell.gain_linear[k]))
         bits = 8.0 * payload_bytes
         backhaul = self._backhaul_pool(direction, c)
         air = self._air[direction]
@@ -220,7 +221,7 @@ class NetworkLink:
             def after_air(crossed: Flow) -> None:
                 free(start)
                 self._cross_backhaul(backhaul, bits, lambda s: record(crossed, s))
-            air.add(Flow(bits, start, after_air), static)
+            air.add(Flow(bits, start, after_air), *on_air)
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
@@ -228,7 +229,7 @@ class NetworkLink:
 
             def after_backhaul(backhaul_s: float) -> None:
                 air.add(Flow(bits, self.env.now,
-                             lambda crossed: after_downlink_air(crossed, backhaul_s)), static)
+                             lambda crossed: after_downlink_air(crossed, backhaul_s)), *on_air)
             self._cross_backhaul(backhaul, bits, after_backhaul)
 
     def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
@@ -258,29 +259,6 @@ class NetworkLink:
             arrived.callbacks.append(lambda _: then(self.env.now - start))
         pool.add(Flow(bits, start, crossed), ())
 
-    def _air_rates(self, direction: Direction) -> Callable[[np.ndarray], Rated]:
-        """The rate function of a direction's air: every flow's rate, SINR and interference
-        from every flow in flight (channel.network.transfer_rates), given their rows
-        (client, cell, first block, blocks, power, gain)."""
-        coupling = self.net.coupling_linear          # (clients, cells)
-        s = self.settings
-        uplink = direction is Direction.UPLINK
-
-        def rates(static: np.ndarray) -> Rated:
-            with _blas().limit(limits=1, user_api="blas"):
-                return _rates(static)
-
-        def _rates(static: np.ndarray) -> Rated:
-            client = static[:, 0].astype(np.int64)
-            transfers = channel.network.Transfers(
-                static[:, 1].astype(np.int64), static[:, 2].astype(np.int64),
-                static[:, 3].astype(np.int64), static[:, 4], static[:, 5], coupling[client])
-            out = channel.network.transfer_rates(transfers, s.blocks[direction], s.block_hz,
-                                                 s.noise_w_per_hz(direction), s.interference,
-                                                 uplink=uplink)
-            return out.rate_bps, out.sinr, out.interference_w
-        return rates
-
     def _record(self, info: tuple, air: Flow, backhaul_s: float) -> None:
         """The transfer's row of the link's book and its event: the air's mean rate (bits
         over air time), its time-averaged SINR and interference, the backhaul's time."""
@@ -298,14 +276,6 @@ class NetworkLink:
                                    float(self.cell.gain_linear[k]), power_w,
                                    10.0 * math.log10(sinr), interference_dbm, backhaul_s))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The process's BLAS libraries: the rates' products (hundreds of transfers by tens of
-    cells by tens of blocks) run three times faster on one BLAS thread than on two that
-    contend with the training's threads (measured: benchmarks/bench_network.py)."""
-    return ThreadpoolController()
 
 
 def block_problems(block_rows: list[tuple], blocks: dict[str, int]) -> list[str]:

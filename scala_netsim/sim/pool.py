@@ -1,9 +1,10 @@
-"""A resource shared at rates that change only when a user joins or leaves: the air of one
-direction of a network of cells (every transfer's rate from the interference of all the
-others in flight), a backhaul (its bandwidth shared equally). Each user is a `Flow` of bits;
-the `Pool` advances every flow's bits at its rate between such instants and finishes a flow
-when its bits reach zero, in SimPy's style: one timeout for the next finish, replaced
-whenever a flow joins. (scala_netsim.sim.network_link uses it.)"""
+"""A resource shared at rates that change only when a user joins or leaves: a backhaul (its
+bandwidth shared equally), or anything whose rates a function of all the users in flight
+gives (the tests' reference for the network's air, which scala_netsim.sim.air keeps block by
+block). Each user is a `Flow` of bits; the `Pool` advances every flow's bits at its rate
+between such instants and finishes a flow when its bits reach zero, in SimPy's style: one
+timeout for the next finish, replaced whenever a flow joins. (scala_netsim.sim.network_link
+uses it for the backhaul.)"""
 
 from __future__ import annotations
 
@@ -85,12 +86,18 @@ class Pool:
         wake = self._wake = self.env.timeout(delay)
         wake.callbacks.append(lambda _: self._woken(wake))
 
+    @staticmethod
+    def crossed(bits: np.ndarray, rate: np.ndarray, now: float) -> np.ndarray:
+        """Which flows are done: what is left of their bits is below the float error of the
+        arithmetic that took it there (as a backhaul's flows, of a nanosecond at their rate)."""
+        del now
+        return bits <= 1e-9 * np.maximum(1.0, rate)
+
     def _woken(self, wake: simpy.Event) -> None:
         if wake is not self._wake:            # a flow joined since: a later wake stands
             return
         self._advance()
-        # done: what is left is below the float error of the arithmetic that took it there
-        finished = self.bits <= 1e-9 * np.maximum(1.0, self.rate)
+        finished = self.crossed(self.bits, self.rate, self.env.now)
         if not finished.any():   # rounding left a sliver: finish the nearest
             finished[int(np.argmin(self.bits / self.rate))] = True
         done = [self._finish(i) for i in np.flatnonzero(finished).tolist()]

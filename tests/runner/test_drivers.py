@@ -41,7 +41,7 @@ def test_the_synchronous_driver_draws_the_clients_the_selector_draws(make_run):
     run, twin = make_run("fedavg"), make_run("fedavg")
     assert isinstance(run.driver, SynchronousRounds)
     version = run.driver.advance(1)
-    drawn = twin.selector.select(twin.scenario.num_selected, twin.selection_rng)
+    drawn = twin.driver.selector.select(twin.scenario.num_selected, twin.selection_rng)
     assert [int(k) for k in version.selected] == [int(k) for k in drawn]
     events = pd.DataFrame(run.log.rows, columns=list(EVENT_COLUMNS))
     assert set(events["client_id"]) - {SERVER_ID} == {int(k) for k in drawn}

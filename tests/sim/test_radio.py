@@ -361,7 +361,7 @@ def check(run, events):
 
     cell = run.world.cell
     return check_run(events, pd.DataFrame(run.rows), grants_frame(run.link.grant_rows),
-                     transfers_frame(run.link.transfer_rows),
+                     transfers_frame(run.link.transfer_rows, cell.network is not None),
                      {"uplink": cell.uplink_bandwidth_hz, "downlink": cell.downlink_bandwidth_hz},
                      run.protocol.pipelined_clients, run.radio_settings())
 

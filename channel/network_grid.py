@@ -1,0 +1,244 @@
+"""The rates of a network's transfers kept up to date block by block, for a clock that moves
+from one start or end of a transfer to the next (scala_netsim.sim.air).
+
+The state is a grid of the network's cells x blocks: which transfer holds each (cell, block)
+(within a cell a block carries one transfer at a time), with the interference its receiver
+gets there and its SINR. A transfer that starts or ends changes only the blocks it holds; on
+each such block the interference of every holder is summed again from the other holders of
+the block, in the order of their cells (no running sum from which a transfer's own signal,
+up to 115 dB above the interference, is taken away again), and the rates of the holders are
+summed again over their blocks. A transfer's rate is what `channel.network.transfer_rates`
+gives for the same transfers in flight (the reference of the tests, to 1e-12): on each of its
+blocks b, SINR = (P / n) g / (N0 B_rb + I_b), rate = sum_b B_rb log2(1 + SINR_b); a
+transfer nobody interferes with, n B_rb log2(1 + SNR) in closed form.
+
+Each transfer's bits, and the integrals of its SINR and interference over time, are brought
+up to date only when its rate changes (from the time of its last change), so a start or an
+end costs the blocks it touches, not the network. The kernels are compiled (numba): the state
+is arrays, one entry per slot of a transfer in flight, and the grid."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+# a slot's integers, the columns of `ints`: its client, cell, first block, blocks, and when it
+# joined (a count)
+CLIENT, CELL, FIRST, COUNT, SEQ = range(5)
+INT_FIELDS = 5
+# a slot's numbers, the columns of `flows`: bits left at MARK (the time of its last change of
+# rate), its rate (bit/s; NaN: free, or joined and not yet rated), SINR (linear, the mean over
+# its blocks), interference (W, summed over its blocks), the integrals of the two over its
+# time so far (up to MARK), the time its bits run out at its rate (inf: none), its power a
+# block (W) and the signal its receiver gets a block (W), and whether its SINR has changed
+# since it was first rated (0 or 1)
+(BITS, MARK, RATE, SINR, INTERFERENCE, SINR_AREA, INTERFERENCE_AREA, FINISH, PER_BLOCK_W,
+ SIGNAL, VARIED) = range(11)
+FLOW_FIELDS = 11
+# the planes of `grids` (cells x blocks): the SINR (linear) and interference (W) of the
+# transfer holding each block of each cell
+SINR_GRID, INTERFERENCE_GRID = range(2)
+EPS = float(np.finfo(float).eps)
+
+
+def free_flow() -> np.ndarray:
+    """A free slot's row of `flows`."""
+    row = np.full(FLOW_FIELDS, math.nan)
+    row[[SINR_AREA, INTERFERENCE_AREA, VARIED]] = 0.0
+    row[FINISH] = math.inf
+    return row
+
+
+@numba.njit(cache=True)
+def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count: int,
+         power_w: float, gain: float, bits: float, holder: np.ndarray, dirty: np.ndarray,
+         ints: np.ndarray, flows: np.ndarray) -> bool:
+    """Slot h takes blocks first..first+count-1 of `cell` for client's `bits` from `now`,
+    radiating `power_w` over them, received through `gain`; False (and nothing changed) if
+    a block is not free or not in the band. Its blocks are dirty: `settle` rates it."""
+    if count < 1 or first < 0 or first + count > holder.shape[1]:
+        return False
+    for b in range(first, first + count):
+        if holder[cell, b] >= 0:
+            return False
+    for b in range(first, first + count):
+        holder[cell, b] = h
+        dirty[b] = True
+    ints[h, CLIENT], ints[h, CELL], ints[h, FIRST], ints[h, COUNT] = client, cell, first, count
+    ints[h, SEQ] = seq
+    flows[h, BITS], flows[h, MARK] = bits, now
+    flows[h, PER_BLOCK_W] = power_w / count
+    flows[h, SIGNAL] = flows[h, PER_BLOCK_W] * gain
+    return True
+
+
+@numba.njit(cache=True)
+def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
+          flows: np.ndarray) -> tuple[float, float, float, float, float, bool]:
+    """Slot h's numbers now that it has crossed (rate, SINR, interference, their integrals
+    up to `now`, whether its SINR changed), and its blocks freed (dirty) and its row
+    cleared."""
+    advance(h, now, flows)
+    row = flows[h]
+    out = (row[RATE], row[SINR], row[INTERFERENCE], row[SINR_AREA], row[INTERFERENCE_AREA],
+           row[VARIED] != 0.0)
+    first = ints[h, FIRST]
+    for b in range(first, first + ints[h, COUNT]):
+        holder[ints[h, CELL], b] = -1
+        dirty[b] = True
+    row[:] = math.nan
+    row[SINR_AREA] = row[INTERFERENCE_AREA] = row[VARIED] = 0.0
+    row[FINISH] = math.inf
+    return out
+
+
+@numba.njit(cache=True)
+def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.ndarray,
+                      flows: np.ndarray, uplink: bool, cells: np.ndarray, slots: np.ndarray,
+                      out: np.ndarray) -> int:
+    """Into out[i] the interference the i-th holder of block b gets from the others (cells[i],
+    slots[i]: the holders' cells and slots, in the order of the cells); returns how many
+    hold b. Uplink: cell c hears the others' clients through g(client, c); downlink: the
+    holder's client hears the other cells through g(its client, cell)."""
+    n = 0
+    for c in range(holder.shape[0]):
+        h = holder[c, b]
+        if h >= 0:
+            cells[n], slots[n] = c, h
+            n += 1
+    # summed in the order of the cells, each transmitter's row of gains read once
+    out[:n] = 0.0
+    if uplink:
+        for j in range(n):
+            row, p = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W]
+            for i in range(n):
+                if i != j:
+                    out[i] += p * row[cells[i]]
+    else:
+        for i in range(n):
+            row = gains[ints[slots[i], CLIENT]]
+            total = 0.0
+            for j in range(n):
+                if j != i:
+                    total += flows[slots[j], PER_BLOCK_W] * row[cells[j]]
+            out[i] = total
+    return n
+
+
+@numba.njit(cache=True)
+def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
+           gains: np.ndarray, ints: np.ndarray, flows: np.ndarray, noise_w: float,
+           block_hz: float, uplink: bool, interference: bool) -> float:
+    """Recompute the dirty blocks (then clean) and the transfers that hold them: each such
+    transfer's bits and integrals are first taken up to `now` at its old rate (none for one
+    that has just joined), then its rate, mean SINR, interference and the time its bits run
+    out at the new rate. Returns the earliest such time of all slots (`soonest`). `flows` may
+    be the rows up to the last slot in use."""
+    num_cells, num_blocks = holder.shape
+    cells = np.empty(num_cells, np.int64)
+    slots = np.empty(num_cells, np.int64)
+    received = np.zeros(num_cells)
+    affected = np.empty(num_cells * num_blocks, np.int64)
+    seen = np.zeros(flows.shape[0], np.bool_)
+    n_affected = 0
+    for b in range(num_blocks):
+        if not dirty[b]:
+            continue
+        dirty[b] = False
+        if interference:
+            n = _sum_interference(b, holder, gains, ints, flows, uplink, cells, slots,
+                                  received)
+        else:
+            n = 0
+            for c in range(num_cells):
+                if holder[c, b] >= 0:
+                    cells[n], slots[n], received[n] = c, holder[c, b], 0.0
+                    n += 1
+        for i in range(n):
+            h = slots[i]
+            grids[INTERFERENCE_GRID, cells[i], b] = received[i]
+            grids[SINR_GRID, cells[i], b] = flows[h, SIGNAL] / (noise_w + received[i])
+            if not seen[h]:
+                seen[h] = True
+                affected[n_affected] = h
+                n_affected += 1
+    for i in range(n_affected):
+        _rerate(affected[i], now, grids, ints, flows, noise_w, block_hz)
+    return soonest(flows)
+
+
+@numba.njit(cache=True)
+def advance(h: int, now: float, flows: np.ndarray) -> None:
+    """Slot h's bits and integrals taken from its last change up to `now` at its rate."""
+    rate = flows[h, RATE]
+    if not math.isnan(rate):
+        dt = now - flows[h, MARK]
+        if dt > 0:
+            flows[h, BITS] -= rate * dt
+            flows[h, SINR_AREA] += flows[h, SINR] * dt
+            flows[h, INTERFERENCE_AREA] += flows[h, INTERFERENCE] * dt
+    flows[h, MARK] = now
+
+
+@numba.njit(cache=True)
+def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, flows: np.ndarray,
+            noise_w: float, block_hz: float) -> None:
+    advance(h, now, flows)
+    c, first, n = ints[h, CELL], ints[h, FIRST], ints[h, COUNT]
+    logs = sinrs = received = 0.0
+    for b in range(first, first + n):
+        sinr_b = grids[SINR_GRID, c, b]
+        logs += math.log2(1.0 + sinr_b)
+        sinrs += sinr_b
+        received += grids[INTERFERENCE_GRID, c, b]
+    if received == 0.0:   # nobody interferes: the SNR and rate in closed form
+        sinr = flows[h, SIGNAL] / noise_w
+        rate = n * block_hz * math.log2(1.0 + sinr)
+    else:
+        sinr, rate = sinrs / n, block_hz * logs
+    if not math.isnan(flows[h, SINR]) and sinr != flows[h, SINR]:
+        flows[h, VARIED] = 1.0
+    flows[h, RATE], flows[h, SINR], flows[h, INTERFERENCE] = rate, sinr, received
+    flows[h, FINISH] = now + max(flows[h, BITS], 0.0) / rate
+
+
+@numba.njit(cache=True)
+def due(now: float, ints: np.ndarray, flows: np.ndarray) -> np.ndarray:
+    """The slots in flight (a rate) whose bits have run out by `now`, in the order they
+    joined: what is left is below the float error of the arithmetic that took it there (a
+    few units in the last place of the bits, and of the clock times the rate). `flows` may be
+    the rows up to the last slot in use."""
+    out = np.empty(flows.shape[0], np.int64)
+    n = 0
+    for h in range(flows.shape[0]):
+        rate = flows[h, RATE]
+        if math.isnan(rate):
+            continue
+        bits = flows[h, BITS]
+        if bits - rate * (now - flows[h, MARK]) <= 4 * EPS * (abs(bits) + rate * abs(now)):
+            out[n] = h
+            n += 1
+    out = out[:n]
+    return out[np.argsort(ints[out, SEQ], kind="mergesort")]
+
+
+@numba.njit(cache=True)
+def nearest(flows: np.ndarray) -> np.ndarray:
+    """The slot in flight whose bits run out first (none: empty)."""
+    t, h = math.inf, -1
+    for i in range(flows.shape[0]):
+        if flows[i, FINISH] < t:
+            t, h = flows[i, FINISH], i
+    return np.arange(h, h + 1) if h >= 0 else np.empty(0, np.int64)
+
+
+@numba.njit(cache=True)
+def soonest(flows: np.ndarray) -> float:
+    """The earliest time a slot in flight runs out of bits (inf: none in flight)."""
+    t = math.inf
+    for h in range(flows.shape[0]):
+        if flows[h, FINISH] < t:
+            t = flows[h, FINISH]
+    return t

@@ -1,0 +1,121 @@
+"""One direction of a network's air as a SimPy resource: transfers join it on their cell's
+blocks, cross it at rates set by everyone else on the same blocks in other cells, and leave
+when their bits have crossed (scala_netsim.sim.network_link uses one per direction).
+
+The numbers live in channel.network_grid's state (a cells x blocks grid and a row per slot of
+a transfer in flight); a start or an end recomputes the blocks it touches, and all starts of
+one instant are settled once, at the end of the instant (a zero timeout), before any time
+passes. One timeout waits for the next end, replaced whenever the rates change."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import simpy
+
+from channel import network_grid as grid
+from scala_netsim.sim.pool import Flow
+
+
+class Air:
+    """The air of one direction of a network: its cells' `num_blocks` blocks of `block_hz`,
+    the noise a block's receiver hears (`noise_w`), the coupling gains (clients x cells,
+    linear), with or without interference between cells (see the module's docstring)."""
+
+    def __init__(self, env: simpy.Environment, gains: np.ndarray, num_blocks: int,
+                 block_hz: float, noise_w: float, uplink: bool, interference: bool) -> None:
+        self.env = env
+        self.gains = np.ascontiguousarray(gains, dtype=float)
+        self.block_hz, self.noise_w = block_hz, noise_w
+        self.uplink, self.interference = uplink, interference
+        num_cells = self.gains.shape[1]
+        # every transfer in flight holds a block of its cell alone: no more than this at once
+        capacity = num_cells * num_blocks
+        self.holder = np.full((num_cells, num_blocks), -1, dtype=np.int64)
+        self.grids = np.zeros((2, num_cells, num_blocks))
+        self.dirty = np.zeros(num_blocks, dtype=bool)
+        self.ints = np.zeros((capacity, grid.INT_FIELDS), dtype=np.int64)
+        self.flows = np.tile(grid.free_flow(), (capacity, 1))
+        self._flow: list[Flow | None] = [None] * capacity
+        self._free = list(range(capacity - 1, -1, -1))
+        self._joined = 0
+        self._used = 0          # the slots the scans read: those up to the last ever used
+        self._changed = self._settling = False
+        self._wake: simpy.Event | None = None
+        self._wake_at = math.inf
+
+    def __len__(self) -> int:
+        """Transfers in flight."""
+        return len(self._flow) - len(self._free)
+
+    def add(self, flow: Flow, client: int, cell: int, first: int, count: int, power_w: float,
+            gain: float) -> None:
+        """Flow joins now, client's transfer on blocks first..first+count-1 of `cell`,
+        radiating `power_w` over them, received through `gain`; its `done(flow)` is called
+        when its bits have crossed."""
+        h = self._free[-1]
+        if not grid.join(h, self.env.now, self._joined, client, cell, first, count, power_w,
+                         gain, flow.bits, self.holder, self.dirty, self.ints, self.flows):
+            raise RuntimeError(f"client {client}'s transfer asks for blocks {first}.."
+                               f"{first + count - 1} of cell {cell}, not all free in its band")
+        self._free.pop()
+        self._joined += 1
+        self._used = max(self._used, h + 1)
+        self._flow[h] = flow
+        self._changed = True
+        if not self._settling:        # once, after every start of this instant
+            self._settling = True
+            self.env.timeout(0).callbacks.append(self._settle_instant)
+
+    def _settle_instant(self, _: simpy.Event) -> None:
+        self._settling = False
+        if self._changed:
+            self._settle()
+
+    def _settle(self) -> None:
+        end = grid.settle(self.env.now, self.holder, self.grids, self.dirty, self.gains,
+                          self.ints, self.flows[:self._used], self.noise_w, self.block_hz,
+                          self.uplink, self.interference)
+        self._changed = False
+        self._arm(end)
+
+    def _arm(self, end: float) -> None:
+        """A wake for the next end (`end`), unless one stands no later than it (it finds
+        nothing due and arms again: `_woken`)."""
+        if math.isinf(end) or self._wake_at <= end:
+            return
+        self._wake_at = end
+        wake = self._wake = self.env.timeout(max(end - self.env.now, 0.0))
+        wake.callbacks.append(lambda _: self._woken(wake))
+
+    def _woken(self, wake: simpy.Event) -> None:
+        if wake is not self._wake:            # an earlier end came up since: its wake stands
+            return
+        self._wake, self._wake_at = None, math.inf
+        now = self.env.now
+        flows = self.flows[:self._used]
+        ended = grid.due(now, self.ints, flows)
+        if len(ended) == 0:
+            end = grid.soonest(flows)
+            if now + (end - now) > now:      # the end moved later since the wake was set
+                self._arm(end)
+                return
+            # rounding left a sliver of bits when the clock can move no closer: it ends now
+            ended = grid.nearest(flows)
+        done = [self._finish(h) for h in ended.tolist()]
+        self._settle()
+        for f in done:
+            f.done(f)
+
+    def _finish(self, h: int) -> Flow:
+        """Slot h's numbers into its Flow, now it has crossed, and its blocks freed."""
+        f = self._flow[h]
+        assert f is not None
+        f.end = self.env.now
+        (f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area,
+         f.varied) = grid.leave(h, f.end, self.holder, self.dirty, self.ints, self.flows)
+        self._changed = True
+        self._flow[h] = None
+        self._free.append(h)
+        return f
