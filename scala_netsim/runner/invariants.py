@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS, EventKind
-from scala_netsim.sim.link import grants_frame, transfers_frame
-
-if TYPE_CHECKING:
-    from scala_netsim.runner.loop import Run
 
 UPLINK = [k.value for k in UPLINK_KINDS]
 DOWNLINK = [k.value for k in DOWNLINK_KINDS]
@@ -456,30 +452,4 @@ def _aggregation_problems(aggregations: pd.DataFrame,
         if sorted(frame["client_id"]) != sorted(contributors.get(r, [])):
             problems.append(f"round {r}: the cluster aggregations averaged clients "
                             f"{sorted(frame['client_id'])}, not the contributors")
-    return problems
-
-
-def run_problems(run: Run) -> list[str]:
-    """Broken invariants of `run` so far: its events, rounds, grants and transfers
-    (check_run), its driver's books (asynchronous versions), its link's (a network's blocks
-    and turns) and, where clients can be dropped, the drops (check_drops)."""
-    columns, rows = run.event_table()
-    events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(run.rows)
-    cells = 1 if run.world.cell.network is None else len(run.world.cell.network.cells)
-    band_hz = {"uplink": cells * run.world.cell.uplink_bandwidth_hz,
-               "downlink": cells * run.world.cell.downlink_bandwidth_hz}
-    transfers = transfers_frame(run.link.transfer_rows, run.world.cell.network is not None)
-    band_rows = run.link.band_grant_rows()
-    problems = check_run(events, rounds, grants_frame(run.link.grant_rows), transfers,
-                         band_hz, run.protocol.pipelined_clients, run.radio_settings(),
-                         slots=run.driver.slots,
-                         band_grants=None if band_rows is None else grants_frame(band_rows))
-    problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
-    problems.extend(run.link.problems())
-    if run.records_drops:
-        aggregations = (pd.DataFrame(run.aggregation_rows,
-                                     columns=["round", "group", "client_id", "weight"])
-                        if run.trainer.aggregations is not None else None)
-        problems.extend(check_drops(events, rounds, run.log.demands_frame(), DropSettings(
-            run.world.label_counts, aggregations)))
     return problems

@@ -18,7 +18,8 @@ from scala_netsim.core.events import COMPLETED_COLUMN, EVENT_COLUMNS, EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
 from scala_netsim.runner.assembly import make_driver, make_link, make_trainer
-from scala_netsim.runner.invariants import RadioSettings, run_problems
+from scala_netsim.runner.checks import run_problems
+from scala_netsim.runner.invariants import RadioSettings
 from scala_netsim.runner.metrics import drop_columns, round_row
 from scala_netsim.runner.radio_record import (
     radio_columns,
@@ -155,7 +156,7 @@ class Run:
                              downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))
 
     def problems(self) -> list[str]:
-        """Broken invariants of the run so far (scala_netsim.runner.invariants.run_problems)."""
+        """Broken invariants of the run so far (scala_netsim.runner.checks.run_problems)."""
         return run_problems(self)
 
     def summary(self, status: str, setting: dict, wall_time_s: float,

@@ -4,19 +4,33 @@ summary's one home; scala_netsim.runner.execute writes it last)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import pandas as pd
+import simpy
 import torch
 
+from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.events import DROP_REASONS
+from scala_netsim.runner.drivers import Driver
 from scala_netsim.runner.radio_record import ENERGY_COLUMNS
-
-if TYPE_CHECKING:
-    from scala_netsim.runner.loop import Run
+from scala_netsim.runner.world import World
 
 
-def run_summary(run: Run, status: str, setting: dict, wall_time_s: float,
+class Summarised(Protocol):
+    """What a summary reads of a run (scala_netsim.runner.loop.Run)."""
+
+    scenario: Scenario
+    algorithm: str
+    world: World
+    rows: list[dict]
+    best: tuple[float, int]
+    env: simpy.Environment
+    records_drops: bool
+    driver: Driver[Any]
+
+
+def run_summary(run: Summarised, status: str, setting: dict, wall_time_s: float,
                 resumed_from_round: int | None, device: torch.device,
                 retimed_from: str | None = None) -> dict:
     """summary.json of `run` as it stands: what it is, its status, accuracy (none for a

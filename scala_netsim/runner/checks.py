@@ -1,0 +1,63 @@
+"""A run's books checked together: its events, rounds, grants and transfers
+(scala_netsim.runner.invariants.check_run), its driver's books, its link's own, and its drops
+(check_drops). `Run.problems` asks this."""
+
+from __future__ import annotations
+
+from typing import Any
+from typing import Protocol as Structural
+
+import pandas as pd
+
+from scala_netsim.core.events import EventLog
+from scala_netsim.learn.contract import Trainer
+from scala_netsim.runner.drivers import Driver
+from scala_netsim.runner.invariants import DropSettings, RadioSettings, check_drops, check_run
+from scala_netsim.runner.world import World
+from scala_netsim.sim.link import Link, grants_frame, transfers_frame
+from scala_netsim.sim.protocols import Protocol
+
+
+class Checked(Structural):
+    """What the checks read of a run (scala_netsim.runner.loop.Run): its tables, books and
+    the pieces that keep them."""
+
+    rows: list[dict]
+    world: World
+    link: Link
+    protocol: Protocol      # the protocol of rounds: its `pipelined_clients`
+    driver: Driver[Any]
+    trainer: Trainer
+    log: EventLog
+    records_drops: bool
+    aggregation_rows: list[tuple]
+
+    def event_table(self) -> tuple[tuple[str, ...], list[tuple]]: ...
+
+    def radio_settings(self) -> RadioSettings | None: ...
+
+
+def run_problems(run: Checked) -> list[str]:
+    """Broken invariants of `run` so far: its events, rounds, grants and transfers
+    (check_run), its driver's books (asynchronous versions), its link's (a network's blocks
+    and turns) and, where clients can be dropped, the drops (check_drops)."""
+    columns, rows = run.event_table()
+    events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(run.rows)
+    cells = 1 if run.world.cell.network is None else len(run.world.cell.network.cells)
+    band_hz = {"uplink": cells * run.world.cell.uplink_bandwidth_hz,
+               "downlink": cells * run.world.cell.downlink_bandwidth_hz}
+    transfers = transfers_frame(run.link.transfer_rows, run.world.cell.network is not None)
+    band_rows = run.link.band_grant_rows()
+    problems = check_run(events, rounds, grants_frame(run.link.grant_rows), transfers,
+                         band_hz, run.protocol.pipelined_clients, run.radio_settings(),
+                         slots=run.driver.slots,
+                         band_grants=None if band_rows is None else grants_frame(band_rows))
+    problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
+    problems.extend(run.link.problems())
+    if run.records_drops:
+        aggregations = (pd.DataFrame(run.aggregation_rows,
+                                     columns=["round", "group", "client_id", "weight"])
+                        if run.trainer.aggregations is not None else None)
+        problems.extend(check_drops(events, rounds, run.log.demands_frame(), DropSettings(
+            run.world.label_counts, aggregations)))
+    return problems
