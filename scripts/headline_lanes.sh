@@ -34,5 +34,6 @@ for job in "$@"; do
         scenarios/cellular_10pct.yaml --out "$out" --jobs 1 \
         --set "algorithms=[$alg]" --set "seed=$seed" "${sets[@]}" \
         --no-progress --no-report --no-figures
-    echo "$(date -u +%FT%TZ) end $alg seed $seed ${settings:-} rc $?"
+    rc=$?
+    echo "$(date -u +%FT%TZ) end $alg seed $seed ${settings:-} rc $rc"
 done
