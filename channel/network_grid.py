@@ -43,12 +43,19 @@ SINR_GRID, INTERFERENCE_GRID = range(2)
 EPS = float(np.finfo(float).eps)
 
 
-def free_flow() -> np.ndarray:
-    """A free slot's row of `flows`."""
-    row = np.full(FLOW_FIELDS, math.nan)
-    row[[SINR_AREA, INTERFERENCE_AREA, VARIED]] = 0.0
+@numba.njit(cache=True)
+def clear(flows: np.ndarray, h: int) -> None:
+    """Slot h free: no bits, no rate, no end, nothing integrated."""
+    row = flows[h]
+    row[:] = math.nan
+    row[SINR_AREA] = row[INTERFERENCE_AREA] = row[VARIED] = 0.0
     row[FINISH] = math.inf
-    return row
+
+
+@numba.njit(cache=True)
+def clear_all(flows: np.ndarray) -> None:
+    for h in range(flows.shape[0]):
+        clear(flows, h)
 
 
 @numba.njit(cache=True)
@@ -88,9 +95,7 @@ def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.nd
     for b in range(first, first + ints[h, COUNT]):
         holder[ints[h, CELL], b] = -1
         dirty[b] = True
-    row[:] = math.nan
-    row[SINR_AREA] = row[INTERFERENCE_AREA] = row[VARIED] = 0.0
-    row[FINISH] = math.inf
+    clear(flows, h)
     return out
 
 
@@ -134,7 +139,7 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
     """Recompute the dirty blocks (then clean) and the transfers that hold them: each such
     transfer's bits and integrals are first taken up to `now` at its old rate (none for one
     that has just joined), then its rate, mean SINR, interference and the time its bits run
-    out at the new rate. Returns the earliest such time of all slots (`soonest`). `flows` may
+    out at the new rate. Returns the earliest such time of all slots (`soonest`'s). `flows` may
     be the rows up to the last slot in use."""
     num_cells, num_blocks = holder.shape
     cells = np.empty(num_cells, np.int64)
@@ -166,7 +171,7 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
                 n_affected += 1
     for i in range(n_affected):
         _rerate(affected[i], now, grids, ints, flows, noise_w, block_hz)
-    return soonest(flows)
+    return soonest(flows)[0]
 
 
 @numba.njit(cache=True)
@@ -225,20 +230,11 @@ def due(now: float, ints: np.ndarray, flows: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def nearest(flows: np.ndarray) -> np.ndarray:
-    """The slot in flight whose bits run out first (none: empty)."""
+def soonest(flows: np.ndarray) -> tuple[float, int]:
+    """The earliest time a slot in flight runs out of bits, and the slot (inf and -1: none in
+    flight)."""
     t, h = math.inf, -1
     for i in range(flows.shape[0]):
         if flows[i, FINISH] < t:
             t, h = flows[i, FINISH], i
-    return np.arange(h, h + 1) if h >= 0 else np.empty(0, np.int64)
-
-
-@numba.njit(cache=True)
-def soonest(flows: np.ndarray) -> float:
-    """The earliest time a slot in flight runs out of bits (inf: none in flight)."""
-    t = math.inf
-    for h in range(flows.shape[0]):
-        if flows[h, FINISH] < t:
-            t = flows[h, FINISH]
-    return t
+    return t, h

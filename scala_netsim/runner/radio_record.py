@@ -10,8 +10,9 @@ events.csv gains, per event (RADIO_COLUMNS):
 - `attempts`: how many times it was sent (ARQ; 1 for everything else);
 - `tx_power_w`: the power radiated on the sub-band (the client's on the uplink, the base
   station's share P_bs b / W_dl on the downlink; 0 for computations);
-- in a network of cells (NETWORK_COLUMNS) `sinr_db`, `interference_dbm` (time-averaged over
-  the transfer's air time; -inf dBm where nothing interfered) and `backhaul_s`;
+- in a network of cells (sim.link.NETWORK_TRANSFER_COLUMNS) `sinr_db`, `interference_dbm`
+  (time-averaged over the transfer's air time; -inf dBm where nothing interfered; NaN for
+  everything else) and `backhaul_s` (0 for everything else);
 - `energy_j`: the energy the CLIENT spends on the event: p * attempts * bits / rate for its
   uploads (every attempt counted), kappa * FLOPs * f_k^2 for its computations
   (channel.energy), 0 for downloads (receiving is not modelled) and server steps.
@@ -36,10 +37,6 @@ if TYPE_CHECKING:
     from scala_netsim.config.scenario import Scenario
 
 RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
-#: a network's transfers add (sim.network_link): the time-averaged SINR and interference of
-#: their air time, and the time they spent on the backhaul (0 for everything else; the SINR
-#: and interference NaN for everything else): the network part of the transfer record
-NETWORK_COLUMNS = NETWORK_TRANSFER_COLUMNS
 ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")
 _UPLINK = frozenset(k.value for k in UPLINK_KINDS)
 _COMPUTE = frozenset(k.value for k in CLIENT_COMPUTE_KINDS)
@@ -63,7 +60,7 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
     """RADIO_COLUMNS of the event rows `rows` (EventLog.rows from position `first_event`),
     given the link's transfer rows of those events (TransferRate fields: event_index,
     bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w, and in a `network` its
-    NETWORK_COLUMNS), each client's FLOP/s and the effective switched capacitance kappa."""
+    NETWORK_TRANSFER_COLUMNS), each client's FLOP/s and the effective switched capacitance kappa."""
     n = len(rows)
     out = {"bandwidth_hz": np.zeros(n), "gain_db": np.zeros(n), "rate_bps": np.zeros(n),
            "attempts": np.ones(n, dtype=np.int64), "tx_power_w": np.zeros(n),
@@ -88,7 +85,7 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
         out["tx_power_w"][at] = moved[:, 5]
         if network:
             extra = np.array([t[width:] for t in transfer_rows], dtype=float)
-            for i, column in enumerate(NETWORK_COLUMNS):
+            for i, column in enumerate(NETWORK_TRANSFER_COLUMNS):
                 out[column][at] = extra[:, i]
         up = np.isin(kind[at], list(_UPLINK))
         airtime_s = moved[up, 3] * payload_bits[up] / moved[up, 2]

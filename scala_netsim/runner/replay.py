@@ -67,8 +67,9 @@ from scala_netsim.learn.contract import (
     Trainer,
 )
 from scala_netsim.learn.messages import RecordedMessage
-from scala_netsim.runner.radio_record import NETWORK_COLUMNS, RADIO_COLUMNS
+from scala_netsim.runner.radio_record import RADIO_COLUMNS
 from scala_netsim.runner.recorded import RecordedTrainer
+from scala_netsim.sim.link import NETWORK_TRANSFER_COLUMNS
 
 
 class RecordError(Error, ValueError):
@@ -219,12 +220,12 @@ def _record_tables(folder: Path, summary: dict
         header = tuple(f.readline().rstrip("\n").split(","))
     demands = read_csv(record_path(folder, DEMANDS_CSV))
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
-               for radio in ((), RADIO_COLUMNS, RADIO_COLUMNS + NETWORK_COLUMNS)]
+               for radio in ((), RADIO_COLUMNS, RADIO_COLUMNS + NETWORK_TRANSFER_COLUMNS)]
     if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
         raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
                           f"{EVENT_COLUMNS} (and, where clients can be dropped, "
                           f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}, in a "
-                          f"network of cells then {NETWORK_COLUMNS}) and "
+                          f"network of cells then {NETWORK_TRANSFER_COLUMNS}) and "
                           f"{DEMAND_COLUMNS}")
     # what was sent and computed is all a replay needs (the radio columns are timing)
     events = read_csv(record_path(folder, EVENTS_CSV), usecols=list(EVENT_COLUMNS))

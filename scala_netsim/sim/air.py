@@ -36,7 +36,8 @@ class Air:
         self.grids = np.zeros((2, num_cells, num_blocks))
         self.dirty = np.zeros(num_blocks, dtype=bool)
         self.ints = np.zeros((capacity, grid.INT_FIELDS), dtype=np.int64)
-        self.flows = np.tile(grid.free_flow(), (capacity, 1))
+        self.flows = np.empty((capacity, grid.FLOW_FIELDS))
+        grid.clear_all(self.flows)
         self._flow: list[Flow | None] = [None] * capacity
         self._free = list(range(capacity - 1, -1, -1))
         self._joined = 0
@@ -96,14 +97,15 @@ class Air:
         now = self.env.now
         flows = self.flows[:self._used]
         ended = grid.due(now, self.ints, flows)
-        if len(ended) == 0:
-            end = grid.soonest(flows)
+        order = ended.tolist()
+        if not order:
+            end, first = grid.soonest(flows)
             if now + (end - now) > now:      # the end moved later since the wake was set
                 self._arm(end)
                 return
             # rounding left a sliver of bits when the clock can move no closer: it ends now
-            ended = grid.nearest(flows)
-        done = [self._finish(h) for h in ended.tolist()]
+            order = [first]
+        done = [self._finish(h) for h in order]
         self._settle()
         for f in done:
             f.done(f)
