@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scala_netsim.core.records import ROUNDS_CSV
+from scala_netsim.core.files import ROUNDS_CSV
 from scala_netsim.core.results import read_record
 
 

@@ -14,12 +14,12 @@ import pandas as pd
 from analysis.runs import group_label
 from analysis.tables import markdown_table
 from scala_netsim.core.events import DOWNLINK_KINDS, UPLINK_KINDS
-from scala_netsim.core.records import (
+from scala_netsim.core.files import (
     CELLS_CSV,
     CLIENTS_CSV,
     DEMANDS_CSV,
     EVENTS_CSV,
-    record_path,
+    run_file,
 )
 from scala_netsim.core.results import read_record
 
@@ -46,7 +46,7 @@ def cell_table(folder: Path) -> pd.DataFrame:
                                                                 fill_value=0)
     table["participants_per_round"] = per_round.mean()
     table["participants_most"] = per_round.max()
-    if record_path(folder, EVENTS_CSV).is_file():
+    if run_file(folder, EVENTS_CSV).is_file():
         events = read_record(folder, EVENTS_CSV,
                              usecols=["client_id", "kind", "sinr_db", "interference_dbm"])
         events = events.assign(cell=events["client_id"].map(cell_of))
@@ -62,7 +62,7 @@ def cell_table(folder: Path) -> pd.DataFrame:
 def network_lines(scenario_dir: Path, runs: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """The report's section on the network runs among `runs` (none: no lines)."""
     folders = [(row, scenario_dir / row["folder"]) for _, row in runs.iterrows()
-               if record_path(scenario_dir / row["folder"], CELLS_CSV).is_file()]
+               if run_file(scenario_dir / row["folder"], CELLS_CSV).is_file()]
     if not folders:
         return []
     rows, tables = [], []

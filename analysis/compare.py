@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import accuracy_of, read_rounds
-from scala_netsim.core.records import (
+from scala_netsim.core.files import (
     ATTACK_JSON,
     CLIENTS_CSV,
     COMPARISON_CSV,
@@ -127,7 +127,7 @@ def run_row(scenario_dir: Path | str, folder: Path | str, summary: dict, rounds:
         row[f"time_to_{target:g}_s"] = time_to_accuracy_s(rounds, target)
     row.update({k: summary[k] for k in ("total_sim_time_s", "uplink_bytes", "downlink_bytes",
                                         "client_flops", "server_flops", "wall_time_s")})
-    if "client_energy_j" in rounds:   # a run that records energy (scala_netsim.runner.radio_record)
+    if "client_energy_j" in rounds:   # a run that records energy (scala_netsim.books.radio)
         row.update({k: summary[k] for k in ("client_energy_j", "client_transmit_energy_j",
                                             "client_compute_energy_j")})
         for target in targets:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scala_netsim.core.records import record_path
+from scala_netsim.core.files import run_file
 
 CASES = ("paper_cell", "uma_cell", "uma_7sites_quiet", "uma_7sites", "uma_7sites_paper_spectrum")
 CASE_TEXT = {"paper_cell": "the paper's cell (36.814)",
@@ -71,8 +71,8 @@ def cells_over_blocks(run: Path, blocks: int = LOAD_BLOCKS) -> int:
     """The most cells, over a run's rounds, that had more of the round's clients than their
     `blocks` resource blocks (their clients took turns on the blocks): demands.csv's
     participants by clients.csv's serving cell."""
-    demands = pd.read_csv(record_path(run, "demands.csv"), usecols=["round", "client_id"])
-    serving = pd.read_csv(record_path(run, "clients.csv"),
+    demands = pd.read_csv(run_file(run, "demands.csv"), usecols=["round", "client_id"])
+    serving = pd.read_csv(run_file(run, "clients.csv"),
                           usecols=["client_id", "serving_cell"]).set_index("client_id")
     per_cell = demands.assign(cell=demands["client_id"].map(serving["serving_cell"])).groupby(
         ["round", "cell"]).size()
@@ -86,9 +86,9 @@ def round_times(load_root: Path) -> pd.DataFrame:
     rows = []
     for folder in sorted(load_root.glob("*/load=m*/seed0")):
         found = re.fullmatch(r"load=m(\d+),interference=(true|false)", folder.parent.name)
-        if found is None or not record_path(folder, "rounds.csv").exists():
+        if found is None or not run_file(folder, "rounds.csv").exists():
             continue
-        rounds = pd.read_csv(record_path(folder, "rounds.csv"))
+        rounds = pd.read_csv(run_file(folder, "rounds.csv"))
         summary = json.loads((folder / "summary.json").read_text())
         rows.append({"algorithm": folder.parent.parent.name, "m": int(found[1]),
                      "interference": found[2] == "true", "rounds": len(rounds),
@@ -100,7 +100,7 @@ def round_times(load_root: Path) -> pd.DataFrame:
                      # (NaN for a run kept slim: its demands come back from
                      # python -m scala_netsim.tools.regenerate)
                      "cells_over_blocks": (cells_over_blocks(folder)
-                                           if record_path(folder, "demands.csv").exists()
+                                           if run_file(folder, "demands.csv").exists()
                                            else np.nan),
                      "wall_time_s": float(summary["wall_time_s"])})
     return pd.DataFrame(rows).sort_values(["algorithm", "interference", "m"]).reset_index(
@@ -113,7 +113,7 @@ def spectrum(network_root: Path) -> pd.DataFrame:
     sent on, from the run records (regenerated: python -m scala_netsim.tools.regenerate)."""
     rows = []
     for folder in sorted((network_root / "scala").glob("cell=*/seed*")):
-        events = pd.read_csv(record_path(folder, "events.csv"),
+        events = pd.read_csv(run_file(folder, "events.csv"),
                              usecols=["round", "client_id", "kind", "bandwidth_hz"])
         up = events[events["kind"] == "activation_upload"].drop_duplicates(
             ["round", "client_id"])
@@ -128,10 +128,10 @@ def spectrum(network_root: Path) -> pd.DataFrame:
 def stragglers(run: Path) -> pd.DataFrame:
     """Per client of a network run: its mean busy time per round it took part in, its
     uplink transfers' mean SINR (dB), LOS and indoor state, serving cell."""
-    events = pd.read_csv(record_path(run, "events.csv"),
+    events = pd.read_csv(run_file(run, "events.csv"),
                          usecols=["t_start_s", "t_end_s", "round", "client_id", "kind",
                                   "sinr_db"])
-    clients = pd.read_csv(record_path(run, "clients.csv"),
+    clients = pd.read_csv(run_file(run, "clients.csv"),
                           usecols=["client_id", "serving_cell", "los", "indoor", "d2d_m"])
     own = events[events["kind"].isin(CLIENT_KINDS)]
     busy = (own["t_end_s"] - own["t_start_s"]).groupby(

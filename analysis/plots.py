@@ -21,7 +21,7 @@ from analysis import read_rounds  # noqa: E402
 from analysis.figures import accuracy_figure  # noqa: E402
 from analysis.runs import load_runs, setting_keys  # noqa: E402
 from analysis.style import round_axis, time_unit  # noqa: E402
-from scala_netsim.core.records import COMPARISON_CSV, ROUNDS_CSV, RUN_FIGURES, record_path
+from scala_netsim.core.files import COMPARISON_CSV, ROUNDS_CSV, RUN_FIGURES, run_file
 
 BREAKDOWN = (("compute_time_s", "client compute"), ("uplink_time_s", "uplink"),
              ("downlink_time_s", "downlink"), ("server_time_s", "server compute"),
@@ -135,7 +135,7 @@ def comparison_figures(scenario_dir: Path | str) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     dirs = sys.argv[1:] if argv is None else argv
-    missing = [d for d in dirs if not any(record_path(d, f).is_file()
+    missing = [d for d in dirs if not any(run_file(d, f).is_file()
                                           for f in (ROUNDS_CSV, COMPARISON_CSV))]
     if not dirs or missing:
         print(f"error: need run folders holding rounds.csv or scenario folders holding "
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
               if missing else "usage: python -m analysis.plots DIR [DIR ...]", file=sys.stderr)
         return 2
     for folder in dirs:
-        run = record_path(folder, ROUNDS_CSV).is_file()
+        run = run_file(folder, ROUNDS_CSV).is_file()
         for path in plot_run(folder) if run else comparison_figures(folder):
             print(path)
     return 0

@@ -128,7 +128,7 @@ def summary_lines(runs: pd.DataFrame, keys: Sequence[str], targets: Sequence[flo
         "The round's simulated time over the rounds of each run (mean, standard deviation, "
         "median, 95th percentile, maximum), then mean ± std of those over seeds"
         + ("; the clients' energy (sending: p x airtime of every attempt; computing: kappa x "
-           "FLOPs x (FLOP/s)^2, scala_netsim.runner.radio_record)."
+           "FLOPs x (FLOP/s)^2, scala_netsim.books.radio)."
            if np.isfinite(runs["energy_J"]).any() else "."),
         "",
         latency_energy_table(runs, keys),

@@ -17,8 +17,8 @@ import pandas as pd  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
 from scala_netsim.core.errors import Error
+from scala_netsim.core.files import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.naming import compact
-from scala_netsim.core.records import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.results import read_record, read_summary, read_written_yaml  # noqa: E402
 
 MB, GFLOP = 1e6, 1e9

@@ -42,6 +42,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from scala_netsim.algorithms.scala import SCALA
 from scala_netsim.algorithms.selection import RandomSelector
+from scala_netsim.books.rounds import FLOPS, round_row
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.core.catalog import ARCHS, DEFAULT_SPLITS, NATIVE_SIZE_ARCHS
@@ -49,7 +50,6 @@ from scala_netsim.learn.data import load_dataset
 from scala_netsim.learn.models import build_split_model
 from scala_netsim.runner.estimate import synchronize
 from scala_netsim.runner.loop import Run
-from scala_netsim.runner.metrics import FLOPS, round_row
 from scala_netsim.runner.world import build_world, deterministic
 
 

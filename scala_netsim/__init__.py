@@ -6,18 +6,19 @@ TYPE_CHECKING included, and finds no cycle):
 
     entry      the root modules: cli, retime, attack, __main__, api (this package's Python API)
     tools/     sweep (planning and executors), attack (the model-inversion attack)
-    runner/    world, run loop, drivers, writer, checkpoints, execution; the books (invariants,
-               metrics, radio_record, version_books) and the re-timers (replay, timing,
-               recorded), the run-time estimate
+    runner/    world, assembly, run loop, drivers, writer, checkpoints, execution, a run's
+               checks; the re-timers (replay, timing, recorded), the run-time estimate
     config/    scenario (the schema; loads no torch), documents, registry (every algorithm:
                classes by path, traits as data), async_checks
-    algorithms/ (trainers, their sections, client selection)  |  sim/ (cell, link, drops,
-               stages, protocols: the SimPy engine)
+    algorithms/ (trainers, their sections, client selection)  |  sim/ (cell, links, air,
+               pool, drops, stages, protocols: the SimPy engine)
+    books/     a run's records built (rounds, radio, summary, tables) and checked
+               (invariants, versions, blocks), from plain rows and tables
     learn/     messages, models, flops, losses, partition, data, compression, privacy,
                training, contract (what a protocol calls on its trainer)  |  channel/ (radio
                and compute, pure math)  |  analysis/ (reads result folders; imports only core)
-    core/      records (the run folder's files), events, results, seeds, catalog, exits,
-               version (no torch, simpy or pydantic)
+    core/      files (the run folder's files), columns (every record's columns), events,
+               results, seeds, catalog, exits, version (no torch, simpy or pydantic)
 
 Layers side by side (learn, channel and analysis; algorithms and sim) do not import each other:
 the algorithms and the simulator meet only in the trainer contract below them.

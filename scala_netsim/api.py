@@ -36,7 +36,7 @@ from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario, read_document, validate_scenario
 from scala_netsim.core.errors import RefusedError
 from scala_netsim.core.exits import check_writable
-from scala_netsim.core.records import (
+from scala_netsim.core.files import (
     CHECKPOINT_PT,
     EVENTS_CSV,
     FINISHED,

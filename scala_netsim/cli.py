@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace, scenario: Scenario) -> int:
     """Run the validated scenario as the flags say. -> the exit status."""
     from scala_netsim.api import Options, run_scenario
+    from scala_netsim.books.invariants import InvariantError
     from scala_netsim.core.errors import Error
-    from scala_netsim.runner.invariants import InvariantError
 
     options = Options(jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
                       ray_cpus_per_cell=args.ray_cpus_per_cell, retime=args.retime == "on",

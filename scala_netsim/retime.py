@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from scala_netsim.core.exits import check_writable, fail
-from scala_netsim.core.records import SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.files import SCENARIO_YAML, SUMMARY_JSON
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -116,6 +116,17 @@ class Scenario(Strict):
         return (self.network_shapes_learning
                 or channel.LINK_MODELS[self.network.link.mode].outages)
 
+    @property
+    def records_radio(self) -> bool:
+        """Does a run record the radio and energy columns (scala_netsim.books.radio)? When the
+        cell has shadowing, fading, a link other than the adaptive one or an allocator other
+        than equal shares, or is a network of cells, or when `network.record_radio` asks for
+        them: a default cell's files keep their columns, byte for byte."""
+        net = self.network
+        return (net.record_radio or net.shadowing_std_db > 0 or net.fading.kind != "none"
+                or net.link.mode != "adaptive" or net.allocation != "equal"
+                or net.layout.kind != "single")
+
 
 def _fields() -> dict:
     """The scenario's fields in file order, the algorithm part from the registry."""

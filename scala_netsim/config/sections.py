@@ -272,7 +272,7 @@ class NetworkConfig(Strict):
     power_control: PowerControlConfig | None = None
     subcarrier_spacing_hz: float = 30e3        # NR numerology: 15, 30 or 60 kHz (FR1)
     backhaul: BackhaulConfig | None = None
-    # write the radio and energy columns (scala_netsim.runner.radio_record) even when no part of the
+    # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
 

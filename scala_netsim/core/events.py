@@ -1,16 +1,19 @@
 """The timed events of a run: one typed row per model download, client forward pass,
 activation upload, server step, gradient download, client backward pass and model upload.
 
-`events.csv` has one column per field of `Event`, in field order; every reader goes by name.
+`events.csv` has one column per field of `Event`, in field order (core.columns.EVENT_COLUMNS);
+every reader goes by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
 
 import pandas as pd
+
+from scala_netsim.core.columns import DEMAND_COLUMNS, EVENT_COLUMNS
 
 SERVER_ID = -1       # client_id of events that happen on the server
 MODEL_TRANSFER = -1  # local_iter of model downloads and uploads (outside the local iterations)
@@ -82,15 +85,6 @@ class Event:             # rows are read back as Events round by round
                    payload_bytes, flops)
 
 
-EVENT_COLUMNS = tuple(f.name for f in fields(Event))
-#: events.csv's column when clients can be dropped (deadlines, over-selection, lost transfers):
-#: 0 for a step cut short by its client's drop (or a transfer lost after all its attempts),
-#: 1 otherwise; it follows EVENT_COLUMNS
-COMPLETED_COLUMN = "completed"
-#: events.csv's columns in asynchronous runs (after EVENT_COLUMNS): on each server_update
-#: row the global version the update is part of and its staleness (the server's version at
-#: the upload's arrival minus the version the client downloaded); -1 on every other row
-ASYNC_COLUMNS = ("version", "staleness")
 #: why a client left a round (rounds.csv counts each: num_dropped_<reason>)
 DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
 
@@ -98,11 +92,6 @@ DROP_REASONS = ("deadline", "step_deadline", "lost", "over_selection")
 def events_frame(events: Iterable[Event]) -> pd.DataFrame:
     """The events as a table with one column per `Event` field (events.csv)."""
     return pd.DataFrame([e.as_row() for e in events], columns=list(EVENT_COLUMNS))
-
-
-#: demands.csv: what each participant told the allocator it needs in one local step of a
-#: round (scala_netsim.learn.contract.StepDemand), one row per (round, client)
-DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compute_flops")
 
 
 class EventLog:

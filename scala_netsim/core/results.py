@@ -23,7 +23,7 @@ import pandas as pd
 import yaml
 
 from scala_netsim.core.errors import DamagedRunError
-from scala_netsim.core.records import (
+from scala_netsim.core.files import (
     DIGESTED_FILES,
     EVENTS_CSV,
     GZIPPED,
@@ -33,7 +33,7 @@ from scala_netsim.core.records import (
     SLIM_FILES,
     SUMMARY_JSON,
     XZ,
-    record_path,
+    run_file,
 )
 
 
@@ -90,10 +90,10 @@ UNREADABLE = (EOFError, lzma.LZMAError, gzip.BadGzipFile, zlib.error, UnicodeDec
 
 
 def read_record(folder: Path | str, name: str, **kwargs: Any) -> pd.DataFrame:
-    """The record table `name` of a run folder (or its kept compressed copy: record_path),
+    """The record table `name` of a run folder (or its kept compressed copy: run_file),
     its floats exact (read_csv); DamagedRunError naming the file and what to do when it is
     missing or cannot be read."""
-    path = record_path(folder, name)
+    path = run_file(folder, name)
     try:
         return read_csv(path, **kwargs)
     except FileNotFoundError:
@@ -212,20 +212,20 @@ def learns_elsewhere(summary: dict) -> bool:
 
 def is_slim_kept(folder: Path, summary: dict) -> bool:
     """Is `folder` such a run kept in git without its event tables (scala_netsim.tools.keep)?"""
-    return learns_elsewhere(summary) and not record_path(folder, EVENTS_CSV).is_file()
+    return learns_elsewhere(summary) and not run_file(folder, EVENTS_CSV).is_file()
 
 
 def damaged_record(folder: Path, digests: dict, slim: bool = False) -> str | None:
     """What is wrong with a finished run folder's record files, checked against summary.json's
     `files_sha256` (`digests`): the first one missing, or not the file its run wrote; None
-    when every one is (a kept copy's compressed tables included: record_path, file_sha256).
+    when every one is (a kept copy's compressed tables included: run_file, file_sha256).
     clients.csv and cells.csv are checked where the digests name them; `slim`: only the
     files a slim kept run keeps (rounds.csv)."""
     names = [n for n in DIGESTED_FILES if n in RECORD_FILES or n in digests]
     for name in names:
         if slim and name not in SLIM_FILES:
             continue
-        path = record_path(folder, name)
+        path = run_file(folder, name)
         if not path.is_file():
             return f"{folder}: {name} is missing"
         try:

@@ -59,15 +59,17 @@ def make_driver(scenario: Scenario, algorithm: str, world: World,
 
 
 def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world: World,
-              log: EventLog, grant_rows: list[tuple], transfer_rows: list[tuple]) -> Link:
+              log: EventLog, grant_rows: list[tuple], transfer_rows: list[tuple],
+              air_rows: list[tuple]) -> Link:
     """The run's link on `env`: a network's (its cells' blocks) where the world is a network
     of cells, else the paper's cell's (fading, retransmissions and drops as the scenario
-    says); the grant and transfer books continue `grant_rows` and `transfer_rows`."""
+    says); the grant, transfer and (a network's) air books continue `grant_rows`,
+    `transfer_rows` and `air_rows`."""
     allocator = channel.ALLOCATORS[scenario.network.allocation]()
     model = link_model(scenario)
     if world.cell.network is not None:
         return NetworkLink(env, world.cell, network_settings(scenario), allocator, model, log,
-                           grant_rows, transfer_rows)
+                           grant_rows, transfer_rows, air_rows)
     rules = round_rules(scenario, ALGORITHMS[algorithm].section(scenario))
     fading = scenario.network.fading
     return WirelessLink(env, world.cell, model, allocator, log, world.seeds.sequence("link"),

@@ -1,6 +1,6 @@
-"""A run's books checked together: its events, rounds, grants and transfers
-(scala_netsim.runner.invariants.check_run), its driver's books, its link's own, and its drops
-(check_drops). `Run.problems` asks this."""
+"""A run's books checked together, by the checks of scala_netsim.books: its events, rounds,
+grants and transfers (books.invariants.check_run), its driver's books, its link's own, a
+network's air record (books.blocks), and its drops (check_drops). `Run.problems` asks this."""
 
 from __future__ import annotations
 
@@ -9,12 +9,19 @@ from typing import Protocol as Structural
 
 import pandas as pd
 
+from scala_netsim.books.blocks import (
+    AIR_RATES_CHECKED_UP_TO,
+    air_frame,
+    air_problems,
+    air_rate_problems,
+)
+from scala_netsim.books.invariants import DropSettings, RadioSettings, check_drops, check_run
+from scala_netsim.books.tables import aggregations_frame, grants_frame, transfers_frame
 from scala_netsim.core.events import EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.drivers import Driver
-from scala_netsim.runner.invariants import DropSettings, RadioSettings, check_drops, check_run
 from scala_netsim.runner.world import World
-from scala_netsim.sim.link import Link, grants_frame, transfers_frame
+from scala_netsim.sim.link import Link
 from scala_netsim.sim.protocols import Protocol
 
 
@@ -39,8 +46,10 @@ class Checked(Structural):
 
 def run_problems(run: Checked) -> list[str]:
     """Broken invariants of `run` so far: its events, rounds, grants and transfers
-    (check_run), its driver's books (asynchronous versions), its link's (a network's blocks
-    and turns) and, where clients can be dropped, the drops (check_drops)."""
+    (check_run), its driver's books (asynchronous versions), its link's (a network's grants
+    of blocks and turns), a network's air record (its blocks; its rates derived again where
+    it has at most AIR_RATES_CHECKED_UP_TO rows) and, where clients can be dropped, the
+    drops (check_drops)."""
     columns, rows = run.event_table()
     events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(run.rows)
     cells = 1 if run.world.cell.network is None else len(run.world.cell.network.cells)
@@ -54,9 +63,14 @@ def run_problems(run: Checked) -> list[str]:
                          band_grants=None if band_rows is None else grants_frame(band_rows))
     problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
     problems.extend(run.link.problems())
+    air = run.link.air_record()
+    if air is not None:
+        frame = air_frame(air.rows)
+        problems.extend(air_problems(frame, air.settings.blocks))
+        if len(frame) <= AIR_RATES_CHECKED_UP_TO:
+            problems.extend(air_rate_problems(frame, events, air.settings))
     if run.records_drops:
-        aggregations = (pd.DataFrame(run.aggregation_rows,
-                                     columns=["round", "group", "client_id", "weight"])
+        aggregations = (aggregations_frame(run.aggregation_rows)
                         if run.trainer.aggregations is not None else None)
         problems.extend(check_drops(events, rounds, run.log.demands_frame(), DropSettings(
             run.world.label_counts, aggregations)))

@@ -24,9 +24,10 @@ import pandas as pd
 import simpy
 import torch
 
-from scala_netsim.core.events import ASYNC_COLUMNS, EVENT_COLUMNS, EventLog
+from scala_netsim.books.versions import check_asynchronous, listening_summary, version_row
+from scala_netsim.core.columns import ASYNC_COLUMNS, EVENT_COLUMNS
+from scala_netsim.core.events import EventLog
 from scala_netsim.learn.training import to_device
-from scala_netsim.runner.version_books import check_asynchronous, listening_summary, version_row
 from scala_netsim.sim import async_state
 
 if TYPE_CHECKING:

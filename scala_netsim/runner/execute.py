@@ -14,17 +14,17 @@ from pathlib import Path
 
 import torch
 
+from scala_netsim.books.invariants import (
+    InvariantError,
+)
 from scala_netsim.config.scenario import Scenario
-from scala_netsim.core.records import (
+from scala_netsim.core.files import (
     CHECKPOINT_PT,
     MODEL_PT,
 )
 from scala_netsim.core.results import remove_run_files
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.checkpoints import Checkpointer, checkpoint_identity
-from scala_netsim.runner.invariants import (
-    InvariantError,
-)
 from scala_netsim.runner.loop import Progress, Run
 from scala_netsim.runner.world import World
 from scala_netsim.runner.writer import RunWriter, save_final_model

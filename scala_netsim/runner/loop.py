@@ -12,22 +12,18 @@ import simpy
 import torch
 
 import channel
+from scala_netsim.books.invariants import RadioSettings
+from scala_netsim.books.radio import radio_columns, round_energy, rows_with_columns
+from scala_netsim.books.rounds import drop_columns, round_row
+from scala_netsim.books.summary import Provenance, RunAbout, run_summary
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
-from scala_netsim.core.events import COMPLETED_COLUMN, EVENT_COLUMNS, EventLog
+from scala_netsim.core.columns import COMPLETED_COLUMN, EVENT_COLUMNS
+from scala_netsim.core.events import EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
 from scala_netsim.runner.assembly import make_driver, make_link, make_trainer
 from scala_netsim.runner.checks import run_problems
-from scala_netsim.runner.invariants import RadioSettings
-from scala_netsim.runner.metrics import drop_columns, round_row
-from scala_netsim.runner.radio_record import (
-    radio_columns,
-    recorded,
-    round_energy,
-    rows_with_columns,
-)
-from scala_netsim.runner.summary import run_summary
 from scala_netsim.runner.world import World, round_rules
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
@@ -52,20 +48,20 @@ class Run:
         self.rows: list[dict] = []
         self.best = (math.nan, 0)            # (accuracy, round)
         self.diverged = False
-        self.records_radio = recorded(scenario)
+        self.records_radio = scenario.records_radio
         self.records_drops = scenario.drops_clients
         #: (round, what was averaged, client, weight) of every aggregation (when clients can
-        #: be dropped and the trainer reports them: scala_netsim.runner.invariants.check_drops)
+        #: be dropped and the trainer reports them: scala_netsim.books.invariants.check_drops)
         self.aggregation_rows: list[tuple] = []
         self.driver = make_driver(scenario, algorithm, world, self.selection_rng)
-        self._simulate_from(0.0, [], [])
+        self._simulate_from(0.0, [], [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
-                       transfer_rows: list[tuple]) -> None:
+                       transfer_rows: list[tuple], air_rows: list[tuple]) -> None:
         """A fresh SimPy clock at `time_s` with the cell's link and the algorithm's protocol."""
         self.env = simpy.Environment(initial_time=time_s)
         self.link = make_link(self.env, self.scenario, self.algorithm, self.world, self.log,
-                              grant_rows, transfer_rows)
+                              grant_rows, transfer_rows, air_rows)
         spec = ALGORITHMS[self.algorithm]
         self.protocol = self.driver.open(spec.protocol, self.env, self.world.cell,
                                          self.trainer, self.link, self.log,
@@ -131,7 +127,8 @@ class Run:
     def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
         """events.csv: its columns and rows (with the `completed` column when clients can be
         dropped, the radio and energy columns when the run records them)."""
-        columns, rows = EVENT_COLUMNS, self.log.rows
+        columns: tuple[str, ...] = EVENT_COLUMNS
+        rows = self.log.rows
         if self.records_drops:
             columns = columns + (COMPLETED_COLUMN,)
             rows = [(*row, done) for row, done in zip(rows, self.log.completed(), strict=True)]
@@ -162,9 +159,14 @@ class Run:
     def summary(self, status: str, setting: dict, wall_time_s: float,
                 resumed_from_round: int | None, device: torch.device,
                 retimed_from: str | None = None) -> dict:
-        """summary.json's figures (scala_netsim.runner.summary.run_summary)."""
-        return run_summary(self, status, setting, wall_time_s, resumed_from_round, device,
-                           retimed_from)
+        """summary.json's figures (scala_netsim.books.summary.run_summary)."""
+        about = RunAbout(self.scenario.name, self.algorithm, self.scenario.seed, dict(setting),
+                         status, self.scenario.timing_only, self.records_drops)
+        return run_summary(about, self.rows, self.best, self.env.now,
+                           self.driver.summary(self.world.cell.flops_per_s,
+                                               self.world.cell.gain_linear),
+                           Provenance(wall_time_s, resumed_from_round, retimed_from,
+                                      str(device)))
 
     # --- checkpoints: between rounds ---------------------------------------------------
     @property
@@ -180,6 +182,7 @@ class Run:
                 "best": list(self.best), "diverged": self.diverged,
                 "grants": list(self.link.grant_rows),
                 "transfers": list(self.link.transfer_rows),
+                "air": [] if (air := self.link.air_record()) is None else list(air.rows),
                 "link_streams": self.link.stream_states(),
                 "cut": list(self.log.cut), "aggregations": list(self.aggregation_rows)}
 
@@ -199,6 +202,7 @@ class Run:
         self.diverged = state["diverged"]
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0,
                             [tuple(g) for g in state["grants"]],
-                            [tuple(t) for t in state["transfers"]])
+                            [tuple(t) for t in state["transfers"]],
+                            [tuple(a) for a in state.get("air", [])])
         self.link.load_stream_states(state["link_streams"])
         self.driver.load_state_dict(state.get("asynchronous"), self.device)

@@ -38,23 +38,23 @@ from scala_netsim.config.scenario import (
     learning_identity,
     validate_scenario,
 )
-from scala_netsim.core.errors import Error
-from scala_netsim.core.events import (
+from scala_netsim.core.columns import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
     EVENT_COLUMNS,
-    MODEL_TRANSFER,
-    SERVER_ID,
-    EventKind,
+    NETWORK_TRANSFER_COLUMNS,
+    RADIO_COLUMNS,
 )
-from scala_netsim.core.records import (
+from scala_netsim.core.errors import Error
+from scala_netsim.core.events import MODEL_TRANSFER, SERVER_ID, EventKind
+from scala_netsim.core.files import (
     DEMANDS_CSV,
     EVENTS_CSV,
     FINISHED,
     ROUNDS_CSV,
     SCENARIO_YAML,
     SUMMARY_JSON,
-    record_path,
+    run_file,
 )
 from scala_netsim.core.results import damaged_record, open_record, read_csv, read_written_yaml
 from scala_netsim.learn.contract import (
@@ -67,9 +67,7 @@ from scala_netsim.learn.contract import (
     Trainer,
 )
 from scala_netsim.learn.messages import RecordedMessage
-from scala_netsim.runner.radio_record import RADIO_COLUMNS
 from scala_netsim.runner.recorded import RecordedTrainer
-from scala_netsim.sim.link import NETWORK_TRANSFER_COLUMNS
 
 
 class RecordError(Error, ValueError):
@@ -216,9 +214,9 @@ def _record_tables(folder: Path, summary: dict
     """(rounds, events, demands) of a finished run, their columns and order checked."""
     where = str(folder)
     # (read_csv: evaluations are copied bit for bit)
-    with open_record(record_path(folder, EVENTS_CSV), "rt") as f:
+    with open_record(run_file(folder, EVENTS_CSV), "rt") as f:
         header = tuple(f.readline().rstrip("\n").split(","))
-    demands = read_csv(record_path(folder, DEMANDS_CSV))
+    demands = read_csv(run_file(folder, DEMANDS_CSV))
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
                for radio in ((), RADIO_COLUMNS, RADIO_COLUMNS + NETWORK_TRANSFER_COLUMNS)]
     if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
@@ -228,8 +226,8 @@ def _record_tables(folder: Path, summary: dict
                           f"network of cells then {NETWORK_TRANSFER_COLUMNS}) and "
                           f"{DEMAND_COLUMNS}")
     # what was sent and computed is all a replay needs (the radio columns are timing)
-    events = read_csv(record_path(folder, EVENTS_CSV), usecols=list(EVENT_COLUMNS))
-    rounds = read_csv(record_path(folder, ROUNDS_CSV))
+    events = read_csv(run_file(folder, EVENTS_CSV), usecols=list(EVENT_COLUMNS))
+    rounds = read_csv(run_file(folder, ROUNDS_CSV))
     unknown = set(events["kind"]) - set(_KIND_CODE)
     if unknown:
         raise RecordError(f"{where}/events.csv: unknown event kinds {sorted(unknown)}")

@@ -11,10 +11,9 @@ import pandas as pd
 import torch
 
 from scala_netsim.config.scenario import Scenario, scenario_yaml
-from scala_netsim.core.events import (
-    DEMAND_COLUMNS,
-)
-from scala_netsim.core.records import (
+from scala_netsim.core.columns import AIR_COLUMNS, DEMAND_COLUMNS
+from scala_netsim.core.files import (
+    AIR_CSV,
     CELLS_CSV,
     CLIENTS_CSV,
     DEMANDS_CSV,
@@ -56,8 +55,9 @@ def save_final_model(path: Path, trainer: Trainer) -> None:
 
 
 class RunWriter:
-    """The files of one run folder: scenario.yaml and clients.csv at the start, rounds.csv
-    and events.csv rewritten (atomically) as the run goes, summary.json at the end.
+    """The files of one run folder: scenario.yaml and clients.csv (a network's cells.csv) at
+    the start, rounds.csv, events.csv, demands.csv (a network's air.csv) rewritten
+    (atomically) as the run goes, summary.json at the end.
 
     Each rewrite writes the whole table, which grows with the run: `flush(run)` (after an
     evaluated round) is skipped while less than FLUSH_PACE times the last rewrite's duration
@@ -93,6 +93,9 @@ class RunWriter:
         write_csv(self.folder / ROUNDS_CSV, rounds)
         write_rows_csv(self.folder / EVENTS_CSV, *run.event_table())
         write_rows_csv(self.folder / DEMANDS_CSV, DEMAND_COLUMNS, run.log.demands)
+        air = run.link.air_record()
+        if air is not None:
+            write_rows_csv(self.folder / AIR_CSV, AIR_COLUMNS, air.rows)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import simpy
 
 import channel
 from channel import Direction
+from scala_netsim.books.blocks import AirRecord
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
 from scala_netsim.sim.cell import Cell
@@ -59,10 +59,6 @@ class TransferRate(NamedTuple):
     tx_power_w: float = float("nan")
 
 
-TRANSFER_COLUMNS = TransferRate._fields
-#: what a network's transfer rows add after TRANSFER_COLUMNS (scala_netsim.sim.network_link)
-NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
-
 
 class Link(typing.Protocol):
     """What a protocol of synchronous rounds asks of a link: WirelessLink (one cell), or a
@@ -85,14 +81,20 @@ class Link(typing.Protocol):
     def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None: ...
 
     def problems(self) -> list[str]:
-        """Broken invariants of the books only the link holds (a network's blocks and turns);
-        the event, grant and transfer books are checked by scala_netsim.runner.invariants."""
+        """Broken invariants of the books only the link holds (a network's grants of blocks and
+        turns); the event, grant, transfer and air books are checked by
+        scala_netsim.runner.checks."""
         ...
 
     def band_grant_rows(self) -> list[tuple] | None:
         """The grants as the round's sum over the band counts them, where that is not the
         grant book (`grant_rows`) itself (a network's blocks taken in turns); None where it
         is."""
+        ...
+
+    def air_record(self) -> AirRecord | None:
+        """The blocks each transfer held over its air time (air.csv) and what deriving its
+        rates again needs: a network's; None in the paper's cell (no blocks)."""
         ...
 
 
@@ -107,19 +109,6 @@ def share_done(total: int, start_s: float, now_s: float, duration_s: float) -> i
     if duration_s <= 0:
         return total
     return min(total, int(total * (now_s - start_s) / duration_s))
-
-
-def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
-    """The grants' rows (Grant.as_row) as a table (round, client_id, direction, bandwidth_hz),
-    for the invariants."""
-    return pd.DataFrame(grant_rows, columns=["round", "client_id", "direction", "bandwidth_hz"])
-
-
-def transfers_frame(transfers: Sequence[tuple], network: bool = False) -> pd.DataFrame:
-    """The transfers (TransferRate or its rows; a `network`'s with its NETWORK_TRANSFER_COLUMNS
-    after them) as a table, one column per field."""
-    columns = list(TRANSFER_COLUMNS) + (list(NETWORK_TRANSFER_COLUMNS) if network else [])
-    return pd.DataFrame(transfers, columns=columns)
 
 
 def child_rng(seed: np.random.SeedSequence, *key: int) -> np.random.Generator:
@@ -191,6 +180,10 @@ class WirelessLink:
 
     def band_grant_rows(self) -> list[tuple] | None:
         """None: the grant book is what the band's sums read."""
+        return None
+
+    def air_record(self) -> AirRecord | None:
+        """None: a cell's sub-bands are not blocks (the transfer book holds each one's)."""
         return None
 
     def stream_states(self) -> dict[str, dict[int, dict]]:

@@ -30,6 +30,7 @@ import simpy
 
 import channel
 from channel import Direction
+from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air
 from scala_netsim.sim.cell import Cell
@@ -66,7 +67,8 @@ class NetworkLink:
     def __init__(self, env: simpy.Environment, cell: Cell, settings: NetworkSettings,
                  allocator: channel.BandwidthAllocator, model: channel.LinkModel,
                  log: EventLog, grant_rows: list[tuple] | None = None,
-                 transfer_rows: list[tuple] | None = None) -> None:
+                 transfer_rows: list[tuple] | None = None,
+                 air_rows: list[tuple] | None = None) -> None:
         if cell.network is None:
             raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
         self.env, self.cell, self.settings, self.allocator, self.log = (
@@ -76,12 +78,13 @@ class NetworkLink:
         self.round = 0
         self.grant_rows: list[tuple] = [] if grant_rows is None else grant_rows
         self.transfer_rows: list[tuple] = [] if transfer_rows is None else transfer_rows
-        #: (round, client, direction, cell, first block, blocks) of every grant of a client's
-        #: own blocks
+        #: the air record (air.csv, core.columns.AIR_COLUMNS): the blocks each transfer held
+        #: over its air time
+        self.air_rows: list[tuple] = [] if air_rows is None else air_rows
+        #: every grant of a client's own blocks (core.columns.BLOCK_GRANT_COLUMNS), of a block
+        #: taken in turns (SHARED_GRANT_COLUMNS), and every turn on such a block (TURN_COLUMNS)
         self.block_rows: list[tuple] = []
-        #: (round, client, direction, cell, block) of every grant of a block taken in turns
         self.shared_rows: list[tuple] = []
-        #: (round, direction, cell, block, client, start, end) of every turn on such a block
         self.turn_rows: list[tuple] = []
         self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
         #: the round's clients that take turns on a block, with the block's queue
@@ -162,6 +165,15 @@ class NetworkLink:
         shared = dict.fromkeys((r, d, c, b) for r, _, d, c, b in self.shared_rows)
         return rows + [(r, -1, d, block_hz) for r, d, _, _ in shared]
 
+    def air_record(self) -> AirRecord:
+        """The air book with what deriving its rates again needs: the blocks, the noise on a
+        block in each direction, interference, the coupling gains."""
+        s = self.settings
+        return AirRecord(self.air_rows, AirSettings(
+            {d.value: n for d, n in s.blocks.items()}, s.block_hz,
+            {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
+            self.net.coupling_linear))
+
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
         """What client k's transfer radiates on its `blocks` blocks: on the uplink the
@@ -206,7 +218,7 @@ class NetworkLink:
         first, blocks = self._blocks[direction][k]
         c = int(self.net.serving[k])
         power_w = self.power_w(direction, k, blocks)
-        info = (start, local_iter, k, kind, payload_bytes, blocks, power_w)
+        info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w)
         # what the air reads of the transfer
         on_air = (k, c, first, blocks, power_w, float(self.cell.gain_linear[k]))
         bits = 8.0 * payload_bytes
@@ -260,9 +272,10 @@ class NetworkLink:
         pool.add(Flow(bits, start, crossed), ())
 
     def _record(self, info: tuple, air: Flow, backhaul_s: float) -> None:
-        """The transfer's row of the link's book and its event: the air's mean rate (bits
-        over air time), its time-averaged SINR and interference, the backhaul's time."""
-        start, local_iter, k, kind, payload_bytes, blocks, power_w = info
+        """The transfer's rows of the link's books and its event: the air's mean rate (bits
+        over air time), its time-averaged SINR and interference, the backhaul's time; the
+        blocks it held over its air time."""
+        start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w = info
         air_s = air.end - air.start
         rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
         if air_s > 0:
@@ -275,51 +288,7 @@ class NetworkLink:
         self.transfer_rows.append((len(self.log), blocks * self.settings.block_hz, rate, 1,
                                    float(self.cell.gain_linear[k]), power_w,
                                    10.0 * math.log10(sinr), interference_dbm, backhaul_s))
+        self.air_rows.append((len(self.log), c, direction.value, first, blocks, air.start,
+                              air.end))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
 
-
-def block_problems(block_rows: list[tuple], blocks: dict[str, int]) -> list[str]:
-    """No cell hands out more blocks than it has, nor one block twice, in any round and
-    direction: every grant's blocks (round, client, direction, cell, first, count) lie in the
-    cell's band and the grants of one cell do not overlap. (A round's grants hold for the whole
-    round, so this is the check at every instant.)"""
-    problems = []
-    held: dict[tuple, list[tuple[int, int]]] = {}
-    for round_, k, direction, c, first, n in block_rows:
-        if n < 1 or first < 0 or first + n > blocks[direction]:
-            problems.append(f"round {round_}: client {k} was granted {direction} blocks "
-                            f"{first}..{first + n - 1}, outside its cell's {blocks[direction]}")
-        held.setdefault((round_, direction, c), []).append((first, n))
-    for (round_, direction, c), ranges in held.items():
-        ranges.sort()
-        if any(f1 + n1 > f2 for (f1, n1), (f2, _) in zip(ranges, ranges[1:], strict=False)):
-            problems.append(f"round {round_}: cell {c} granted a {direction} block twice")
-    return problems
-
-
-def turn_problems(shared_rows: list[tuple], turn_rows: list[tuple], block_rows: list[tuple],
-                  blocks: dict[str, int]) -> list[str]:
-    """Blocks taken in turns: every such grant (round, client, direction, cell, block) lies in
-    the cell's band, no client of the cell holds that block alone in the same round and
-    direction (block_rows), and the turns on a block (round, direction, cell, block, client,
-    start, end) never overlap: it carries one transfer at a time."""
-    problems = []
-    alone: dict[tuple, list[tuple[int, int]]] = {}
-    for round_, _, direction, c, first, n in block_rows:
-        alone.setdefault((round_, direction, c), []).append((first, n))
-    for round_, k, direction, c, block in shared_rows:
-        if not 0 <= block < blocks[direction]:
-            problems.append(f"round {round_}: client {k} takes turns on {direction} block "
-                            f"{block}, outside its cell's {blocks[direction]}")
-        if any(f <= block < f + n for f, n in alone.get((round_, direction, c), [])):
-            problems.append(f"round {round_}: cell {c}'s {direction} block {block} is taken in "
-                            f"turns and granted alone")
-    turns: dict[tuple, list[tuple[float, float, int]]] = {}
-    for round_, direction, c, block, k, start, end in turn_rows:
-        turns.setdefault((round_, direction, c, block), []).append((start, end, k))
-    for (round_, direction, c, block), held in turns.items():
-        held.sort()
-        if any(s2 < e1 for (_, e1, _), (s2, _, _) in zip(held, held[1:], strict=False)):
-            problems.append(f"round {round_}: cell {c}'s {direction} block {block} carried two "
-                            f"transfers at once")
-    return problems

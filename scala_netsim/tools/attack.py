@@ -25,7 +25,7 @@ from torch import nn
 
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.core.errors import Error
-from scala_netsim.core.records import ATTACK_JSON, ATTACK_PNG, MODEL_PT, SCENARIO_YAML
+from scala_netsim.core.files import ATTACK_JSON, ATTACK_PNG, MODEL_PT, SCENARIO_YAML
 from scala_netsim.learn.privacy import (
     DECODER_WIDTH,
     Reconstruction,

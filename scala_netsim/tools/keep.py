@@ -4,7 +4,7 @@ state; model.pt, the final weights, 15.5 MB for the authors' AlexNet), its CSV t
 compressed with LZMA (NAME.csv.xz: the .xz container at the default preset, which holds no
 file name and no time stamp, so the same text gives the same bytes). Every reader of a run
 folder takes a table's compressed copy where the plain file is absent
-(core.records.record_path; a run kept gzipped by an earlier version, NAME.csv.gz, is read as
+(core.files.run_file; a run kept gzipped by an earlier version, NAME.csv.gz, is read as
 well), and summary.json's SHA-256 digests hold for the compressed copy too (they are of the
 decompressed text: core.results.file_sha256), so that the report is rebuilt and a run
 re-timed from the kept copy exactly as from the original.
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from scala_netsim.core.errors import Error
-from scala_netsim.core.records import (
+from scala_netsim.core.files import (
     CHECKPOINT_PT,
     DIGESTED_FILES,
     FINISHED,
@@ -44,7 +44,7 @@ from scala_netsim.core.records import (
     SUMMARY_JSON,
     SWEEP_JSON,
     XZ,
-    record_path,
+    run_file,
 )
 from scala_netsim.core.results import (
     damaged_record,
@@ -90,7 +90,7 @@ def kept_summary(run_dir: Path, summary: dict) -> dict:
         return summary
     digests = dict(summary.get("files_sha256", {}))
     for name in DIGESTED_FILES:
-        path = record_path(run_dir, name)
+        path = run_file(run_dir, name)
         if name not in digests and path.is_file():
             digests[name] = file_sha256(path)
     return {**summary, "files_sha256": digests}

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from scala_netsim.core.errors import Error
-from scala_netsim.core.records import SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
+from scala_netsim.core.files import SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.results import file_sha256, is_slim_kept, read_written_yaml
 
 #: where a kept trained run lives in a checkout: what a `retimed_from` path is resolved by

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from scala_netsim.config.scenario import differing_keys, learning_identity, validate_scenario
 from scala_netsim.core.errors import Error
-from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.files import FINISHED, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.results import (
     check_finished_run,
     read_summary,

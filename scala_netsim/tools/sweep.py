@@ -30,8 +30,8 @@ from scala_netsim.config.scenario import (
     validate_scenario,
 )
 from scala_netsim.core.errors import RefusedError
+from scala_netsim.core.files import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.naming import compact
-from scala_netsim.core.records import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
 from scala_netsim.core.results import (
     RESUME_HINT,
     check_finished_run,

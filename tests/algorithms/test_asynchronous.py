@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from scala_netsim.algorithms.async_trainers import FedAsync, FedBuff
 from scala_netsim.algorithms.common import ClientData, SGDSettings
+from scala_netsim.books.versions import check_asynchronous
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import validate_scenario
@@ -24,7 +25,6 @@ from scala_netsim.learn.messages import ActivationMessage, GradientMessage, Mode
 from scala_netsim.learn.models import features_and_head
 from scala_netsim.learn.training import to_device
 from scala_netsim.runner.drivers import AsynchronousUpdates
-from scala_netsim.runner.version_books import check_asynchronous
 from scala_netsim.sim import async_state
 from scala_netsim.sim.async_protocols import AsyncFederatedProtocol
 from scala_netsim.sim.timeouts import RecordedAt

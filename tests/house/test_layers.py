@@ -19,12 +19,13 @@ LAYERS = [
     ("channel", 1, ["channel"]),
     ("analysis", 1, ["analysis"]),
     ("learn", 1, ["scala_netsim.learn"]),
-    ("algorithms", 2, ["scala_netsim.algorithms"]),
-    ("sim", 2, ["scala_netsim.sim"]),
-    ("config", 3, ["scala_netsim.config"]),
-    ("runner", 4, ["scala_netsim.runner"]),
-    ("tools", 5, ["scala_netsim.tools"]),
-    ("entry", 6, ["scala_netsim$", "scala_netsim.__main__", "scala_netsim.api",
+    ("books", 2, ["scala_netsim.books"]),
+    ("algorithms", 3, ["scala_netsim.algorithms"]),
+    ("sim", 3, ["scala_netsim.sim"]),
+    ("config", 4, ["scala_netsim.config"]),
+    ("runner", 5, ["scala_netsim.runner"]),
+    ("tools", 6, ["scala_netsim.tools"]),
+    ("entry", 7, ["scala_netsim$", "scala_netsim.__main__", "scala_netsim.api",
                   "scala_netsim.cli", "scala_netsim.retime", "scala_netsim.attack"]),
 ]
 BOTTOM_FORBIDS = ("torch", "torchvision", "simpy", "pydantic")
@@ -152,8 +153,8 @@ def test_the_checker_sees_function_level_and_type_checking_imports():
     assert "torch" in third
     # the registry names the protocols by path; its one import of them is for types
     assert "scala_netsim.sim.stages" in imports_of("scala_netsim.config.registry")[0]
-    assert layer_of("scala_netsim.config.scenario") == ("config", 3)
-    assert layer_of("scala_netsim") == ("entry", 6)   # the package's top: the Python API
+    assert layer_of("scala_netsim.config.scenario") == ("config", 4)
+    assert layer_of("scala_netsim") == ("entry", 7)   # the package's top: the Python API
     with pytest.raises(AssertionError, match="scala_netsim.extra has no layer"):
         layer_of("scala_netsim.extra")
 

@@ -260,7 +260,7 @@ def test_alexnet_bytes_per_round_equal_the_closed_form(make_run, fashion_slice_2
     """The local-iterations study's closed form on the authors' model, with the sizes worked
     out by hand: SCALA sends per client and round 2 T |A_k| + 2 |w_c| (|A_k| = B_k x 3,136
     float32 activations, plus B_k int64 labels up), FL 2 |w|."""
-    from scala_netsim.runner.metrics import round_row
+    from scala_netsim.books.rounds import round_row
 
     activation_bytes, client_bytes, model_bytes = 64 * 7 * 7 * 4, 18_816 * 4, 3_868_170 * 4
     for algorithm in ("scala", "fedavg"):

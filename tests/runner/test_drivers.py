@@ -3,7 +3,8 @@ round driver is one implementation, and the loop records whatever versions a dri
 
 import pandas as pd
 
-from scala_netsim.core.events import EVENT_COLUMNS, SERVER_ID
+from scala_netsim.core.columns import EVENT_COLUMNS
+from scala_netsim.core.events import SERVER_ID
 from scala_netsim.runner.drivers import SynchronousRounds, Version
 
 
@@ -22,7 +23,7 @@ class Recording(SynchronousRounds):
 def test_the_loop_records_the_versions_its_driver_produces(make_run):
     run = make_run("scala", training={"rounds": 3})
     run.driver = Recording(run.driver)
-    run._simulate_from(0.0, [], [])   # bind the new driver to the run's clock
+    run._simulate_from(0.0, [], [], [])   # bind the new driver to the run's clock
     rows = [run.step() for _ in range(3)]
     versions = run.driver.versions
     assert [v.number for v in versions] == [row["round"] for row in rows] == [1, 2, 3]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from scala_netsim.config.registry import ALGORITHMS
-from scala_netsim.core.events import ASYNC_COLUMNS, EVENT_COLUMNS
+from scala_netsim.core.columns import ASYNC_COLUMNS, EVENT_COLUMNS
 from scala_netsim.core.results import read_csv
 
 from golden_run import COMPARED, GOLDEN, comparable

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from scala_netsim.books.invariants import RadioSettings, check_radio, check_run
+from scala_netsim.books.rounds import round_row
+from scala_netsim.books.tables import grants_frame, transfers_frame
 from scala_netsim.core.events import events_frame
-from scala_netsim.runner.invariants import RadioSettings, check_radio, check_run
-from scala_netsim.runner.metrics import round_row
-from scala_netsim.sim.link import grants_frame, transfers_frame
 
 from conftest import W_DL, W_UL
 from conftest import two_client_scala as build

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from scala_netsim.config.registry import ALGORITHMS
-from scala_netsim.core.records import RECORD_FILES
+from scala_netsim.core.files import RECORD_FILES
 from scala_netsim.core.results import file_sha256
 from scala_netsim.runner.replay import Record, RecordError
 
@@ -232,7 +232,7 @@ def test_the_headlines_kept_scala_run_re_times_at_5_mhz_from_its_records_in_git(
                                                                                  capsys):
     """Issue 38: a committed run (gzipped records, no checkpoint) is re-timed exactly under
     another cell: the same learning, round by round, under a quarter of the uplink band."""
-    from scala_netsim.core.records import ROUNDS_CSV, record_path
+    from scala_netsim.core.files import ROUNDS_CSV, run_file
     from scala_netsim.core.results import read_csv
     from scala_netsim.retime import main
 
@@ -241,7 +241,7 @@ def test_the_headlines_kept_scala_run_re_times_at_5_mhz_from_its_records_in_git(
     assert main([str(source), "--set", "network.uplink_bandwidth_hz=5e6", "--out",
                  str(out)]) == 0
     assert "re-timed from" in capsys.readouterr().out
-    narrow, kept = (read_csv(record_path(f, ROUNDS_CSV)) for f in (out, source))
+    narrow, kept = (read_csv(run_file(f, ROUNDS_CSV)) for f in (out, source))
     assert len(narrow) == len(kept) == 500
     assert narrow["test_acc"].equals(kept["test_acc"]) and kept["test_acc"].notna().sum() == 50
     assert narrow["uplink_bytes"].equals(kept["uplink_bytes"])

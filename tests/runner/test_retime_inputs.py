@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 import scala_netsim as sn
-from scala_netsim.core.records import CELLS_CSV, SUMMARY_JSON
+from scala_netsim.core.files import CELLS_CSV, SUMMARY_JSON
 from scala_netsim.tools.keep import keep_run
 
 from golden_run import SCENARIO

@@ -13,9 +13,9 @@ import torch
 import channel
 from analysis.compare import class_losses
 from scala_netsim.algorithms.common import state_tensors
+from scala_netsim.books.rounds import label_bias_tv
 from scala_netsim.core.events import EventKind
 from scala_netsim.runner.loop import Run
-from scala_netsim.runner.metrics import label_bias_tv
 from scala_netsim.runner.world import build_world
 
 from conftest import N0_DBM_PER_HZ, ROOT, tiny_cell, tiny_scenario

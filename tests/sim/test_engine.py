@@ -5,8 +5,8 @@ import math
 import pytest
 
 from channel import Direction
+from scala_netsim.books.rounds import BUCKETS, round_row
 from scala_netsim.core.events import SERVER_ID, EventKind
-from scala_netsim.runner.metrics import BUCKETS, round_row
 from scala_netsim.sim.protocols import PerClientSplitProtocol
 
 from conftest import (

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from scala_netsim.core.events import EVENT_COLUMNS
+from scala_netsim.core.columns import EVENT_COLUMNS
 from scala_netsim.sim.link import Link, WirelessLink
 from scala_netsim.sim.network_link import NetworkLink
 

@@ -10,6 +10,7 @@ import pytest
 
 import channel
 from scala_netsim.config.scenario import ScenarioError
+from scala_netsim.core import columns
 from scala_netsim.runner.world import cells_frame, clients_frame
 
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
@@ -142,6 +143,68 @@ def test_a_cell_with_more_clients_than_blocks_keeps_its_invariants(make_run, alg
                                                   "client", "start", "end"])
     per_block = turns.groupby(["round", "direction", "block"])["client"].nunique()
     assert per_block.max() >= 3 and set(turns["block"]) == set(range(5))
+
+
+def test_the_air_record_gives_every_rate_again_and_catches_a_moved_block(make_run):
+    """Issue 48: the air record (air.csv) says which blocks each transfer held and when; with
+    the events' powers and the network's gains, the reference formula gives every transfer's
+    bits and recorded rate again (books.blocks.air_rate_problems). A transfer moved onto
+    other blocks, or held longer, no longer adds up, and two transfers of one cell on one
+    block at once are caught."""
+    from scala_netsim.books.blocks import air_frame, air_problems, air_rate_problems
+
+    run = network_run(make_run)
+    run.step()
+    columns, rows = run.event_table()
+    events = pd.DataFrame(rows, columns=list(columns))
+    record = run.link.air_record()
+    air = air_frame(record.rows)
+    moved = events.iloc[air["event_index"]]
+    assert moved["kind"].isin(["model_download", "activation_upload", "gradient_download",
+                               "model_upload"]).all()
+    assert len(air) == len(events[events["bandwidth_hz"] > 0])
+    assert (air["blocks"] * record.settings.block_hz == moved["bandwidth_hz"].to_numpy()).all()
+    assert (air["end_s"] == moved["t_end_s"].to_numpy()).all()   # no backhaul here
+    assert air_problems(air, record.settings.blocks) == []
+    assert air_rate_problems(air, events, record.settings) == []
+    # a transfer that held one block fewer (its power on fewer blocks): its bits differ
+    wide = int(air["blocks"].idxmax())
+    fewer = air.copy()
+    fewer.loc[wide, "blocks"] -= 1
+    assert any(f"event {air.event_index[wide]} " in p
+               for p in air_rate_problems(fewer, events, record.settings))
+    # held a microsecond longer: it would have moved more bits
+    longer = air.copy()
+    longer.loc[wide, "end_s"] += 1e-6
+    assert any(f"event {air.event_index[wide]} " in p
+               for p in air_rate_problems(longer, events, record.settings))
+    # two uplink transfers of one cell made to overlap on the same blocks
+    up = air[air["direction"] == "uplink"]
+    cell = up["cell"].value_counts().index[0]
+    a, b = up[up["cell"] == cell].index[:2]
+    clash = air.copy()
+    held = ["first_block", "blocks", "start_s", "end_s"]
+    clash.loc[b, held] = air.loc[a, held]
+    assert any("at once" in p for p in air_problems(clash, record.settings.blocks))
+
+
+def test_a_network_run_writes_its_air_record_and_vouches_for_it(tmp_path):
+    """air.csv in a network's run folder: its rows are the link's, summary.json holds its
+    digest; a run in the paper's cell writes none."""
+    import json
+
+    import scala_netsim as sn
+
+    scenario = sn.load_scenario("tests/golden/scenario.yaml", {
+        "algorithms": ["scala"], "timing_only": True, "training.rounds": 2,
+        "network.pathloss": "3gpp_38901_uma", "network.layout": NETWORK["layout"]})
+    results = sn.run(scenario, out=tmp_path, echo=False)
+    run = results.runs[0].folder
+    air = pd.read_csv(run / "air.csv")
+    assert tuple(air.columns) == columns.AIR_COLUMNS and len(air) > 0
+    events = pd.read_csv(run / "events.csv")
+    assert (events.iloc[air.event_index]["t_end_s"].to_numpy() == air.end_s.to_numpy()).all()
+    assert "air.csv" in json.loads((run / "summary.json").read_text())["files_sha256"]
 
 
 def test_interference_lengthens_the_round(make_run):

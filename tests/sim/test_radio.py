@@ -356,8 +356,8 @@ def check(run, events):
     """The run's invariants on `events` (events.csv as the run would write it)."""
     import pandas as pd
 
-    from scala_netsim.runner.invariants import check_run
-    from scala_netsim.sim.link import grants_frame, transfers_frame
+    from scala_netsim.books.invariants import check_run
+    from scala_netsim.books.tables import grants_frame, transfers_frame
 
     cell = run.world.cell
     return check_run(events, pd.DataFrame(run.rows), grants_frame(run.link.grant_rows),
@@ -367,8 +367,7 @@ def check(run, events):
 
 
 def test_a_default_cell_writes_todays_columns_and_record_radio_adds_the_contract(make_run):
-    from scala_netsim.core.events import EVENT_COLUMNS
-    from scala_netsim.runner.radio_record import ENERGY_COLUMNS, RADIO_COLUMNS
+    from scala_netsim.core.columns import ENERGY_COLUMNS, EVENT_COLUMNS, RADIO_COLUMNS
 
     plain, recorded = make_run("scala"), make_run("scala", network={"record_radio": True})
     plain.step()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from analysis.report import write_report
-from scala_netsim.core.records import RECORD_FILES, record_path
+from scala_netsim.core.files import RECORD_FILES, run_file
 from scala_netsim.core.results import file_sha256
 from scala_netsim.retime import main as retime_main
 from scala_netsim.tools.keep import KeepError, keep_run, keep_study, main
@@ -39,8 +39,8 @@ def test_a_kept_run_holds_compressed_tables_and_no_checkpoint_or_model(golden_ru
     assert not [n for n in names if n.endswith((".csv", ".gz"))]
     original = golden_run.run_dir("scala")
     for name in RECORD_FILES:   # the digests of summary.json hold for the compressed copy
-        assert record_path(run, name).name == name + ".xz"
-        assert file_sha256(record_path(run, name)) == file_sha256(original / name)
+        assert run_file(run, name).name == name + ".xz"
+        assert file_sha256(run_file(run, name)) == file_sha256(original / name)
         packed = (run / (name + ".xz")).read_bytes()
         assert lzma.decompress(packed) == (original / name).read_bytes()
     assert (run / "summary.json").read_bytes() == (original / "summary.json").read_bytes()
@@ -57,10 +57,10 @@ def test_a_run_kept_gzipped_is_read_and_keeps_again_to_todays_bytes(golden_run, 
         packed.with_name(packed.name.replace(".xz", ".gz")).write_bytes(
             gzip.compress(text, compresslevel=9, mtime=0))
         packed.unlink()
-    assert record_path(old, "events.csv").name == "events.csv.gz"
+    assert run_file(old, "events.csv").name == "events.csv.gz"
     digests = json.loads((old / "summary.json").read_text())["files_sha256"]
     for name in RECORD_FILES:
-        assert file_sha256(record_path(old, name)) == digests[name]
+        assert file_sha256(run_file(old, name)) == digests[name]
     again = tmp_path / "again"
     keep_run(old, again)
     for path in (kept / "fedavg" / "seed3").iterdir():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scala_netsim.core.errors import DamagedRunError
-from scala_netsim.core.records import SLIM_FILES
+from scala_netsim.core.files import SLIM_FILES
 from scala_netsim.core.results import check_finished_run, is_slim_kept
 from scala_netsim.tools.keep import keep_run
 from scala_netsim.tools.regenerate import RegenerateError, regenerate_run, slim_runs, source_of

@@ -17,10 +17,10 @@ import torch
 
 from analysis.figures import crossings, time_to_target_figure
 from analysis.tradeoff import pareto_front
+from scala_netsim.books.rounds import round_row
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.config.scenario import validate_scenario
 from scala_netsim.learn.models import build_split_model, state_bytes
-from scala_netsim.runner.metrics import round_row
 from scala_netsim.tools.sweep import expand_sweep, setting_folder_name
 
 from conftest import ROOT

@@ -1,5 +1,6 @@
-"""A round's row of rounds.csv, derived from the round's events (the one place it is built),
-with its columns on the clients a network dropped."""
+"""A round's row of rounds.csv (core.columns.ROUND_COLUMNS and what follows them), derived
+from the round's events (the one place it is built), with its columns on the clients a
+network dropped."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scala_netsim.core.events import DROP_REASONS, EVENT_COLUMNS, EventKind
+from scala_netsim.core.columns import (
+    CRITICAL_PATH_COLUMNS,
+    DROP_COLUMNS,
+    EVENT_COLUMNS,
+    TOTAL_COLUMNS,
+)
+from scala_netsim.core.events import DROP_REASONS, EventKind
 
 if TYPE_CHECKING:
     from scala_netsim.learn.contract import Evaluation
@@ -37,7 +44,7 @@ TOTAL_OF = {
     EventKind.CLIENT_DROPPED: None,   # a mark, no cost
     EventKind.SERVER_UPDATE: None,    # a mark, no cost
 }
-BUCKETS = ("compute_time_s", "uplink_time_s", "downlink_time_s", "server_time_s", "idle_time_s")
+BUCKETS = CRITICAL_PATH_COLUMNS
 # Positions in an event row (EventLog.rows, Event.as_row): rounds of a timing-only run of
 # 10,000 clients have thousands of events, read here as the plain rows the log keeps.
 T_START, T_END, KIND, PAYLOAD, FLOPS = (EVENT_COLUMNS.index(c) for c in (
@@ -80,11 +87,11 @@ def round_row(round_: int, events: Sequence[Sequence], round_start_s: float,
     """One row of rounds.csv from the round's event rows (EventLog.rows; an event's kind may be
     the EventKind or its text, which hash and compare alike): bytes each way, FLOPs on clients
     and server, the critical path, the number of participants, the clients' energy when the
-    run records it (`energy`, scala_netsim.runner.radio_record.round_energy), who contributed when
+    run records it (`energy`, scala_netsim.books.radio.round_energy), who contributed when
     clients can be dropped (`drops`, drop_columns) and, in evaluated
     rounds, the test metrics (`evaluation`, an `Evaluation`; test_acc is NaN in the other
     rounds)."""
-    totals = dict.fromkeys(("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"), 0)
+    totals = dict.fromkeys(TOTAL_COLUMNS, 0)
     for e in events:  # one pass
         total = TOTAL_OF[e[KIND]]
         if total is not None:
@@ -121,8 +128,8 @@ def drop_columns(selected: list[int], dropped: list[tuple[int, str]],
     selected_counts = label_counts[selected].sum(axis=0)
     counts = (label_counts[contributors].sum(axis=0) if contributors
               else np.zeros_like(selected_counts))
-    row: dict[str, Any] = {"num_selected": len(selected),
-                           "num_contributing": len(contributors), "num_dropped": len(dropped)}
+    row: dict[str, Any] = dict(zip(DROP_COLUMNS, (len(selected), len(contributors),
+                                                  len(dropped)), strict=True))
     row.update({f"num_dropped_{reason}": sum(r == reason for _, r in dropped)
                 for reason in DROP_REASONS})
     row.update({f"contrib_label_{c}": int(n) for c, n in enumerate(counts)})

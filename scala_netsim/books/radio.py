@@ -1,5 +1,5 @@
 """The radio and energy columns of a run's records, derived from its events and the link's
-transfer rows (scala_netsim.sim.link.TransferRate), so that an independent checker can recompute
+transfer rows (core.columns.TRANSFER_COLUMNS), so that an independent checker can recompute
 every duration and every joule from events.csv alone.
 
 events.csv gains, per event (RADIO_COLUMNS):
@@ -10,7 +10,7 @@ events.csv gains, per event (RADIO_COLUMNS):
 - `attempts`: how many times it was sent (ARQ; 1 for everything else);
 - `tx_power_w`: the power radiated on the sub-band (the client's on the uplink, the base
   station's share P_bs b / W_dl on the downlink; 0 for computations);
-- in a network of cells (sim.link.NETWORK_TRANSFER_COLUMNS) `sinr_db`, `interference_dbm`
+- in a network of cells (NETWORK_TRANSFER_COLUMNS) `sinr_db`, `interference_dbm`
   (time-averaged over the transfer's air time; -inf dBm where nothing interfered; NaN for
   everything else) and `backhaul_s` (0 for everything else);
 - `energy_j`: the energy the CLIENT spends on the event: p * attempts * bits / rate for its
@@ -19,39 +19,27 @@ events.csv gains, per event (RADIO_COLUMNS):
 
 rounds.csv gains ENERGY_COLUMNS: the clients' energy in the round, in total and split into
 sending and computing. The columns are written when the cell uses any part of the radio model
-(`recorded`): a default cell's files keep their columns, byte for byte.
+(Scenario.records_radio): a default cell's files keep their columns, byte for byte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from channel.energy import compute_energy_j, transmit_energy_j
-from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, EVENT_COLUMNS, UPLINK_KINDS
-from scala_netsim.sim.link import NETWORK_TRANSFER_COLUMNS, TRANSFER_COLUMNS
+from scala_netsim.core.columns import (
+    EVENT_COLUMNS,
+    NETWORK_TRANSFER_COLUMNS,
+    TRANSFER_COLUMNS,
+)
+from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, UPLINK_KINDS
 
-if TYPE_CHECKING:
-    from scala_netsim.config.scenario import Scenario
-
-RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
-ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")
 _UPLINK = frozenset(k.value for k in UPLINK_KINDS)
 _COMPUTE = frozenset(k.value for k in CLIENT_COMPUTE_KINDS)
 _KIND, _CLIENT, _PAYLOAD, _FLOPS = (EVENT_COLUMNS.index(c) for c in (
     "kind", "client_id", "payload_bytes", "flops"))
-
-
-def recorded(scenario: Scenario) -> bool:
-    """Does the run record the radio and energy columns? When the cell has shadowing, fading,
-    a link other than the adaptive one or an allocator other than equal shares, or is a
-    network of cells, or when `network.record_radio` asks for them."""
-    net = scenario.network
-    return (net.record_radio or net.shadowing_std_db > 0 or net.fading.kind != "none"
-            or net.link.mode != "adaptive" or net.allocation != "equal"
-            or net.layout.kind != "single")
 
 
 def radio_columns(rows: Sequence[Sequence], first_event: int,

@@ -119,11 +119,11 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     - every transfer lasts payload bits / the rate it was given (relative error below 1e-9);
     - bytes and FLOPs per round equal the sums over the events; the last round's sim_time_s
       is the end of its last event;
-    - with `radio` (events.csv has scala_netsim.runner.radio_record's columns): `check_radio`.
+    - with `radio` (events.csv has scala_netsim.books.radio's columns): `check_radio`.
 
     With `slots` (an asynchronous run: each client holds a fixed slot from its start to its
     end, granted when it starts, not per round) the sub-bands are checked by
-    scala_netsim.runner.version_books.check_asynchronous instead of round by round.
+    scala_netsim.books.versions.check_asynchronous instead of round by round.
 
     `band_grants` (a network's: scala_netsim.sim.network_link.NetworkLink.band_grant_rows,
     where a block that clients take in turns counts once) are the grants summed over the band
@@ -246,7 +246,7 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
       (N0 bandwidth_hz)) (relative 1e-9);
     - the sub-bands the round's transfers used sum to at most the band, in each direction
       (not where `books_check_band`: an asynchronous run's version is no unit of time, its
-      clients' slots are checked instant by instant, scala_netsim.runner.version_books; a
+      clients' slots are checked instant by instant, scala_netsim.books.versions; a
       network's link checks its cells' blocks itself);
     - energy_j: tx_power_w x its airtime (attempts x bits / rate_bps) for uploads, kappa x
       flops x (FLOP/s)^2 for client computations, 0 for everything else; rounds.csv's energy

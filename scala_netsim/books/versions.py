@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from scala_netsim.books.rounds import BUCKETS
 from scala_netsim.core.events import EventKind
-from scala_netsim.runner.metrics import BUCKETS
 
 REL_TOL = 1e-9
 

@@ -1,0 +1,185 @@
+"""A network's resource blocks, checked from its books: the grants of each round (a client's
+own blocks, or one block taken in turns), the turns taken, and the air record (air.csv:
+which blocks each transfer held, and when, core.columns.AIR_COLUMNS), from which every
+transfer's rate is derived again here with the reference formula
+(channel.network.transfer_rates), independently of the incremental air
+(scala_netsim.sim.air) that timed it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+import channel
+from scala_netsim.core.columns import AIR_COLUMNS
+
+
+def block_problems(block_rows: Sequence[tuple], blocks: Mapping[str, int]) -> list[str]:
+    """No cell hands out more blocks than it has, nor one block twice, in any round and
+    direction: every grant's blocks (core.columns.BLOCK_GRANT_COLUMNS) lie in the cell's band
+    and the grants of one cell do not overlap. (A round's grants hold for the whole round, so
+    this is the check at every instant.)"""
+    problems = []
+    held: dict[tuple, list[tuple[int, int]]] = {}
+    for round_, k, direction, c, first, n in block_rows:
+        if n < 1 or first < 0 or first + n > blocks[direction]:
+            problems.append(f"round {round_}: client {k} was granted {direction} blocks "
+                            f"{first}..{first + n - 1}, outside its cell's {blocks[direction]}")
+        held.setdefault((round_, direction, c), []).append((first, n))
+    for (round_, direction, c), ranges in held.items():
+        ranges.sort()
+        if any(f1 + n1 > f2 for (f1, n1), (f2, _) in zip(ranges, ranges[1:], strict=False)):
+            problems.append(f"round {round_}: cell {c} granted a {direction} block twice")
+    return problems
+
+
+def turn_problems(shared_rows: Sequence[tuple], turn_rows: Sequence[tuple],
+                  block_rows: Sequence[tuple], blocks: Mapping[str, int]) -> list[str]:
+    """Blocks taken in turns: every such grant (core.columns.SHARED_GRANT_COLUMNS) lies in the
+    cell's band, no client of the cell holds that block alone in the same round and direction
+    (block_rows), and the turns on a block (core.columns.TURN_COLUMNS) never overlap: it
+    carries one transfer at a time."""
+    problems = []
+    alone: dict[tuple, list[tuple[int, int]]] = {}
+    for round_, _, direction, c, first, n in block_rows:
+        alone.setdefault((round_, direction, c), []).append((first, n))
+    for round_, k, direction, c, block in shared_rows:
+        if not 0 <= block < blocks[direction]:
+            problems.append(f"round {round_}: client {k} takes turns on {direction} block "
+                            f"{block}, outside its cell's {blocks[direction]}")
+        if any(f <= block < f + n for f, n in alone.get((round_, direction, c), [])):
+            problems.append(f"round {round_}: cell {c}'s {direction} block {block} is taken in "
+                            f"turns and granted alone")
+    turns: dict[tuple, list[tuple[float, float, int]]] = {}
+    for round_, direction, c, block, k, start, end in turn_rows:
+        turns.setdefault((round_, direction, c, block), []).append((start, end, k))
+    for (round_, direction, c, block), held in turns.items():
+        held.sort()
+        if any(s2 < e1 for (_, e1, _), (s2, _, _) in zip(held, held[1:], strict=False)):
+            problems.append(f"round {round_}: cell {c}'s {direction} block {block} carried two "
+                            f"transfers at once")
+    return problems
+
+
+def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
+    """The air record's rows as a table (air.csv)."""
+    return pd.DataFrame(list(air_rows), columns=list(AIR_COLUMNS))
+
+
+def air_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
+    """Every transfer's blocks lie in its cell's band, and no block of a cell carries two
+    transfers of one direction at once: the air record held block by block, sorted by start
+    within (cell, direction, block), each air time ends before the next one starts."""
+    problems = []
+    total = air["direction"].map(blocks).to_numpy()
+    outside = ((air["blocks"] < 1) | (air["first_block"] < 0)
+               | (air["first_block"] + air["blocks"] > total)).to_numpy()
+    for row in air[outside].head(5).itertuples():
+        problems.append(f"event {row.event_index}: {row.direction} blocks {row.first_block}.."
+                        f"{row.first_block + row.blocks - 1} outside cell {row.cell}'s band")
+    held = air[~outside]
+    count = held["blocks"].to_numpy()
+    each = held.loc[held.index.repeat(count)]
+    block = each["first_block"].to_numpy() + (np.arange(len(each))
+                                              - np.repeat(np.cumsum(count) - count, count))
+    each = each.assign(block=block).sort_values(["direction", "cell", "block", "start_s",
+                                                 "end_s"], kind="stable")
+    same = ((each["direction"].to_numpy()[1:] == each["direction"].to_numpy()[:-1])
+            & (each["cell"].to_numpy()[1:] == each["cell"].to_numpy()[:-1])
+            & (each["block"].to_numpy()[1:] == each["block"].to_numpy()[:-1]))
+    clash = same & (each["start_s"].to_numpy()[1:] < each["end_s"].to_numpy()[:-1])
+    for i in np.flatnonzero(clash)[:5].tolist():
+        a, b = each.iloc[i], each.iloc[i + 1]
+        problems.append(f"cell {a.cell}'s {a.direction} block {a.block} carried events "
+                        f"{a.event_index} and {b.event_index} at once")
+    return problems
+
+
+@dataclass(frozen=True)
+class AirSettings:
+    """What deriving a network's rates again needs beyond its books: the blocks of each
+    direction's band, a block's width, the noise power on a block per direction (W), whether
+    cells interfere, and the coupling gains (clients x cells, linear)."""
+
+    blocks: Mapping[str, int]
+    block_hz: float
+    noise_w: Mapping[str, float]
+    interference: bool
+    coupling: np.ndarray
+
+
+@dataclass(frozen=True)
+class AirRecord:
+    """A network link's air record (core.columns.AIR_COLUMNS rows) with what deriving its
+    rates again needs."""
+
+    rows: list[tuple]
+    settings: AirSettings
+
+
+#: the most air rows whose rates a run's checks derive again at its end (air_rate_problems'
+#: work grows with the square of a round's transfers); the blocks are checked in every run
+AIR_RATES_CHECKED_UP_TO = 20_000
+
+
+def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink: bool,
+             settings: AirSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The bits each transfer of one direction moved over its air time, derived again: the
+    interval between every two consecutive starts and ends, the rates of the transfers in the
+    air throughout it from the reference (channel.network.transfer_rates, all recomputed),
+    summed over the intervals. `air` are rows of the air record (transfers that overlap in
+    time with no transfer outside them, a round's), `power_w` and `client` each transfer's
+    power and client (from its event). -> (bits, slack): the bits, and what the clock's
+    rounding allows them to differ by (each interval's rate times a unit in the last place of
+    its ends: a transfer of microseconds at a clock of minutes has few exact digits)."""
+    start, end = air["start_s"].to_numpy(), air["end_s"].to_numpy()
+    cell, first = air["cell"].to_numpy(), air["first_block"].to_numpy()
+    count = air["blocks"].to_numpy()
+    direction = str(air["direction"].iloc[0])
+    bits, slack = np.zeros(len(air)), np.zeros(len(air))
+    instants = np.unique(np.concatenate([start, end]))
+    for t0, t1 in zip(instants[:-1].tolist(), instants[1:].tolist(), strict=True):
+        on = np.flatnonzero((start <= t0) & (end >= t1))
+        if not len(on):
+            continue
+        gains = settings.coupling[client[on]]
+        transfers = channel.network.Transfers(cell[on], first[on], count[on], power_w[on],
+                                              gains[np.arange(len(on)), cell[on]], gains)
+        rates = channel.network.transfer_rates(
+            transfers, settings.blocks[direction], settings.block_hz,
+            settings.noise_w[direction] / settings.block_hz, settings.interference, uplink)
+        bits[on] += rates.rate_bps * (t1 - t0)
+        slack[on] += rates.rate_bps * np.spacing(abs(t0) + abs(t1))
+    return bits, slack
+
+
+def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSettings,
+                      rtol: float = 1e-9) -> list[str]:
+    """Every transfer moved its payload in its air time at the rates the air record implies:
+    the bits derived again round by round and direction by direction (air_bits) equal
+    8 x payload_bytes, and the rate events.csv gives (rate_bps, bits over air time) times the
+    air time equals them, both to `rtol` relative beyond the clock's rounding (air_bits).
+    `events` is events.csv with its radio columns (tx_power_w, rate_bps). The work grows
+    with the square of a round's transfers: a check for small networks and the tests, not
+    for every run (runner.checks: AIR_RATES_CHECKED_UP_TO)."""
+    problems = []
+    moved = events.iloc[air["event_index"].to_numpy()]
+    air = air.assign(round=moved["round"].to_numpy(), client=moved["client_id"].to_numpy(),
+                     power_w=moved["tx_power_w"].to_numpy(float),
+                     payload=8.0 * moved["payload_bytes"].to_numpy(float),
+                     recorded=moved["rate_bps"].to_numpy(float))
+    for (_, direction), rows in air.groupby(["round", "direction"], sort=True):
+        bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
+                        direction == channel.Direction.UPLINK.value, settings)
+        recorded = rows["recorded"].to_numpy() * (rows["end_s"] - rows["start_s"]).to_numpy()
+        for label, got in (("payload", rows["payload"].to_numpy()),
+                           ("recorded rate", recorded)):
+            wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)
+            for i in wrong[:5].tolist():
+                problems.append(f"event {int(rows['event_index'].iloc[i])} ({direction}): "
+                                f"{bits[i]:.6g} bits derived from the air record, "
+                                f"{got[i]:.6g} by its {label}")
+    return problems

@@ -1,0 +1,82 @@
+"""Every record's columns, declared once: what a run folder's tables (core.files) and the
+books a run keeps in memory hold, in order. Records are kept as plain tuples in these orders
+where a run makes millions of them (events, transfers: a tuple of numbers and text is
+untracked by the garbage collector and a third of an object's size); the typed views
+(core.events.Event, sim.link.Grant, sim.link.TransferRate) have these fields, in this order
+(tests/core/test_columns.py).
+
+"Record" names one thing in this package: a table of a run's books, a row of which is one
+event, round, demand, grant, transfer, block, turn or air time. A run folder's files that hold
+records are core.files.RECORD_FILES (and clients.csv, cells.csv: the drop and the cells)."""
+
+# --- events.csv --------------------------------------------------------------------------
+#: one row per timed step (core.events.Event)
+EVENT_COLUMNS = ("t_start_s", "t_end_s", "round", "local_iter", "client_id", "kind",
+                 "payload_bytes", "flops")
+#: after EVENT_COLUMNS when clients can be dropped (deadlines, over-selection, lost
+#: transfers): 0 for a step cut short by its client's drop (or a transfer lost after all its
+#: attempts), 1 otherwise
+COMPLETED_COLUMN = "completed"
+#: after EVENT_COLUMNS in asynchronous runs: on each server_update row the global version the
+#: update is part of and its staleness (the server's version at the upload's arrival minus the
+#: version the client downloaded); -1 on every other row
+ASYNC_COLUMNS = ("version", "staleness")
+#: after them when the run records the radio model (books.radio): per event the sub-band,
+#: gain, rate, attempts, power radiated and the client's energy
+RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
+#: after RADIO_COLUMNS in a network of cells: the time-averaged SINR and interference of the
+#: transfer's air time and its time on the backhaul (the network link's transfer rows end so)
+NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
+
+# --- demands.csv -------------------------------------------------------------------------
+#: what each participant told the allocator it needs in one local step of a round
+#: (learn.contract.StepDemand), one row per (round, client)
+DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compute_flops")
+
+# --- air.csv (a network of cells) --------------------------------------------------------
+#: which blocks each transfer held, and when: one row per transfer's air time (the event at
+#: position event_index of events.csv), its serving cell, direction, blocks
+#: [first_block, first_block + blocks) and [start_s, end_s); with the events' powers and the
+#: network's gains, every rate can be derived again from it (books.blocks.air_rate_problems)
+AIR_COLUMNS = ("event_index", "cell", "direction", "first_block", "blocks", "start_s", "end_s")
+
+# --- rounds.csv --------------------------------------------------------------------------
+#: what each event kind adds up to in a round (its bytes or FLOPs)
+TOTAL_COLUMNS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")
+#: the round's critical path, split into the steps it went through; they add up to its time
+CRITICAL_PATH_COLUMNS = ("compute_time_s", "uplink_time_s", "downlink_time_s",
+                         "server_time_s", "idle_time_s")
+#: every round's row begins with these, in order
+ROUND_COLUMNS = ("round", "sim_time_s", "round_time_s", *TOTAL_COLUMNS,
+                 *CRITICAL_PATH_COLUMNS, "num_clients")
+#: then, when the run records the radio model, the clients' energy in the round
+ENERGY_COLUMNS = ("client_energy_j", "client_transmit_energy_j", "client_compute_energy_j")
+#: then, when clients can be dropped: who was selected, contributed and dropped, then
+#: num_dropped_<reason> (core.events.DROP_REASONS), contrib_label_<c> per class, label_bias_tv
+DROP_COLUMNS = ("num_selected", "num_contributing", "num_dropped")
+#: then the test metrics (NaN test_acc in rounds not evaluated), acc_class_<c> per class after
+TEST_COLUMNS = ("test_acc", "test_loss")
+
+# --- clients.csv, cells.csv ----------------------------------------------------------------
+#: the drop: each client's place and loss (then shadowing_db, o2i_db, antenna_gain_db and what
+#: the cell drew, where it has them), then CLIENT_TAIL_COLUMNS, then label_<c> per class
+CLIENT_COLUMNS = ("client_id", "distance_m", "pathloss_db")
+CLIENT_TAIL_COLUMNS = ("flops_per_s", "num_samples")
+#: a network's cells: site, position and boresight
+CELL_COLUMNS = ("cell", "site", "x_m", "y_m", "azimuth_deg")
+
+# --- the books a run keeps in memory and checks (not written) -------------------------------
+#: the sub-band a client holds in one direction for one round (sim.link.Grant)
+GRANT_COLUMNS = ("round", "client_id", "direction", "bandwidth_hz")
+#: how a transfer was sent (sim.link.TransferRate); a network's rows add
+#: NETWORK_TRANSFER_COLUMNS
+TRANSFER_COLUMNS = ("event_index", "bandwidth_hz", "rate_bps", "attempts", "gain_linear",
+                    "tx_power_w")
+#: a network's grant of blocks a client holds alone for the round
+BLOCK_GRANT_COLUMNS = ("round", "client_id", "direction", "cell", "first_block", "blocks")
+#: a network's grant of one block a cell's clients take in turns
+SHARED_GRANT_COLUMNS = ("round", "client_id", "direction", "cell", "block")
+#: one turn on such a block
+TURN_COLUMNS = ("round", "direction", "cell", "block", "client_id", "start_s", "end_s")
+#: who took part in each aggregation, with what weight (a trainer's aggregation book)
+AGGREGATION_COLUMNS = ("round", "group", "client_id", "weight")
