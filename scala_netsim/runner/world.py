@@ -20,6 +20,7 @@ from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.config.sections import NetworkConfig
 from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
+from scala_netsim.core.columns import CELL_COLUMNS, CLIENT_COLUMNS, CLIENT_TAIL_COLUMNS
 from scala_netsim.core.seeds import Seeds
 from scala_netsim.learn.compression import Wire
 from scala_netsim.learn.contract import Trainer
@@ -193,8 +194,8 @@ def cells_frame(cell: Cell) -> pd.DataFrame | None:
     if cell.network is None:
         return None
     cells = cell.network.cells
-    return pd.DataFrame({"cell": np.arange(len(cells)), "site": cells.site, "x_m": cells.x_m,
-                         "y_m": cells.y_m, "azimuth_deg": cells.azimuth_deg})
+    return pd.DataFrame(dict(zip(CELL_COLUMNS, (np.arange(len(cells)), cells.site, cells.x_m,
+                                                cells.y_m, cells.azimuth_deg), strict=True)))
 
 
 def link_model(scenario: Scenario) -> channel.LinkModel:
@@ -240,17 +241,19 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
 
 
 def clients_frame(world: World) -> pd.DataFrame:
+    """clients.csv: the drop (core.columns.CLIENT_COLUMNS, what the cell drew, then
+    CLIENT_TAIL_COLUMNS and the label counts)."""
+    head = (np.arange(len(world.client_indices)), world.cell.distance_m,
+            world.cell.pathloss_db)     # the basic loss, before shadowing and O2I
+    tail = (world.cell.flops_per_s, [len(ix) for ix in world.client_indices])
     frame = pd.DataFrame({
-        "client_id": np.arange(len(world.client_indices)),
-        "distance_m": world.cell.distance_m,
-        "pathloss_db": world.cell.pathloss_db,     # the basic loss, before shadowing and O2I
+        **dict(zip(CLIENT_COLUMNS, head, strict=True)),
         **({} if world.cell.shadowing_db is None else {"shadowing_db": world.cell.shadowing_db}),
         **({} if world.cell.o2i_db is None else {"o2i_db": world.cell.o2i_db}),
         **({} if world.cell.antenna_gain_db is None
            else {"antenna_gain_db": world.cell.antenna_gain_db}),
         **world.cell.drawn,
-        "flops_per_s": world.cell.flops_per_s,
-        "num_samples": [len(ix) for ix in world.client_indices],
+        **dict(zip(CLIENT_TAIL_COLUMNS, tail, strict=True)),
     })
     for y in range(world.label_counts.shape[1]):
         frame[f"label_{y}"] = world.label_counts[:, y]
