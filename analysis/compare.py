@@ -49,7 +49,7 @@ def energy_to_accuracy_j(rounds: pd.DataFrame, target: float) -> float:
 
 def find_runs(scenario_dir: Path | str,
               algorithms: Collection[str] | None = None) -> Iterator[tuple[dict, Path]]:
-    """(summary, run folder) of every finished run under OUT/<scenario>/, sweep cells
+    """(summary, run folder) of every finished run under OUT/<scenario>/, sweep's runs
     included (only those of `algorithms` when given)."""
     for path in sorted(Path(scenario_dir).rglob(SUMMARY_JSON)):
         summary = read_summary(path)

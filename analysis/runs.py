@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 from analysis import read_rounds  # noqa: E402
 from analysis.compare import class_losses, run_row  # noqa: E402
 from scala_netsim.core.errors import Error
-from scala_netsim.core.files import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON
+from scala_netsim.core.files import EVENTS_CSV, SCENARIO_YAML, SUMMARY_JSON, sweep_points
 from scala_netsim.core.naming import compact
 from scala_netsim.core.results import read_record, read_summary, read_written_yaml  # noqa: E402
 
@@ -37,7 +37,7 @@ def load_runs(scenario_dir: Path | str) -> tuple[pd.DataFrame, dict, dict]:
         raise ReportError(f"{scenario_dir}: no such results folder")
     index_path = scenario_dir / "sweep.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else {}
-    folders = ([scenario_dir / c["folder"] for c in index.get("cells", [])] or
+    folders = ([scenario_dir / c["folder"] for c in sweep_points(index)] or
                sorted(p.parent for p in scenario_dir.rglob(SUMMARY_JSON)))
     rows, curves = [], {}
     targets = index.get("accuracy_targets", [0.6, 0.7, 0.8])

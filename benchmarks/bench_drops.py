@@ -23,7 +23,7 @@ from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.events import EventKind
 from scala_netsim.runner.execute import objects_so_far_frozen
 from scala_netsim.runner.loop import Run
-from scala_netsim.runner.world import build_world, cell_dataset
+from scala_netsim.runner.world import build_world, scenario_dataset
 
 
 def timed_run(clients: int, rounds: int, deadline_s: float | None) -> tuple[Run, float, float]:
@@ -33,7 +33,7 @@ def timed_run(clients: int, rounds: int, deadline_s: float | None) -> tuple[Run,
                  f"training.rounds={rounds}", "algorithms=[fedavg]", "timing_only=true",
                  f"training.deadline_s={'null' if deadline_s is None else deadline_s}"]
     scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides)
-    run = Run(scenario, "fedavg", build_world(scenario, cell_dataset(scenario, "cpu")),
+    run = Run(scenario, "fedavg", build_world(scenario, scenario_dataset(scenario, "cpu")),
               torch.device("cpu"))
     wall_s = 0.0   # of the rounds answered from the meter (the real trainer's rounds, which
     with objects_so_far_frozen():   # meter new batch sizes, train for real: left out)

@@ -25,7 +25,7 @@ import torch
 from scala_netsim.config.scenario import load_scenario
 from scala_netsim.runner.execute import objects_so_far_frozen
 from scala_netsim.runner.loop import Run
-from scala_netsim.runner.world import build_world, cell_dataset
+from scala_netsim.runner.world import build_world, scenario_dataset
 
 NETWORK = ["network.pathloss=3gpp_38901_uma", "network.interference=true"]
 
@@ -43,7 +43,7 @@ def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
                                 f"isd_m: 500, sectors: 3, wraparound: true}}"]
     scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides)
     start = time.perf_counter()
-    world = build_world(scenario, cell_dataset(scenario, "cpu"))
+    world = build_world(scenario, scenario_dataset(scenario, "cpu"))
     run = Run(scenario, algorithm, world, torch.device("cpu"))
     setup_s = time.perf_counter() - start
     with objects_so_far_frozen():   # as execute_run simulates

@@ -22,7 +22,7 @@ import torch
 from scala_netsim.config.scenario import load_scenario
 from scala_netsim.runner.execute import objects_so_far_frozen
 from scala_netsim.runner.loop import Run
-from scala_netsim.runner.world import build_world, cell_dataset
+from scala_netsim.runner.world import build_world, scenario_dataset
 
 
 def simpy_steps_per_s(steps: int = 200_000) -> float:
@@ -44,7 +44,7 @@ def timing_run(num_clients: int, participation: float, rounds: int, partition: s
                  f"data.partition={partition}"]
     scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides)
     start = time.perf_counter()
-    world = build_world(scenario, cell_dataset(scenario, "cpu"))
+    world = build_world(scenario, scenario_dataset(scenario, "cpu"))
     run = Run(scenario, "scala", world, torch.device("cpu"))
     setup_s = time.perf_counter() - start
     start = time.perf_counter()

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from scala_netsim.learn.data import Dataset
     from scala_netsim.runner.estimate import Spread
-    from scala_netsim.tools.sweep import SweepCell
+    from scala_netsim.tools.sweep import SweepPoint
 
 def load_scenario(source: str | Path | Mapping[str, Any],
                   overrides: Mapping[str, Any] | Sequence[str] = ()) -> Scenario:
@@ -79,15 +79,15 @@ def load_scenario(source: str | Path | Mapping[str, Any],
 
 @dataclass(frozen=True)
 class Options:
-    """How `run` executes the cells (the CLI's flags)."""
+    """How `run` executes the points (the CLI's flags)."""
 
-    jobs: int = 1                 # cells at once in worker processes (local executor)
+    jobs: int = 1                 # points at once in worker processes (local executor)
     executor: str = "local"       # local or ray
     ray_address: str | None = None
-    ray_cpus_per_cell: int = 1
-    retime: bool = True           # re-time cells that differ only in network.*/compute.*
+    ray_cpus_per_run: int = 1
+    retime: bool = True           # re-time points that differ only in network.*/compute.*
     retime_from: Path | None = None   # re-time from the finished runs here where they match
-    retime_only: bool = False     # with retime_from: train no cell (refuse what would train)
+    retime_only: bool = False     # with retime_from: train no point (refuse what would train)
     progress: bool = False        # a progress bar per trained run (one after another)
     force: bool = False           # rerun finished runs from scratch
     figures: bool = False         # draw each run's and the comparison's figures at the end
@@ -95,16 +95,16 @@ class Options:
     echo: bool = True             # print what the CLI prints (the plan, a line per run)
     drop_checkpoints: bool = False   # delete each run's checkpoint.pt once it has finished
     estimate: bool = True         # time training steps here for the run-time estimate
-    ray_slots: int = 0            # cells the Ray cluster runs at once (known once connected)
+    ray_slots: int = 0            # points the Ray cluster runs at once (known once connected)
 
 
 def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "results", *,
         jobs: int = 1, executor: str = "local", retime: bool = True, progress: bool = False,
         force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
-        ray_address: str | None = None, ray_cpus_per_cell: int = 1,
+        ray_address: str | None = None, ray_cpus_per_run: int = 1,
         retime_from: str | Path | None = None, retime_only: bool = False,
         drop_checkpoints: bool = False, estimate: bool = True) -> Results:
-    """Run every cell of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
+    """Run every point of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
     write the study's comparison.csv; finished runs are skipped and interrupted ones resume
     (unless `force`). The keywords are the command line's flags (`retime_from`: re-time
     from the finished runs in that folder where they learn the same; `retime_only`: and
@@ -112,12 +112,12 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     options = Options(jobs=jobs, executor=executor, ray_address=ray_address,
-                      ray_cpus_per_cell=ray_cpus_per_cell, retime=retime,
+                      ray_cpus_per_run=ray_cpus_per_run, retime=retime,
                       retime_from=None if retime_from is None else Path(retime_from),
                       retime_only=retime_only, progress=progress, force=force,
                       figures=figures, report=report, echo=echo,
                       drop_checkpoints=drop_checkpoints, estimate=estimate)
-    for name, value in (("jobs", jobs), ("ray_cpus_per_cell", ray_cpus_per_cell)):
+    for name, value in (("jobs", jobs), ("ray_cpus_per_run", ray_cpus_per_run)):
         if value < 1:
             raise RefusedError(f"{name}: must be a whole number >= 1, got {value}")
     if executor not in ("local", "ray"):
@@ -132,23 +132,23 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     """`run` on a validated scenario."""
     from scala_netsim.tools.sweep import expand_sweep
 
-    cells = expand_sweep(scenario, out)
+    points = expand_sweep(scenario, out)
     if options.executor == "ray":   # the cluster is reached before anything is written
         from scala_netsim.tools.sweep import connect_ray
 
         options = replace(options, ray_slots=connect_ray(options.ray_address,
-                                                         options.ray_cpus_per_cell))
-    if options.executor == "ray" or (options.jobs > 1 and len(cells) > 1):   # (nothing written)
+                                                         options.ray_cpus_per_run))
+    if options.executor == "ray" or (options.jobs > 1 and len(points) > 1):   # (nothing written)
         from scala_netsim.tools.sweep import check_known_elsewhere
 
-        check_known_elsewhere(cells, "Ray tasks" if options.executor == "ray"
+        check_known_elsewhere(points, "Ray tasks" if options.executor == "ray"
                               else "worker processes (jobs > 1)")
     problem = check_writable(out)
     if problem:
         raise RefusedError(problem)
     from scala_netsim.runner.world import cell_edge_warning
 
-    for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in cells))):
+    for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in points))):
         if options.echo:
             print(f"warning: {warning}", file=sys.stderr)
     if scenario.timing_only:
@@ -159,19 +159,19 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
                                f"training (the sizes of their messages change from round to "
                                f"round); leave them out of algorithms or run with training")
     device = run_device(scenario)
-    dataset = check_data(cells, device)
-    todo, plan, states = plan_cells(scenario, cells, out, dataset, device, options)
+    dataset = check_data(points, device)
+    todo, plan, states = plan_points(scenario, points, out, dataset, device, options)
     from scala_netsim.tools.sweep import write_sweep_index
 
-    write_sweep_index(scenario, cells, out)
-    run_cells([c for c in todo if c.folder not in plan], [c for c in todo if c.folder in plan],
+    write_sweep_index(scenario, points, out)
+    run_points([c for c in todo if c.folder not in plan], [c for c in todo if c.folder in plan],
               states, device, options, plan, out)
     root = out / scenario.name
     if options.figures:   # runs draw nothing themselves (worker processes, Ray tasks)
         from analysis.plots import plot_run
 
-        for cell in todo:
-            plot_run(cell.folder, title=f"{scenario.name}: {cell.label}")
+        for point in todo:
+            plot_run(point.folder, title=f"{scenario.name}: {point.label}")
     results = Results(root)
     written = results.write(figures=options.figures, report=options.report)
     if options.echo:
@@ -190,43 +190,43 @@ def run_device(scenario: Scenario) -> torch.device:
                         else ("cpu" if scenario.device == "auto" else scenario.device))
 
 
-def check_data(cells: list[SweepCell], device: torch.device) -> Dataset:
-    """Every dataset the cells use must be there and partition as asked before anything runs
-    (each dataset loaded once, each partition made once). -> the first cell's dataset."""
-    from scala_netsim.runner.world import cell_dataset, client_partition
+def check_data(points: list[SweepPoint], device: torch.device) -> Dataset:
+    """Every dataset the points use must be there and partition as asked before anything runs
+    (each dataset loaded once, each partition made once). -> the first point's dataset."""
+    from scala_netsim.runner.world import client_partition, scenario_dataset
 
     partitioned = set()
-    for cell in cells:
-        data = (cell.scenario.data.model_dump_json(), cell.scenario.seed)
+    for point in points:
+        data = (point.scenario.data.model_dump_json(), point.scenario.seed)
         if data not in partitioned:
-            client_partition(cell.scenario, cell_dataset(cell.scenario, device))
+            client_partition(point.scenario, scenario_dataset(point.scenario, device))
             partitioned.add(data)
-    return cell_dataset(cells[0].scenario, device)
+    return scenario_dataset(points[0].scenario, device)
 
 
-def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: Dataset,
+def plan_points(scenario: Scenario, points: list[SweepPoint], out: Path, dataset: Dataset,
                device: torch.device, options: Options
-               ) -> tuple[list[SweepCell], dict[Path, Path], dict[Path, str]]:
-    """(the cells to run, {folder of a cell to re-time: the run folder it is re-timed from},
-    each cell's state by folder: new, partial, finished), printing the plan; RefusedError where
+               ) -> tuple[list[SweepPoint], dict[Path, Path], dict[Path, str]]:
+    """(the points to run, {folder of a point to re-time: the run folder it is re-timed from},
+    each point's state by folder: new, partial, finished), printing the plan; RefusedError where
     a folder holds a run of another scenario."""
     from scala_netsim.runner.world import describe
     from scala_netsim.tools.retime_from import kept_runs, matching_report
-    from scala_netsim.tools.sweep import cell_state, learning_key, plan_retiming, swept_values
+    from scala_netsim.tools.sweep import learning_key, plan_retiming, point_state, swept_values
 
     # by folder: swept values may be lists, which cannot be dictionary keys
-    states = {c.folder: ("new" if options.force else cell_state(c)) for c in cells}
-    foreign = [c for c in cells if states[c.folder] == "other"]
+    states = {c.folder: ("new" if options.force else point_state(c)) for c in points}
+    foreign = [c for c in points if states[c.folder] == "other"]
     if foreign:
         listed = "\n".join(f"  {c.folder}" for c in foreign[:5]) + (
             f"\n  ... and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise RefusedError(f"these folders hold runs of another scenario (their scenario.yaml "
                            f"differs):\n{listed}\nuse --force to replace them, or another "
                            f"--out")
-    todo = [c for c in cells if states[c.folder] != "finished"]
+    todo = [c for c in points if states[c.folder] != "finished"]
     kept = (kept_runs(options.retime_from, {k for c in todo if (k := learning_key(c))})
             if options.retime and options.retime_from else None)
-    plan = plan_retiming(cells, states, kept.runs if kept else None) if options.retime else {}
+    plan = plan_retiming(points, states, kept.runs if kept else None) if options.retime else {}
     trained = [c for c in todo if c.folder not in plan]
     from scala_netsim.runner.estimate import memory_check
 
@@ -236,7 +236,7 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
         raise RefusedError(too_much)
     matched, untrained = matching_report(todo, plan, kept) if kept else ([], [])
     if options.retime_only and untrained:
-        raise RefusedError("--retime-only: these cells match no run to re-time from and "
+        raise RefusedError("--retime-only: these points match no run to re-time from and "
                            "would be trained; nothing was run:\n" + "\n".join(matched))
     if not options.echo:
         return todo, plan, states
@@ -246,16 +246,16 @@ def plan_cells(scenario: Scenario, cells: list[SweepCell], out: Path, dataset: D
                if states[c.folder] == "partial"}
     print(describe(scenario, dataset, device))
     if scenario.sweep:
-        print(f"  sweep: {' x '.join(f'{k} {v}' for k, v in swept_values(cells).items())} x "
-              f"{len(scenario.algorithms)} algorithm(s) = {len(cells)} cells")
-    for cell in cells:
-        if states[cell.folder] == "finished":
-            print(f"{cell.label}: already completed, skipped ({cell.folder})")
-        elif resumed.get(cell.folder):
-            print(f"{cell.label}: resuming from round {resumed[cell.folder]} of "
-                  f"{cell.scenario.training.rounds} ({cell.folder})")
+        print(f"  sweep: {' x '.join(f'{k} {v}' for k, v in swept_values(points).items())} x "
+              f"{len(scenario.algorithms)} algorithm(s) = {len(points)} points")
+    for point in points:
+        if states[point.folder] == "finished":
+            print(f"{point.label}: already completed, skipped ({point.folder})")
+        elif resumed.get(point.folder):
+            print(f"{point.label}: resuming from round {resumed[point.folder]} of "
+                  f"{point.scenario.training.rounds} ({point.folder})")
     if plan:
-        print(f"{len(plan)} cell(s) differ from another only in network.*/compute.*: they are "
+        print(f"{len(plan)} point(s) differ from another only in network.*/compute.*: they are "
               f"re-timed from its run, not trained (--retime off trains them)")
     for line in matched + ([warning] if warning else []):
         print(line)
@@ -273,26 +273,26 @@ def spread(options: Options, runs: int) -> Spread:
     from scala_netsim.runner.estimate import Spread
 
     if options.executor == "ray":
-        return Spread(options.ray_slots, options.ray_cpus_per_cell,
-                f"the Ray cluster's {options.ray_slots} slot(s) of {options.ray_cpus_per_cell} "
+        return Spread(options.ray_slots, options.ray_cpus_per_run,
+                f"the Ray cluster's {options.ray_slots} slot(s) of {options.ray_cpus_per_run} "
                 f"CPU(s), if its nodes are as fast as this one" if options.ray_slots > 1 else
-                ", on a Ray cluster that runs one cell at a time")
+                ", on a Ray cluster that runs one point at a time")
     if options.jobs > 1 and runs > 1:
         jobs = min(options.jobs, runs)
         return Spread(jobs, max(1, torch.get_num_threads() // options.jobs), f"{jobs} jobs")
     return Spread(1, torch.get_num_threads(), "")
 
 
-def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[Path, str],
+def run_points(trained: list[SweepPoint], retimed: list[SweepPoint], states: dict[Path, str],
               device: torch.device, options: Options, plan: dict[Path, Path],
               out: Path) -> None:
-    """Train the cells `trained` with the chosen executor, then re-time the cells `retimed`
-    from the cell `plan` maps each to (training any that cannot be re-timed)."""
+    """Train the points `trained` with the chosen executor, then re-time the points `retimed`
+    from the point `plan` maps each to (training any that cannot be re-timed)."""
     from scala_netsim.runner.replay import RecordError, TimelineDiverged
-    from scala_netsim.tools.sweep import finished_line, run_cell, run_in_processes, run_on_ray
+    from scala_netsim.tools.sweep import finished_line, run_in_processes, run_on_ray, run_point
 
-    def resume_of(cell: SweepCell) -> bool:
-        return states[cell.folder] == "partial"
+    def resume_of(point: SweepPoint) -> bool:
+        return states[point.folder] == "partial"
 
     from tqdm import tqdm
 
@@ -305,55 +305,55 @@ def run_cells(trained: list[SweepCell], retimed: list[SweepCell], states: dict[P
         if options.echo:
             tqdm.write(line, file=sys.stdout)
 
-    def report(cell: SweepCell, summary: dict) -> None:
+    def report(point: SweepPoint, summary: dict) -> None:
         if options.drop_checkpoints and str(summary.get("status", "")).startswith(FINISHED):
-            (cell.folder / CHECKPOINT_PT).unlink(missing_ok=True)   # (it only resumes a run)
-        say(finished_line(cell.label, summary))
+            (point.folder / CHECKPOINT_PT).unlink(missing_ok=True)   # (it only resumes a run)
+        say(finished_line(point.label, summary))
         bar.update()
 
-    def started(cell: SweepCell) -> None:
-        say(f"{cell.label}: started on the cluster" + (", resuming from its checkpoint"
-                                                        if resume_of(cell) else ""))
+    def started(point: SweepPoint) -> None:
+        say(f"{point.label}: started on the cluster" + (", resuming from its checkpoint"
+                                                        if resume_of(point) else ""))
 
     if options.executor == "ray":
         say(f"{len(trained)} run(s) submitted to Ray, {options.ray_slots} at a time")
-        run_on_ray(trained, device, options.ray_cpus_per_cell, resume_of, report, started)
+        run_on_ray(trained, device, options.ray_cpus_per_run, resume_of, report, started)
     elif several:
         run_in_processes(trained, device, options.jobs, resume_of, report)
     else:
-        for cell in trained:
-            report(cell, run_one(cell, device, options.progress, resume_of(cell)))
+        for point in trained:
+            report(point, run_one(point, device, options.progress, resume_of(point)))
     bar.close()
     refused: list[str] = []
-    for cell in retimed:
-        source = plan[cell.folder]
+    for point in retimed:
+        source = plan[point.folder]
         try:
-            summary = run_cell(cell, str(device), source=source.resolve(),
+            summary = run_point(point, str(device), source=source.resolve(),
                                retimed_from=os.path.relpath(source, out))
         except (RecordError, TimelineDiverged) as exc:
             if options.retime_only:
-                refused.append(f"  {cell.label}: not re-timed from {source}: {exc}")
+                refused.append(f"  {point.label}: not re-timed from {source}: {exc}")
                 continue
             if options.echo:
-                print(f"{cell.label}: not re-timed from {source}: {exc}; training it for "
+                print(f"{point.label}: not re-timed from {source}: {exc}; training it for "
                       f"real", flush=True)
-            summary = run_one(cell, device, options.progress)
-        report(cell, summary)
+            summary = run_one(point, device, options.progress)
+        report(point, summary)
     if refused:
-        raise RefusedError("--retime-only: these cells could not be re-timed and were not "
+        raise RefusedError("--retime-only: these points could not be re-timed and were not "
                            "trained (the others are done):\n" + "\n".join(refused))
 
 
-def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
+def run_one(point: SweepPoint, device: torch.device, show_progress: bool,
             resume: bool = False) -> dict:
-    """Run one cell here, with a progress bar when asked. -> its summary."""
+    """Run one point here, with a progress bar when asked. -> its summary."""
     from tqdm import tqdm
 
     from scala_netsim.runner.checkpoints import saved_round
-    from scala_netsim.tools.sweep import run_cell
+    from scala_netsim.tools.sweep import run_point
 
-    start = (saved_round(cell.folder / CHECKPOINT_PT) or 0) if resume else 0
-    bar = tqdm(total=cell.scenario.training.rounds, initial=start, desc=cell.label,
+    start = (saved_round(point.folder / CHECKPOINT_PT) or 0) if resume else 0
+    bar = tqdm(total=point.scenario.training.rounds, initial=start, desc=point.label,
                unit="round", disable=not show_progress, file=sys.stderr)
     last = {"acc": "-"}
 
@@ -364,7 +364,7 @@ def run_one(cell: SweepCell, device: torch.device, show_progress: bool,
         bar.update(1)
 
     try:
-        return run_cell(cell, str(device), resume, progress=progress)
+        return run_point(point, str(device), resume, progress=progress)
     finally:
         bar.close()
 
@@ -395,7 +395,7 @@ class RunResult:
 
 
 class Results:
-    """The finished runs under OUT/<scenario>/ (sweep cells included), read on demand."""
+    """The finished runs under OUT/<scenario>/ (sweep's runs included), read on demand."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)

@@ -24,10 +24,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="scala-netsim",
         description="Split federated learning trained for real under a simulated cellular clock.")
     parser.add_argument("scenario", help="scenario YAML file (see scenarios/)")
-    parser.add_argument("--out", default="results",
-                        help="results root; runs land in OUT/<scenario>/<algorithm>/seed<k>/, "
-                             "sweep cells in OUT/<scenario>/<algorithm>/<key=value,...>/seed<k>/ "
-                             "(default: results)")
+    parser.add_argument("--out", default="results", help="results root (default: results); "
+                        "runs land in OUT/<scenario>/<algorithm>/seed<k>/, a sweep's points in "
+                        "OUT/<scenario>/<algorithm>/<key=value,...>/seed<k>/")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="dotted.key=value",
                         help="override a scenario value, e.g. --set training.rounds=20 "
@@ -38,32 +37,33 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="rerun every run from scratch (by default finished runs are "
                              "skipped and interrupted ones continue from their checkpoint)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="run N cells at once in worker processes, the machine's cores "
+                        help="run N runs at once in worker processes, the machine's cores "
                              "split between them (default 1: one after another, here)")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="local (this machine, see --jobs) or ray (each cell a Ray task; "
+                        help="local (this machine, see --jobs) or ray (each run a Ray task; "
                              "needs pip install -e '.[ray]')")
     parser.add_argument("--ray-address", default=None,
                         help="Ray cluster to submit to (e.g. 10.0.0.5:6379 or auto); default: "
                              "start a local Ray instance")
-    parser.add_argument("--ray-cpus-per-cell", type=int, default=1, metavar="C",
-                        help="CPUs Ray reserves for each cell, = its torch threads (default 1)")
+    parser.add_argument("--ray-cpus-per-run", "--ray-cpus-per-cell", type=int, default=1,
+                        metavar="C", help="CPUs Ray reserves for each run, = its torch "
+                        "threads (default 1; --ray-cpus-per-cell: its earlier name)")
     parser.add_argument("--no-estimate", action="store_true",
                         help="skip the run-time estimate (it times a few training steps here "
                              "first, some seconds; under Ray, on this machine, not the "
                              "cluster's)")
     parser.add_argument("--retime-from", type=Path, metavar="DIR",
-                        help="re-time the cells whose learning settings (all but network.*, "
+                        help="re-time the runs whose learning settings (all but network.*, "
                              "compute.*, the name and the device) match a finished training "
                              "under DIR (another study's results or its kept records) from "
                              "that run, training none of them")
     parser.add_argument("--retime-only", action="store_true", help="with --retime-from: "
-                        "train nothing; refuse, before anything runs, a cell matching no run")
+                        "train nothing; refuse, before anything runs, a run matching none")
     parser.add_argument("--retime", choices=("on", "off"), default="on",
-                        help="on (default): of the cells that differ only in network.* and "
+                        help="on (default): of the runs that differ only in network.* and "
                              "compute.*, train one per algorithm and learning settings and "
                              "re-time the others from its run, exactly "
-                             "(scala_netsim.runner.replay); off: train every cell")
+                             "(scala_netsim.runner.replay); off: train every run")
     parser.add_argument("--timing-only", action="store_true",
                         help="time the protocols without training (= --set timing_only=true): "
                              "each step's bytes and FLOPs come from the real trainer's first "
@@ -73,7 +73,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="do not write report.md and the study figures at the end")
     parser.add_argument("--no-figures", action="store_true",
                         help="draw no figures, neither each run's (about a second per run; a "
-                             "sweep of re-timed cells spends most of its time on them) nor the "
+                             "sweep of re-timed runs spends most of its time on them) nor the "
                              "comparison's; `python -m analysis.plots DIR` draws them later")
     parser.add_argument("--drop-checkpoints", action="store_true",
                         help="delete each run's checkpoint.pt once the run has finished (it "
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from scala_netsim.config.documents import ScenarioError
     from scala_netsim.config.scenario import load_scenario
 
-    for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-cell", args.ray_cpus_per_cell)):
+    for flag, value in (("--jobs", args.jobs), ("--ray-cpus-per-run", args.ray_cpus_per_run)):
         if value < 1:
             return fail(f"{flag}: must be a whole number >= 1, got {value}")
     if args.retime_from is not None and not args.retime_from.is_dir():
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
     from scala_netsim.core.errors import Error
 
     options = Options(jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
-                      ray_cpus_per_cell=args.ray_cpus_per_cell, retime=args.retime == "on",
+                      ray_cpus_per_run=args.ray_cpus_per_run, retime=args.retime == "on",
                       retime_from=args.retime_from, retime_only=args.retime_only,
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report,

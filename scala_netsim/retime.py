@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.plots import plot_run
     from scala_netsim.learn.data import DataNotFoundError
     from scala_netsim.runner.estimate import format_duration
-    from scala_netsim.tools.sweep import SweepCell, get_dotted, run_cell
+    from scala_netsim.tools.sweep import SweepPoint, get_dotted, run_point
 
     wanted = args.device
     device = ("cuda" if wanted == "auto" and torch.cuda.is_available()
@@ -105,16 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     resolved = scenario.model_dump(mode="json")
     setting = tuple((key, get_dotted(resolved, key))
                     for key in dict.fromkeys(o.split("=", 1)[0].strip() for o in args.overrides))
-    cell = SweepCell(record.algorithm, setting, scenario, out)
+    point = SweepPoint(record.algorithm, setting, scenario, out)
     try:
-        summary = run_cell(cell, device, source=record,
-                           retimed_from=os.path.relpath(source.resolve(), out.resolve()))
+        summary = run_point(point, device, source=record,
+                            retimed_from=os.path.relpath(source.resolve(), out.resolve()))
         how = f"re-timed from {source}"
     except (RecordError, DataNotFoundError) as exc:
         return fail(str(exc))
     except TimelineDiverged as exc:
         print(f"{source}: cannot be re-timed ({exc}); training it for real", flush=True)
-        summary = run_cell(cell, device)
+        summary = run_point(point, device)
         how = "trained for real"
     plot_run(out, title=f"{scenario.name}: {record.algorithm} (re-timed)")
     print(f"{out}: {how}; simulated time {format_duration(summary['total_sim_time_s'])} "

@@ -27,7 +27,7 @@ from scala_netsim.config.scenario import load_scenario
 from scala_netsim.core.results import write_json
 from scala_netsim.learn.models import build_split_model
 from scala_netsim.learn.training import evaluate
-from scala_netsim.runner.world import cell_dataset
+from scala_netsim.runner.world import scenario_dataset
 
 
 def main() -> None:
@@ -41,7 +41,7 @@ def main() -> None:
 
     scenario = load_scenario(args.scenario, args.overrides)
     tr = scenario.training
-    data = cell_dataset(scenario, "cpu")
+    data = scenario_dataset(scenario, "cpu")
     model = nn.Sequential(*build_split_model(
         scenario.model.arch, scenario.model.split, data.in_channels, data.num_classes,
         torch.Generator().manual_seed(scenario.seed), image_size=data.image_size))

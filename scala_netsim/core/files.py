@@ -18,7 +18,10 @@ ATTACK_PNG = "attack.png"
 #: each run's figures (analysis.plots.plot_run)
 RUN_FIGURES = ("accuracy_vs_time.png", "accuracy_vs_rounds.png", "latency_breakdown.png")
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
-SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's cells and settings
+SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's points and settings
+#: sweep.json's list of the sweep's points (one algorithm under one combination of swept
+#: values: algorithm, setting, folder); an index written by an earlier version calls it "cells"
+SWEEP_POINTS, SWEEP_POINTS_BEFORE = "points", "cells"
 
 #: a kept run's tables are compressed (scala_netsim.tools.keep): NAME.csv.xz for NAME.csv, or
 #: NAME.csv.gz in a run kept by an earlier version
@@ -55,3 +58,9 @@ FINISHED = ("completed", "diverged")
 #: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
 RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, *RECORD_FILES, AIR_CSV, SUMMARY_JSON,
               CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES)
+
+
+def sweep_points(index: dict) -> list:
+    """The points a sweep index (sweep.json, read) lists, by their name now or before."""
+    points = index.get(SWEEP_POINTS, index.get(SWEEP_POINTS_BEFORE, []))
+    return points if isinstance(points, list) else []

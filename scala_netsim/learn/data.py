@@ -4,7 +4,7 @@ Fashion-MNIST is read from the Debian package `dataset-fashion-mnist`
 (/usr/share/datasets/fashion-mnist, gzipped IDX files) or from a user `data_dir`: the IDX files
 torchvision reads, parsed here with NumPy (a 16-byte header and the pixels) because importing
 torchvision costs each process about 2.5 s (it imports torch._dynamo), more than a re-timed
-sweep cell; tests check the arrays equal torchvision's. CIFAR-10,
+sweep point; tests check the arrays equal torchvision's. CIFAR-10,
 CIFAR-100 and CINIC-10 cannot be downloaded here; they are read from `data_dir` in their
 standard formats (the "python version" pickles of CIFAR, CINIC-10's class folders of PNGs).
 """

@@ -159,7 +159,7 @@ def makespan_s(durations: Sequence[float], slots: int) -> float:
 
 
 class Spread(NamedTuple):
-    """How an executor runs the cells: how many at once, torch threads each, and where (words
+    """How an executor runs the points: how many at once, torch threads each, and where (words
     for the estimate line; empty for one after another here)."""
 
     slots: int
@@ -176,7 +176,7 @@ MIN_STEPS_TO_ESTIMATE = 20
 def estimate_line(scenario: Scenario, todo: Sequence[Any], trained: Sequence[Any],
                   resumed: dict[Path, int], dataset: Dataset, device: torch.device,
                   spread: Spread | None) -> str:
-    """The run-time estimate of the sweep cells `trained` (a resumed one: the share of its
+    """The run-time estimate of the sweep's runs `trained` (a resumed one: the share of its
     rounds left), spread as the executor runs them, or why there is none (`spread` None: the
     user asked for none)."""
     steps = sum(c.scenario.training.rounds * c.scenario.training.local_iters for c in trained)
@@ -211,7 +211,7 @@ def estimate_line(scenario: Scenario, todo: Sequence[Any], trained: Sequence[Any
 
 # --- memory ------------------------------------------------------------------------------
 #: what the process holds before any client's model: the interpreter, torch and the run's
-#: bookkeeping (measured: 1.1-1.2 GB for a cell of the headline's scenario on CPU)
+#: bookkeeping (measured: 1.1-1.2 GB for a point of the headline's scenario on CPU)
 BASE_BYTES = 1.2e9
 #: an event row held in memory until the run's files are written (a tuple of 7 numbers)
 EVENT_ROW_BYTES = 200
@@ -254,7 +254,7 @@ def memory_bytes(scenario: Scenario, algorithm: str, dataset: Dataset) -> tuple[
 def _part_bytes(arch: str, split: str, in_channels: int, num_classes: int,
                 image_size: int) -> tuple[float, float]:
     """The parameter bytes of the client and the server part (built once per model: a
-    sweep's cells share it)."""
+    sweep's points share it)."""
     client, server = build_split_model(arch, split, in_channels, num_classes,
                                        torch.Generator().manual_seed(0), image_size=image_size)
     client_b, server_b = (float(sum(t.numel() * t.element_size() for t in m.parameters()))
@@ -273,15 +273,15 @@ def available_memory_bytes() -> float | None:
     return None
 
 
-def memory_check(cells: Sequence[Any], dataset: Dataset,
+def memory_check(points: Sequence[Any], dataset: Dataset,
                  at_once: int) -> tuple[str | None, str | None]:
     """(why the runs would not fit in this machine's memory, or None; a warning where they
-    take more than half of it, or None) for the sweep cells `cells` to train, `at_once` of
+    take more than half of it, or None) for the sweep's runs `points` to train, `at_once` of
     them at a time (the largest together)."""
     available = available_memory_bytes()
-    if available is None or not cells:
+    if available is None or not points:
         return None, None
-    needs = sorted(((*memory_bytes(c.scenario, c.algorithm, dataset), c.label) for c in cells),
+    needs = sorted(((*memory_bytes(c.scenario, c.algorithm, dataset), c.label) for c in points),
                    reverse=True)
     peak = sum(b for b, _, _ in needs[:max(1, at_once)])
     largest, what, label = needs[0]

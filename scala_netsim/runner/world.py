@@ -295,7 +295,7 @@ def use_wire(trainer: Trainer, scenario: Scenario) -> None:
 _DATASETS: dict[tuple, Dataset] = {}
 
 
-def cell_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
+def scenario_dataset(scenario: Scenario, device: torch.device | str) -> Dataset:
     """The scenario's dataset on `device`, loaded once per process."""
     d = scenario.data
     pad_to_32 = scenario.model.arch not in NATIVE_SIZE_ARCHS

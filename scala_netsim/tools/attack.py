@@ -149,7 +149,7 @@ def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0,
     from scala_netsim.config.scenario import validate_scenario
     from scala_netsim.core.results import read_written_yaml, write_json
     from scala_netsim.learn.data import to_unit_range
-    from scala_netsim.runner.world import cell_dataset
+    from scala_netsim.runner.world import scenario_dataset
 
     run_dir = Path(run_dir)
     if not (run_dir / SCENARIO_YAML).is_file():
@@ -164,7 +164,7 @@ def run_attack(run_dir: Path | str, epochs: int = 20, seeds: Sequence[int] = (0,
                           f"splitfed_v1, splitfed_v2, ...)")
     if epochs < 1 or not seeds:
         raise AttackError(f"epochs must be >= 1 and at least one seed, got {epochs}, {seeds}")
-    data = cell_dataset(scenario, "cpu")
+    data = scenario_dataset(scenario, "cpu")
     client = client_model_of(run_dir, scenario, data.in_channels, data.num_classes,
                              data.image_size)
     half = len(data.test_y) // 2

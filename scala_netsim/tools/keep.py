@@ -43,8 +43,11 @@ from scala_netsim.core.files import (
     SLIM_FILES,
     SUMMARY_JSON,
     SWEEP_JSON,
+    SWEEP_POINTS,
+    SWEEP_POINTS_BEFORE,
     XZ,
     run_file,
+    sweep_points,
 )
 from scala_netsim.core.results import (
     damaged_record,
@@ -165,37 +168,38 @@ def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
 
 def kept_index(source: Path, kept_dir: Path) -> dict:
     """The study's index (sweep.json) for the runs `kept_dir` holds: the source index with
-    its cells cut to the kept runs, in its order, and the kept runs it does not list added
+    its points cut to the kept runs, in its order, and the kept runs it does not list added
     (their algorithm and setting as their summary.json says): those the index already kept in
     `kept_dir` lists first, in its order (a study kept in parts, say a sweep's new point run
-    on its own), then the others. The source index lists the cells of the invocations that
+    on its own), then the others. The source index lists the points of the invocations that
     wrote it, kept or not, finished or not: copied as it is, it would name runs that are not
     there and miss kept ones. When it lists exactly the kept runs it is returned unchanged."""
     index = json.loads(source.read_text())
     kept = {p.parent.relative_to(kept_dir).as_posix(): p
             for p in sorted(kept_dir.rglob(SUMMARY_JSON))}
-    cells = [c for c in index.get("cells", []) if c.get("folder") in kept]
-    if len(cells) < len(kept) and (kept_dir / SWEEP_JSON).is_file():
+    points = [c for c in sweep_points(index) if c.get("folder") in kept]
+    if len(points) < len(kept) and (kept_dir / SWEEP_JSON).is_file():
         # runs of earlier invocations (a study kept in parts): their order as the index kept
         # with them had it, then the new ones
-        new = {c["folder"] for c in cells}
-        before = json.loads((kept_dir / SWEEP_JSON).read_text()).get("cells", [])
-        cells = [c for c in before if c.get("folder") in kept and c["folder"] not in new] + cells
-    listed = {c["folder"] for c in cells}
+        new = {c["folder"] for c in points}
+        before = sweep_points(json.loads((kept_dir / SWEEP_JSON).read_text()))
+        points = [c for c in before if c.get("folder") in kept and c["folder"] not in new] + points
+    listed = {c["folder"] for c in points}
     for folder, summary_path in kept.items():
         if folder not in listed:
             summary = json.loads(summary_path.read_text())
-            cells.append({"algorithm": summary["algorithm"],
+            points.append({"algorithm": summary["algorithm"],
                           "setting": summary.get("setting", {}), "folder": folder})
-    present = list(dict.fromkeys(c["algorithm"] for c in cells))
+    present = list(dict.fromkeys(c["algorithm"] for c in points))
     algorithms = [a for a in index.get("algorithms", []) if a in present]
     algorithms += [a for a in present if a not in algorithms]
     swept: dict[str, list] = {}
-    for cell in cells:
-        for key, value in cell["setting"].items():
+    for point in points:
+        for key, value in point["setting"].items():
             if value not in swept.setdefault(key, []):
                 swept[key].append(value)
-    return {**index, "algorithms": algorithms, "sweep": swept, "cells": cells}
+    rest = {k: v for k, v in index.items() if k != SWEEP_POINTS_BEFORE}
+    return {**rest, "algorithms": algorithms, "sweep": swept, SWEEP_POINTS: points}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -77,20 +77,20 @@ def source_of(run: Path, retimed_from: str) -> Path:
 def regenerate_run(run: Path, out: Path) -> float:
     """Write `run`'s files again into `out` and check them against its digests. -> seconds."""
     from scala_netsim.config.scenario import validate_scenario
-    from scala_netsim.tools.sweep import SweepCell, run_cell
+    from scala_netsim.tools.sweep import SweepPoint, run_point
 
     summary = json.loads((run / SUMMARY_JSON).read_text())
     scenario = validate_scenario(read_written_yaml(run / SCENARIO_YAML))
-    cell = SweepCell(summary["algorithm"], tuple(summary.get("setting", {}).items()), scenario,
-                     out)
+    point = SweepPoint(summary["algorithm"], tuple(summary.get("setting", {}).items()),
+                       scenario, out)
     if out.exists():
         shutil.rmtree(out)
     start = time.perf_counter()
     if summary.get("retimed_from"):
-        run_cell(cell, "cpu", source=source_of(run, summary["retimed_from"]),
-                 retimed_from=summary["retimed_from"])
+        run_point(point, "cpu", source=source_of(run, summary["retimed_from"]),
+                  retimed_from=summary["retimed_from"])
     else:
-        run_cell(cell, "cpu")
+        run_point(point, "cpu")
     seconds = time.perf_counter() - start
     for name, digest in summary.get("files_sha256", {}).items():
         path = out / name

@@ -1,10 +1,10 @@
 """`--retime-from DIR`: the finished trainings under DIR (another study's results, a study's
-kept records) that a sweep's cells may be re-timed from instead of trained, and, before
-anything runs, which cells matched one, which did not and why.
+kept records) that a sweep's points may be re-timed from instead of trained, and, before
+anything runs, which points matched one, which did not and why.
 
 A kept run is a source when it is a finished training (not re-timed, not timing-only) whose
 files are the ones its run wrote (summary.json's digests); a folder that is not (an unreadable
-summary, a damaged record) is named in the report and skipped, never a traceback. A cell
+summary, a damaged record) is named in the report and skipped, never a traceback. A point
 matches a source of its algorithm and learning settings (everything but network.*,
 compute.*, the name and the device: tools.sweep.learning_key); for one that does not, the
 report names the nearest source of its algorithm and the keys they differ in."""
@@ -23,7 +23,7 @@ from scala_netsim.core.results import (
     read_summary,
     read_written_yaml,
 )
-from scala_netsim.tools.sweep import SweepCell, learning_key
+from scala_netsim.tools.sweep import SweepPoint, learning_key
 
 
 @dataclass
@@ -57,7 +57,7 @@ def kept_runs(folder: Path | str, wanted: Collection[tuple[str, str]] | None = N
             if algorithm not in scenario.algorithms:
                 raise ValueError(f"summary.json's algorithm {algorithm!r} is not its "
                                  f"scenario's")
-            key = learning_key(SweepCell(algorithm, (), scenario, run))
+            key = learning_key(SweepPoint(algorithm, (), scenario, run))
             if key is not None and (wanted is None or key in wanted):
                 check_finished_run(run, summary)
         except (Error, OSError, ValueError) as exc:   # (ScenarioError, YAML: ValueErrors)
@@ -74,35 +74,35 @@ def _problem(run: Path, exc: Exception) -> str:
     return text if text.startswith(str(run)) else f"{run}: {text}"
 
 
-def why_not(cell: SweepCell, kept: KeptRuns) -> str:
-    """Why `cell` matched no source under `kept.folder`."""
-    if learning_key(cell) is None:
+def why_not(point: SweepPoint, kept: KeptRuns) -> str:
+    """Why `point` matched no source under `kept.folder`."""
+    if learning_key(point) is None:
         return ("its learning depends on the network (the clock or the channel decides whom "
                 "the server hears), so it is never re-timed")
-    mine = learning_identity(cell.scenario)
+    mine = learning_identity(point.scenario)
     nearest = sorted(((len(differ), str(run), differ) for algorithm, theirs, run in
-                      kept.identities if algorithm == cell.algorithm
+                      kept.identities if algorithm == point.algorithm
                       for differ in [differing_keys(mine, theirs)]))
     if not nearest:
-        return f"no finished training of {cell.algorithm} under {kept.folder}"
+        return f"no finished training of {point.algorithm} under {kept.folder}"
     _, run, differ = nearest[0]
     shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
-    return (f"no training of {cell.algorithm} with its learning settings; the nearest, "
+    return (f"no training of {point.algorithm} with its learning settings; the nearest, "
             f"{run}, differs in {shown}")
 
 
-def matching_report(todo: Sequence[SweepCell], plan: dict[Path, Path],
+def matching_report(todo: Sequence[SweepPoint], plan: dict[Path, Path],
                     kept: KeptRuns) -> tuple[list[str], list[str]]:
-    """(the report's lines, the cells that will be trained with why: 'label: why'): how
-    many of the cells to run are re-timed from a run under the folder, how many from a cell
+    """(the report's lines, the points that will be trained with why: 'label: why'): how
+    many of the points to run are re-timed from a run under the folder, how many from a point
     this sweep trains, and each one trained, with why; then the kept folders skipped."""
     under = kept.folder.resolve()
     from_kept = [c for c in todo if c.folder in plan and plan[c.folder].resolve()
                  .is_relative_to(under)]
     trained = [f"{c.label}: {why_not(c, kept)}" for c in todo if c.folder not in plan]
-    lines = [f"--retime-from {kept.folder}: {len(from_kept)} of {len(todo)} cell(s) to run "
+    lines = [f"--retime-from {kept.folder}: {len(from_kept)} of {len(todo)} point(s) to run "
              f"re-timed from its runs" + (
-                 f", {len(todo) - len(from_kept) - len(trained)} from a cell this study trains"
+                 f", {len(todo) - len(from_kept) - len(trained)} from a point this study trains"
                  if len(todo) - len(from_kept) - len(trained) else "")
              + (f"; {len(trained)} trained:" if trained else "")]
     lines += [f"  {line}" for line in trained]

@@ -1,12 +1,12 @@
-"""Sweeps: a scenario's `sweep:` matrix crossed with its algorithms, one run folder per cell.
+"""Sweeps: a scenario's `sweep:` matrix crossed with its algorithms, one run folder per point.
 
-A cell is one algorithm under one combination of swept values. Its results land in
+A point is one algorithm under one combination of swept values. Its results land in
 
     OUT/<scenario>/<algorithm>/<key=value,...>/seed<k>/      (seed not repeated in the name)
     OUT/<scenario>/<algorithm>/seed<k>/                      (when only the seed is swept)
 
-Cells run in this process, in N worker processes (`--jobs N`, the machine's cores split
-between them) or as Ray tasks (`--executor ray`). Every runner calls the same `run_cell`.
+Points run in this process, in N worker processes (`--jobs N`, the machine's cores split
+between them) or as Ray tasks (`--executor ray`). Every runner calls the same `run_point`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ from scala_netsim.config.scenario import (
     validate_scenario,
 )
 from scala_netsim.core.errors import RefusedError
-from scala_netsim.core.files import FINISHED, SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
+from scala_netsim.core.files import (
+    FINISHED,
+    SCENARIO_YAML,
+    SUMMARY_JSON,
+    SWEEP_JSON,
+    SWEEP_POINTS,
+    sweep_points,
+)
 from scala_netsim.core.naming import compact
 from scala_netsim.core.results import (
     RESUME_HINT,
@@ -40,7 +47,7 @@ from scala_netsim.core.results import (
     write_json,
 )
 
-if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenario
+if TYPE_CHECKING:   # torch is imported where a point runs, not to read a scenario
     from concurrent.futures import ProcessPoolExecutor
 
     import torch
@@ -49,7 +56,7 @@ if TYPE_CHECKING:   # torch is imported where a cell runs, not to read a scenari
 
 
 @dataclass(frozen=True)
-class SweepCell:
+class SweepPoint:
     algorithm: str
     setting: tuple          # ((dotted key, value), ...), in the order of the sweep section
     scenario: Scenario = field(compare=False)   # resolved: one algorithm, no sweep section
@@ -97,16 +104,16 @@ def sweep_choices(sweep: dict) -> list[list[tuple[str, Any, dict[str, Any]]]]:
             for key, values in sweep.items()]
 
 
-def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
-    """Every cell of the scenario (its algorithms crossed with its sweep), each validated.
+def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepPoint]:
+    """Every point of the scenario (its algorithms crossed with its sweep), each validated.
 
-    Raises ScenarioError listing every cell whose values make an invalid scenario, and any
-    two cells that would share a folder.
+    Raises ScenarioError listing every point whose values make an invalid scenario, and any
+    two points that would share a folder.
     """
     base = scenario.model_dump(mode="json")
     base["sweep"] = {}
     cases = {key for key, values in scenario.sweep.items() if isinstance(values, dict)}
-    cells: list[SweepCell] = []
+    points: list[SweepPoint] = []
     problems: list[str] = []
     folders: dict[Path, str] = {}
     for choices in itertools.product(*sweep_choices(scenario.sweep)):
@@ -120,7 +127,7 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                      if (p := set_dotted(document, key, value))]
             traits = ALGORITHMS[algorithm].traits
             if not traits.barrier:
-                # a step deadline bounds a barrier: the cells of the scenario's algorithms
+                # a step deadline bounds a barrier: the points of the scenario's algorithms
                 # without one do not carry it (nor learn differently for it)
                 document["training"]["step_deadline_s"] = None
             if not traits.activations:   # likewise cut-layer compression
@@ -129,30 +136,30 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepCell]:
                 document["compression"]["downlink"] = "none"
             if not traits.attackable:   # and the attack
                 document["privacy"] = None
-            cell_scenario = None
+            point_scenario = None
             try:
-                cell_scenario = None if found else validate_scenario(document)
+                point_scenario = None if found else validate_scenario(document)
             except ScenarioError as exc:
-                found = [f"sweep cell {where}: {p}" for p in exc.problems]
-            if found or cell_scenario is None:
+                found = [f"sweep point {where}: {p}" for p in exc.problems]
+            if found or point_scenario is None:
                 problems.extend(p for p in found if p not in problems)
                 continue
             # the values as validated (YAML reads 1e6 as text; the scenario says it is a float)
-            resolved = cell_scenario.model_dump(mode="json")
-            cell_setting = tuple((key, value if key in cases else get_dotted(resolved, key))
+            resolved = point_scenario.model_dump(mode="json")
+            point_setting = tuple((key, value if key in cases else get_dotted(resolved, key))
                                  for key, value in setting)
             folder = Path(out_dir) / scenario.name / algorithm
-            name = setting_folder_name(cell_setting)
-            folder = (folder / name if name else folder) / f"seed{cell_scenario.seed}"
+            name = setting_folder_name(point_setting)
+            folder = (folder / name if name else folder) / f"seed{point_scenario.seed}"
             if folder in folders:
-                problems.append(f"sweep: cells {folders[folder]!r} and {where!r} of {algorithm} "
+                problems.append(f"sweep: points {folders[folder]!r} and {where!r} of {algorithm} "
                                 f"would share the folder {str(folder)!r}; make the values differ")
                 continue
             folders[folder] = where
-            cells.append(SweepCell(algorithm, cell_setting, cell_scenario, folder))
+            points.append(SweepPoint(algorithm, point_setting, point_scenario, folder))
     if problems:
         raise ScenarioError("sweep", problems)
-    return cells
+    return points
 
 
 def get_dotted(document: dict, key: str) -> Any:
@@ -161,30 +168,30 @@ def get_dotted(document: dict, key: str) -> Any:
     return document
 
 
-def cell_state(cell: SweepCell) -> str:
+def point_state(point: SweepPoint) -> str:
     """'finished' (completed or diverged, same scenario), 'partial' (same scenario, not
     finished), 'other' (the folder holds a run of another scenario) or 'new'."""
-    written = cell.folder / SCENARIO_YAML
+    written = point.folder / SCENARIO_YAML
     if not written.is_file():
         return "new"
     try:
         earlier = validate_scenario(read_written_yaml(written))
     except (yaml.YAMLError, ScenarioError):
         return "other"
-    if training_identity(earlier) != training_identity(cell.scenario):
+    if training_identity(earlier) != training_identity(point.scenario):
         return "other"   # (a changed report section alone does not make another run)
-    summary_path = cell.folder / SUMMARY_JSON
+    summary_path = point.folder / SUMMARY_JSON
     if summary_path.is_file():
         summary = read_summary(summary_path, RESUME_HINT)
         if str(summary.get("status", "")).startswith(FINISHED):
-            check_finished_run(cell.folder, summary)   # (damaged: refused, never skipped)
+            check_finished_run(point.folder, summary)   # (damaged: refused, never skipped)
             return "finished"
     return "partial"
 
 
-def swept_values(cells: Sequence[SweepCell]) -> dict[str, list]:
+def swept_values(points: Sequence[SweepPoint]) -> dict[str, list]:
     """Swept key -> its values as validated, in sweep order."""
-    return _values(dict(cell.setting) for cell in cells)
+    return _values(dict(point.setting) for point in points)
 
 
 def _values(settings: Iterable[dict]) -> dict[str, list]:
@@ -196,19 +203,19 @@ def _values(settings: Iterable[dict]) -> dict[str, list]:
     return values
 
 
-def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
+def write_sweep_index(scenario: Scenario, points: Sequence[SweepPoint],
                       out_dir: Path | str) -> Path:
     """OUT/<scenario>/sweep.json: what the analysis needs to group the runs (swept keys,
-    accuracy targets, every cell and its folder), written before any cell runs. The cells
+    accuracy targets, every point and its folder), written before any point runs. The points
     of an earlier index in the folder that this invocation does not run are kept while
     their run folders exist: a study run in parts (`--set algorithms=[...]`, one
     invocation for each) is reported as one."""
     root = Path(out_dir) / scenario.name
     entries = json.loads(json.dumps([   # as the file holds them (tuples as lists)
         {"algorithm": c.algorithm, "setting": dict(c.setting),
-         "folder": str(c.folder.relative_to(root))} for c in cells]))
+         "folder": str(c.folder.relative_to(root))} for c in points]))
     ours = {e["folder"]: e for e in entries}
-    earlier = [e for e in _earlier_cells(root / SWEEP_JSON) if (root / e["folder"]).is_dir()]
+    earlier = [e for e in _earlier_points(root / SWEEP_JSON) if (root / e["folder"]).is_dir()]
     merged = [ours.pop(e["folder"], e) for e in earlier] + list(ours.values())
     index = {
         "scenario": scenario.name,
@@ -217,58 +224,58 @@ def write_sweep_index(scenario: Scenario, cells: Sequence[SweepCell],
         "sweep": _values(e["setting"] for e in merged),
         "accuracy_targets": list(scenario.report.accuracy_targets),
         "rounds": scenario.training.rounds,
-        "cells": merged,
+        SWEEP_POINTS: merged,
     }
     write_json(root / SWEEP_JSON, index)
     return root / SWEEP_JSON
 
 
-def _earlier_cells(path: Path) -> list[dict]:
-    """The cells of the index at `path` (none when there is none, or it cannot be read)."""
+def _earlier_points(path: Path) -> list[dict]:
+    """The points of the index at `path` (none when there is none, or it cannot be read)."""
     try:
-        cells = json.loads(path.read_text())["cells"]
-        return [c for c in cells
+        points = sweep_points(json.loads(path.read_text()))
+        return [c for c in points
                 if isinstance(c, dict) and {"algorithm", "setting", "folder"} <= set(c)]
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
 
-# --- running one cell: the one function the command line, the Python API, the worker ------
+# --- running one point: the one function the command line, the Python API, the worker ------
 # --- processes, Ray tasks and the re-timer call ----------------------------------------------
-def run_cell(cell: SweepCell, device: str, resume: bool = False, threads: int | None = None,
+def run_point(point: SweepPoint, device: str, resume: bool = False, threads: int | None = None,
              progress: Callable[[int, float, float], None] | None = None,
              source: Path | str | Record | None = None,
              retimed_from: str | None = None) -> dict:
-    """Run one cell and write its folder. -> its summary. Draws no figure.
+    """Run one point and write its folder. -> its summary. Draws no figure.
 
-    The cell's scenario is validated already (SweepCell; a Scenario pickles, so worker
+    The point's scenario is validated already (SweepPoint; a Scenario pickles, so worker
     processes and Ray tasks receive it as it is). `device` is a torch device's name;
     `threads` sets torch's thread count (worker processes share the machine's cores). With
     `source` (a finished run folder, or its Record) nothing is trained: the source is
-    re-timed under this cell's network and summary.json names `retimed_from`; this raises
-    RecordError (the source cannot be replayed) or TimelineDiverged (this cell's timeline
-    changes what is learned), and the caller decides whether to train the cell instead.
+    re-timed under this point's network and summary.json names `retimed_from`; this raises
+    RecordError (the source cannot be replayed) or TimelineDiverged (this point's timeline
+    changes what is learned), and the caller decides whether to train the point instead.
     """
     import torch
 
     from scala_netsim.runner.execute import execute_run
     from scala_netsim.runner.replay import Record, replay_trainer
-    from scala_netsim.runner.world import build_world, cell_dataset, deterministic
+    from scala_netsim.runner.world import build_world, deterministic, scenario_dataset
     from scala_netsim.tools.attack import after_training
 
     if threads:
         torch.set_num_threads(threads)
-    scenario, where = cell.scenario, torch.device(device)
-    setting = dict(cell.setting)
+    scenario, where = point.scenario, torch.device(device)
+    setting = dict(point.setting)
     if source is not None:
         record = source if isinstance(source, Record) else Record.load(source)
-        record.check_learns_as(scenario, cell.algorithm)
-        world = build_world(scenario, cell_dataset(scenario, where))
-        return execute_run(scenario, cell.algorithm, world, where, cell.folder, setting,
+        record.check_learns_as(scenario, point.algorithm)
+        world = build_world(scenario, scenario_dataset(scenario, where))
+        return execute_run(scenario, point.algorithm, world, where, point.folder, setting,
                            trainer=replay_trainer(record), retimed_from=retimed_from)
     deterministic(where)
-    world = build_world(scenario, cell_dataset(scenario, where))
-    return execute_run(scenario, cell.algorithm, world, where, cell.folder, setting, progress,
+    world = build_world(scenario, scenario_dataset(scenario, where))
+    return execute_run(scenario, point.algorithm, world, where, point.folder, setting, progress,
                        resume, finish=after_training(scenario))
 
 
@@ -288,47 +295,47 @@ def finished_line(label: str, summary: dict) -> str:
             f"{format_duration(summary['wall_time_s'])}")
 
 
-def learning_key(cell: SweepCell) -> tuple[str, str] | None:
-    """Cells with the same key learn the same trajectory (same algorithm and learning
+def learning_key(point: SweepPoint) -> tuple[str, str] | None:
+    """Points with the same key learn the same trajectory (same algorithm and learning
     settings, seed included; they differ at most in network.* and compute.*); None for an
     algorithm whose selection looks at the network (never re-timed)."""
-    spec = ALGORITHMS[cell.algorithm]
+    spec = ALGORITHMS[point.algorithm]
     if (spec.selector.uses_network or not spec.traits.retimeable
-            or cell.scenario.timing_only or cell.scenario.network_shapes_learning):
+            or point.scenario.timing_only or point.scenario.network_shapes_learning):
         # (a timing-only run records no accuracy to replay, it is cheap anyway; under
         # deadlines or over-selection, or in an asynchronous algorithm, the clock decides
         # who is aggregated)
         return None
-    return cell.algorithm, yaml.safe_dump(learning_identity(cell.scenario), sort_keys=True)
+    return point.algorithm, yaml.safe_dump(learning_identity(point.scenario), sort_keys=True)
 
 
-def plan_retiming(cells: Sequence[SweepCell], states: dict[Path, str],
+def plan_retiming(points: Sequence[SweepPoint], states: dict[Path, str],
                   kept: dict[tuple[str, str], Path] | None = None) -> dict[Path, Path]:
-    """Folder of each cell to re-time -> the run folder it replays: one cell per distinct
+    """Folder of each point to re-time -> the run folder it replays: one point per distinct
     learning trajectory is trained (a finished one is used as it is), the others re-timed;
     a trajectory that `kept` (learning key -> finished run elsewhere:
     tools.retime_from.kept_runs) holds
-    trains no cell at all."""
-    groups: dict[tuple, list[SweepCell]] = {}
-    for cell in cells:
-        key = learning_key(cell)
+    trains no point at all."""
+    groups: dict[tuple, list[SweepPoint]] = {}
+    for point in points:
+        key = learning_key(point)
         if key is not None:
-            groups.setdefault(key, []).append(cell)
+            groups.setdefault(key, []).append(point)
     plan = {}
     for key, group in groups.items():
         finished = [c for c in group if states[c.folder] == "finished"]
         source = (kept or {}).get(key) or (finished[0] if finished else group[0]).folder
-        for cell in group:
-            if cell.folder != source and states[cell.folder] != "finished":
-                plan[cell.folder] = source
+        for point in group:
+            if point.folder != source and states[point.folder] != "finished":
+                plan[point.folder] = source
     return plan
 
 
-def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, jobs: int,
-                     resume_of: Callable[[SweepCell], bool],
-                     on_done: Callable[[SweepCell, dict], None]) -> None:
-    """Run `cells` in `jobs` worker processes, torch threads per worker = cores // jobs.
-    `resume_of(cell)` says whether to continue from a checkpoint; `on_done(cell, summary)`
+def run_in_processes(points: Sequence[SweepPoint], device: torch.device | str, jobs: int,
+                     resume_of: Callable[[SweepPoint], bool],
+                     on_done: Callable[[SweepPoint, dict], None]) -> None:
+    """Run `points` in `jobs` worker processes, torch threads per worker = cores // jobs.
+    `resume_of(point)` says whether to continue from a checkpoint; `on_done(point, summary)`
     is called as each finishes. A worker's exception is raised here."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -340,8 +347,8 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
     threads = max(1, torch.get_num_threads() // jobs)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
-        pending = {pool.submit(run_cell, c, str(device), resume_of(c), threads): c
-                   for c in cells}
+        pending = {pool.submit(run_point, c, str(device), resume_of(c), threads): c
+                   for c in points}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -353,30 +360,30 @@ def run_in_processes(cells: Sequence[SweepCell], device: torch.device | str, job
             f"guard that worker processes need (they import the script again); the runs it "
             f"held resume from their checkpoints when the command is run again") from None
     except KeyboardInterrupt:
-        # Ctrl-C or SIGTERM (cli.main turns it into KeyboardInterrupt): stop the running cells
+        # Ctrl-C or SIGTERM (cli.main turns it into KeyboardInterrupt): stop the running points
         # now, not when they finish. Every file they wrote is complete (atomic writes), and
-        # their checkpoints resume them. A cell that fails leaves the others running to the end.
+        # their checkpoints resume them. A point that fails leaves the others running to the end.
         terminate_workers(pool)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def check_known_elsewhere(cells: Sequence[SweepCell], where: str) -> None:
-    """RefusedError where a cell uses an algorithm or a path-loss model registered by a call
+def check_known_elsewhere(points: Sequence[SweepPoint], where: str) -> None:
+    """RefusedError where a point uses an algorithm or a path-loss model registered by a call
     in this process (not through an entry point): `where` runs in other processes, which do
     not make that call, and would fail there."""
     import channel
 
-    unknown = sorted({c.algorithm for c in cells} & ALGORITHMS.runtime_only
-                     | {c.scenario.network.pathloss for c in cells}
+    unknown = sorted({c.algorithm for c in points} & ALGORITHMS.runtime_only
+                     | {c.scenario.network.pathloss for c in points}
                      & channel.PATHLOSS_MODELS.runtime_only)
     if unknown:
         raise RefusedError(
             f"{', '.join(map(repr, unknown))} registered in this process only (a register "
             f"call), and {where} do not run that call; register it through an entry point "
             f"(groups scala_netsim.algorithms, scala_netsim.pathloss: docs/guides/extending.md) "
-            f"or run the cells here, one after another (jobs=1)")
+            f"or run the points here, one after another (jobs=1)")
 
 
 def terminate_workers(pool: ProcessPoolExecutor) -> None:
@@ -388,9 +395,9 @@ def terminate_workers(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def connect_ray(address: str | None, cpus_per_cell: int) -> int:
+def connect_ray(address: str | None, cpus_per_run: int) -> int:
     """Connect to the Ray cluster at `address` (a local Ray instance when None), before
-    anything is written. -> how many cells it runs at once (its CPUs // cpus_per_cell);
+    anything is written. -> how many points it runs at once (its CPUs // cpus_per_run);
     ScenarioError where Ray is missing or the cluster cannot be reached."""
     try:
         import ray
@@ -407,7 +414,7 @@ def connect_ray(address: str | None, cpus_per_cell: int) -> int:
             f"--ray-address {address}: cannot connect to a Ray cluster ({reason}); start one "
             f"with `ray start --head` on its head node, or leave --ray-address out for a local "
             f"Ray instance; nothing was written") from None
-    return max(1, int(ray.cluster_resources().get("CPU", 0)) // cpus_per_cell)
+    return max(1, int(ray.cluster_resources().get("CPU", 0)) // cpus_per_run)
 
 
 def _reachable(address: str | None) -> None:
@@ -424,30 +431,30 @@ def _reachable(address: str | None) -> None:
         raise ConnectionError(f"nothing answers at {address}: {exc.strerror or exc}") from None
 
 
-def run_on_ray(cells: Sequence[SweepCell], device: torch.device | str, cpus_per_cell: int,
-               resume_of: Callable[[SweepCell], bool],
-               on_done: Callable[[SweepCell, dict], None],
-               on_start: Callable[[SweepCell], None] = lambda cell: None) -> None:
-    """Submit every cell as a Ray task (each asking for `cpus_per_cell` CPUs and using that
+def run_on_ray(points: Sequence[SweepPoint], device: torch.device | str, cpus_per_run: int,
+               resume_of: Callable[[SweepPoint], bool],
+               on_done: Callable[[SweepPoint, dict], None],
+               on_start: Callable[[SweepPoint], None] = lambda point: None) -> None:
+    """Submit every point as a Ray task (each asking for `cpus_per_run` CPUs and using that
     many torch threads) on the cluster `connect_ray` joined. Ray schedules them; results go
-    to the (shared) results folder, where a cell's start shows: its run writes scenario.yaml
-    first, and `on_start(cell)` is called when that file is newer than the submission."""
+    to the (shared) results folder, where a point's start shows: its run writes scenario.yaml
+    first, and `on_start(point)` is called when that file is newer than the submission."""
     import time
 
     import ray
 
-    task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(run_cell)
+    task = ray.remote(num_cpus=cpus_per_run, max_retries=0)(run_point)
     submitted = time.time()
-    pending = {task.remote(c, str(device), resume_of(c), cpus_per_cell): c
-               for c in cells}
-    waiting = list(cells)
+    pending = {task.remote(c, str(device), resume_of(c), cpus_per_run): c
+               for c in points}
+    waiting = list(points)
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=2.0)
-            for cell in [c for c in waiting if _written_since(c.folder / SCENARIO_YAML,
+            for point in [c for c in waiting if _written_since(c.folder / SCENARIO_YAML,
                                                               submitted)]:
-                waiting.remove(cell)
-                on_start(cell)
+                waiting.remove(point)
+                on_start(point)
             for ref in done:
                 on_done(pending.pop(ref), ray.get(ref))
     finally:

@@ -177,10 +177,10 @@ def test_asynchronous_algorithms_are_never_re_timed_nor_timed_alone():
         traits = ALGORITHMS[name].traits
         assert traits.asynchronous and not traits.retimeable and not traits.timeable
         ALGORITHMS[name].classes()          # the classes agree with the traits
-    from scala_netsim.tools.sweep import SweepCell, learning_key
+    from scala_netsim.tools.sweep import SweepPoint, learning_key
 
     scenario = tiny_scenario("fedasync")
-    assert learning_key(SweepCell("fedasync", (), scenario, None)) is None
+    assert learning_key(SweepPoint("fedasync", (), scenario, None)) is None
 
 
 @pytest.mark.parametrize("sections, message", [

@@ -115,7 +115,7 @@ def test_every_keyword_of_run_reaches_its_option(monkeypatch, tmp_path):
     monkeypatch.setattr(api, "run_scenario",
                         lambda scenario, out, options: seen.setdefault("options", options))
     given = dict(jobs=3, executor="ray", retime=False, progress=True, force=True, figures=True,
-                 report=True, echo=False, ray_address="auto", ray_cpus_per_cell=2,
+                 report=True, echo=False, ray_address="auto", ray_cpus_per_run=2,
                  retime_from=tmp_path)
     sn.run(SCENARIO, out=tmp_path, **given)
     assert {name: getattr(seen["options"], name) for name in given} == given

@@ -63,7 +63,7 @@ LIGHTER = {"split_points_resnet.yaml": ["--set", "training.batch_size=20"],
 @pytest.mark.parametrize("scenario", sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml")))
 def test_every_scenario_file_runs(cli, tmp_path, scenario):
     """One round, one local iteration, of every algorithm of each file, its sweep left out
-    (every sweep cell is validated by test_every_study_sweep_expands_to_valid_cells); the
+    (every sweep point is validated by test_every_study_sweep_expands_to_valid_cells); the
     default scenarios' timing files are those of the code before the radio model."""
     code, out, err = cli(ROOT / "scenarios" / scenario, "--out", tmp_path, *SMALL,
                          *LIGHTER.get(scenario, []), "--set", "sweep={}", "--no-report",
@@ -291,3 +291,12 @@ def test_the_run_time_estimate_times_each_pattern_as_it_runs():
                                                                        + evaluations)
     measured = concatenated_step_s(scenario, tiny_dataset(), torch.device("cpu"), steps=1)
     assert 0 < measured < float("inf")
+
+
+def test_the_ray_cpus_flag_keeps_its_earlier_name():
+    """A sweep's runs are its points, not cells (issue 48): --ray-cpus-per-run, and the flag's
+    earlier name --ray-cpus-per-cell still means the same."""
+    from scala_netsim.cli import parse_args
+
+    for flag in ("--ray-cpus-per-run", "--ray-cpus-per-cell"):
+        assert parse_args(["s.yaml", flag, "3"]).ray_cpus_per_run == 3

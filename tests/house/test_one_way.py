@@ -1,5 +1,5 @@
 """One way to run a cell (issue 36): the command line, the Python API, the worker processes,
-Ray tasks and the re-timer all call scala_netsim.tools.sweep.run_cell, the one caller of
+Ray tasks and the re-timer all call scala_netsim.tools.sweep.run_point, the one caller of
 execute_run in the package."""
 
 import ast
@@ -27,11 +27,11 @@ def test_only_run_cell_runs_a_cell():
     calling = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
                and any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "execute_run"
                        for n in ast.walk(f))]
-    assert calling == ["run_cell"]
+    assert calling == ["run_point"]
 
 
 def test_every_entry_point_runs_cells_through_run_cell():
     # the API's in-process runs and re-timings, the executors, and the re-timing command
-    assert {"scala_netsim/api.py", "scala_netsim/retime.py"} <= callers_of("run_cell")
+    assert {"scala_netsim/api.py", "scala_netsim/retime.py"} <= callers_of("run_point")
     sweep = ROOT.joinpath("scala_netsim/tools/sweep.py").read_text()
-    assert "pool.submit(run_cell," in sweep and "ray.remote(" in sweep and "(run_cell)" in sweep
+    assert "pool.submit(run_point," in sweep and "ray.remote(" in sweep and "(run_point)" in sweep

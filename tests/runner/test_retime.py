@@ -1,8 +1,8 @@
-"""Train once, re-time many: a re-timed cell must be byte for byte the cell trained for real,
+"""Train once, re-time many: a re-timed point must be byte for byte the point trained for real,
 reorderings that change learning must be caught, and bad records refused.
 
 The golden scenario swept over the uplink (2 MHz, then 20 MHz): the sweep trains the 2 MHz
-cells and re-times the 20 MHz ones from them, which must then be the golden files, the golden
+points and re-times the 20 MHz ones from them, which must then be the golden files, the golden
 scenario's runs trained for real at 20 MHz (tests/golden/).
 """
 
@@ -27,14 +27,14 @@ SOURCE, TARGET = "uplink_bandwidth_hz=2000000", "uplink_bandwidth_hz=20000000"
 ORDER_SENSITIVE = sorted(a for a, spec in ALGORITHMS.items() if spec.trainer.server_order_matters
                          and spec.protocol.__name__ in ("PerClientSplitProtocol",
                                                         "LocalLossProtocol"))
-# the clock decides what they learn: every cell of theirs is trained, never re-timed
+# the clock decides what they learn: every point of theirs is trained, never re-timed
 ASYNCHRONOUS = ALGORITHMS.with_trait("asynchronous")
 RETIMED = sorted(set(ALGORITHMS) - set(ASYNCHRONOUS))
 
 
 @pytest.fixture(scope="session")
 def sweeps(tmp_path_factory):
-    """(root of the sweep, its stdout): the 2 MHz cells trained, the 20 MHz ones re-timed."""
+    """(root of the sweep, its stdout): the 2 MHz points trained, the 20 MHz ones re-timed."""
     out = tmp_path_factory.mktemp("retimed")
     proc = run_golden(out, "--set", SWEEP)
     assert proc.returncode == 0, proc.stderr
@@ -43,8 +43,8 @@ def sweeps(tmp_path_factory):
 
 def test_the_sweep_trains_one_cell_per_trajectory_and_re_times_the_other(sweeps):
     _, stdout = sweeps
-    assert f"{len(RETIMED)} cell(s) differ from another only in network.*/compute.*" in stdout
-    # the 2 MHz cells, and both cells of each asynchronous algorithm
+    assert f"{len(RETIMED)} point(s) differ from another only in network.*/compute.*" in stdout
+    # the 2 MHz points, and both points of each asynchronous algorithm
     assert (f"for {len(ALGORITHMS) + len(ASYNCHRONOUS)} run(s) one after another"
             in stdout)
     for algorithm in set(RETIMED) - set(ORDER_SENSITIVE):
@@ -55,8 +55,8 @@ def test_the_sweep_trains_one_cell_per_trajectory_and_re_times_the_other(sweeps)
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_a_re_timed_cell_is_byte_identical_to_the_cell_trained_for_real(sweeps, algorithm):
-    """(An asynchronous algorithm's 20 MHz cell is trained: byte-identical all the same.)"""
-    """The 20 MHz cell against the golden files, the golden scenario trained at 20 MHz."""
+    """(An asynchronous algorithm's 20 MHz point is trained: byte-identical all the same.)"""
+    """The 20 MHz point against the golden files, the golden scenario trained at 20 MHz."""
     root, _ = sweeps
     got, want = root / algorithm / TARGET / "seed3", GOLDEN / algorithm
     for name in RECORD_FILES:
@@ -79,7 +79,7 @@ def test_a_re_timed_cell_is_byte_identical_to_the_cell_trained_for_real(sweeps, 
 
 def test_a_reordering_of_server_steps_is_caught_and_the_cell_trained(sweeps):
     """SplitFedV2 and SFL with local loss step one shared server model per upload: at 20 MHz
-    the uploads reach the server in another order than at 2 MHz, so those cells are trained
+    the uploads reach the server in another order than at 2 MHz, so those points are trained
     for real."""
     _, stdout = sweeps
     assert ORDER_SENSITIVE == ["sfl_local_loss", "splitfed_v2"]
@@ -110,7 +110,7 @@ def test_a_foreign_events_file_is_refused_even_with_matching_digests(golden_run,
     itself finds that the protocol asks for steps the record does not hold."""
     from scala_netsim.runner.loop import Run
     from scala_netsim.runner.replay import replay_trainer
-    from scala_netsim.runner.world import build_world, cell_dataset
+    from scala_netsim.runner.world import build_world, scenario_dataset
 
     folder = copy_run(golden_run, "scala", tmp_path)
     for name in ("events.csv", "demands.csv", "rounds.csv"):
@@ -121,7 +121,7 @@ def test_a_foreign_events_file_is_refused_even_with_matching_digests(golden_run,
     record = Record.load(folder)
     import torch
 
-    world = build_world(record.scenario, cell_dataset(record.scenario, "cpu"))
+    world = build_world(record.scenario, scenario_dataset(record.scenario, "cpu"))
     run = Run(record.scenario, "scala", world, torch.device("cpu"), replay_trainer(record))
     with pytest.raises(RecordError, match="which the record does not hold"):
         run.step()
@@ -206,7 +206,7 @@ def test_timing_only_refuses_an_algorithm_whose_messages_change(golden_run, tmp_
 def test_a_cell_with_the_radio_model_re_times_byte_identical_to_its_training(golden_run,
                                                                              tmp_path):
     """Shadowing, per-transfer fading, fixed-rate ARQ and min-max allocation change only the
-    timeline: the golden runs re-timed under them equal the same cell trained for real, radio
+    timeline: the golden runs re-timed under them equal the same point trained for real, radio
     and energy columns included. (splitfed_v2's server order changes under them, so the
     re-timer trains it for real: it runs pinned like the real run, whose bits it must match.)"""
     radio = ["network.shadowing_std_db=8", "network.allocation=min_max_latency",
@@ -231,7 +231,7 @@ def test_a_cell_with_the_radio_model_re_times_byte_identical_to_its_training(gol
 def test_the_headlines_kept_scala_run_re_times_at_5_mhz_from_its_records_in_git(tmp_path,
                                                                                  capsys):
     """Issue 38: a committed run (gzipped records, no checkpoint) is re-timed exactly under
-    another cell: the same learning, round by round, under a quarter of the uplink band."""
+    another point: the same learning, round by round, under a quarter of the uplink band."""
     from scala_netsim.core.files import ROUNDS_CSV, run_file
     from scala_netsim.core.results import read_csv
     from scala_netsim.retime import main

@@ -17,7 +17,7 @@ from scala_netsim.tools.regenerate import RegenerateError, regenerate_run, slim_
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = ROOT / "docs" / "studies"
-#: the cheapest kept cell of each study kept slim
+#: the cheapest kept point of each study kept slim
 SLIM_CELLS = [STUDIES / "network" / "results" / "fedavg" / "cell=paper_cell" / "seed0",
               STUDIES / "network" / "load" / "fedavg" / "load=m1,interference=false" / "seed0",
               STUDIES / "fading" / "results" / "scala" / "channel=rayleigh_round" / "seed0",

@@ -1,4 +1,4 @@
-"""Sweeps: expansion into cells, folder names, skipping finished cells, --jobs, Ray, the
+"""Sweeps: expansion into points, folder names, skipping finished points, --jobs, Ray, the
 closed-form communication of a round, and the report built from a sweep."""
 
 import json
@@ -38,26 +38,26 @@ def scenario(**extra):
 
 # --- expansion -------------------------------------------------------------------------
 def test_sweep_expands_to_every_combination_times_every_algorithm(tmp_path):
-    cells = expand_sweep(scenario(sweep={"training.local_iters": [1, 5],
+    points = expand_sweep(scenario(sweep={"training.local_iters": [1, 5],
                                          "network.uplink_bandwidth_hz": ["5.0e6", 2e7],
                                          "seed": [0, 1]}), tmp_path)
-    assert len(cells) == 2 * 2 * 2 * 2
-    folders = {c.folder.relative_to(tmp_path).as_posix() for c in cells}
+    assert len(points) == 2 * 2 * 2 * 2
+    folders = {c.folder.relative_to(tmp_path).as_posix() for c in points}
     assert "s/scala/local_iters=5,uplink_bandwidth_hz=5000000/seed1" in folders
     assert "s/fedavg/local_iters=1,uplink_bandwidth_hz=20000000/seed0" in folders
-    assert len(folders) == len(cells)
-    cell = next(c for c in cells if c.folder.as_posix().endswith(
+    assert len(folders) == len(points)
+    point = next(c for c in points if c.folder.as_posix().endswith(
         "scala/local_iters=5,uplink_bandwidth_hz=5000000/seed1"))
-    # each cell is a complete scenario: one algorithm, the swept values in place, no sweep
-    assert cell.scenario.algorithms == ["scala"] and cell.scenario.sweep == {}
-    assert cell.scenario.training.local_iters == 5 and cell.scenario.seed == 1
-    assert cell.scenario.network.uplink_bandwidth_hz == 5e6           # YAML text -> float
-    assert dict(cell.setting) == {"training.local_iters": 5, "network.uplink_bandwidth_hz": 5e6,
+    # each point is a complete scenario: one algorithm, the swept values in place, no sweep
+    assert point.scenario.algorithms == ["scala"] and point.scenario.sweep == {}
+    assert point.scenario.training.local_iters == 5 and point.scenario.seed == 1
+    assert point.scenario.network.uplink_bandwidth_hz == 5e6           # YAML text -> float
+    assert dict(point.setting) == {"training.local_iters": 5, "network.uplink_bandwidth_hz": 5e6,
                                   "seed": 1}
 
 
 def test_a_swept_mapping_gets_a_short_name_the_same_in_folders_and_labels(tmp_path):
-    """Issue 47 (12): a sweep over network.layout named each cell by the whole mapping
+    """Issue 47 (12): a sweep over network.layout named each point by the whole mapping
     (folder names of about 90 characters, panel titles running into each other): a long
     value is its first entry and a digest, in the folder and in the report's labels alike."""
     from analysis.runs import _fmt_value, _hashable
@@ -67,21 +67,21 @@ def test_a_swept_mapping_gets_a_short_name_the_same_in_folders_and_labels(tmp_pa
                 "wraparound": True},
                {"kind": "hexagonal", "sites": 19, "isd_m": 500.0, "sectors": 3,
                 "wraparound": True}]
-    cells = expand_sweep(scenario(algorithms=["scala"], sweep={"network.layout": layouts,
+    points = expand_sweep(scenario(algorithms=["scala"], sweep={"network.layout": layouts,
                                                                 "seed": [0]}), tmp_path)
-    names = [c.folder.parent.name for c in cells]
-    # (a cell's setting is the value as validated: the whole layout, its defaults filled in)
+    names = [c.folder.parent.name for c in points]
+    # (a point's setting is the value as validated: the whole layout, its defaults filled in)
     assert re.fullmatch(r"layout=single-[0-9a-f]{6}", names[0])
     assert all(re.fullmatch(r"layout=hexagonal-[0-9a-f]{6}", n) for n in names[1:])
     assert len(set(names)) == 3 and max(map(len, names)) <= 24
-    for cell, name in zip(cells, names, strict=True):
-        value = dict(cell.setting)["network.layout"]
+    for point, name in zip(points, names, strict=True):
+        value = dict(point.setting)["network.layout"]
         assert f"layout={_fmt_value(_hashable(value))}" == name
 
 
 def test_without_a_sweep_each_algorithm_is_one_cell_in_the_usual_folder(tmp_path):
-    cells = expand_sweep(scenario(), tmp_path)
-    assert [c.folder for c in cells] == [tmp_path / "s" / "scala" / "seed0",
+    points = expand_sweep(scenario(), tmp_path)
+    assert [c.folder for c in points] == [tmp_path / "s" / "scala" / "seed0",
                                         tmp_path / "s" / "fedavg" / "seed0"]
     seeds_only = expand_sweep(scenario(sweep={"seed": [3, 4]}), tmp_path)
     assert {c.folder.relative_to(tmp_path).as_posix() for c in seeds_only} == {
@@ -89,11 +89,11 @@ def test_without_a_sweep_each_algorithm_is_one_cell_in_the_usual_folder(tmp_path
 
 
 def test_list_values_can_be_swept(tmp_path):
-    cells = expand_sweep(scenario(sweep={"compute.client_flops_per_s": [[1e9, 1e10], [2e9, 2e10]]}),
-                         tmp_path)
-    assert {c.folder.parent.name for c in cells} == {"client_flops_per_s=1000000000~10000000000",
+    flops = [[1e9, 1e10], [2e9, 2e10]]
+    points = expand_sweep(scenario(sweep={"compute.client_flops_per_s": flops}), tmp_path)
+    assert {c.folder.parent.name for c in points} == {"client_flops_per_s=1000000000~10000000000",
                                                      "client_flops_per_s=2000000000~20000000000"}
-    assert {c.scenario.compute.client_flops_per_s for c in cells} == {(1e9, 1e10), (2e9, 2e10)}
+    assert {c.scenario.compute.client_flops_per_s for c in points} == {(1e9, 1e10), (2e9, 2e10)}
 
 
 def test_folder_names_use_whole_keys_when_short_names_clash():
@@ -107,9 +107,9 @@ def test_named_cases_set_several_keys_together_and_name_the_folder(tmp_path):
     cases = {"plain": {"network.fading": {"kind": "none"}},
              "arq": {"network.fading": {"kind": "rayleigh", "coherence": "transfer"},
                      "network.link": {"mode": "fixed_rate", "target_rate_bps": 1e6}}}
-    cells = expand_sweep(scenario(sweep={"channel": cases, "seed": [0, 1]}), tmp_path)
-    assert len(cells) == 2 * 2 * 2
-    by_case = {(c.algorithm, dict(c.setting)["channel"], c.scenario.seed): c for c in cells}
+    points = expand_sweep(scenario(sweep={"channel": cases, "seed": [0, 1]}), tmp_path)
+    assert len(points) == 2 * 2 * 2
+    by_case = {(c.algorithm, dict(c.setting)["channel"], c.scenario.seed): c for c in points}
     arq = by_case[("scala", "arq", 1)]
     assert arq.folder.relative_to(tmp_path).as_posix() == "s/scala/channel=arq/seed1"
     assert arq.setting == (("channel", "arq"), ("seed", 1))
@@ -125,9 +125,9 @@ def test_named_cases_set_several_keys_together_and_name_the_folder(tmp_path):
     ({"cases": {"a": {}}}, "sweep.cases.a: a case sets at least one dotted key"),
     ({"cases": {"a": {"name": "other"}}}, "'name' cannot be swept"),
     ({"cases": {"a": {"network.link": {"mode": "fixed_rate"}}}},
-     "sweep cell cases=a: network.link.target_rate_bps: required with mode fixed_rate"),
+     "sweep point cases=a: network.link.target_rate_bps: required with mode fixed_rate"),
     ({"training.local_iters": [1, 0]},
-     "sweep cell training.local_iters=0: training.local_iters: must be >= 1, got 0"),
+     "sweep point training.local_iters=0: training.local_iters: must be >= 1, got 0"),
     ({"training.local_iter": [1]}, "training.local_iter"),
     ({"algorithms": [["scala"]]}, "'algorithms' cannot be swept"),
     ({"training.rounds": []}, "sweep.training.rounds"),
@@ -165,7 +165,7 @@ def test_tiny_sweep_with_two_jobs_then_rerun_skips_then_force(cli, tmp_path):
         assert len(pd.read_csv(path.parent / "rounds.csv")) == 2
     index = json.loads((root / "sweep.json").read_text())
     assert index["sweep"] == {"training.local_iters": [1, 2], "seed": [0, 1]}
-    assert len(index["cells"]) == 8
+    assert len(index["points"]) == 8
     # the report of the sweep: every figure, every table row filled
     report = (root / "report.md").read_text()
     for figure in ("accuracy_vs_time.png", "accuracy_vs_rounds.png", "effect_local_iters.png",
@@ -176,15 +176,15 @@ def test_tiny_sweep_with_two_jobs_then_rerun_skips_then_force(cli, tmp_path):
               line.startswith("| fedavg")]
     assert len(tables) == 3 * 4                       # 4 groups (algorithm x T) per table
     for row in tables:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert all(cells) and "nan" not in row, row
-    # run again: every cell is skipped, nothing rewritten
+        points = [c.strip() for c in row.strip("|").split("|")]
+        assert all(points) and "nan" not in row, row
+    # run again: every point is skipped, nothing rewritten
     stamps = {p: p.stat().st_mtime_ns for p in root.rglob("rounds.csv")}
     code, out, err = cli(QUICKSTART, "--out", tmp_path, *TINY, *sweep)
     assert code == 0, err
     assert out.count("already completed, skipped") == 8
     assert stamps == {p: p.stat().st_mtime_ns for p in root.rglob("rounds.csv")}
-    # a cell deleted half way is the only one run; --force reruns everything
+    # a point deleted half way is the only one run; --force reruns everything
     (root / "fedavg/local_iters=2/seed1/summary.json").unlink()
     code, out, err = cli(QUICKSTART, "--out", tmp_path, *TINY, *sweep)
     assert out.count("already completed, skipped") == 7
@@ -257,7 +257,7 @@ def test_ray_executor_runs_two_cells_on_a_local_ray_instance(tmp_path):
                                "--ray-address", f"127.0.0.1:{port}"],
                               cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr
-        # issue 37: progress per cell under Ray: submitted, started, finished
+        # issue 37: progress per point under Ray: submitted, started, finished
         assert "2 run(s) submitted to Ray, 2 at a time" in proc.stdout
         assert proc.stdout.count("started on the cluster") == 2, proc.stdout
         assert proc.stdout.count(": completed, best accuracy") == 2
@@ -423,7 +423,7 @@ def _constructed_sweep(bands, end_times):
 
 
 def test_a_numeric_sweep_of_many_values_gets_a_colour_map_and_decades_a_log_axis(tmp_path):
-    """The accuracy figures of a study with many cells: a colour bar instead of a legend of
+    """The accuracy figures of a study with many points: a colour bar instead of a legend of
     a dozen lines, a log time axis where the runs' times span decades; few values keep
     distinct colours and a legend, times within a decade a linear axis."""
     from analysis.figures import accuracy_figure
@@ -521,7 +521,7 @@ def test_a_radio_sweep_of_named_cases_is_re_timed_and_reports_energy(cli, tmp_pa
                          "--set", "algorithms=[scala, fedavg]",
                          "--set", "network.shadowing_std_db=8")
     assert code == 0, err
-    assert "2 cell(s) differ from another only in network.*/compute.*" in out
+    assert "2 point(s) differ from another only in network.*/compute.*" in out
     root = tmp_path / "quickstart"
     for algorithm in ("scala", "fedavg"):
         plain, faded = (root / algorithm / f"channel={c}" / "seed0" for c in ("plain", "faded"))
@@ -549,7 +549,7 @@ def test_a_radio_sweep_of_named_cases_is_re_timed_and_reports_energy(cli, tmp_pa
 @pytest.mark.slow
 def test_a_study_run_in_parts_is_indexed_and_reported_as_one(cli, tmp_path):
     """Two invocations on one --out, each for one algorithm (as a long study is run in the
-    background): sweep.json lists the cells of both, so the report has both; a cell whose
+    background): sweep.json lists the points of both, so the report has both; a point whose
     run folder is gone is not listed any more."""
     once = [*TINY, "--set", "training.rounds=1", "--no-figures"]
     assert cli(QUICKSTART, "--out", tmp_path, *once, "--set", "algorithms=[scala]")[0] == 0
@@ -557,7 +557,7 @@ def test_a_study_run_in_parts_is_indexed_and_reported_as_one(cli, tmp_path):
     root = tmp_path / "quickstart"
     index = json.loads((root / "sweep.json").read_text())
     assert index["algorithms"] == ["fedavg", "scala"]
-    assert [(c["algorithm"], c["folder"]) for c in index["cells"]] == [
+    assert [(c["algorithm"], c["folder"]) for c in index["points"]] == [
         ("scala", "scala/seed0"), ("fedavg", "fedavg/seed0")]
     report = (root / "report.md").read_text()
     assert report.count("| scala |") == report.count("| fedavg |") >= 3   # every table
@@ -565,7 +565,7 @@ def test_a_study_run_in_parts_is_indexed_and_reported_as_one(cli, tmp_path):
     code, stdout, _ = cli(QUICKSTART, "--out", tmp_path, *once, "--set", "algorithms=[fedavg]")
     assert code == 0 and "already completed, skipped" in stdout
     index = json.loads((root / "sweep.json").read_text())
-    assert [c["algorithm"] for c in index["cells"]] == ["fedavg"]
+    assert [c["algorithm"] for c in index["points"]] == ["fedavg"]
 
 
 def test_ray_with_no_cluster_at_the_address_exits_2_and_writes_nothing(cli, tmp_path):
@@ -594,14 +594,14 @@ def test_the_estimate_spreads_the_runs_over_the_executors_slots(monkeypatch):
         return estimate.StepCosts(0.001, 0.001, 0.001)
 
     monkeypatch.setattr(estimate.StepCosts, "measure", classmethod(fake_measure))
-    cells = expand_sweep(scenario(sweep={"seed": [0, 1]}), Path("/tmp/none"))
+    points = expand_sweep(scenario(sweep={"seed": [0, 1]}), Path("/tmp/none"))
     dataset = type("D", (), {"test_y": [0] * 100})()
-    each = estimate.run_time_s(cells[0].scenario, "scala", 100, estimate.StepCosts(
+    each = estimate.run_time_s(points[0].scenario, "scala", 100, estimate.StepCosts(
         0.001, 0.001, 0.001))
-    line = estimate.estimate_line(cells[0].scenario, cells, cells, {}, dataset, "cpu",
+    line = estimate.estimate_line(points[0].scenario, points, points, {}, dataset, "cpu",
                                   estimate.Spread(3, 2, "the Ray cluster's 3 slot(s) of 2 CPU(s)"))
-    assert measured == [2]                      # timed with the threads each cell will have
+    assert measured == [2]                      # timed with the threads each point will have
     assert line.startswith("estimated run time: ") and "for 4 run(s) spread over the Ray " in line
-    assert estimate.estimate_line(cells[0].scenario, cells, cells, {}, dataset, "cpu", None) == \
+    assert estimate.estimate_line(points[0].scenario, points, points, {}, dataset, "cpu", None) == \
         "no run-time estimate (--no-estimate)"
-    assert len(cells) == 4 and each > 0
+    assert len(points) == 4 and each > 0
