@@ -14,6 +14,7 @@ from scala_netsim.books.blocks import (
     air_frame,
     air_problems,
     air_rate_problems,
+    air_rate_work,
 )
 from scala_netsim.books.invariants import DropSettings, RadioSettings, check_drops, check_run
 from scala_netsim.books.tables import aggregations_frame, grants_frame, transfers_frame
@@ -48,7 +49,7 @@ def run_problems(run: Checked) -> list[str]:
     """Broken invariants of `run` so far: its events, rounds, grants and transfers
     (check_run), its driver's books (asynchronous versions), its link's (a network's grants
     of blocks and turns), a network's air record (its blocks; its rates derived again where
-    it has at most AIR_RATES_CHECKED_UP_TO rows) and, where clients can be dropped, the
+    its work is at most AIR_RATES_CHECKED_UP_TO) and, where clients can be dropped, the
     drops (check_drops)."""
     columns, rows = run.event_table()
     events, rounds = pd.DataFrame(rows, columns=list(columns)), pd.DataFrame(run.rows)
@@ -67,7 +68,8 @@ def run_problems(run: Checked) -> list[str]:
     if air is not None:
         frame = air_frame(air.rows)
         problems.extend(air_problems(frame, air.settings.blocks))
-        if len(frame) <= AIR_RATES_CHECKED_UP_TO:
+        rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
+        if air_rate_work(frame, rounds) <= AIR_RATES_CHECKED_UP_TO:
             problems.extend(air_rate_problems(frame, events, air.settings))
     if run.records_drops:
         aggregations = (aggregations_frame(run.aggregation_rows)

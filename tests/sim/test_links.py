@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from scala_netsim.core.columns import EVENT_COLUMNS
+from scala_netsim.core.columns import AIR_COLUMNS, EVENT_COLUMNS
 from scala_netsim.sim.link import Link, WirelessLink
 from scala_netsim.sim.network_link import NetworkLink
 
@@ -44,7 +44,8 @@ def test_each_link_offers_every_member_of_the_protocol(run_of_each_link):
 
 def test_each_links_books_after_two_rounds(run_of_each_link):
     """A grant row per client, direction and round; a transfer row per transfer event,
-    pointing at it; the band's grants where they differ from the grant book; no problem."""
+    pointing at it; the band's grants where they differ from the grant book; a network's air
+    row per transfer, in the same order; no problem."""
     kind, run = run_of_each_link
     assert run.link.round == 2
     rounds = {row[0] for row in run.link.grant_rows}
@@ -58,6 +59,11 @@ def test_each_links_books_after_two_rounds(run_of_each_link):
     assert {len(row) for row in run.link.transfer_rows} == {width}
     band = run.link.band_grant_rows()
     assert (band is None) == (kind == "cell")
+    air = run.link.air_record()      # which blocks each transfer held: a network's alone
+    assert (air is None) == (kind == "cell")
+    if air is not None:
+        assert [row[0] for row in air.rows] == [row[0] for row in run.link.transfer_rows]
+        assert {len(row) for row in air.rows} == {len(AIR_COLUMNS)}
     assert run.link.problems() == []
     assert run.problems() == []
     states = run.link.stream_states()

@@ -151,7 +151,12 @@ def test_the_air_record_gives_every_rate_again_and_catches_a_moved_block(make_ru
     bits and recorded rate again (books.blocks.air_rate_problems). A transfer moved onto
     other blocks, or held longer, no longer adds up, and two transfers of one cell on one
     block at once are caught."""
-    from scala_netsim.books.blocks import air_frame, air_problems, air_rate_problems
+    from scala_netsim.books.blocks import (
+        air_frame,
+        air_problems,
+        air_rate_problems,
+        air_rate_work,
+    )
 
     run = network_run(make_run)
     run.step()
@@ -167,6 +172,8 @@ def test_the_air_record_gives_every_rate_again_and_catches_a_moved_block(make_ru
     assert (air["end_s"] == moved["t_end_s"].to_numpy()).all()   # no backhaul here
     assert air_problems(air, record.settings.blocks) == []
     assert air_rate_problems(air, events, record.settings) == []
+    per_direction = air["direction"].value_counts()          # one round
+    assert air_rate_work(air, moved["round"].to_numpy()) == (per_direction ** 2).sum()
     # a transfer that held one block fewer (its power on fewer blocks): its bits differ
     wide = int(air["blocks"].idxmax())
     fewer = air.copy()
