@@ -25,6 +25,13 @@ SYMBOLS_PER_SLOT = 14
 LETTERS = "DSU"
 
 
+def default_k2_slots(subcarrier_spacing_hz: float) -> int:
+    """K2's j of the default PUSCH time-domain allocation table (TS 38.214 6.1.2.1.1, Table
+    6.1.2.1.1-4): 1 slot for numerology 0 and 1, 2 for 2, 3 for 3."""
+    mu = round(math.log2(subcarrier_spacing_hz / 15e3))
+    return {0: 1, 1: 1, 2: 2, 3: 3}[mu]
+
+
 def slot_s(subcarrier_spacing_hz: float) -> float:
     """A slot's duration: 1 ms at 15 kHz, halved with each doubling of the spacing."""
     mu = math.log2(subcarrier_spacing_hz / 15e3)
@@ -94,6 +101,22 @@ class TddFrame:
         i = int(np.searchsorted(windows[:, 0], x, side="right"))   # windows starting <= x
         partial = before[i - 1] + min(x, windows[i - 1, 1]) - windows[i - 1, 0] if i else 0.0
         return periods * before[-1] + partial
+
+    def usable_many(self, direction: Direction, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+        """`usable_s` of many intervals at once (arrays)."""
+        windows, before = self._windows[direction], self._before[direction]
+
+        def cumulative(t: np.ndarray) -> np.ndarray:
+            periods = np.floor(t / self.period_s)
+            x = t - periods * self.period_s
+            i = np.searchsorted(windows[:, 0], x, side="right")
+            j = np.maximum(i - 1, 0)
+            partial = np.where(i > 0, before[j] + np.minimum(x, windows[j, 1]) - windows[j, 0],
+                               0.0)
+            return periods * before[-1] + partial
+
+        t0, t1 = np.asarray(t0, float), np.asarray(t1, float)
+        return np.where(t1 > t0, np.maximum(cumulative(t1) - cumulative(t0), 0.0), 0.0)
 
     def usable_s(self, direction: Direction, t0: float, t1: float) -> float:
         """The time of the direction's symbols in [t0, t1) (0 when t1 <= t0)."""

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import channel
+from channel import Direction
 from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS, EventKind
 
 UPLINK = [k.value for k in UPLINK_KINDS]
@@ -77,16 +79,41 @@ def _clock_slack(moved: pd.DataFrame) -> np.ndarray:
         return np.where(duration_s > 0, 4 * np.spacing(np.abs(t_end)) / duration_s, 0.0)
 
 
+@dataclass(frozen=True)
+class Duplexing:
+    """A TDD frame and an upload's grant delay (seconds): a transfer's airtime passes in its
+    direction's symbols only, an upload's from its grant."""
+
+    frame: channel.tdd.TddFrame
+    k2_s: float
+
+    def airtime_s(self, moved: pd.DataFrame) -> np.ndarray:
+        """The time of each transfer's direction's symbols from its grant to its end."""
+        up = moved["kind"].isin(UPLINK).to_numpy()
+        start, end = moved["t_start_s"].to_numpy(), moved["t_end_s"].to_numpy()
+        airtime = np.empty(len(moved))
+        for direction, mine, delay in ((Direction.UPLINK, up, self.k2_s),
+                                       (Direction.DOWNLINK, ~up, 0.0)):
+            airtime[mine] = self.frame.usable_many(direction, start[mine] + delay, end[mine])
+        return airtime
+
+
 def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.ndarray,
-                      backhaul_s: np.ndarray | float = 0.0) -> int:
+                      backhaul_s: np.ndarray | float = 0.0,
+                      duplexing: Duplexing | None = None) -> int:
     """How many of the transfer events `moved` do not last attempts x payload bits / rate,
     plus the time they spent on a network's backhaul (relative 1e-9, give or take the clock's
     rounding: a duration is the difference of two absolute times, each good to half a unit in
     their last place, which for a kilobyte model late in a long run exceeds 1e-9 of it); a
     transfer cut short (events.csv `completed` 0)
-    records the bytes it got through, so it lasts at least that and less than one byte more."""
+    records the bytes it got through, so it lasts at least that and less than one byte more.
+    Under TDD (`duplexing`) what must equal attempts x bits / rate is the time of the
+    direction's symbols from its grant to its end, to the clock's rounding of each symbol
+    boundary it crosses."""
     t_end = moved["t_end_s"].to_numpy()
     duration_s = t_end - moved["t_start_s"].to_numpy()
+    if duplexing is not None:
+        duration_s = duplexing.airtime_s(moved)
     payload = moved["payload_bytes"].to_numpy()
     expected_s = attempts * payload * 8.0 / rate_bps + backhaul_s
     slack = REL_TOL * np.abs(expected_s) + 4 * np.spacing(np.abs(t_end))
@@ -101,7 +128,8 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
 def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
               transfers: pd.DataFrame, band_hz: dict[str, float],
               pipelined_clients: bool = False, radio: RadioSettings | None = None,
-              slots: bool = False, band_grants: pd.DataFrame | None = None) -> list[str]:
+              slots: bool = False, band_grants: pd.DataFrame | None = None,
+              duplexing: Duplexing | None = None) -> list[str]:
     """Problems found (empty when the run's books balance).
 
     `events` and `rounds` are events.csv and rounds.csv; `grants` has one row per (round,
@@ -116,7 +144,8 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     - the sub-bands granted in a round sum to at most the band, in each direction, and every
       transfer used its client's sub-band of that round (so, with a client's transmissions
       never overlapping, the bandwidth in use never exceeds the band);
-    - every transfer lasts payload bits / the rate it was given (relative error below 1e-9);
+    - every transfer lasts payload bits / the rate it was given (relative error below 1e-9;
+      under TDD, `duplexing`, its direction's symbols from its grant to its end do);
     - bytes and FLOPs per round equal the sums over the events; the last round's sim_time_s
       is the end of its last event;
     - with `radio` (events.csv has scala_netsim.books.radio's columns): `check_radio`.
@@ -134,11 +163,13 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     if not slots:
         problems.extend(_band_problems(grants if band_grants is None else band_grants,
                                        band_hz))
-    problems.extend(_transfer_problems(events, grants, transfers, match_grants=not slots))
+    problems.extend(_transfer_problems(events, grants, transfers, match_grants=not slots,
+                                       duplexing=duplexing))
     problems.extend(_sum_problems(events, rounds))
     if radio is not None:
         problems.extend(check_radio(events, rounds, band_hz, radio,
-                                    books_check_band=slots or band_grants is not None))
+                                    books_check_band=slots or band_grants is not None,
+                                    duplexing=duplexing))
     problems.extend(_end_problems(events, rounds))
     return problems
 
@@ -176,7 +207,8 @@ def _band_problems(grants: pd.DataFrame, band_hz: dict[str, float]) -> list[str]
 
 
 def _transfer_problems(events: pd.DataFrame, grants: pd.DataFrame,
-                       transfers: pd.DataFrame, match_grants: bool = True) -> list[str]:
+                       transfers: pd.DataFrame, match_grants: bool = True,
+                       duplexing: Duplexing | None = None) -> list[str]:
     problems = []
     is_transfer = events["kind"].isin(UPLINK + DOWNLINK)
     if len(transfers) != is_transfer.sum() or set(transfers["event_index"]) != set(
@@ -188,7 +220,8 @@ def _transfer_problems(events: pd.DataFrame, grants: pd.DataFrame,
         if match_grants:
             problems.extend(_grant_problems(moved, grants, transfers))
         bad = _misfit_durations(moved, transfers["attempts"].to_numpy(),
-                                transfers["rate_bps"].to_numpy(), _backhaul_s(transfers))
+                                transfers["rate_bps"].to_numpy(), _backhaul_s(transfers),
+                                duplexing)
         if bad:
             problems.append(f"{bad} transfers do not last attempts x payload bits / their "
                             f"rate (cut ones: the bytes they got through)")
@@ -238,7 +271,8 @@ def _end_problems(events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
 
 
 def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, float],
-                radio: RadioSettings, books_check_band: bool = False) -> list[str]:
+                radio: RadioSettings, books_check_band: bool = False,
+                duplexing: Duplexing | None = None) -> list[str]:
     """Problems in events.csv's radio and energy columns, recomputed from the columns alone:
 
     - every transfer lasts attempts x payload_bytes x 8 / rate_bps (relative 1e-9);
@@ -255,16 +289,17 @@ def check_radio(events: pd.DataFrame, rounds: pd.DataFrame, band_hz: dict[str, f
     kind = events["kind"]
     is_up, is_down = kind.isin(UPLINK).to_numpy(), kind.isin(DOWNLINK).to_numpy()
     problems = _rate_problems(events[is_up | is_down], None if books_check_band else band_hz,
-                              radio)
+                              radio, duplexing)
     problems.extend(_energy_problems(events, rounds, radio, is_up))
     return problems
 
 
 def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
-                   radio: RadioSettings) -> list[str]:
+                   radio: RadioSettings, duplexing: Duplexing | None = None) -> list[str]:
     problems = []
     bandwidth_hz, rate_bps = moved["bandwidth_hz"].to_numpy(), moved["rate_bps"].to_numpy()
-    bad = _misfit_durations(moved, moved["attempts"].to_numpy(), rate_bps, _backhaul_s(moved))
+    bad = _misfit_durations(moved, moved["attempts"].to_numpy(), rate_bps, _backhaul_s(moved),
+                            duplexing)
     if bad:
         problems.append(f"events.csv: {bad} transfers do not last attempts x payload_bytes x 8 "
                         f"/ rate_bps (+ backhaul_s; cut ones, completed 0: the bytes they got "

@@ -48,9 +48,13 @@ def network_problems(scenario: Any) -> list[str]:
     recomputes every rate when a transfer starts or ends, and keeps no state for a transfer
     cut short (deadlines, over-selection) or left in flight at a checkpoint (asynchronous
     algorithms)."""
-    if scenario.network.layout.kind == "single":
-        return []
     problems = []
+    if scenario.network.duplex.kind == "tdd" and scenario.drops_clients:
+        problems.append("network.duplex: tdd times whole transfers only yet: no deadlines, "
+                        "over-selection or fixed-rate link (training.deadline_s, "
+                        "step_deadline_s, over_selection, network.link.mode) with it")
+    if scenario.network.layout.kind == "single":
+        return problems
     found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
     if found:
         problems.append(f"network.layout.kind: a hexagonal layout runs synchronous algorithms "

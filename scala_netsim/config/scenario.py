@@ -125,7 +125,7 @@ class Scenario(Strict):
         net = self.network
         return (net.record_radio or net.shadowing_std_db > 0 or net.fading.kind != "none"
                 or net.link.mode != "adaptive" or net.allocation != "equal"
-                or net.layout.kind != "single")
+                or net.layout.kind != "single" or net.duplex.kind != "fdd")
 
 
 def _fields() -> dict:

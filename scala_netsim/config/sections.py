@@ -234,6 +234,33 @@ class BackhaulConfig(Strict):
     bandwidth_bps: Annotated[float, BIT_RATE] = 1e9
 
 
+class DuplexConfig(Strict):
+    """How the up- and downlink share the air (channel.tdd): `fdd`, paired bands (the paper's
+    cell: uplink_bandwidth_hz and downlink_bandwidth_hz, each all the time), or `tdd`, one
+    carrier whose slots follow `pattern` (D, S, U), the special slot's symbols split
+    (downlink, guard, uplink) as `special_slot`; an uplink transfer starts no earlier than
+    `k2_slots` slots after it is ready (the grant delay K2 of TS 38.214 6.1.2.1; None: its
+    default time-domain table's j, 1 slot at 15 and 30 kHz, 2 at 60 kHz)."""
+
+    kind: Literal["fdd", "tdd"] = "fdd"
+    pattern: str = "DDDSU"
+    special_slot: tuple[int, int, int] = (10, 2, 2)
+    k2_slots: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_alone(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _a_frame(self) -> DuplexConfig:
+        try:
+            channel.tdd.TddFrame(self.pattern, self.special_slot, 1e-3)
+        except ValueError as error:
+            raise ValueError(str(error)) from None
+        return self
+
+
 class NetworkConfig(Strict):
     radius_m: Annotated[float, DISTANCE] = 500.0
     min_distance_m: float = Field(default=35.0, ge=0)
@@ -272,6 +299,7 @@ class NetworkConfig(Strict):
     power_control: PowerControlConfig | None = None
     subcarrier_spacing_hz: float = 30e3        # NR numerology: 15, 30 or 60 kHz (FR1)
     backhaul: BackhaulConfig | None = None
+    duplex: DuplexConfig = Field(default_factory=DuplexConfig)
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -318,6 +346,20 @@ class NetworkConfig(Strict):
             raise ValueError(f"must be 15e3, 30e3 or 60e3 (Hz, NR numerologies 0-2 in FR1), "
                              f"got {spacing:g}")
         return spacing
+
+    @model_validator(mode="after")
+    def _one_carrier_in_tdd(self) -> NetworkConfig:
+        if self.duplex.kind != "tdd":
+            return self
+        if self.uplink_bandwidth_hz != self.downlink_bandwidth_hz:
+            raise ValueError(f"duplex: tdd has one carrier for both directions: "
+                             f"uplink_bandwidth_hz and downlink_bandwidth_hz must be equal (the "
+                             f"carrier's width), got {self.uplink_bandwidth_hz:g} and "
+                             f"{self.downlink_bandwidth_hz:g}")
+        if self.layout.kind != "single":
+            raise ValueError("duplex: a hexagonal layout has no TDD frame yet; use 'fdd' (TDD "
+                             "times the paper's single cell)")
+        return self
 
     @model_validator(mode="after")
     def _network_keys_fit_the_layout(self) -> NetworkConfig:

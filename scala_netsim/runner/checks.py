@@ -16,7 +16,13 @@ from scala_netsim.books.blocks import (
     air_rate_problems,
     air_rate_work,
 )
-from scala_netsim.books.invariants import DropSettings, RadioSettings, check_drops, check_run
+from scala_netsim.books.invariants import (
+    DropSettings,
+    Duplexing,
+    RadioSettings,
+    check_drops,
+    check_run,
+)
 from scala_netsim.books.tables import aggregations_frame, grants_frame, transfers_frame
 from scala_netsim.core.events import EventLog
 from scala_netsim.learn.contract import Trainer
@@ -44,6 +50,8 @@ class Checked(Structural):
 
     def radio_settings(self) -> RadioSettings | None: ...
 
+    def duplexing(self) -> Duplexing | None: ...
+
 
 def run_problems(run: Checked) -> list[str]:
     """Broken invariants of `run` so far: its events, rounds, grants and transfers
@@ -61,7 +69,8 @@ def run_problems(run: Checked) -> list[str]:
     problems = check_run(events, rounds, grants_frame(run.link.grant_rows), transfers,
                          band_hz, run.protocol.pipelined_clients, run.radio_settings(),
                          slots=run.driver.slots,
-                         band_grants=None if band_rows is None else grants_frame(band_rows))
+                         band_grants=None if band_rows is None else grants_frame(band_rows),
+                         duplexing=run.duplexing())
     problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
     problems.extend(run.link.problems())
     air = run.link.air_record()

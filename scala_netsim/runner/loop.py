@@ -12,7 +12,7 @@ import simpy
 import torch
 
 import channel
-from scala_netsim.books.invariants import RadioSettings
+from scala_netsim.books.invariants import Duplexing, RadioSettings
 from scala_netsim.books.radio import radio_columns, round_energy, rows_with_columns
 from scala_netsim.books.rounds import drop_columns, round_row
 from scala_netsim.books.summary import Provenance, RunAbout, run_summary
@@ -22,7 +22,7 @@ from scala_netsim.core.columns import COMPLETED_COLUMN, EVENT_COLUMNS
 from scala_netsim.core.events import EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
-from scala_netsim.runner.assembly import make_driver, make_link, make_trainer
+from scala_netsim.runner.assembly import make_driver, make_link, make_trainer, tdd_frame
 from scala_netsim.runner.checks import run_problems
 from scala_netsim.runner.world import World, round_rules
 
@@ -151,6 +151,11 @@ class Run:
                              energy_coefficient=self.scenario.compute.energy_coefficient,
                              flops_per_s=self.world.cell.flops_per_s,
                              downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))
+
+    def duplexing(self) -> Duplexing | None:
+        """The TDD frame the invariants time transfers by (None: paired bands)."""
+        frame, k2_s = tdd_frame(self.scenario)
+        return None if frame is None else Duplexing(frame, k2_s)
 
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (scala_netsim.runner.checks.run_problems)."""

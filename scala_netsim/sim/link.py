@@ -135,10 +135,16 @@ class WirelessLink:
                  seed: np.random.SeedSequence, fading: channel.Fading | None = None,
                  fading_seed: np.random.SeedSequence | None = None, drops: Drops | None = None,
                  grant_rows: list[tuple] | None = None,
-                 transfer_rows: list[tuple] | None = None) -> None:
+                 transfer_rows: list[tuple] | None = None,
+                 frame: channel.tdd.TddFrame | None = None, k2_s: float = 0.0) -> None:
         """`drops`: the book of steps in flight when clients can be dropped (round rules, or
         a link model that loses transfers), shared with the protocol; None keeps the plain,
-        faster path. `grant_rows` and `transfer_rows`: the books so far (a resumed run's)."""
+        faster path. `grant_rows` and `transfer_rows`: the books so far (a resumed run's).
+        `frame`: a TDD frame (None: paired bands, FDD): a transfer's airtime passes in its
+        direction's symbols only, an upload's from `k2_s` after it is ready (its grant)."""
+        if frame is not None and drops is not None:
+            raise ValueError("a TDD frame times whole transfers only: no book of drops")
+        self.frame, self.k2_s = frame, k2_s
         if model.outages and drops is None:
             raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
                              f"of drops (drops=Drops())")
@@ -314,7 +320,8 @@ class WirelessLink:
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
-        """A timeout lasting the message's airtime that records the transfer when it ends
+        """A timeout lasting the message's airtime (under a TDD frame: until that much of its
+        direction's symbols have passed from its grant) that records the transfer when it ends
         (before the process waiting on it resumes: a callback, not a generator, as a process
         makes millions of these). A transfer lost after all its attempts is an event that
         fails with TransferLost when the last attempt ends."""
@@ -326,9 +333,13 @@ class WirelessLink:
         if self.model.outages:
             attempts, gain, delivered = self._attempts(direction, k)
             airtime_s = airtime_s * attempts
+        duration_s = airtime_s
+        if self.frame is not None:   # its airtime in its direction's symbols, from its grant
+            ready = start + (self.k2_s if direction is Direction.UPLINK else 0.0)
+            duration_s = self.frame.finish(direction, ready, airtime_s) - start
         # what the record will say (an asynchronous run's checkpoint saves it)
-        transfer = RecordedTimeout(self.env, airtime_s, (
-            "transfer", start, airtime_s, local_iter, k, kind, payload_bytes, bandwidth_hz,
+        transfer = RecordedTimeout(self.env, duration_s, (
+            "transfer", start, duration_s, local_iter, k, kind, payload_bytes, bandwidth_hz,
             rate_bps, attempts, gain, tx_power_w))
         if self.drops is None:
             transfer.callbacks.append(self._transferred)
