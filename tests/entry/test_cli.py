@@ -202,7 +202,7 @@ def test_help_lists_the_options(capsys):
 @pytest.mark.parametrize("scenario, cells", [("local_iters", 8), ("participation", 36),
                                              ("split_points", 15), ("bandwidth", 18),
                                              ("fading", 24), ("allocation", 18)])
-def test_every_study_sweep_expands_to_valid_cells(tmp_path, scenario, cells):
+def test_every_study_sweep_expands_to_valid_points(tmp_path, scenario, cells):
     expanded = expand_sweep(load_scenario(ROOT / "scenarios" / f"{scenario}.yaml"), tmp_path)
     assert len(expanded) == cells
     assert len({c.folder for c in expanded}) == cells

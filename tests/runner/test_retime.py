@@ -41,7 +41,7 @@ def sweeps(tmp_path_factory):
     return out / "golden", proc.stdout
 
 
-def test_the_sweep_trains_one_cell_per_trajectory_and_re_times_the_other(sweeps):
+def test_the_sweep_trains_one_point_per_trajectory_and_re_times_the_other(sweeps):
     _, stdout = sweeps
     assert f"{len(RETIMED)} point(s) differ from another only in network.*/compute.*" in stdout
     # the 2 MHz points, and both points of each asynchronous algorithm
@@ -54,7 +54,7 @@ def test_the_sweep_trains_one_cell_per_trajectory_and_re_times_the_other(sweeps)
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_a_re_timed_cell_is_byte_identical_to_the_cell_trained_for_real(sweeps, algorithm):
+def test_a_re_timed_point_is_byte_identical_to_the_point_trained_for_real(sweeps, algorithm):
     """(An asynchronous algorithm's 20 MHz point is trained: byte-identical all the same.)"""
     """The 20 MHz point against the golden files, the golden scenario trained at 20 MHz."""
     root, _ = sweeps
@@ -77,7 +77,7 @@ def test_a_re_timed_cell_is_byte_identical_to_the_cell_trained_for_real(sweeps, 
         assert direct["retimed_from"] is None
 
 
-def test_a_reordering_of_server_steps_is_caught_and_the_cell_trained(sweeps):
+def test_a_reordering_of_server_steps_is_caught_and_the_point_trained(sweeps):
     """SplitFedV2 and SFL with local loss step one shared server model per upload: at 20 MHz
     the uploads reach the server in another order than at 2 MHz, so those points are trained
     for real."""

@@ -1,5 +1,5 @@
 """Issue 47: the re-timer and --retime-from under a researcher's inputs. Nothing lost or
-mixed (an --out that holds a run), nothing silent (which cells matched a run to re-time
+mixed (an --out that holds a run), nothing silent (which points matched a run to re-time
 from, which did not and why, before anything trains; --retime-only trains none), no device
 asked of a re-timing, and a damaged kept run named in one line (exit 2, scala_netsim.Error),
 never a traceback."""
@@ -64,19 +64,19 @@ def kept(golden_run, tmp_path):
     return root
 
 
-def test_retime_from_says_which_cells_matched_and_retime_only_trains_none(cli, kept, tmp_path):
+def test_retime_from_says_which_points_matched_and_retime_only_trains_none(cli, kept, tmp_path):
     bandwidth = ["--set", "network.uplink_bandwidth_hz=5e6", "--set", "algorithms=[scala, fedavg]",
                  "--no-figures", "--no-report", "--no-estimate", "--no-progress"]
     code, out, err = cli(SCENARIO, "--out", tmp_path / "a", "--retime-from", kept,
                          "--retime-only", *bandwidth)
     assert code == 0, err
-    assert f"--retime-from {kept}: 2 of 2 cell(s) to run re-timed from its runs" in out
+    assert f"--retime-from {kept}: 2 of 2 point(s) to run re-timed from its runs" in out
     assert out.count(": re-timed, ") == 2
-    # other learning settings: said before anything trains, each cell with why; refused
+    # other learning settings: said before anything trains, each point with why; refused
     code, out, err = cli(SCENARIO, "--out", tmp_path / "b", "--retime-from", kept,
                          "--retime-only", "--set", "training.rounds=3", *bandwidth)
     assert code == 2
-    assert "--retime-only: these cells match no run to re-time from" in err
+    assert "--retime-only: these points match no run to re-time from" in err
     assert (f"  scala: no training of scala with its learning settings; the nearest, "
             f"{kept / 'scala' / 'seed3'}, differs in training.rounds") in err
     assert not (tmp_path / "b").exists()
@@ -84,7 +84,7 @@ def test_retime_from_says_which_cells_matched_and_retime_only_trains_none(cli, k
     code, out, err = cli(SCENARIO, "--out", tmp_path / "c", "--retime-from", kept,
                          "--set", "training.rounds=1", *bandwidth)
     assert code == 0, err
-    assert "0 of 2 cell(s) to run re-timed from its runs; 2 trained:" in out
+    assert "0 of 2 point(s) to run re-timed from its runs; 2 trained:" in out
     assert out.index("differs in training.rounds") < out.index(": completed, ")
 
 

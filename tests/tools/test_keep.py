@@ -118,7 +118,7 @@ def test_the_command_names_a_missing_folder(tmp_path, capsys):
     assert "no such results folder" in capsys.readouterr().err
 
 
-def test_a_study_of_other_cells_is_re_timed_from_kept_records_training_nothing(kept, tmp_path,
+def test_a_study_of_other_points_is_re_timed_from_kept_records_training_nothing(kept, tmp_path,
                                                                                cli):
     """--retime-from: a sweep over the uplink whose learning settings are the kept runs' is
     re-timed from them, cell by cell; nothing is trained, the accuracies are the kept ones."""

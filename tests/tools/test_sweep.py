@@ -79,7 +79,7 @@ def test_a_swept_mapping_gets_a_short_name_the_same_in_folders_and_labels(tmp_pa
         assert f"layout={_fmt_value(_hashable(value))}" == name
 
 
-def test_without_a_sweep_each_algorithm_is_one_cell_in_the_usual_folder(tmp_path):
+def test_without_a_sweep_each_algorithm_is_one_point_in_the_usual_folder(tmp_path):
     points = expand_sweep(scenario(), tmp_path)
     assert [c.folder for c in points] == [tmp_path / "s" / "scala" / "seed0",
                                         tmp_path / "s" / "fedavg" / "seed0"]
@@ -134,7 +134,7 @@ def test_named_cases_set_several_keys_together_and_name_the_folder(tmp_path):
     ({"training.lr": [0.1, "0.1"]}, "would share the folder"),
     ({"training.lr.x": [1]}, "sweep training.lr.x: 'lr' is not a section"),
 ])
-def test_bad_sweeps_are_refused_with_the_cell_named(tmp_path, sweep, message):
+def test_bad_sweeps_are_refused_with_the_point_named(tmp_path, sweep, message):
     with pytest.raises(ScenarioError) as err:
         expand_sweep(scenario(sweep=sweep), tmp_path)
     assert message in str(err.value)
@@ -240,7 +240,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_ray_executor_runs_two_cells_on_a_local_ray_instance(tmp_path):
+def test_ray_executor_runs_two_points_on_a_local_ray_instance(tmp_path):
     pytest.importorskip("ray", reason="the optional extra: pip install -e '.[ray]'")
     # Ray's command line under this interpreter (a venv may see Ray's package but not its script)
     ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]
