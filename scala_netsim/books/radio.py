@@ -13,6 +13,9 @@ events.csv gains, per event (RADIO_COLUMNS):
 - in a network of cells (NETWORK_TRANSFER_COLUMNS) `sinr_db`, `interference_dbm`
   (time-averaged over the transfer's air time; -inf dBm where nothing interfered; NaN for
   everything else) and `backhaul_s` (0 for everything else);
+- in a TDD frame (DUPLEX_COLUMNS) `tdd_wait_s`: the time a transfer waited for its grant (an
+  upload's K2) and its direction's symbols, its duration less its airtime (0 for everything
+  else);
 - `energy_j`: the energy the CLIENT spends on the event: p * attempts * bits / rate for its
   uploads (every attempt counted), kappa * FLOPs * f_k^2 for its computations
   (channel.energy), 0 for downloads (receiving is not modelled) and server steps.
@@ -38,17 +41,19 @@ from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, UPLINK_KINDS
 
 _UPLINK = frozenset(k.value for k in UPLINK_KINDS)
 _COMPUTE = frozenset(k.value for k in CLIENT_COMPUTE_KINDS)
-_KIND, _CLIENT, _PAYLOAD, _FLOPS = (EVENT_COLUMNS.index(c) for c in (
-    "kind", "client_id", "payload_bytes", "flops"))
+_KIND, _CLIENT, _PAYLOAD, _FLOPS, _START, _END = (EVENT_COLUMNS.index(c) for c in (
+    "kind", "client_id", "payload_bytes", "flops", "t_start_s", "t_end_s"))
 
 
 def radio_columns(rows: Sequence[Sequence], first_event: int,
                   transfer_rows: Sequence[Sequence], flops_per_s: np.ndarray,
-                  energy_coefficient: float, network: bool = False) -> dict[str, np.ndarray]:
+                  energy_coefficient: float, network: bool = False,
+                  tdd: bool = False) -> dict[str, np.ndarray]:
     """RADIO_COLUMNS of the event rows `rows` (EventLog.rows from position `first_event`),
     given the link's transfer rows of those events (TransferRate fields: event_index,
     bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w, and in a `network` its
-    NETWORK_TRANSFER_COLUMNS), each client's FLOP/s and the effective switched capacitance kappa."""
+    NETWORK_TRANSFER_COLUMNS), each client's FLOP/s and the effective switched capacitance kappa;
+    in a TDD frame (`tdd`) DUPLEX_COLUMNS after them."""
     n = len(rows)
     out = {"bandwidth_hz": np.zeros(n), "gain_db": np.zeros(n), "rate_bps": np.zeros(n),
            "attempts": np.ones(n, dtype=np.int64), "tx_power_w": np.zeros(n),
@@ -56,6 +61,8 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
     if network:
         out.update(sinr_db=np.full(n, np.nan), interference_dbm=np.full(n, np.nan),
                    backhaul_s=np.zeros(n))
+    if tdd:
+        out["tdd_wait_s"] = np.zeros(n)
     if not n:
         return out
     kind = np.array([r[_KIND] for r in rows], dtype=object)
@@ -75,6 +82,9 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
             extra = np.array([t[width:] for t in transfer_rows], dtype=float)
             for i, column in enumerate(NETWORK_TRANSFER_COLUMNS):
                 out[column][at] = extra[:, i]
+        if tdd:   # its duration less its airtime: the wait for its grant and its symbols
+            duration_s = np.array([rows[i][_END] - rows[i][_START] for i in at.tolist()])
+            out["tdd_wait_s"][at] = duration_s - moved[:, 3] * payload_bits / moved[:, 2]
         up = np.isin(kind[at], list(_UPLINK))
         airtime_s = moved[up, 3] * payload_bits[up] / moved[up, 2]
         out["energy_j"][at[up]] = transmit_energy_j(moved[up, 5], airtime_s)

@@ -24,6 +24,9 @@ ASYNC_COLUMNS = ("version", "staleness")
 #: after them when the run records the radio model (books.radio): per event the sub-band,
 #: gain, rate, attempts, power radiated and the client's energy
 RADIO_COLUMNS = ("bandwidth_hz", "gain_db", "rate_bps", "attempts", "tx_power_w", "energy_j")
+#: after RADIO_COLUMNS in a TDD frame (network.duplex: tdd): the time a transfer waited for
+#: its grant (an upload's K2) and its direction's symbols, its duration less its airtime
+DUPLEX_COLUMNS = ("tdd_wait_s",)
 #: after RADIO_COLUMNS in a network of cells: the time-averaged SINR and interference of the
 #: transfer's air time and its time on the backhaul (the network link's transfer rows end so)
 NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")

@@ -122,7 +122,8 @@ class Run:
                              self.link.transfer_rows[first_transfer:end_transfer],
                              self.world.cell.flops_per_s,
                              self.scenario.compute.energy_coefficient,
-                             network=self.world.cell.network is not None)
+                             network=self.world.cell.network is not None,
+                             tdd=self.scenario.network.duplex.kind == "tdd")
 
     def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
         """events.csv: its columns and rows (with the `completed` column when clients can be

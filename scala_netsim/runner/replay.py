@@ -41,6 +41,7 @@ from scala_netsim.config.scenario import (
 from scala_netsim.core.columns import (
     COMPLETED_COLUMN,
     DEMAND_COLUMNS,
+    DUPLEX_COLUMNS,
     EVENT_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
     RADIO_COLUMNS,
@@ -218,12 +219,14 @@ def _record_tables(folder: Path, summary: dict
         header = tuple(f.readline().rstrip("\n").split(","))
     demands = read_csv(run_file(folder, DEMANDS_CSV))
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
-               for radio in ((), RADIO_COLUMNS, RADIO_COLUMNS + NETWORK_TRANSFER_COLUMNS)]
+               for radio in ((), RADIO_COLUMNS, RADIO_COLUMNS + NETWORK_TRANSFER_COLUMNS,
+                             RADIO_COLUMNS + DUPLEX_COLUMNS)]
     if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
         raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
                           f"{EVENT_COLUMNS} (and, where clients can be dropped, "
                           f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}, in a "
-                          f"network of cells then {NETWORK_TRANSFER_COLUMNS}) and "
+                          f"network of cells then {NETWORK_TRANSFER_COLUMNS}, in a TDD frame "
+                          f"{DUPLEX_COLUMNS}) and "
                           f"{DEMAND_COLUMNS}")
     # what was sent and computed is all a replay needs (the radio columns are timing)
     events = read_csv(run_file(folder, EVENTS_CSV), usecols=list(EVENT_COLUMNS))

@@ -94,3 +94,41 @@ def test_fdd_is_the_default_and_tdd_a_word_or_a_mapping():
     tdd = load_scenario("tests/golden/scenario.yaml", {"network.duplex": "tdd"}).network.duplex
     assert (tdd.kind, tdd.pattern, tdd.special_slot, tdd.k2_slots) == (
         "tdd", "DDDSU", (10, 2, 2), None)
+
+
+def test_each_transfer_records_its_wait_for_the_frame(make_run):
+    """events.csv's tdd_wait_s: a transfer's duration less its airtime (the wait for its grant
+    and its direction's symbols); an upload waits at least its K2; computations wait none."""
+    run = make_run("scala", network=TDD)
+    run.step()
+    columns, rows = run.event_table()
+    events = pd.DataFrame(rows, columns=list(columns))
+    assert list(columns)[-1] == "tdd_wait_s"
+    moved = events[events["kind"].str.endswith(("upload", "download"))]
+    airtime = moved["attempts"] * 8.0 * moved["payload_bytes"] / moved["rate_bps"]
+    duration = moved["t_end_s"] - moved["t_start_s"]
+    assert np.allclose(moved["tdd_wait_s"], duration - airtime, rtol=0, atol=1e-12)
+    ups = moved["kind"].str.endswith("upload")
+    assert (moved.loc[ups, "tdd_wait_s"] >= run.duplexing().k2_s - 1e-12).all()
+    assert (events.loc[~events.index.isin(moved.index), "tdd_wait_s"] == 0).all()
+
+
+def test_a_tdd_run_is_re_timed_under_paired_bands(tmp_path):
+    """A TDD run's records (its events.csv with tdd_wait_s) are a re-timing's source: the same
+    learning, timed again with paired bands, to the run trained with them."""
+    import scala_netsim as sn
+
+    base = {"algorithms": ["fedavg"], "training.rounds": 2}
+    tdd = sn.run(load_scenario("tests/golden/scenario.yaml",
+                               {**base, "network.duplex": "tdd"}), out=tmp_path / "tdd",
+                 echo=False, estimate=False)
+    assert "tdd_wait_s" in tdd.events
+    fdd = load_scenario("tests/golden/scenario.yaml", base)
+    retimed = sn.run(fdd, out=tmp_path / "retimed", echo=False, estimate=False,
+                     retime_from=tmp_path / "tdd", retime_only=True)
+    trained = sn.run(fdd, out=tmp_path / "trained", echo=False, estimate=False)
+    assert retimed.summary["retimed_from"].notna().all()
+    assert retimed.rounds.equals(trained.rounds)
+    assert retimed.summary["total_sim_time_s"].tolist() == trained.summary[
+        "total_sim_time_s"].tolist()
+    assert tdd.summary["total_sim_time_s"].iloc[0] > trained.summary["total_sim_time_s"].iloc[0]
