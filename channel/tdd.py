@@ -93,7 +93,7 @@ class TddFrame:
         """(k, 2): the direction's windows [start, end) within one period, in seconds."""
         return self._windows[direction].copy()
 
-    def _cumulative(self, direction: Direction, t: float) -> float:
+    def cumulative(self, direction: Direction, t: float) -> float:
         """The time of the direction's symbols in [0, t)."""
         windows, before = self._windows[direction], self._before[direction]
         periods = math.floor(t / self.period_s)
@@ -122,7 +122,7 @@ class TddFrame:
         """The time of the direction's symbols in [t0, t1) (0 when t1 <= t0)."""
         if t1 <= t0:
             return 0.0
-        return max(0.0, self._cumulative(direction, t1) - self._cumulative(direction, t0))
+        return max(0.0, self.cumulative(direction, t1) - self.cumulative(direction, t0))
 
     def finish(self, direction: Direction, t0: float, need_s: float) -> float:
         """The earliest t >= t0 with `need_s` of the direction's symbol time in [t0, t): a
@@ -133,7 +133,7 @@ class TddFrame:
             return t0
         windows, before = self._windows[direction], self._before[direction]
         t0 = self.next_symbol(direction, t0)
-        target = self._cumulative(direction, t0) + need_s
+        target = self.cumulative(direction, t0) + need_s
         periods = math.floor(target / before[-1])
         rest = target - periods * before[-1]
         if rest <= 0:          # at the end of the last window of the period before

@@ -109,6 +109,15 @@ class AirSettings:
     noise_w: Mapping[str, float]
     interference: bool
     coupling: np.ndarray
+    frame: channel.tdd.TddFrame | None = None     # a TDD frame: rates count in its symbols
+
+    def held_s(self, direction: str, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+        """The time a transfer of `direction` moves bits in [t0, t1): all of it, or under a
+        TDD frame its direction's symbols'."""
+        if self.frame is None:
+            return np.asarray(t1, float) - np.asarray(t0, float)
+        return self.frame.usable_many(channel.Direction(direction), np.asarray(t0, float),
+                                      np.asarray(t1, float))
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,8 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         rates = channel.network.transfer_rates(
             transfers, settings.blocks[direction], settings.block_hz,
             settings.noise_w[direction] / settings.block_hz, settings.interference, uplink)
-        bits[on] += rates.rate_bps * (t1 - t0)
+        held = float(settings.held_s(direction, np.array([t0]), np.array([t1]))[0])
+        bits[on] += rates.rate_bps * held
         slack[on] += rates.rate_bps * np.spacing(abs(t0) + abs(t1))
     return bits, slack
 
@@ -182,7 +192,8 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     for (_, direction), rows in air.groupby(["round", "direction"], sort=True):
         bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
                         direction == channel.Direction.UPLINK.value, settings)
-        recorded = rows["recorded"].to_numpy() * (rows["end_s"] - rows["start_s"]).to_numpy()
+        recorded = rows["recorded"].to_numpy() * settings.held_s(
+            str(direction), rows["start_s"].to_numpy(), rows["end_s"].to_numpy())
         for label, got in (("payload", rows["payload"].to_numpy()),
                            ("recorded rate", recorded)):
             wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)

@@ -62,7 +62,7 @@ def _overlapping(frame: pd.DataFrame) -> np.ndarray:
     return np.unique(owner[1:][bad])
 
 
-def _clock_slack(moved: pd.DataFrame) -> np.ndarray:
+def _clock_slack(moved: pd.DataFrame, held_s: np.ndarray | None = None) -> np.ndarray:
     """The relative error the clock's rounding puts in a transfer's recorded duration, and so
     in a rate recorded as its bits over that duration (a network's link, whose rate may vary
     during a transfer): the duration is the difference of two absolute times, each good to
@@ -72,9 +72,11 @@ def _clock_slack(moved: pd.DataFrame) -> np.ndarray:
     band or SINR) moves a rate by a fraction of itself whatever the clock reads, so the bulk of
     the transfers (milliseconds and more) still show it to 1e-9; what the slack admits is a
     timing error of at most 4 units in the clock's last place. (The scenario refuses values
-    that would push the clock out of that resolution: network.backhaul.latency_s.)"""
+    that would push the clock out of that resolution: network.backhaul.latency_s.) Under TDD
+    the rate is bits over the time of its direction's symbols (`held_s`), which it is
+    relative to."""
     t_end = moved["t_end_s"].to_numpy()
-    duration_s = t_end - moved["t_start_s"].to_numpy()
+    duration_s = t_end - moved["t_start_s"].to_numpy() if held_s is None else held_s
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(duration_s > 0, 4 * np.spacing(np.abs(t_end)) / duration_s, 0.0)
 
@@ -87,14 +89,18 @@ class Duplexing:
     frame: channel.tdd.TddFrame
     k2_s: float
 
-    def airtime_s(self, moved: pd.DataFrame) -> np.ndarray:
-        """The time of each transfer's direction's symbols from its grant to its end."""
+    def airtime_s(self, moved: pd.DataFrame, backhaul_s: np.ndarray | float = 0.0) -> np.ndarray:
+        """The time of each transfer's direction's symbols on the air: an upload's from its
+        grant to its end less its time on a network's backhaul (after the air), a
+        download's from its start plus that time (before the air) to its end."""
         up = moved["kind"].isin(UPLINK).to_numpy()
         start, end = moved["t_start_s"].to_numpy(), moved["t_end_s"].to_numpy()
+        backhaul = np.broadcast_to(np.asarray(backhaul_s, float), start.shape)
         airtime = np.empty(len(moved))
-        for direction, mine, delay in ((Direction.UPLINK, up, self.k2_s),
-                                       (Direction.DOWNLINK, ~up, 0.0)):
-            airtime[mine] = self.frame.usable_many(direction, start[mine] + delay, end[mine])
+        airtime[up] = self.frame.usable_many(Direction.UPLINK, start[up] + self.k2_s,
+                                             end[up] - backhaul[up])
+        airtime[~up] = self.frame.usable_many(Direction.DOWNLINK, start[~up] + backhaul[~up],
+                                              end[~up])
         return airtime
 
 
@@ -113,7 +119,7 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
     t_end = moved["t_end_s"].to_numpy()
     duration_s = t_end - moved["t_start_s"].to_numpy()
     if duplexing is not None:
-        duration_s = duplexing.airtime_s(moved)
+        duration_s, backhaul_s = duplexing.airtime_s(moved, backhaul_s), 0.0
     payload = moved["payload_bytes"].to_numpy()
     expected_s = attempts * payload * 8.0 / rate_bps + backhaul_s
     slack = REL_TOL * np.abs(expected_s) + 4 * np.spacing(np.abs(t_end))
@@ -314,7 +320,9 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
         error = _relative_error(rate_bps, bandwidth_hz * np.log2(1.0 + snr))
         tolerance: np.ndarray | float = REL_TOL
         if "interference_dbm" in moved:      # a network: only the quiet ones at the SNR
-            tolerance = REL_TOL + _clock_slack(moved)   # its rates are bits over air time
+            held = (None if duplexing is None
+                    else duplexing.airtime_s(moved, _backhaul_s(moved)))
+            tolerance = REL_TOL + _clock_slack(moved, held)   # rates: bits over air time
             problems.extend(_sinr_problems(moved, snr, rate_bps, bandwidth_hz, tolerance))
             error = np.where(moved["interference_dbm"].to_numpy() == -np.inf, error, 0.0)
         if (error >= tolerance).any():

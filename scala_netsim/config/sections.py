@@ -356,9 +356,6 @@ class NetworkConfig(Strict):
                              f"uplink_bandwidth_hz and downlink_bandwidth_hz must be equal (the "
                              f"carrier's width), got {self.uplink_bandwidth_hz:g} and "
                              f"{self.downlink_bandwidth_hz:g}")
-        if self.layout.kind != "single":
-            raise ValueError("duplex: a hexagonal layout has no TDD frame yet; use 'fdd' (TDD "
-                             "times the paper's single cell)")
         return self
 
     @model_validator(mode="after")

@@ -23,6 +23,7 @@ from scala_netsim.runner.world import (
     link_model,
     network_settings,
     round_rules,
+    tdd_frame,
     trainer_setup,
     use_wire,
 )
@@ -78,13 +79,3 @@ def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world:
                         Drops() if rules.active or model.outages else None,
                         grant_rows, transfer_rows, *tdd_frame(scenario))
 
-
-def tdd_frame(scenario: Scenario) -> tuple[channel.tdd.TddFrame | None, float]:
-    """The scenario's TDD frame and an upload's grant delay K2 in seconds; (None, 0) for
-    paired bands (network.duplex)."""
-    duplex, spacing = scenario.network.duplex, scenario.network.subcarrier_spacing_hz
-    if duplex.kind != "tdd":
-        return None, 0.0
-    slot_s = channel.tdd.slot_s(spacing)
-    k2 = channel.tdd.default_k2_slots(spacing) if duplex.k2_slots is None else duplex.k2_slots
-    return channel.tdd.TddFrame(duplex.pattern, duplex.special_slot, slot_s), k2 * slot_s

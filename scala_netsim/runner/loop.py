@@ -22,9 +22,9 @@ from scala_netsim.core.columns import COMPLETED_COLUMN, EVENT_COLUMNS
 from scala_netsim.core.events import EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
-from scala_netsim.runner.assembly import make_driver, make_link, make_trainer, tdd_frame
+from scala_netsim.runner.assembly import make_driver, make_link, make_trainer
 from scala_netsim.runner.checks import run_problems
-from scala_netsim.runner.world import World, round_rules
+from scala_netsim.runner.world import World, round_rules, tdd_frame
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 

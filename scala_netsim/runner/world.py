@@ -186,7 +186,19 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
         client_tx_power_w=net.client_tx_power_w, bs_tx_power_w=net.bs_tx_power_w,
         interference=net.interference,
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
-        backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps))
+        backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps),
+        duplexing=tdd_frame(scenario))
+
+
+def tdd_frame(scenario: Scenario) -> tuple[channel.tdd.TddFrame | None, float]:
+    """The scenario's TDD frame and an upload's grant delay K2 in seconds; (None, 0) for
+    paired bands (network.duplex)."""
+    duplex, spacing = scenario.network.duplex, scenario.network.subcarrier_spacing_hz
+    if duplex.kind != "tdd":
+        return None, 0.0
+    slot_s = channel.tdd.slot_s(spacing)
+    k2 = channel.tdd.default_k2_slots(spacing) if duplex.k2_slots is None else duplex.k2_slots
+    return channel.tdd.TddFrame(duplex.pattern, duplex.special_slot, slot_s), k2 * slot_s
 
 
 def cells_frame(cell: Cell) -> pd.DataFrame | None:

@@ -5,7 +5,13 @@ when their bits have crossed (scala_netsim.sim.network_link uses one per directi
 The numbers live in channel.network_grid's state (a cells x blocks grid and a row per slot of
 a transfer in flight); a start or an end recomputes the blocks it touches, and all starts of
 one instant are settled once, at the end of the instant (a zero timeout), before any time
-passes. One timeout waits for the next end, replaced whenever the rates change."""
+passes. One timeout waits for the next end, replaced whenever the rates change.
+
+Under a TDD frame (channel.tdd) the air runs on its direction's symbol time tau = U(t), the
+time of the direction's symbols since 0: the kernels integrate rates over tau, which stands
+still outside the direction's symbols, and a transfer's end at tau_end is the instant
+U^-1(tau_end), the earliest at which that much symbol time has passed. Without one, tau = t,
+the same numbers to the bit."""
 
 from __future__ import annotations
 
@@ -14,7 +20,9 @@ import math
 import numpy as np
 import simpy
 
+from channel import Direction
 from channel import network_grid as grid
+from channel.tdd import TddFrame
 from scala_netsim.sim.pool import Flow
 
 
@@ -24,8 +32,11 @@ class Air:
     linear), with or without interference between cells (see the module's docstring)."""
 
     def __init__(self, env: simpy.Environment, gains: np.ndarray, num_blocks: int,
-                 block_hz: float, noise_w: float, uplink: bool, interference: bool) -> None:
+                 block_hz: float, noise_w: float, uplink: bool, interference: bool,
+                 frame: TddFrame | None = None) -> None:
         self.env = env
+        self.frame = frame
+        self.direction = Direction.UPLINK if uplink else Direction.DOWNLINK
         self.gains = np.ascontiguousarray(gains, dtype=float)
         self.block_hz, self.noise_w = block_hz, noise_w
         self.uplink, self.interference = uplink, interference
@@ -39,12 +50,23 @@ class Air:
         self.flows = np.empty((capacity, grid.FLOW_FIELDS))
         grid.clear_all(self.flows)
         self._flow: list[Flow | None] = [None] * capacity
+        self._tau_start = [0.0] * capacity
         self._free = list(range(capacity - 1, -1, -1))
         self._joined = 0
         self._used = 0          # the slots the scans read: those up to the last ever used
         self._changed = self._settling = False
         self._wake: simpy.Event | None = None
         self._wake_at = math.inf
+
+    def tau(self, t: float) -> float:
+        """The direction's symbol time at instant t (t itself without a frame)."""
+        return t if self.frame is None else self.frame.cumulative(self.direction, t)
+
+    def instant(self, tau: float) -> float:
+        """The earliest instant at which the symbol time is `tau` (its inverse)."""
+        if self.frame is None or math.isinf(tau):
+            return tau
+        return self.frame.finish(self.direction, 0.0, tau)
 
     def __len__(self) -> int:
         """Transfers in flight."""
@@ -56,11 +78,13 @@ class Air:
         radiating `power_w` over them, received through `gain`; its `done(flow)` is called
         when its bits have crossed."""
         h = self._free[-1]
-        if not grid.join(h, self.env.now, self._joined, client, cell, first, count, power_w,
+        now = self.tau(self.env.now)
+        if not grid.join(h, now, self._joined, client, cell, first, count, power_w,
                          gain, flow.bits, self.holder, self.dirty, self.ints, self.flows):
             raise RuntimeError(f"client {client}'s transfer asks for blocks {first}.."
                                f"{first + count - 1} of cell {cell}, not all free in its band")
         self._free.pop()
+        self._tau_start[h] = now
         self._joined += 1
         self._used = max(self._used, h + 1)
         self._flow[h] = flow
@@ -75,32 +99,34 @@ class Air:
             self._settle()
 
     def _settle(self) -> None:
-        end = grid.settle(self.env.now, self.holder, self.grids, self.dirty, self.gains,
+        end = grid.settle(self.tau(self.env.now), self.holder, self.grids, self.dirty, self.gains,
                           self.ints, self.flows[:self._used], self.noise_w, self.block_hz,
                           self.uplink, self.interference)
         self._changed = False
         self._arm(end)
 
     def _arm(self, end: float) -> None:
-        """A wake for the next end (`end`), unless one stands no later than it (it finds
-        nothing due and arms again: `_woken`)."""
+        """A wake for the next end (`end`, in symbol time), unless one stands no later than it
+        (it finds nothing due and arms again: `_woken`)."""
         if math.isinf(end) or self._wake_at <= end:
             return
         self._wake_at = end
-        wake = self._wake = self.env.timeout(max(end - self.env.now, 0.0))
+        wake = self._wake = self.env.timeout(max(self.instant(end) - self.env.now, 0.0))
         wake.callbacks.append(lambda _: self._woken(wake))
 
     def _woken(self, wake: simpy.Event) -> None:
         if wake is not self._wake:            # an earlier end came up since: its wake stands
             return
         self._wake, self._wake_at = None, math.inf
-        now = self.env.now
+        now = self.tau(self.env.now)
         flows = self.flows[:self._used]
         ended = grid.due(now, self.ints, flows)
         order = ended.tolist()
         if not order:
             end, first = grid.soonest(flows)
-            if now + (end - now) > now:      # the end moved later since the wake was set
+            later = (now + (end - now) > now if self.frame is None
+                     else self.instant(end) > self.env.now)
+            if later:                        # the end moved later since the wake was set
                 self._arm(end)
                 return
             # rounding left a sliver of bits when the clock can move no closer: it ends now
@@ -114,9 +140,10 @@ class Air:
         """Slot h's numbers into its Flow, now it has crossed, and its blocks freed."""
         f = self._flow[h]
         assert f is not None
-        f.end = self.env.now
+        f.end, now = self.env.now, self.tau(self.env.now)
+        f.held_s = f.end - f.start if self.frame is None else now - self._tau_start[h]
         (f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area,
-         f.varied) = grid.leave(h, f.end, self.holder, self.dirty, self.ints, self.flows)
+         f.varied) = grid.leave(h, now, self.holder, self.dirty, self.ints, self.flows)
         self._changed = True
         self._flow[h] = None
         self._free.append(h)

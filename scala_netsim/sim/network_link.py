@@ -30,6 +30,7 @@ import simpy
 
 import channel
 from channel import Direction
+from channel.tdd import TddFrame
 from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air
@@ -53,6 +54,8 @@ class NetworkSettings:
     power_control: tuple[float, float] | None = None     # (P0 dBm, alpha)
     backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
     downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
+    #: a TDD frame and an upload's grant delay K2 (s); (None, 0): paired bands
+    duplexing: tuple[TddFrame | None, float] = (None, 0.0)
 
     def noise_w_per_hz(self, direction: Direction) -> float:
         """The noise PSD at the receiver of `direction` (its noise figure included)."""
@@ -92,7 +95,8 @@ class NetworkLink:
         self._radio = {d: model.allocation_radio(d) for d in Direction}
         self._air = {d: Air(env, self.net.coupling_linear, settings.blocks[d],
                             settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
-                            d is Direction.UPLINK, settings.interference) for d in Direction}
+                            d is Direction.UPLINK, settings.interference,
+                            settings.duplexing[0]) for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
 
     # --- what the protocols ask of a link ---------------------------------------------
@@ -172,7 +176,7 @@ class NetworkLink:
         return AirRecord(self.air_rows, AirSettings(
             {d.value: n for d, n in s.blocks.items()}, s.block_hz,
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
-            self.net.coupling_linear))
+            self.net.coupling_linear, s.duplexing[0]))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -233,7 +237,13 @@ class NetworkLink:
             def after_air(crossed: Flow) -> None:
                 free(start)
                 self._cross_backhaul(backhaul, bits, lambda s: record(crossed, s))
-            air.add(Flow(bits, start, after_air), *on_air)
+            k2_s = self.settings.duplexing[1]
+            if k2_s > 0:       # under TDD the upload's grant comes K2 after it is ready
+                granted = self.env.timeout(k2_s)
+                granted.callbacks.append(lambda _: air.add(
+                    Flow(bits, self.env.now, after_air), *on_air))
+            else:
+                air.add(Flow(bits, start, after_air), *on_air)
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
@@ -276,7 +286,7 @@ class NetworkLink:
         over air time), its time-averaged SINR and interference, the backhaul's time; the
         blocks it held over its air time."""
         start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w = info
-        air_s = air.end - air.start
+        air_s = air.held_s      # (its direction's symbols' time, under TDD)
         rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
         if air_s > 0:
             rate = 8.0 * payload_bytes / air_s

@@ -20,11 +20,14 @@ class Flow:
     transfer's record needs once it has crossed (its pool keeps the numbers in flight)."""
 
     __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
-                 "sinr_area", "interference_area", "varied")
+                 "sinr_area", "interference_area", "varied", "held_s")
 
     def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
         self.bits, self.start, self.done = bits, start, done
         self.end = self.rate = self.sinr = self.interference_w = math.nan
+        #: the time it crossed in: end - start, or under a TDD frame its direction's
+        #: symbols' time in [start, end) (scala_netsim.sim.air)
+        self.held_s = math.nan
         self.sinr_area = self.interference_area = 0.0
         self.varied = False
 
