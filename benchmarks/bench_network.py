@@ -4,6 +4,7 @@ FedAvg in a 19-site, 3-sector 38.901 UMa network (57 cells, wraparound, interfer
 clients, measured side by side in this one run.
 
     python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
+        [--duplex fdd|tdd|both]
 
 Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
 CPU time (the first round meters each new batch size for real: its time is given apart),
@@ -31,13 +32,13 @@ NETWORK = ["network.pathloss=3gpp_38901_uma", "network.interference=true"]
 
 
 def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
-              network: bool) -> dict:
+              network: bool, duplex: str = "fdd") -> dict:
     clients = 100 * 3 * sites
     participants = round(0.1 * clients)
     overrides = [f"data.num_clients={clients}", "training.participation=0.1",
                  f"training.batch_size={batch_per_client * participants}",
                  f"training.rounds={rounds}", f"algorithms=[{algorithm}]", "timing_only=true",
-                 "data.test_samples=1000"]
+                 "data.test_samples=1000", f"network.duplex={duplex}"]
     if network:
         overrides += NETWORK + [f"network.layout={{kind: hexagonal, sites: {sites}, "
                                 f"isd_m: 500, sectors: 3, wraparound: true}}"]
@@ -69,15 +70,20 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=19, choices=(1, 7, 19))
     parser.add_argument("--batch-per-client", type=int, default=8)
     parser.add_argument("--algorithms", default="scala,fedavg")
+    parser.add_argument("--duplex", default="fdd", choices=("fdd", "tdd", "both"),
+                        help="paired bands, a TDD frame (DDDSU 10:2:2) for both layouts, or "
+                             "the network under both (the cell then paired)")
     args = parser.parse_args()
     torch.set_num_threads(2)
     for algorithm in args.algorithms.split(","):
         results = {}
-        for network in (False, True):
-            r = results[network] = timed_run(algorithm, args.sites, args.rounds,
-                                             args.batch_per_client, network)
+        cases = ([(False, "fdd"), (True, "fdd"), (True, "tdd")] if args.duplex == "both"
+                 else [(False, args.duplex), (True, args.duplex)])
+        for network, duplex in cases:
+            r = results[network, duplex] = timed_run(algorithm, args.sites, args.rounds,
+                                                     args.batch_per_client, network, duplex)
             where = (f"{args.sites} sites x 3 sectors, 38.901 UMa, interference" if network
-                     else "the paper's single cell")
+                     else "the paper's single cell") + f", {duplex}"
             print(f"{algorithm}, {where}: {r['clients']:,} clients, {r['participants']} a "
                   f"round, {args.rounds} rounds: setup {r['setup_s']:.1f} s, first round "
                   f"(metering) {r['first_s']:.1f} s, rounds 2-{args.rounds} {r['rest_s']:.2f} CPU "
@@ -85,9 +91,15 @@ def main() -> None:
                   f"{r['events_per_s']:,.0f} events per CPU s; simulated {r['sim_s']:.1f} s; "
                   f"invariant problems {r['problems']}; peak RSS {r['peak_rss_MB']:,.0f} MB",
                   flush=True)
-        ratio = results[True]["rest_s"] / results[False]["rest_s"]
-        print(f"{algorithm}: the network's rounds 2-{args.rounds} took {ratio:.2f}x the single "
-              f"cell's CPU time", flush=True)
+        cell = results[cases[0]]
+        for network, duplex in cases[1:]:
+            ratio = results[network, duplex]["rest_s"] / cell["rest_s"]
+            print(f"{algorithm}: the network's ({duplex}) rounds 2-{args.rounds} took "
+                  f"{ratio:.2f}x the single cell's CPU time", flush=True)
+        if args.duplex == "both":
+            ratio = results[True, "tdd"]["rest_s"] / results[True, "fdd"]["rest_s"]
+            print(f"{algorithm}: the network's TDD rounds took {ratio:.2f}x its paired bands' "
+                  f"CPU time", flush=True)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ DDDDDDDSUU 30 of 140 (21.4 %)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -52,6 +53,10 @@ class TddFrame:
     #: adjacent ones merged), and the time they take up to the end of each
     _windows: dict[Direction, np.ndarray] = field(init=False, repr=False, compare=False)
     _before: dict[Direction, np.ndarray] = field(init=False, repr=False, compare=False)
+    #: the same as plain lists of floats, for the scalar calls a run makes per transfer
+    #: (bisect on a list is some ten times faster than numpy on a handful of numbers)
+    _lists: dict[Direction, tuple[list, list, list]] = field(init=False, repr=False,
+                                                             compare=False)
 
     def __post_init__(self) -> None:
         wrong = sorted(set(self.pattern) - set(LETTERS))
@@ -73,6 +78,9 @@ class TddFrame:
         object.__setattr__(self, "_windows", windows)
         object.__setattr__(self, "_before", {
             d: np.concatenate([[0.0], np.cumsum(w[:, 1] - w[:, 0])]) for d, w in windows.items()})
+        object.__setattr__(self, "_lists", {
+            d: (w[:, 0].tolist(), w[:, 1].tolist(), self._before[d].tolist())
+            for d, w in windows.items()})
 
     @property
     def period_s(self) -> float:
@@ -95,11 +103,11 @@ class TddFrame:
 
     def cumulative(self, direction: Direction, t: float) -> float:
         """The time of the direction's symbols in [0, t)."""
-        windows, before = self._windows[direction], self._before[direction]
+        starts, ends, before = self._lists[direction]
         periods = math.floor(t / self.period_s)
         x = t - periods * self.period_s
-        i = int(np.searchsorted(windows[:, 0], x, side="right"))   # windows starting <= x
-        partial = before[i - 1] + min(x, windows[i - 1, 1]) - windows[i - 1, 0] if i else 0.0
+        i = bisect.bisect_right(starts, x)   # windows starting <= x
+        partial = before[i - 1] + min(x, ends[i - 1]) - starts[i - 1] if i else 0.0
         return periods * before[-1] + partial
 
     def usable_many(self, direction: Direction, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
@@ -131,27 +139,27 @@ class TddFrame:
         anything, however little)."""
         if need_s <= 0:
             return t0
-        windows, before = self._windows[direction], self._before[direction]
+        starts, _, before = self._lists[direction]
         t0 = self.next_symbol(direction, t0)
         target = self.cumulative(direction, t0) + need_s
         periods = math.floor(target / before[-1])
         rest = target - periods * before[-1]
         if rest <= 0:          # at the end of the last window of the period before
             periods, rest = periods - 1, before[-1]
-        i = int(np.searchsorted(before, rest, side="left")) - 1   # before[i] < rest <= before[i+1]
-        return max(t0, periods * self.period_s + windows[i, 0] + (rest - before[i]))
+        i = bisect.bisect_left(before, rest) - 1   # before[i] < rest <= before[i+1]
+        return max(t0, periods * self.period_s + starts[i] + (rest - before[i]))
 
     def next_symbol(self, direction: Direction, t: float) -> float:
         """`t` when it lies in one of the direction's windows, else the start of the next."""
-        windows = self._windows[direction]
+        starts, ends, _ = self._lists[direction]
         periods = math.floor(t / self.period_s)
         x = t - periods * self.period_s
-        i = int(np.searchsorted(windows[:, 0], x, side="right"))
-        if i and x < windows[i - 1, 1]:
+        i = bisect.bisect_right(starts, x)
+        if i and x < ends[i - 1]:
             return t
-        if i < len(windows):
-            return periods * self.period_s + float(windows[i, 0])
-        return (periods + 1) * self.period_s + float(windows[0, 0])
+        if i < len(starts):
+            return periods * self.period_s + starts[i]
+        return (periods + 1) * self.period_s + starts[0]
 
 
 def _windows(pattern: str, special: tuple[int, int, int], slot_s: float,
