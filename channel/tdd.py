@@ -49,12 +49,10 @@ class TddFrame:
     pattern: str
     special_slot: tuple[int, int, int]
     slot_s: float
-    #: per direction: the windows [start, end) of its symbols within one period (seconds,
-    #: adjacent ones merged), and the time they take up to the end of each
-    _windows: dict[Direction, np.ndarray] = field(init=False, repr=False, compare=False)
-    _before: dict[Direction, np.ndarray] = field(init=False, repr=False, compare=False)
-    #: the same as plain lists of floats, for the scalar calls a run makes per transfer
-    #: (bisect on a list is some ten times faster than numpy on a handful of numbers)
+    #: per direction: the starts and ends of its windows [start, end) within one period
+    #: (seconds, adjacent ones merged) and the time they take before each and in all, as
+    #: plain lists (bisect on a list is some ten times faster than numpy on a handful of
+    #: numbers, and a run asks once or more per transfer)
     _lists: dict[Direction, tuple[list, list, list]] = field(init=False, repr=False,
                                                              compare=False)
 
@@ -75,11 +73,9 @@ class TddFrame:
             if not len(w):
                 raise ValueError(f"pattern: {self.pattern!r} with special_slot "
                                  f"{list(self.special_slot)} has no {d.value} symbol")
-        object.__setattr__(self, "_windows", windows)
-        object.__setattr__(self, "_before", {
-            d: np.concatenate([[0.0], np.cumsum(w[:, 1] - w[:, 0])]) for d, w in windows.items()})
         object.__setattr__(self, "_lists", {
-            d: (w[:, 0].tolist(), w[:, 1].tolist(), self._before[d].tolist())
+            d: (w[:, 0].tolist(), w[:, 1].tolist(),
+                np.concatenate([[0.0], np.cumsum(w[:, 1] - w[:, 0])]).tolist())
             for d, w in windows.items()})
 
     @property
@@ -99,7 +95,8 @@ class TddFrame:
 
     def windows(self, direction: Direction) -> np.ndarray:
         """(k, 2): the direction's windows [start, end) within one period, in seconds."""
-        return self._windows[direction].copy()
+        starts, ends, _ = self._lists[direction]
+        return np.column_stack([starts, ends])
 
     def cumulative(self, direction: Direction, t: float) -> float:
         """The time of the direction's symbols in [0, t)."""
@@ -112,7 +109,7 @@ class TddFrame:
 
     def usable_many(self, direction: Direction, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         """`usable_s` of many intervals at once (arrays)."""
-        windows, before = self._windows[direction], self._before[direction]
+        windows, before = self.windows(direction), np.array(self._lists[direction][2])
 
         def cumulative(t: np.ndarray) -> np.ndarray:
             periods = np.floor(t / self.period_s)

@@ -158,7 +158,9 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
     direction = str(air["direction"].iloc[0])
     bits, slack = np.zeros(len(air)), np.zeros(len(air))
     instants = np.unique(np.concatenate([start, end]))
-    for t0, t1 in zip(instants[:-1].tolist(), instants[1:].tolist(), strict=True):
+    held = settings.held_s(direction, instants[:-1], instants[1:])
+    for t0, t1, dt in zip(instants[:-1].tolist(), instants[1:].tolist(), held.tolist(),
+                          strict=True):
         on = np.flatnonzero((start <= t0) & (end >= t1))
         if not len(on):
             continue
@@ -168,8 +170,7 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         rates = channel.network.transfer_rates(
             transfers, settings.blocks[direction], settings.block_hz,
             settings.noise_w[direction] / settings.block_hz, settings.interference, uplink)
-        held = float(settings.held_s(direction, np.array([t0]), np.array([t1]))[0])
-        bits[on] += rates.rate_bps * held
+        bits[on] += rates.rate_bps * dt
         slack[on] += rates.rate_bps * np.spacing(abs(t0) + abs(t1))
     return bits, slack
 

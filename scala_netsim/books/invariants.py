@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import channel
-from channel import Direction
+from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS, EventKind
 
 UPLINK = [k.value for k in UPLINK_KINDS]
@@ -79,29 +78,6 @@ def _clock_slack(moved: pd.DataFrame, held_s: np.ndarray | None = None) -> np.nd
     duration_s = t_end - moved["t_start_s"].to_numpy() if held_s is None else held_s
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(duration_s > 0, 4 * np.spacing(np.abs(t_end)) / duration_s, 0.0)
-
-
-@dataclass(frozen=True)
-class Duplexing:
-    """A TDD frame and an upload's grant delay (seconds): a transfer's airtime passes in its
-    direction's symbols only, an upload's from its grant."""
-
-    frame: channel.tdd.TddFrame
-    k2_s: float
-
-    def airtime_s(self, moved: pd.DataFrame, backhaul_s: np.ndarray | float = 0.0) -> np.ndarray:
-        """The time of each transfer's direction's symbols on the air: an upload's from its
-        grant to its end less its time on a network's backhaul (after the air), a
-        download's from its start plus that time (before the air) to its end."""
-        up = moved["kind"].isin(UPLINK).to_numpy()
-        start, end = moved["t_start_s"].to_numpy(), moved["t_end_s"].to_numpy()
-        backhaul = np.broadcast_to(np.asarray(backhaul_s, float), start.shape)
-        airtime = np.empty(len(moved))
-        airtime[up] = self.frame.usable_many(Direction.UPLINK, start[up] + self.k2_s,
-                                             end[up] - backhaul[up])
-        airtime[~up] = self.frame.usable_many(Direction.DOWNLINK, start[~up] + backhaul[~up],
-                                              end[~up])
-        return airtime
 
 
 def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.ndarray,

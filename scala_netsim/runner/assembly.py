@@ -20,10 +20,10 @@ from scala_netsim.runner.drivers import AsynchronousUpdates, Driver, Synchronous
 from scala_netsim.runner.timing import timing_trainer
 from scala_netsim.runner.world import (
     World,
+    duplexing,
     link_model,
     network_settings,
     round_rules,
-    tdd_frame,
     trainer_setup,
     use_wire,
 )
@@ -77,5 +77,5 @@ def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world:
                         channel.Fading(fading.kind, fading.k_factor_db, fading.coherence),
                         world.seeds.sequence("fading"),
                         Drops() if rules.active or model.outages else None,
-                        grant_rows, transfer_rows, *tdd_frame(scenario))
+                        grant_rows, transfer_rows, duplexing(scenario))
 

@@ -16,9 +16,9 @@ from scala_netsim.books.blocks import (
     air_rate_problems,
     air_rate_work,
 )
+from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.books.invariants import (
     DropSettings,
-    Duplexing,
     RadioSettings,
     check_drops,
     check_run,

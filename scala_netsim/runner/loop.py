@@ -12,7 +12,8 @@ import simpy
 import torch
 
 import channel
-from scala_netsim.books.invariants import Duplexing, RadioSettings
+from scala_netsim.books.duplexing import Duplexing
+from scala_netsim.books.invariants import RadioSettings
 from scala_netsim.books.radio import radio_columns, round_energy, rows_with_columns
 from scala_netsim.books.rounds import drop_columns, round_row
 from scala_netsim.books.summary import Provenance, RunAbout, run_summary
@@ -24,7 +25,7 @@ from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.training import to_device
 from scala_netsim.runner.assembly import make_driver, make_link, make_trainer
 from scala_netsim.runner.checks import run_problems
-from scala_netsim.runner.world import World, round_rules, tdd_frame
+from scala_netsim.runner.world import World, duplexing, round_rules
 
 Progress = Callable[[int, float, float], None]   # (round, simulated time, test accuracy)
 
@@ -155,8 +156,7 @@ class Run:
 
     def duplexing(self) -> Duplexing | None:
         """The TDD frame the invariants time transfers by (None: paired bands)."""
-        frame, k2_s = tdd_frame(self.scenario)
-        return None if frame is None else Duplexing(frame, k2_s)
+        return duplexing(self.scenario)
 
     def problems(self) -> list[str]:
         """Broken invariants of the run so far (scala_netsim.runner.checks.run_problems)."""

@@ -16,6 +16,7 @@ import torch
 import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.config import AlgorithmConfig
+from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
 from scala_netsim.config.sections import NetworkConfig
@@ -187,18 +188,19 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
         interference=net.interference,
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
         backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps),
-        duplexing=tdd_frame(scenario))
+        duplexing=duplexing(scenario))
 
 
-def tdd_frame(scenario: Scenario) -> tuple[channel.tdd.TddFrame | None, float]:
-    """The scenario's TDD frame and an upload's grant delay K2 in seconds; (None, 0) for
-    paired bands (network.duplex)."""
+def duplexing(scenario: Scenario) -> Duplexing | None:
+    """The scenario's TDD frame with an upload's grant delay K2 in seconds; None for paired
+    bands (network.duplex)."""
     duplex, spacing = scenario.network.duplex, scenario.network.subcarrier_spacing_hz
     if duplex.kind != "tdd":
-        return None, 0.0
+        return None
     slot_s = channel.tdd.slot_s(spacing)
     k2 = channel.tdd.default_k2_slots(spacing) if duplex.k2_slots is None else duplex.k2_slots
-    return channel.tdd.TddFrame(duplex.pattern, duplex.special_slot, slot_s), k2 * slot_s
+    return Duplexing(channel.tdd.TddFrame(duplex.pattern, duplex.special_slot, slot_s),
+                     k2 * slot_s)
 
 
 def cells_frame(cell: Cell) -> pd.DataFrame | None:

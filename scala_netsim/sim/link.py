@@ -16,6 +16,7 @@ import simpy
 import channel
 from channel import Direction
 from scala_netsim.books.blocks import AirRecord
+from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.learn.messages import ActivationMessage, GradientMessage, ModelMessage, Transfer
 from scala_netsim.sim.cell import Cell
@@ -136,15 +137,15 @@ class WirelessLink:
                  fading_seed: np.random.SeedSequence | None = None, drops: Drops | None = None,
                  grant_rows: list[tuple] | None = None,
                  transfer_rows: list[tuple] | None = None,
-                 frame: channel.tdd.TddFrame | None = None, k2_s: float = 0.0) -> None:
+                 duplexing: Duplexing | None = None) -> None:
         """`drops`: the book of steps in flight when clients can be dropped (round rules, or
         a link model that loses transfers), shared with the protocol; None keeps the plain,
         faster path. `grant_rows` and `transfer_rows`: the books so far (a resumed run's).
-        `frame`: a TDD frame (None: paired bands, FDD): a transfer's airtime passes in its
-        direction's symbols only, an upload's from `k2_s` after it is ready (its grant)."""
-        if frame is not None and drops is not None:
+        `duplexing`: a TDD frame (None: paired bands, FDD): a transfer's airtime passes in its
+        direction's symbols only, an upload's from K2 after it is ready (its grant)."""
+        if duplexing is not None and drops is not None:
             raise ValueError("a TDD frame times whole transfers only: no book of drops")
-        self.frame, self.k2_s = frame, k2_s
+        self.duplexing = duplexing
         if model.outages and drops is None:
             raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
                              f"of drops (drops=Drops())")
@@ -334,9 +335,9 @@ class WirelessLink:
             attempts, gain, delivered = self._attempts(direction, k)
             airtime_s = airtime_s * attempts
         duration_s = airtime_s
-        if self.frame is not None:   # its airtime in its direction's symbols, from its grant
-            ready = start + (self.k2_s if direction is Direction.UPLINK else 0.0)
-            duration_s = self.frame.finish(direction, ready, airtime_s) - start
+        if self.duplexing is not None:   # its airtime in its direction's symbols, from its grant
+            duration_s = self.duplexing.frame.finish(
+                direction, self.duplexing.grant(direction, start), airtime_s) - start
         # what the record will say (an asynchronous run's checkpoint saves it)
         transfer = RecordedTimeout(self.env, duration_s, (
             "transfer", start, duration_s, local_iter, k, kind, payload_bytes, bandwidth_hz,

@@ -32,6 +32,7 @@ import channel
 from channel import Direction
 from channel.tdd import TddFrame
 from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
+from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air
 from scala_netsim.sim.cell import Cell
@@ -54,8 +55,11 @@ class NetworkSettings:
     power_control: tuple[float, float] | None = None     # (P0 dBm, alpha)
     backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
     downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
-    #: a TDD frame and an upload's grant delay K2 (s); (None, 0): paired bands
-    duplexing: tuple[TddFrame | None, float] = (None, 0.0)
+    duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
+
+    @property
+    def frame(self) -> TddFrame | None:
+        return None if self.duplexing is None else self.duplexing.frame
 
     def noise_w_per_hz(self, direction: Direction) -> float:
         """The noise PSD at the receiver of `direction` (its noise figure included)."""
@@ -96,7 +100,7 @@ class NetworkLink:
         self._air = {d: Air(env, self.net.coupling_linear, settings.blocks[d],
                             settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
                             d is Direction.UPLINK, settings.interference,
-                            settings.duplexing[0]) for d in Direction}
+                            settings.frame) for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
 
     # --- what the protocols ask of a link ---------------------------------------------
@@ -176,7 +180,7 @@ class NetworkLink:
         return AirRecord(self.air_rows, AirSettings(
             {d.value: n for d, n in s.blocks.items()}, s.block_hz,
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
-            self.net.coupling_linear, s.duplexing[0]))
+            self.net.coupling_linear, s.frame))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -237,9 +241,9 @@ class NetworkLink:
             def after_air(crossed: Flow) -> None:
                 free(start)
                 self._cross_backhaul(backhaul, bits, lambda s: record(crossed, s))
-            k2_s = self.settings.duplexing[1]
-            if k2_s > 0:       # under TDD the upload's grant comes K2 after it is ready
-                granted = self.env.timeout(k2_s)
+            duplexing = self.settings.duplexing
+            if duplexing is not None and duplexing.k2_s > 0:   # the grant comes K2 later
+                granted = self.env.timeout(duplexing.k2_s)
                 granted.callbacks.append(lambda _: air.add(
                     Flow(bits, self.env.now, after_air), *on_air))
             else:
