@@ -143,7 +143,9 @@ class TddFrame:
         rest = target - periods * before[-1]
         if rest <= 0:          # at the end of the last window of the period before
             periods, rest = periods - 1, before[-1]
-        i = bisect.bisect_left(before, rest) - 1   # before[i] < rest <= before[i+1]
+        # before[i] < rest <= before[i+1]; rest may round a hair above the period's total
+        # (target / total floored at large clocks): it then ends in the last window
+        i = min(bisect.bisect_left(before, rest), len(starts)) - 1
         return max(t0, periods * self.period_s + starts[i] + (rest - before[i]))
 
     def next_symbol(self, direction: Direction, t: float) -> float:
