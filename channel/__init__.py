@@ -5,7 +5,7 @@ durations and turns them into simulated time. Swappable models are registered by
 scenario uses: `PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
 """
 
-from channel import layout, network, nr, tdd, tr38901
+from channel import layout, network, nr, nr_link, tdd, tr38901
 from channel.bandwidth import (
     ALLOCATORS,
     BandwidthAllocator,
@@ -49,6 +49,7 @@ __all__ = [
     "layout",
     "network",
     "nr",
+    "nr_link",
     "tdd",
     "tr38901",
     "register_pathloss",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from channel import layout
+from channel import layout, nr_link
 
 
 @dataclass(frozen=True)
@@ -185,14 +185,17 @@ def received_interference_w(transfers: Transfers, held: np.ndarray, per_block_w:
 
 
 def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
-                   noise_psd_w_per_hz: float, interference: bool, uplink: bool = True) -> Rates:
+                   noise_psd_w_per_hz: float, interference: bool, uplink: bool = True,
+                   link: nr_link.LinkTables | None = None) -> Rates:
     """The rates of transfers sharing the network's blocks now, all recomputed at once (the
     tests' reference for channel.network_grid, which keeps them block by block as transfers
     start and end). On each block b of transfer i: SINR = (P_i / n_i) g_i / (N0 B_rb + I_ib),
     with I_ib the power i's receiver gets from the transfers of other cells holding b
     (received_interference_w); the rate is sum_b B_rb log2(1 + SINR_ib). Without interference
     (or with nothing to interfere) I = 0 and the SINR is the SNR, P_i g_i / (n_i N0 B_rb) in
-    the same expression, to the bit."""
+    the same expression, to the bit. Under the NR link abstraction (`link`) the rate is the
+    goodput of the MCS link adaptation picks at the transfer's block SINRs
+    (channel.nr_link.LinkTables.goodput_bps)."""
     held = transfers.occupancy(total_blocks)
     per_block_w = transfers.power_w / transfers.num_blocks
     signal = per_block_w * transfers.gain
@@ -210,6 +213,9 @@ def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
     snr = signal / noise
     quiet = interference_w == 0.0
     rate = np.where(quiet, transfers.num_blocks * block_hz * np.log2(1.0 + snr), rate)
+    if link is not None:
+        rate = np.array([link.goodput_bps(np.full(n, snr[i]) if quiet[i] else sinr[i, held[i]])
+                         for i, n in enumerate(transfers.num_blocks.tolist())])
     return Rates(rate, np.where(quiet, snr, mean_sinr), interference_w)
 
 

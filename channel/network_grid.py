@@ -10,7 +10,10 @@ up to 115 dB above the interference, is taken away again), and the rates of the 
 summed again over their blocks. A transfer's rate is what `channel.network.transfer_rates`
 gives for the same transfers in flight (the reference of the tests, to 1e-12): on each of its
 blocks b, SINR = (P / n) g / (N0 B_rb + I_b), rate = sum_b B_rb log2(1 + SINR_b); a
-transfer nobody interferes with, n B_rb log2(1 + SNR) in closed form.
+transfer nobody interferes with, n B_rb log2(1 + SNR) in closed form. Under the NR link
+abstraction (channel.nr_link, its lookups in `Nr`) the rate is instead the goodput of the MCS
+link adaptation picks at the transfer's block SINRs, TBS (1 - TBLER) a slot: 0 below the
+lowest MCS's curve.
 
 Each transfer's bits, and the integrals of its SINR and interference over time, are brought
 up to date only when its rate changes (from the time of its last change), so a start or an
@@ -20,9 +23,12 @@ is arrays, one entry per slot of a transfer in flight, and the grid."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
+
+from channel import nr_link
 
 # a slot's integers, the columns of `ints`: its client, cell, first block, blocks, and when it
 # joined (a count)
@@ -33,14 +39,41 @@ INT_FIELDS = 5
 # its blocks), interference (W, summed over its blocks), the integrals of the two over its
 # time so far (up to MARK), the time its bits run out at its rate (inf: none), its power a
 # block (W) and the signal its receiver gets a block (W), and whether its SINR has changed
-# since it was first rated (0 or 1)
+# since it was first rated (0 or 1); under the NR link abstraction its MCS and TBLER, and
+# the integrals over its time of the MCS and TBLER while it sends and of the time it sends
+# (its rate above 0)
 (BITS, MARK, RATE, SINR, INTERFERENCE, SINR_AREA, INTERFERENCE_AREA, FINISH, PER_BLOCK_W,
- SIGNAL, VARIED) = range(11)
-FLOW_FIELDS = 11
+ SIGNAL, VARIED, MCS, TBLER, MCS_AREA, TBLER_AREA, SENDING) = range(16)
+FLOW_FIELDS = 16
 # the planes of `grids` (cells x blocks): the SINR (linear) and interference (W) of the
 # transfer holding each block of each cell
 SINR_GRID, INTERFERENCE_GRID = range(2)
 EPS = float(np.finfo(float).eps)
+
+
+class Nr(NamedTuple):
+    """One direction's NR lookups for the kernels (channel.nr_link.LinkTables as arrays; all
+    empty: Shannon rates): the MCS indices, EESM betas, transport blocks, code blocks and
+    code-block-size rows by (MCS row, blocks), the code blocks' BLER, and (the SINR grid's
+    first dB and step, the BLER target, the slot)."""
+
+    mcs: np.ndarray
+    beta: np.ndarray
+    tb_bits: np.ndarray
+    num_cb: np.ndarray
+    cbs_row: np.ndarray
+    bler: np.ndarray
+    params: np.ndarray
+
+    @classmethod
+    def of(cls, tables: nr_link.LinkTables | None) -> Nr:
+        if tables is None:
+            empty = np.zeros((0, 1))
+            return cls(np.zeros(0, np.int64), np.zeros(0), empty, empty,
+                       np.zeros((0, 1), np.int64), np.zeros((0, 1, 1)), np.zeros(4))
+        return cls(tables.mcs, tables.beta, tables.tb_bits, tables.num_cb, tables.cbs_row,
+                   tables.bler, np.array([tables.snr_db[0], tables.snr_db[1],
+                                          tables.bler_target, tables.slot_s]))
 
 
 @numba.njit(cache=True)
@@ -49,6 +82,7 @@ def clear(flows: np.ndarray, h: int) -> None:
     row = flows[h]
     row[:] = math.nan
     row[SINR_AREA] = row[INTERFERENCE_AREA] = row[VARIED] = 0.0
+    row[MCS_AREA] = row[TBLER_AREA] = row[SENDING] = 0.0
     row[FINISH] = math.inf
 
 
@@ -83,20 +117,23 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
 
 @numba.njit(cache=True)
 def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
-          flows: np.ndarray) -> tuple[float, float, float, float, float, bool]:
+          flows: np.ndarray) -> tuple[tuple[float, float, float, float, float, bool],
+                                      tuple[float, float, float, float]]:
     """Slot h's numbers now that it has crossed (rate, SINR, interference, their integrals
-    up to `now`, whether its SINR changed), and its blocks freed (dirty) and its row
-    cleared."""
+    up to `now`, whether its SINR changed; and the NR numbers: the integrals of its MCS and
+    TBLER while sending, its time sending, its last TBLER), and its blocks freed (dirty) and
+    its row cleared."""
     advance(h, now, flows)
     row = flows[h]
     out = (row[RATE], row[SINR], row[INTERFERENCE], row[SINR_AREA], row[INTERFERENCE_AREA],
            row[VARIED] != 0.0)
+    nr = (row[MCS_AREA], row[TBLER_AREA], row[SENDING], row[TBLER])
     first = ints[h, FIRST]
     for b in range(first, first + ints[h, COUNT]):
         holder[ints[h, CELL], b] = -1
         dirty[b] = True
     clear(flows, h)
-    return out
+    return out, nr
 
 
 @numba.njit(cache=True)
@@ -135,7 +172,7 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
 @numba.njit(cache=True)
 def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
            gains: np.ndarray, ints: np.ndarray, flows: np.ndarray, noise_w: float,
-           block_hz: float, uplink: bool, interference: bool) -> float:
+           block_hz: float, uplink: bool, interference: bool, nr: Nr) -> float:
     """Recompute the dirty blocks (then clean) and the transfers that hold them: each such
     transfer's bits and integrals are first taken up to `now` at its old rate (none for one
     that has just joined), then its rate, mean SINR, interference and the time its bits run
@@ -169,8 +206,9 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
                 seen[h] = True
                 affected[n_affected] = h
                 n_affected += 1
+    scratch = np.empty(num_blocks)
     for i in range(n_affected):
-        _rerate(affected[i], now, grids, ints, flows, noise_w, block_hz)
+        _rerate(affected[i], now, grids, ints, flows, noise_w, block_hz, nr, scratch)
     return soonest(flows)[0]
 
 
@@ -184,12 +222,16 @@ def advance(h: int, now: float, flows: np.ndarray) -> None:
             flows[h, BITS] -= rate * dt
             flows[h, SINR_AREA] += flows[h, SINR] * dt
             flows[h, INTERFERENCE_AREA] += flows[h, INTERFERENCE] * dt
+            if rate > 0 and flows[h, MCS] >= 0:     # sending, under the NR abstraction
+                flows[h, MCS_AREA] += flows[h, MCS] * dt
+                flows[h, TBLER_AREA] += flows[h, TBLER] * dt
+                flows[h, SENDING] += dt
     flows[h, MARK] = now
 
 
 @numba.njit(cache=True)
 def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, flows: np.ndarray,
-            noise_w: float, block_hz: float) -> None:
+            noise_w: float, block_hz: float, nr: Nr, scratch: np.ndarray) -> None:
     advance(h, now, flows)
     c, first, n = ints[h, CELL], ints[h, FIRST], ints[h, COUNT]
     logs = sinrs = received = 0.0
@@ -197,16 +239,30 @@ def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, flows: np.n
         sinr_b = grids[SINR_GRID, c, b]
         logs += math.log2(1.0 + sinr_b)
         sinrs += sinr_b
+        scratch[b - first] = sinr_b
         received += grids[INTERFERENCE_GRID, c, b]
     if received == 0.0:   # nobody interferes: the SNR and rate in closed form
         sinr = flows[h, SIGNAL] / noise_w
         rate = n * block_hz * math.log2(1.0 + sinr)
+        scratch[:n] = sinr
     else:
         sinr, rate = sinrs / n, block_hz * logs
+    if len(nr.beta):          # the NR link abstraction: the goodput of the MCS it picks
+        rate = _nr_rate(h, n, scratch[:n], flows, nr)
     if not math.isnan(flows[h, SINR]) and sinr != flows[h, SINR]:
         flows[h, VARIED] = 1.0
     flows[h, RATE], flows[h, SINR], flows[h, INTERFERENCE] = rate, sinr, received
-    flows[h, FINISH] = now + max(flows[h, BITS], 0.0) / rate
+    flows[h, FINISH] = now + max(flows[h, BITS], 0.0) / rate if rate > 0 else math.inf
+
+
+@numba.njit(cache=True)
+def _nr_rate(h: int, n: int, sinr: np.ndarray, flows: np.ndarray, nr: Nr) -> float:
+    """Slot h's goodput on its n blocks at SINRs `sinr` (channel.nr_link.choose), its MCS
+    and TBLER set: TBS (1 - TBLER) a slot (0 at TBLER 1)."""
+    row, tbler, _ = nr_link.choose(sinr, nr.beta, nr.tb_bits, nr.num_cb, nr.cbs_row, nr.bler,
+                                   nr.params[0], nr.params[1], nr.params[2])
+    flows[h, MCS], flows[h, TBLER] = float(nr.mcs[row]), tbler
+    return nr.tb_bits[row, n] * (1.0 - tbler) / nr.params[3]
 
 
 @numba.njit(cache=True)

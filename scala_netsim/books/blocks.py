@@ -110,6 +110,8 @@ class AirSettings:
     interference: bool
     coupling: np.ndarray
     frame: channel.tdd.TddFrame | None = None     # a TDD frame: rates count in its symbols
+    #: the NR link abstraction's lookups by direction (None: Shannon rates)
+    nr: Mapping[str, channel.nr_link.LinkTables] | None = None
 
     def held_s(self, direction: str, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         """The time a transfer of `direction` moves bits in [t0, t1): all of it, or under a
@@ -169,7 +171,8 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
                                               gains[np.arange(len(on)), cell[on]], gains)
         rates = channel.network.transfer_rates(
             transfers, settings.blocks[direction], settings.block_hz,
-            settings.noise_w[direction] / settings.block_hz, settings.interference, uplink)
+            settings.noise_w[direction] / settings.block_hz, settings.interference, uplink,
+            None if settings.nr is None else settings.nr[direction])
         bits[on] += rates.rate_bps * dt
         slack[on] += rates.rate_bps * np.spacing(abs(t0) + abs(t1))
     return bits, slack

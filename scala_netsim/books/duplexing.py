@@ -27,12 +27,15 @@ class Duplexing:
         """When a transfer ready at `ready` may use the air: an upload K2 later."""
         return ready + self.k2_s if direction is Direction.UPLINK else ready
 
-    def airtime_s(self, moved: pd.DataFrame, backhaul_s: np.ndarray | float = 0.0) -> np.ndarray:
+    def airtime_s(self, moved: pd.DataFrame, backhaul_s: np.ndarray | float = 0.0,
+                  harq_s: np.ndarray | float = 0.0) -> np.ndarray:
         """The time of each transfer's direction's symbols on the air: an upload's from its
-        grant to its end less its time on a network's backhaul (after the air), a
-        download's from its start plus that time (before the air) to its end."""
+        grant to its end less its time on a network's backhaul and its HARQ wait (both after
+        the air), a download's from its start plus that time (before the air) to its end
+        less its HARQ wait."""
         up = moved["kind"].isin(_UPLINK).to_numpy()
-        start, end = moved["t_start_s"].to_numpy(), moved["t_end_s"].to_numpy()
+        start = moved["t_start_s"].to_numpy()
+        end = moved["t_end_s"].to_numpy() - np.asarray(harq_s, float)
         backhaul = np.broadcast_to(np.asarray(backhaul_s, float), start.shape)
         airtime = np.empty(len(moved))
         airtime[up] = self.frame.usable_many(Direction.UPLINK, start[up] + self.k2_s,

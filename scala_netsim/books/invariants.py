@@ -94,10 +94,12 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
     boundary it crosses."""
     t_end = moved["t_end_s"].to_numpy()
     duration_s = t_end - moved["t_start_s"].to_numpy()
+    harq_s = _harq_s(moved)
     if duplexing is not None:
-        duration_s, backhaul_s = duplexing.airtime_s(moved, backhaul_s), 0.0
+        duration_s = duplexing.airtime_s(moved, backhaul_s, harq_s)
+        backhaul_s = harq_s = 0.0
     payload = moved["payload_bytes"].to_numpy()
-    expected_s = attempts * payload * 8.0 / rate_bps + backhaul_s
+    expected_s = attempts * payload * 8.0 / rate_bps + backhaul_s + harq_s
     slack = REL_TOL * np.abs(expected_s) + 4 * np.spacing(np.abs(t_end))
     bad = np.abs(duration_s - expected_s) > slack
     if "completed" in moved:
@@ -297,7 +299,7 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
         tolerance: np.ndarray | float = REL_TOL
         if "interference_dbm" in moved:      # a network: only the quiet ones at the SNR
             held = (None if duplexing is None
-                    else duplexing.airtime_s(moved, _backhaul_s(moved)))
+                    else duplexing.airtime_s(moved, _backhaul_s(moved), _harq_s(moved)))
             tolerance = REL_TOL + _clock_slack(moved, held)   # rates: bits over air time
             problems.extend(_sinr_problems(moved, snr, rate_bps, bandwidth_hz, tolerance))
             error = np.where(moved["interference_dbm"].to_numpy() == -np.inf, error, 0.0)
@@ -320,6 +322,12 @@ def _rate_problems(moved: pd.DataFrame, band_hz: dict[str, float] | None,
 def _backhaul_s(frame: pd.DataFrame) -> np.ndarray | float:
     """The time each transfer spent on a network's backhaul (0 without one)."""
     return frame["backhaul_s"].to_numpy() if "backhaul_s" in frame else 0.0
+
+
+def _harq_s(frame: pd.DataFrame) -> np.ndarray | float:
+    """The time each transfer's last transport block waited for its HARQ retransmissions
+    (the NR link abstraction; 0 without it)."""
+    return frame["harq_wait_s"].to_numpy() if "harq_wait_s" in frame else 0.0
 
 
 def _sinr_problems(moved: pd.DataFrame, snr: np.ndarray, rate_bps: np.ndarray,

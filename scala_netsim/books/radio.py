@@ -13,9 +13,11 @@ events.csv gains, per event (RADIO_COLUMNS):
 - in a network of cells (NETWORK_TRANSFER_COLUMNS) `sinr_db`, `interference_dbm`
   (time-averaged over the transfer's air time; -inf dBm where nothing interfered; NaN for
   everything else) and `backhaul_s` (0 for everything else);
+- under the NR link abstraction (NR_TRANSFER_COLUMNS) `mcs`, `bler`, `transmissions` and
+  `harq_wait_s` (core.columns);
 - in a TDD frame (DUPLEX_COLUMNS) `tdd_wait_s`: the time a transfer waited for its grant (an
-  upload's K2) and its direction's symbols, its duration less its airtime (0 for everything
-  else);
+  upload's K2) and its direction's symbols, its duration less its airtime and its HARQ wait
+  (0 for everything else);
 - `energy_j`: the energy the CLIENT spends on the event: p * attempts * bits / rate for its
   uploads (every attempt counted), kappa * FLOPs * f_k^2 for its computations
   (channel.energy), 0 for downloads (receiving is not modelled) and server steps.
@@ -35,6 +37,7 @@ from channel.energy import compute_energy_j, transmit_energy_j
 from scala_netsim.core.columns import (
     EVENT_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
+    NR_TRANSFER_COLUMNS,
     TRANSFER_COLUMNS,
 )
 from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, UPLINK_KINDS
@@ -48,12 +51,13 @@ _KIND, _CLIENT, _PAYLOAD, _FLOPS, _START, _END = (EVENT_COLUMNS.index(c) for c i
 def radio_columns(rows: Sequence[Sequence], first_event: int,
                   transfer_rows: Sequence[Sequence], flops_per_s: np.ndarray,
                   energy_coefficient: float, network: bool = False,
-                  tdd: bool = False) -> dict[str, np.ndarray]:
+                  tdd: bool = False, nr: bool = False) -> dict[str, np.ndarray]:
     """RADIO_COLUMNS of the event rows `rows` (EventLog.rows from position `first_event`),
     given the link's transfer rows of those events (TransferRate fields: event_index,
     bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w, and in a `network` its
     NETWORK_TRANSFER_COLUMNS), each client's FLOP/s and the effective switched capacitance kappa;
-    in a TDD frame (`tdd`) DUPLEX_COLUMNS after them."""
+    under the NR link abstraction (`nr`) NR_TRANSFER_COLUMNS, in a TDD frame (`tdd`)
+    DUPLEX_COLUMNS after them."""
     n = len(rows)
     out = {"bandwidth_hz": np.zeros(n), "gain_db": np.zeros(n), "rate_bps": np.zeros(n),
            "attempts": np.ones(n, dtype=np.int64), "tx_power_w": np.zeros(n),
@@ -61,6 +65,9 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
     if network:
         out.update(sinr_db=np.full(n, np.nan), interference_dbm=np.full(n, np.nan),
                    backhaul_s=np.zeros(n))
+    if nr:
+        out.update(mcs=np.full(n, np.nan), bler=np.full(n, np.nan), transmissions=np.zeros(n),
+                   harq_wait_s=np.zeros(n))
     if tdd:
         out["tdd_wait_s"] = np.zeros(n)
     if not n:
@@ -80,11 +87,13 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
         out["tx_power_w"][at] = moved[:, 5]
         if network:
             extra = np.array([t[width:] for t in transfer_rows], dtype=float)
-            for i, column in enumerate(NETWORK_TRANSFER_COLUMNS):
+            for i, column in enumerate(NETWORK_TRANSFER_COLUMNS
+                                       + (NR_TRANSFER_COLUMNS if nr else ())):
                 out[column][at] = extra[:, i]
-        if tdd:   # its duration less its airtime: the wait for its grant and its symbols
+        if tdd:   # its duration less its airtime (and HARQ wait): its grant and symbols
             duration_s = np.array([rows[i][_END] - rows[i][_START] for i in at.tolist()])
-            out["tdd_wait_s"][at] = duration_s - moved[:, 3] * payload_bits / moved[:, 2]
+            out["tdd_wait_s"][at] = (duration_s - moved[:, 3] * payload_bits / moved[:, 2]
+                                     - (out["harq_wait_s"][at] if nr else 0.0))
         up = np.isin(kind[at], list(_UPLINK))
         airtime_s = moved[up, 3] * payload_bits[up] / moved[up, 2]
         out["energy_j"][at[up]] = transmit_energy_j(moved[up, 5], airtime_s)

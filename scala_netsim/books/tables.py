@@ -11,6 +11,7 @@ from scala_netsim.core.columns import (
     AGGREGATION_COLUMNS,
     GRANT_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
+    NR_TRANSFER_COLUMNS,
     TRANSFER_COLUMNS,
 )
 
@@ -20,10 +21,13 @@ def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame(grant_rows, columns=list(GRANT_COLUMNS))
 
 
-def transfers_frame(transfers: Sequence[tuple], network: bool = False) -> pd.DataFrame:
+def transfers_frame(transfers: Sequence[tuple], network: bool = False,
+                    nr: bool = False) -> pd.DataFrame:
     """The transfers (sim.link.TransferRate or its rows; a `network`'s with its
-    NETWORK_TRANSFER_COLUMNS after them) as a table, one column per field."""
-    columns = list(TRANSFER_COLUMNS) + (list(NETWORK_TRANSFER_COLUMNS) if network else [])
+    NETWORK_TRANSFER_COLUMNS after them, and under the NR link abstraction (`nr`) its
+    NR_TRANSFER_COLUMNS) as a table, one column per field."""
+    columns = (list(TRANSFER_COLUMNS) + (list(NETWORK_TRANSFER_COLUMNS) if network else [])
+               + (list(NR_TRANSFER_COLUMNS) if nr else []))
     return pd.DataFrame(transfers, columns=columns)
 
 

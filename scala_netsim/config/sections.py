@@ -300,6 +300,16 @@ class NetworkConfig(Strict):
     subcarrier_spacing_hz: float = 30e3        # NR numerology: 15, 30 or 60 kHz (FR1)
     backhaul: BackhaulConfig | None = None
     duplex: DuplexConfig = Field(default_factory=DuplexConfig)
+    # a network transfer's rate (channel.nr_link): `shannon`, each block's capacity at its
+    # SINR, or `nr`, the goodput of the MCS that link adaptation picks for `bler_target` from
+    # `mcs_table` (TS 38.214 Table 5.1.3.1-2, 256QAM, or -1, 64QAM), with HARQ: at most
+    # `harq_max_transmissions` of a transport block, `harq_rtt_slots` apart (None: 4 slots
+    # with paired bands, the pattern's period under TDD); Sionna's tables (the extra [sionna])
+    link_abstraction: Literal["shannon", "nr"] = "shannon"
+    bler_target: float = Field(default=0.1, gt=0, lt=1)
+    mcs_table: Literal["256qam", "64qam"] = "256qam"
+    harq_max_transmissions: int = Field(default=4, ge=1)
+    harq_rtt_slots: int | None = Field(default=None, ge=1)
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -356,6 +366,19 @@ class NetworkConfig(Strict):
                              f"uplink_bandwidth_hz and downlink_bandwidth_hz must be equal (the "
                              f"carrier's width), got {self.uplink_bandwidth_hz:g} and "
                              f"{self.downlink_bandwidth_hz:g}")
+        return self
+
+    @model_validator(mode="after")
+    def _nr_in_a_network_with_sionna(self) -> NetworkConfig:
+        if self.link_abstraction != "nr":
+            return self
+        if self.layout.kind == "single":
+            raise ValueError("link_abstraction: nr is the network's (network.layout.kind: "
+                             "hexagonal, sites: 1 for one cell); the single layout, the "
+                             "paper's cell, has shannon only")
+        if not channel.nr_link.have_sionna():
+            raise ValueError(f"link_abstraction: nr reads Sionna's tables, which are not "
+                             f"installed: {channel.nr_link.INSTALL}; or use shannon")
         return self
 
     @model_validator(mode="after")

@@ -30,6 +30,12 @@ DUPLEX_COLUMNS = ("tdd_wait_s",)
 #: after RADIO_COLUMNS in a network of cells: the time-averaged SINR and interference of the
 #: transfer's air time and its time on the backhaul (the network link's transfer rows end so)
 NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
+#: after NETWORK_TRANSFER_COLUMNS under the NR link abstraction (network.link_abstraction:
+#: nr): the MCS and TBLER averaged over the time the transfer sent (an integer MCS when it
+#: kept one), its transport block transmissions (the slots it sent in: new blocks and HARQ
+#: retransmissions, as means), and the expected wait of its last block for its
+#: retransmissions (HARQ round trips); NaN, NaN, 0, 0 for everything else
+NR_TRANSFER_COLUMNS = ("mcs", "bler", "transmissions", "harq_wait_s")
 
 # --- demands.csv -------------------------------------------------------------------------
 #: what each participant told the allocator it needs in one local step of a round

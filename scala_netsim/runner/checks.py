@@ -64,7 +64,9 @@ def run_problems(run: Checked) -> list[str]:
     cells = 1 if run.world.cell.network is None else len(run.world.cell.network.cells)
     band_hz = {"uplink": cells * run.world.cell.uplink_bandwidth_hz,
                "downlink": cells * run.world.cell.downlink_bandwidth_hz}
-    transfers = transfers_frame(run.link.transfer_rows, run.world.cell.network is not None)
+    network = run.world.cell.network is not None
+    transfers = transfers_frame(run.link.transfer_rows, network,
+                                network and "harq_wait_s" in columns)
     band_rows = run.link.band_grant_rows()
     problems = check_run(events, rounds, grants_frame(run.link.grant_rows), transfers,
                          band_hz, run.protocol.pipelined_clients, run.radio_settings(),

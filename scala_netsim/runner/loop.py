@@ -124,7 +124,8 @@ class Run:
                              self.world.cell.flops_per_s,
                              self.scenario.compute.energy_coefficient,
                              network=self.world.cell.network is not None,
-                             tdd=self.scenario.network.duplex.kind == "tdd")
+                             tdd=self.scenario.network.duplex.kind == "tdd",
+                             nr=self.scenario.network.link_abstraction == "nr")
 
     def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
         """events.csv: its columns and rows (with the `completed` column when clients can be
@@ -149,7 +150,8 @@ class Run:
             return float(channel.dbm_to_w(net.noise_psd_dbm_per_hz + figure_db))
 
         return RadioSettings(noise_psd_w_per_hz=noise(net.bs_noise_figure_db),
-                             shannon_rates=net.link.mode == "adaptive",
+                             shannon_rates=(net.link.mode == "adaptive"
+                                            and net.link_abstraction == "shannon"),
                              energy_coefficient=self.scenario.compute.energy_coefficient,
                              flops_per_s=self.world.cell.flops_per_s,
                              downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))

@@ -44,6 +44,7 @@ from scala_netsim.core.columns import (
     DUPLEX_COLUMNS,
     EVENT_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
+    NR_TRANSFER_COLUMNS,
     RADIO_COLUMNS,
 )
 from scala_netsim.core.errors import Error
@@ -218,14 +219,16 @@ def _record_tables(folder: Path, summary: dict
     with open_record(run_file(folder, EVENTS_CSV), "rt") as f:
         header = tuple(f.readline().rstrip("\n").split(","))
     demands = read_csv(run_file(folder, DEMANDS_CSV))
+    network = ((), NETWORK_TRANSFER_COLUMNS, NETWORK_TRANSFER_COLUMNS + NR_TRANSFER_COLUMNS)
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
-               for radio in ((), RADIO_COLUMNS, RADIO_COLUMNS + NETWORK_TRANSFER_COLUMNS,
-                             RADIO_COLUMNS + DUPLEX_COLUMNS)]
+               for radio in ((), *(RADIO_COLUMNS + cells + duplex for cells in network
+                                   for duplex in ((), DUPLEX_COLUMNS)))]
     if header not in allowed or tuple(demands.columns) != DEMAND_COLUMNS:
         raise RecordError(f"{where}: events.csv or demands.csv has other columns than "
                           f"{EVENT_COLUMNS} (and, where clients can be dropped, "
                           f"{COMPLETED_COLUMN}; with the radio model, {RADIO_COLUMNS}, in a "
-                          f"network of cells then {NETWORK_TRANSFER_COLUMNS}, in a TDD frame "
+                          f"network of cells then {NETWORK_TRANSFER_COLUMNS} and under the NR "
+                          f"link abstraction {NR_TRANSFER_COLUMNS}, in a TDD frame "
                           f"{DUPLEX_COLUMNS}) and "
                           f"{DEMAND_COLUMNS}")
     # what was sent and computed is all a replay needs (the radio columns are timing)

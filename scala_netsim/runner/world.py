@@ -29,7 +29,7 @@ from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
 from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
-from scala_netsim.sim.network_link import NetworkSettings
+from scala_netsim.sim.network_link import NetworkSettings, NrLink
 
 
 @dataclass
@@ -188,7 +188,28 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
         interference=net.interference,
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
         backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps),
-        duplexing=duplexing(scenario))
+        duplexing=duplexing(scenario), nr=nr_link(scenario))
+
+
+#: the HARQ round trip with paired bands where network.harq_rtt_slots is not given (slots)
+HARQ_RTT_SLOTS_FDD = 4
+
+
+def nr_link(scenario: Scenario) -> NrLink | None:
+    """The NR link abstraction's lookups, HARQ cap and round trip (network.link_abstraction:
+    nr; None: Shannon rates). The round trip by default: 4 slots with paired bands, the
+    pattern's period under TDD (a retransmission waits for its direction's slots again)."""
+    net = scenario.network
+    if net.link_abstraction != "nr":
+        return None
+    slot_s = channel.tdd.slot_s(net.subcarrier_spacing_hz)
+    rtt = net.harq_rtt_slots
+    if rtt is None:
+        rtt = len(net.duplex.pattern) if net.duplex.kind == "tdd" else HARQ_RTT_SLOTS_FDD
+    tables = {d: channel.nr_link.tables(d, net.mcs_table, channel.nr.resource_blocks(
+        getattr(net, f"{d.value}_bandwidth_hz"), net.subcarrier_spacing_hz), slot_s,
+        net.bler_target) for d in channel.Direction}
+    return NrLink(tables, net.harq_max_transmissions, rtt * slot_s, net.mcs_table)
 
 
 def duplexing(scenario: Scenario) -> Duplexing | None:

@@ -22,6 +22,7 @@ import simpy
 
 from channel import Direction
 from channel import network_grid as grid
+from channel.nr_link import LinkTables
 from channel.tdd import TddFrame
 from scala_netsim.sim.pool import Flow
 
@@ -33,9 +34,12 @@ class Air:
 
     def __init__(self, env: simpy.Environment, gains: np.ndarray, num_blocks: int,
                  block_hz: float, noise_w: float, uplink: bool, interference: bool,
-                 frame: TddFrame | None = None) -> None:
+                 frame: TddFrame | None = None, link: LinkTables | None = None) -> None:
         self.env = env
         self.frame = frame
+        #: the NR link abstraction's lookups (channel.nr_link; None: Shannon rates)
+        self.link = link
+        self._nr = grid.Nr.of(link)
         self.direction = Direction.UPLINK if uplink else Direction.DOWNLINK
         self.gains = np.ascontiguousarray(gains, dtype=float)
         self.block_hz, self.noise_w = block_hz, noise_w
@@ -101,9 +105,37 @@ class Air:
     def _settle(self) -> None:
         end = grid.settle(self.tau(self.env.now), self.holder, self.grids, self.dirty, self.gains,
                           self.ints, self.flows[:self._used], self.noise_w, self.block_hz,
-                          self.uplink, self.interference)
+                          self.uplink, self.interference, self._nr)
         self._changed = False
+        if self.link is not None:
+            self._never_decoded(end)
         self._arm(end)
+
+    def _never_decoded(self, end: float) -> None:
+        """Under the NR abstraction a transfer below its lowest MCS's curve delivers nothing
+        until its SINR changes. One that nobody interferes with never would (its SNR is fixed
+        on its blocks), nor would any when no transfer of this direction will ever end (`end`
+        infinite: each waits for another's interference to stop): the run stops, naming
+        them."""
+        flows = self.flows[:self._used]
+        stopped = flows[:, grid.RATE] == 0.0
+        quiet = stopped & (flows[:, grid.INTERFERENCE] == 0.0)
+        if not quiet.any() and not (math.isinf(end) and stopped.any()):
+            return
+        stuck = np.flatnonzero(quiet if quiet.any() else stopped)
+        names = []
+        for h in stuck[:5].tolist():
+            client, cell, count = (int(v) for v in self.ints[h, [grid.CLIENT, grid.CELL,
+                                                                 grid.COUNT]])
+            names.append(f"client {client} on {count} block(s) of cell {cell} at "
+                         f"{10.0 * math.log10(flows[h, grid.SINR]):.1f} dB")
+        why = ("with no interference" if quiet.any() else
+               "each held back by the others' interference, and none of them will end")
+        raise RuntimeError(
+            f"{len(stuck)} {self.direction.value} transfer(s) deliver nothing under the NR "
+            f"link abstraction (below the lowest MCS's curve), {why}: they would never end: "
+            f"{'; '.join(names)}. Fewer blocks, more power, network.interference: false or "
+            f"the 64qam table may let them")
 
     def _arm(self, end: float) -> None:
         """A wake for the next end (`end`, in symbol time), unless one stands no later than it
@@ -142,8 +174,9 @@ class Air:
         assert f is not None
         f.end, now = self.env.now, self.tau(self.env.now)
         f.held_s = f.end - f.start if self.frame is None else now - self._tau_start[h]
-        (f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area,
-         f.varied) = grid.leave(h, now, self.holder, self.dirty, self.ints, self.flows)
+        out, nr = grid.leave(h, now, self.holder, self.dirty, self.ints, self.flows)
+        f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area, f.varied = out
+        f.mcs_area, f.tbler_area, f.sending_s, f.tbler = nr
         self._changed = True
         self._flow[h] = None
         self._free.append(h)

@@ -30,6 +30,7 @@ import simpy
 
 import channel
 from channel import Direction
+from channel.nr_link import LinkTables
 from channel.tdd import TddFrame
 from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
 from scala_netsim.books.duplexing import Duplexing
@@ -39,6 +40,24 @@ from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
 from scala_netsim.sim.pool import Flow, Pool, Rated
+
+
+@dataclass(frozen=True)
+class NrLink:
+    """The NR link abstraction of a network (channel.nr_link): each direction's lookups, the
+    most transmissions of a transport block and the HARQ round trip (s)."""
+
+    tables: dict[Direction, LinkTables]
+    max_transmissions: int
+    harq_rtt_s: float
+    mcs_table: str = "256qam"
+
+    def tail_s(self, tbler: float) -> float:
+        """The expected wait of a transfer's last transport block for its retransmissions:
+        the round trip times sum_{i=1}^{H-1} TBLER^i (channel.nr_link)."""
+        if not tbler > 0:
+            return 0.0
+        return self.harq_rtt_s * channel.nr_link.harq_tail_slots(tbler, self.max_transmissions)
 
 
 @dataclass(frozen=True)
@@ -56,6 +75,7 @@ class NetworkSettings:
     backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
     downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
     duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
+    nr: NrLink | None = None             # the NR link abstraction; None: Shannon rates
 
     @property
     def frame(self) -> TddFrame | None:
@@ -99,9 +119,73 @@ class NetworkLink:
         self._radio = {d: model.allocation_radio(d) for d in Direction}
         self._air = {d: Air(env, self.net.coupling_linear, settings.blocks[d],
                             settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
-                            d is Direction.UPLINK, settings.interference,
-                            settings.frame) for d in Direction}
+                            d is Direction.UPLINK, settings.interference, settings.frame,
+                            None if settings.nr is None else settings.nr.tables[d])
+                     for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
+        #: under the NR abstraction, each client's uplink goodput on 1..N blocks, quiet
+        self._goodput: dict[int, np.ndarray] = {}
+        if settings.nr is not None:
+            self._refuse_undecodable()
+
+    def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
+        """(clients, blocks 1..N) each client's SNR a block on its serving cell with n blocks
+        and no interference (dB): on the uplink its power (power_w) spread over them, on the
+        downlink the base station's a block, the same for every n. One client's row alone
+        where `client` is given."""
+        s, gain = self.settings, np.asarray(self.cell.gain_linear, float)
+        if client is not None:
+            gain = gain[[client]]
+        n = np.arange(1, s.blocks[direction] + 1, dtype=float)
+        noise_w = s.noise_w_per_hz(direction) * s.block_hz
+        if direction is Direction.DOWNLINK:
+            per_block_w = np.full((len(gain), len(n)), s.bs_tx_power_w / s.blocks[direction])
+        elif s.power_control is None:
+            per_block_w = s.client_tx_power_w / n[None, :] + np.zeros((len(gain), 1))
+        else:
+            p0_dbm, alpha = s.power_control
+            dbm = channel.nr.uplink_tx_power_dbm(-10.0 * np.log10(gain)[:, None], n[None, :],
+                                                 p0_dbm, alpha,
+                                                 float(channel.w_to_dbm(s.client_tx_power_w)))
+            per_block_w = channel.dbm_to_w(dbm) / n[None, :]
+        return 10.0 * np.log10(per_block_w * gain[:, None] / noise_w)
+
+    def _uplink_blocks(self, k: int, granted: int) -> int:
+        """Under the NR link abstraction, the blocks a client's uploads use of the `granted`:
+        the number (at most those) whose goodput with no interference is the highest, its
+        power spread over them: a power-limited client at the cell edge sends on fewer
+        blocks at a decodable SINR rather than on all at none (the largest such number
+        where several give the same goodput)."""
+        goodput = self._goodput.get(k)
+        if goodput is None:
+            assert self.settings.nr is not None
+            tables = self.settings.nr.tables[Direction.UPLINK]
+            snr = 10.0 ** (self.best_snr_db(Direction.UPLINK, k)[0] / 10.0)
+            goodput = self._goodput[k] = np.array(
+                [tables.goodput_bps(np.full(n, snr[n - 1])) for n in range(1, len(snr) + 1)])
+        best = goodput[:granted]
+        return int(np.flatnonzero(best == best.max())[-1]) + 1
+
+    def _refuse_undecodable(self) -> None:
+        """Under the NR link abstraction every client must decode some MCS on some number of
+        blocks with no interference, in each direction: else its transfers would never end.
+        ValueError naming the first such clients at the drop."""
+        assert self.settings.nr is not None
+        for direction, tables in self.settings.nr.tables.items():
+            snr_db = self.best_snr_db(direction)
+            lowest = tables.lowest_sinr_db()[1:]
+            never = np.flatnonzero(~(snr_db >= lowest[None, :]).any(axis=1))
+            if len(never):
+                best = snr_db[never].max(axis=1)
+                names = ", ".join(f"{k} ({b:.1f} dB)" for k, b in
+                                  zip(never[:5].tolist(), best[:5].tolist(), strict=True))
+                raise ValueError(
+                    f"network.link_abstraction: nr: {len(never)} client(s) can decode no MCS "
+                    f"of the {self.settings.nr.mcs_table} table on the {direction.value} even "
+                    f"without interference, on any number of blocks (best SNR a block): "
+                    f"{names}; the table's lowest MCS needs {lowest.min():.2f} dB at "
+                    f"bler_target {tables.bler_target:g}. More power, the 64qam table, a "
+                    f"higher bler_target or a smaller layout.isd_m would let them")
 
     # --- what the protocols ask of a link ---------------------------------------------
     def stream_states(self) -> dict[str, dict[int, dict]]:
@@ -131,6 +215,9 @@ class NetworkLink:
                 part = demand.subset(mine)
                 shares = self.allocator.allocate_hz(total * block_hz, part)
                 blocks = channel.network.whole_blocks(shares, total, block_hz)
+                if self.settings.nr is not None and direction is Direction.UPLINK:
+                    blocks = np.array([self._uplink_blocks(k, n) for k, n in zip(
+                        part.client_ids.tolist(), blocks.tolist(), strict=True)], np.int64)
                 first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
                 for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
                                    strict=True):
@@ -180,7 +267,8 @@ class NetworkLink:
         return AirRecord(self.air_rows, AirSettings(
             {d.value: n for d, n in s.blocks.items()}, s.block_hz,
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
-            self.net.coupling_linear, s.frame))
+            self.net.coupling_linear, s.frame,
+            None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()}))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -240,7 +328,8 @@ class NetworkLink:
         if direction is Direction.UPLINK:
             def after_air(crossed: Flow) -> None:
                 free(start)
-                self._cross_backhaul(backhaul, bits, lambda s: record(crossed, s))
+                self._after_harq(crossed, lambda: self._cross_backhaul(
+                    backhaul, bits, lambda s: record(crossed, s)))
             duplexing = self.settings.duplexing
             if duplexing is not None and duplexing.k2_s > 0:   # the grant comes K2 later
                 granted = self.env.timeout(duplexing.k2_s)
@@ -251,12 +340,21 @@ class NetworkLink:
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
-                record(crossed, backhaul_s)
+                self._after_harq(crossed, lambda: record(crossed, backhaul_s))
 
             def after_backhaul(backhaul_s: float) -> None:
                 air.add(Flow(bits, self.env.now,
                              lambda crossed: after_downlink_air(crossed, backhaul_s)), *on_air)
             self._cross_backhaul(backhaul, bits, after_backhaul)
+
+    def _after_harq(self, crossed: Flow, then: Callable[[], None]) -> None:
+        """`then()` once the transfer's last transport block has been decoded: at once with
+        Shannon rates, else after its expected HARQ retransmissions (NrLink.tail_s)."""
+        tail_s = 0.0 if self.settings.nr is None else self.settings.nr.tail_s(crossed.tbler)
+        if tail_s <= 0.0:
+            then()
+            return
+        self.env.timeout(tail_s).callbacks.append(lambda _: then())
 
     def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
         if self.settings.backhaul is None:
@@ -299,9 +397,16 @@ class NetworkLink:
                 interference_w = air.interference_area / air_s
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
-        self.transfer_rows.append((len(self.log), blocks * self.settings.block_hz, rate, 1,
-                                   float(self.cell.gain_linear[k]), power_w,
-                                   10.0 * math.log10(sinr), interference_dbm, backhaul_s))
+        row: tuple = (len(self.log), blocks * self.settings.block_hz, rate, 1,
+                      float(self.cell.gain_linear[k]), power_w, 10.0 * math.log10(sinr),
+                      interference_dbm, backhaul_s)
+        nr = self.settings.nr
+        if nr is not None:    # NR_TRANSFER_COLUMNS: the MCS and TBLER over the time it sent
+            slot_s = nr.tables[direction].slot_s
+            sending = air.sending_s
+            row += ((air.mcs_area / sending, air.tbler_area / sending) if sending > 0
+                    else (math.nan, math.nan)) + (sending / slot_s, nr.tail_s(air.tbler))
+        self.transfer_rows.append(row)
         self.air_rows.append((len(self.log), c, direction.value, first, blocks, air.start,
                               air.end))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)

@@ -20,7 +20,8 @@ class Flow:
     transfer's record needs once it has crossed (its pool keeps the numbers in flight)."""
 
     __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
-                 "sinr_area", "interference_area", "varied", "held_s")
+                 "sinr_area", "interference_area", "varied", "held_s", "mcs_area",
+                 "tbler_area", "sending_s", "tbler")
 
     def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
         self.bits, self.start, self.done = bits, start, done
@@ -30,6 +31,10 @@ class Flow:
         self.held_s = math.nan
         self.sinr_area = self.interference_area = 0.0
         self.varied = False
+        #: under the NR link abstraction (scala_netsim.sim.air): the integrals of its MCS and
+        #: TBLER over the time it sent, that time, and its TBLER at its end
+        self.mcs_area = self.tbler_area = self.sending_s = 0.0
+        self.tbler = math.nan
 
 
 #: what a pool's rate function gives for its flows in flight: rate (bit/s), SINR (linear)
