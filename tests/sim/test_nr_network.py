@@ -12,7 +12,6 @@ import pytest
 
 from channel import Direction
 from scala_netsim import load_scenario
-from scala_netsim.config.scenario import ScenarioError
 
 pytest.importorskip("sionna.sys", reason="the optional extra [sionna] (Python 3.11+)")
 pytestmark = pytest.mark.slow     # Sionna's tables: about 5 s to build, once a process
@@ -138,23 +137,6 @@ def test_a_power_limited_client_sends_on_fewer_blocks_than_granted(make_run):
         granted = int(round(down.loc[k, "bandwidth_hz"] / link.settings.block_hz))
         goodput = [tables.goodput_bps(np.full(m, snr[m - 1])) for m in range(1, granted + 1)]
         assert goodput[n - 1] == max(goodput) > goodput[granted - 1]
-
-
-@pytest.mark.parametrize("overrides, message", [
-    ({"bler_target": 0.0}, "bler_target"),
-    ({"bler_target": 1.0}, "bler_target"),
-    ({"harq_max_transmissions": 0}, "harq_max_transmissions"),
-    ({"mcs_table": "1024qam"}, "mcs_table"),
-    ({"link_abstraction": "lte"}, "link_abstraction"),
-])
-def test_bad_nr_keys_are_refused_naming_the_field(overrides, message):
-    with pytest.raises(ScenarioError, match=message):
-        load_scenario("scenarios/quickstart.yaml", {"network": {**NR, **overrides}})
-
-
-def test_nr_in_the_paper_cell_is_refused():
-    with pytest.raises(ScenarioError, match="link_abstraction: nr is the network's"):
-        load_scenario("scenarios/quickstart.yaml", {"network": {"link_abstraction": "nr"}})
 
 
 def test_harq_waits_longer_with_more_transmissions_allowed():

@@ -1,0 +1,34 @@
+"""The NR link abstraction's keys (issue 49) where Sionna is not installed: `nr` is refused
+naming the key, what it needs and how to install it; `shannon` (the default) needs nothing."""
+
+import pytest
+
+import channel
+from scala_netsim import load_scenario
+from scala_netsim.config.scenario import ScenarioError
+
+NETWORK = {"layout": {"kind": "hexagonal", "sites": 1, "sectors": 3},
+           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9}
+
+
+def test_nr_without_sionna_is_refused_saying_what_to_install(monkeypatch):
+    monkeypatch.setattr(channel.nr_link, "have_sionna", lambda: False)
+    with pytest.raises(ScenarioError, match=r"link_abstraction: nr reads Sionna's tables, "
+                                            r"which are not installed: pip install"):
+        load_scenario("scenarios/quickstart.yaml",
+                      {"network": {**NETWORK, "link_abstraction": "nr"}})
+    scenario = load_scenario("scenarios/quickstart.yaml", {"network": NETWORK})
+    assert scenario.network.link_abstraction == "shannon"
+
+
+@pytest.mark.parametrize("key, value", [("bler_target", 0.0), ("bler_target", 1.0),
+                                        ("bler_target", -0.1), ("harq_max_transmissions", 0),
+                                        ("harq_rtt_slots", 0), ("mcs_table", "1024qam")])
+def test_bad_nr_values_are_refused_naming_the_field(key, value):
+    with pytest.raises(ScenarioError, match=rf"network\.{key}"):
+        load_scenario("scenarios/quickstart.yaml", {"network": {**NETWORK, key: value}})
+
+
+def test_nr_in_the_paper_cell_is_refused():
+    with pytest.raises(ScenarioError, match="link_abstraction: nr is the network's"):
+        load_scenario("scenarios/quickstart.yaml", {"network": {"link_abstraction": "nr"}})
