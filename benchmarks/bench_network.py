@@ -4,7 +4,7 @@ FedAvg in a 19-site, 3-sector 38.901 UMa network (57 cells, wraparound, interfer
 clients, measured side by side in this one run.
 
     python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
-        [--duplex fdd|tdd|both]
+        [--duplex fdd|tdd|both] [--nr-round-robin]
 
 Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
 CPU time (the first round meters each new batch size for real: its time is given apart),
@@ -12,7 +12,10 @@ transfers and events recorded, events per CPU second over the rounds after the f
 time of this process: the machine's other work does not count), and how many times the
 network's CPU time a round is the single cell's; the peak resident memory so far. Each client takes
 `--batch-per-client` samples a step (B = that x the round's clients), as a fixed B = 320
-cannot be shared by 570 clients.
+cannot be shared by 570 clients. `--nr-round-robin` adds the network with all of issue 49 on
+(a TDD frame, the NR link abstraction, the round-robin scheduler) and prints its events per
+CPU second against the plain network's; both networks then radiate 46 dBm a cell (at 1 W
+some clients decode nothing under NR, and are refused).
 """
 
 from __future__ import annotations
@@ -31,8 +34,14 @@ from scala_netsim.runner.world import build_world, scenario_dataset
 NETWORK = ["network.pathloss=3gpp_38901_uma", "network.interference=true"]
 
 
+#: issue 49's three at once, and the power a cell radiates for it
+ALL_THREE = ["network.duplex=tdd", "network.link_abstraction=nr",
+             "network.scheduler=round_robin"]
+MACRO_POWER = ["network.bs_tx_power_w=40"]
+
+
 def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
-              network: bool, duplex: str = "fdd") -> dict:
+              network: bool, duplex: str = "fdd", extra: tuple[str, ...] = ()) -> dict:
     clients = 100 * 3 * sites
     participants = round(0.1 * clients)
     overrides = [f"data.num_clients={clients}", "training.participation=0.1",
@@ -42,7 +51,7 @@ def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
     if network:
         overrides += NETWORK + [f"network.layout={{kind: hexagonal, sites: {sites}, "
                                 f"isd_m: 500, sectors: 3, wraparound: true}}"]
-    scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides)
+    scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides + list(extra))
     start = time.perf_counter()
     world = build_world(scenario, scenario_dataset(scenario, "cpu"))
     run = Run(scenario, algorithm, world, torch.device("cpu"))
@@ -73,7 +82,13 @@ def main() -> None:
     parser.add_argument("--duplex", default="fdd", choices=("fdd", "tdd", "both"),
                         help="paired bands, a TDD frame (DDDSU 10:2:2) for both layouts, or "
                              "the network under both (the cell then paired)")
+    parser.add_argument("--nr-round-robin", action="store_true",
+                        help="the plain network against the network with TDD, the NR link "
+                             "abstraction and round robin (issue 49), both at 46 dBm a cell")
     args = parser.parse_args()
+    if args.nr_round_robin:
+        nr_round_robin(args)
+        return
     torch.set_num_threads(2)
     for algorithm in args.algorithms.split(","):
         results = {}
@@ -100,6 +115,28 @@ def main() -> None:
             ratio = results[True, "tdd"]["rest_s"] / results[True, "fdd"]["rest_s"]
             print(f"{algorithm}: the network's TDD rounds took {ratio:.2f}x its paired bands' "
                   f"CPU time", flush=True)
+
+
+def nr_round_robin(args: argparse.Namespace) -> None:
+    """The plain network against the network with issue 49's three on, side by side."""
+    for algorithm in args.algorithms.split(","):
+        results = {}
+        for label, duplex, extra in (("plain", "fdd", MACRO_POWER),
+                                     ("tdd + nr + round_robin", "tdd",
+                                      MACRO_POWER + ALL_THREE[1:])):
+            r = results[label] = timed_run(algorithm, args.sites, args.rounds,
+                                           args.batch_per_client, True, duplex, tuple(extra))
+            print(f"{algorithm}, {args.sites} sites x 3 sectors, {label}: {r['clients']:,} "
+                  f"clients, {r['participants']} a round, {args.rounds} rounds: setup "
+                  f"{r['setup_s']:.1f} s, first round {r['first_s']:.1f} s, rounds "
+                  f"2-{args.rounds} {r['rest_s']:.2f} CPU s for {r['events']:,} events "
+                  f"({r['transfers']:,} transfers) = {r['events_per_s']:,.0f} events per CPU "
+                  f"s; simulated {r['sim_s']:.1f} s; invariant problems {r['problems']}; peak "
+                  f"RSS {r['peak_rss_MB']:,.0f} MB", flush=True)
+        plain, three = results["plain"], results["tdd + nr + round_robin"]
+        print(f"{algorithm}: events per CPU s with TDD, NR and round robin "
+              f"{three['events_per_s'] / plain['events_per_s']:.2f}x the plain network's "
+              f"(CPU time a round {three['rest_s'] / plain['rest_s']:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":

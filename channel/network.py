@@ -219,6 +219,30 @@ def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
     return Rates(rate, np.where(quiet, snr, mean_sinr), interference_w)
 
 
+def round_robin_shares(total: int, caps: list[int]) -> list[int]:
+    """A round-robin scheduler's whole blocks for the transfers in progress in a cell, in the
+    order they joined: `total` split in equal shares (the first total mod k one block more),
+    none above its transfer's cap (the most it can use), what a capped transfer leaves split
+    again among the others; at most `total` transfers (each gets one block or more). Blocks
+    are left only when every transfer holds its cap."""
+    if len(caps) > total:
+        raise ValueError(f"{len(caps)} transfers for {total} blocks: at most one each")
+    out = [0] * len(caps)
+    left, open_ = total, list(range(len(caps)))
+    while open_ and left > 0:
+        each, extra = divmod(left, len(open_))
+        still, given = [], 0
+        for j, i in enumerate(open_):
+            g = min(each + (j < extra), caps[i] - out[i])
+            out[i] += g
+            given += g
+            if out[i] < caps[i]:
+                still.append(i)
+        left -= given
+        open_ = still
+    return out
+
+
 @dataclass(frozen=True)
 class LinkLosses:
     """What each client's links to the sites drew (clients x sites, or per client): the basic

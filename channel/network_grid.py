@@ -116,6 +116,41 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
 
 
 @numba.njit(cache=True)
+def release(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
+            flows: np.ndarray) -> None:
+    """Slot h gives up its blocks (a scheduler moves it): its bits and integrals taken up to
+    `now` at its rate, its blocks freed (dirty); it keeps its bits to go (`regrant` gives it
+    others)."""
+    advance(h, now, flows)
+    first = ints[h, FIRST]
+    for b in range(first, first + ints[h, COUNT]):
+        holder[ints[h, CELL], b] = -1
+        dirty[b] = True
+    ints[h, COUNT] = 0
+
+
+@numba.njit(cache=True)
+def regrant(h: int, first: int, count: int, power_w: float, gain: float,
+            holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
+            flows: np.ndarray) -> bool:
+    """Slot h, released, takes blocks first..first+count-1 of its cell, radiating `power_w`
+    over them; False (and nothing changed) if a block is not free or not in the band."""
+    cell = ints[h, CELL]
+    if count < 1 or first < 0 or first + count > holder.shape[1]:
+        return False
+    for b in range(first, first + count):
+        if holder[cell, b] >= 0:
+            return False
+    for b in range(first, first + count):
+        holder[cell, b] = h
+        dirty[b] = True
+    ints[h, FIRST], ints[h, COUNT] = first, count
+    flows[h, PER_BLOCK_W] = power_w / count
+    flows[h, SIGNAL] = flows[h, PER_BLOCK_W] * gain
+    return True
+
+
+@numba.njit(cache=True)
 def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
           flows: np.ndarray) -> tuple[tuple[float, float, float, float, float, bool],
                                       tuple[float, float, float, float]]:

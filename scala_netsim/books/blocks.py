@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 import channel
-from scala_netsim.core.columns import AIR_COLUMNS
+from scala_netsim.core.columns import AIR_COLUMNS, AIR_SHARED_COLUMNS
 
 
 def block_problems(block_rows: Sequence[tuple], blocks: Mapping[str, int]) -> list[str]:
@@ -64,9 +64,41 @@ def turn_problems(shared_rows: Sequence[tuple], turn_rows: Sequence[tuple],
     return problems
 
 
+def air_columns(air_rows: Sequence[tuple]) -> tuple[str, ...]:
+    """The air record's columns: AIR_SHARED_COLUMNS under a round-robin scheduler (its rows
+    are stretches with their power and cap), else AIR_COLUMNS."""
+    shared = len(air_rows) > 0 and len(air_rows[0]) == len(AIR_SHARED_COLUMNS)
+    return AIR_SHARED_COLUMNS if shared else AIR_COLUMNS
+
+
 def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
     """The air record's rows as a table (air.csv)."""
-    return pd.DataFrame(list(air_rows), columns=list(AIR_COLUMNS))
+    return pd.DataFrame(list(air_rows), columns=list(air_columns(air_rows)))
+
+
+def round_robin_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
+    """A round-robin air record (AIR_SHARED_COLUMNS) is work-conserving: between every two
+    consecutive starts and ends of its stretches, each cell's transfers on the air in a
+    direction hold min(the cell's blocks, the sum of their caps) blocks: never more than the
+    cell has, and none idle while one of them could use it."""
+    problems: list[str] = []
+    for (direction, cell), rows in air.groupby(["direction", "cell"], sort=True):
+        start, end = rows["start_s"].to_numpy(), rows["end_s"].to_numpy()
+        count, cap = rows["blocks"].to_numpy(), rows["cap_blocks"].to_numpy()
+        instants = np.unique(np.concatenate([start, end]))
+        for t0, t1 in zip(instants[:-1].tolist(), instants[1:].tolist(), strict=True):
+            on = (start <= t0) & (end >= t1) & (end > start)
+            if not on.any():
+                continue
+            held, wanted = int(count[on].sum()), min(blocks[str(direction)], int(cap[on].sum()))
+            if held != wanted:
+                what = "idle" if held < wanted else "more than the cell has"
+                problems.append(f"cell {cell}'s {direction} blocks in [{t0:.9g}, {t1:.9g}) s: "
+                                f"{held} held by {int(on.sum())} transfers, {wanted} due "
+                                f"({wanted - held} {what})")
+                if len(problems) >= 5:
+                    return problems
+    return problems
 
 
 def air_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
@@ -155,6 +187,8 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
     rounding allows them to differ by (each interval's rate times a unit in the last place of
     its ends: a transfer of microseconds at a clock of minutes has few exact digits)."""
     start, end = air["start_s"].to_numpy(), air["end_s"].to_numpy()
+    if "tx_power_w" in air:                # round robin: each stretch's own power
+        power_w = air["tx_power_w"].to_numpy(float)
     cell, first = air["cell"].to_numpy(), air["first_block"].to_numpy()
     count = air["blocks"].to_numpy()
     direction = str(air["direction"].iloc[0])
@@ -195,7 +229,13 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
                      recorded=moved["rate_bps"].to_numpy(float))
     for (_, direction), rows in air.groupby(["round", "direction"], sort=True):
         bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
-                        direction == channel.Direction.UPLINK.value, settings)
+                               direction == channel.Direction.UPLINK.value, settings)
+        # a transfer's stretches (round robin) summed: its bits over its whole air time
+        each = rows.assign(bits=bits, slack=slack).groupby("event_index", sort=False).agg(
+            bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
+            end_s=("end_s", "max"), payload=("payload", "first"),
+            recorded=("recorded", "first")).reset_index()
+        rows, bits, slack = each, each["bits"].to_numpy(), each["slack"].to_numpy()
         recorded = rows["recorded"].to_numpy() * settings.held_s(
             str(direction), rows["start_s"].to_numpy(), rows["end_s"].to_numpy())
         for label, got in (("payload", rows["payload"].to_numpy()),

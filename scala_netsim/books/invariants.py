@@ -113,7 +113,7 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
               transfers: pd.DataFrame, band_hz: dict[str, float],
               pipelined_clients: bool = False, radio: RadioSettings | None = None,
               slots: bool = False, band_grants: pd.DataFrame | None = None,
-              duplexing: Duplexing | None = None) -> list[str]:
+              duplexing: Duplexing | None = None, per_instant: bool = False) -> list[str]:
     """Problems found (empty when the run's books balance).
 
     `events` and `rounds` are events.csv and rounds.csv; `grants` has one row per (round,
@@ -141,13 +141,16 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     `band_grants` (a network's: scala_netsim.sim.network_link.NetworkLink.band_grant_rows,
     where a block that clients take in turns counts once) are the grants summed over the band
     in place of `grants`; the events' sub-bands are then not summed over the band either (the
-    link's own books check every cell's blocks, instant by instant).
+    link's own books check every cell's blocks, instant by instant). With `per_instant` (a
+    network's round-robin scheduler) there are no grants for a round to match: a transfer's
+    blocks change while it is on the air, and its air record is checked block by block.
     """
     problems = _clock_and_overlap_problems(events, rounds, pipelined_clients)
     if not slots:
         problems.extend(_band_problems(grants if band_grants is None else band_grants,
                                        band_hz))
-    problems.extend(_transfer_problems(events, grants, transfers, match_grants=not slots,
+    problems.extend(_transfer_problems(events, grants, transfers,
+                                       match_grants=not (slots or per_instant),
                                        duplexing=duplexing))
     problems.extend(_sum_problems(events, rounds))
     if radio is not None:

@@ -310,6 +310,11 @@ class NetworkConfig(Strict):
     mcs_table: Literal["256qam", "64qam"] = "256qam"
     harq_max_transmissions: int = Field(default=4, ge=1)
     harq_rtt_slots: int | None = Field(default=None, ge=1)
+    # how a cell's blocks are handed out: `static`, to each client of the round for the round
+    # (the allocator's shares), or `round_robin`, instant by instant among the transfers in
+    # progress (work-conserving: a client with nothing to send holds nothing)
+    # (`proportional_fair` is refused: without per-block fading it would be round robin)
+    scheduler: Literal["static", "round_robin", "proportional_fair"] = "static"
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -379,6 +384,20 @@ class NetworkConfig(Strict):
         if not channel.nr_link.have_sionna():
             raise ValueError(f"link_abstraction: nr reads Sionna's tables, which are not "
                              f"installed: {channel.nr_link.INSTALL}; or use shannon")
+        return self
+
+    @model_validator(mode="after")
+    def _a_scheduler_of_the_network(self) -> NetworkConfig:
+        if self.scheduler == "proportional_fair":
+            raise ValueError("scheduler: proportional_fair ranks a cell's transfers by their "
+                             "rate on each block against their past rate; with no per-block "
+                             "fading (a network has none: fading.kind none) every block of a "
+                             "transfer has the same SINR and it gives round_robin's shares; "
+                             "use 'static' or 'round_robin'")
+        if self.scheduler != "static" and self.layout.kind == "single":
+            raise ValueError(f"scheduler: {self.scheduler} hands out a network's resource "
+                             f"blocks (network.layout.kind: hexagonal, sites: 1 for one "
+                             f"cell); the single layout, the paper's cell, is static only")
         return self
 
     @model_validator(mode="after")

@@ -48,6 +48,10 @@ DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compu
 #: [first_block, first_block + blocks) and [start_s, end_s); with the events' powers and the
 #: network's gains, every rate can be derived again from it (books.blocks.air_rate_problems)
 AIR_COLUMNS = ("event_index", "cell", "direction", "first_block", "blocks", "start_s", "end_s")
+#: under a round-robin scheduler (network.scheduler) a transfer's blocks change while it is
+#: on the air: one row per stretch of constant blocks, with the power it radiated over them
+#: and the most blocks it could use (its cap: books.blocks.round_robin_problems)
+AIR_SHARED_COLUMNS = (*AIR_COLUMNS, "tx_power_w", "cap_blocks")
 
 # --- rounds.csv --------------------------------------------------------------------------
 #: what each event kind adds up to in a round (its bytes or FLOPs)

@@ -15,6 +15,7 @@ from scala_netsim.books.blocks import (
     air_problems,
     air_rate_problems,
     air_rate_work,
+    round_robin_problems,
 )
 from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.books.invariants import (
@@ -72,13 +73,17 @@ def run_problems(run: Checked) -> list[str]:
                          band_hz, run.protocol.pipelined_clients, run.radio_settings(),
                          slots=run.driver.slots,
                          band_grants=None if band_rows is None else grants_frame(band_rows),
-                         duplexing=run.duplexing())
+                         duplexing=run.duplexing(),
+                         per_instant=getattr(getattr(run.link, "settings", None), "scheduler",
+                                             "static") == "round_robin")
     problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
     problems.extend(run.link.problems())
     air = run.link.air_record()
     if air is not None:
         frame = air_frame(air.rows)
         problems.extend(air_problems(frame, air.settings.blocks))
+        if "cap_blocks" in frame:           # round robin: work-conserving, instant by instant
+            problems.extend(round_robin_problems(frame, air.settings.blocks))
         rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
         if air_rate_work(frame, rounds) <= AIR_RATES_CHECKED_UP_TO:
             problems.extend(air_rate_problems(frame, events, air.settings))

@@ -150,8 +150,11 @@ class Run:
             return float(channel.dbm_to_w(net.noise_psd_dbm_per_hz + figure_db))
 
         return RadioSettings(noise_psd_w_per_hz=noise(net.bs_noise_figure_db),
+                             # (events' rates: Shannon's at their SNR where nothing
+                             # interfered, unless NR's or a round robin's changing blocks)
                              shannon_rates=(net.link.mode == "adaptive"
-                                            and net.link_abstraction == "shannon"),
+                                            and net.link_abstraction == "shannon"
+                                            and net.scheduler == "static"),
                              energy_coefficient=self.scenario.compute.energy_coefficient,
                              flops_per_s=self.world.cell.flops_per_s,
                              downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))

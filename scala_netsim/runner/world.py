@@ -188,7 +188,7 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
         interference=net.interference,
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
         backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps),
-        duplexing=duplexing(scenario), nr=nr_link(scenario))
+        duplexing=duplexing(scenario), nr=nr_link(scenario), scheduler=net.scheduler)
 
 
 #: the HARQ round trip with paired bands where network.harq_rtt_slots is not given (slots)

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
+from scala_netsim.books.blocks import air_columns
 from scala_netsim.config.scenario import Scenario, scenario_yaml
-from scala_netsim.core.columns import AIR_COLUMNS, DEMAND_COLUMNS
+from scala_netsim.core.columns import DEMAND_COLUMNS
 from scala_netsim.core.files import (
     AIR_CSV,
     CELLS_CSV,
@@ -95,7 +96,7 @@ class RunWriter:
         write_rows_csv(self.folder / DEMANDS_CSV, DEMAND_COLUMNS, run.log.demands)
         air = run.link.air_record()
         if air is not None:
-            write_rows_csv(self.folder / AIR_CSV, AIR_COLUMNS, air.rows)
+            write_rows_csv(self.folder / AIR_CSV, air_columns(air.rows), air.rows)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing

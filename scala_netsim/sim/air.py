@@ -11,20 +11,46 @@ Under a TDD frame (channel.tdd) the air runs on its direction's symbol time tau 
 time of the direction's symbols since 0: the kernels integrate rates over tau, which stands
 still outside the direction's symbols, and a transfer's end at tau_end is the instant
 U^-1(tau_end), the earliest at which that much symbol time has passed. Without one, tau = t,
-the same numbers to the bit."""
+the same numbers to the bit.
+
+Blocks are handed out in one of two ways. `add` takes the blocks the link granted the
+transfer for the round (the static scheduler). `add_shared` (round robin, work-conserving)
+leaves them to the air: at every instant a cell's blocks are split among its transfers in
+progress (channel.network.round_robin_shares: whole blocks, equal shares in the order they
+joined, none above a transfer's cap), split again whenever one starts or ends; a transfer
+that finds as many transfers in progress as blocks waits, first come first served, for the
+next block to come free (the time shares of a slot scheduler are not modelled). Each
+transfer's blocks over time are its `stretches`."""
 
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
 from channel import Direction
+from channel import network as channel_network
 from channel import network_grid as grid
 from channel.nr_link import LinkTables
 from channel.tdd import TddFrame
 from scala_netsim.sim.pool import Flow
+
+
+@dataclass
+class Shared:
+    """A round-robin transfer's terms: its flow, client, cell, receive gain, the power it
+    radiates on n blocks (`power_w(n)`) and the most blocks it can use (`cap`)."""
+
+    flow: Flow
+    client: int
+    cell: int
+    gain: float
+    power_w: Callable[[int], float]
+    cap: int
 
 
 class Air:
@@ -56,11 +82,17 @@ class Air:
         self._flow: list[Flow | None] = [None] * capacity
         self._tau_start = [0.0] * capacity
         self._free = list(range(capacity - 1, -1, -1))
-        self._joined = 0
+        self._joined = self._last_joined = 0
         self._used = 0          # the slots the scans read: those up to the last ever used
         self._changed = self._settling = False
         self._wake: simpy.Event | None = None
         self._wake_at = math.inf
+        self.num_blocks = num_blocks
+        #: round robin: each cell's transfers on the air (slots, in the order they joined),
+        #: those waiting for a block, and each slot's terms
+        self._on_cell: dict[int, list[int]] = {}
+        self._waiting: dict[int, deque[Shared]] = {}
+        self._shared: dict[int, Shared] = {}
 
     def tau(self, t: float) -> float:
         """The direction's symbol time at instant t (t itself without a frame)."""
@@ -88,6 +120,7 @@ class Air:
             raise RuntimeError(f"client {client}'s transfer asks for blocks {first}.."
                                f"{first + count - 1} of cell {cell}, not all free in its band")
         self._free.pop()
+        self._last_joined = h
         self._tau_start[h] = now
         self._joined += 1
         self._used = max(self._used, h + 1)
@@ -96,6 +129,51 @@ class Air:
         if not self._settling:        # once, after every start of this instant
             self._settling = True
             self.env.timeout(0).callbacks.append(self._settle_instant)
+
+    def add_shared(self, shared: Shared) -> None:
+        """A round-robin transfer joins its cell now: the cell's blocks are split again among
+        its transfers in progress (see the module's docstring)."""
+        shared.flow.stretches = []
+        self._waiting.setdefault(shared.cell, deque()).append(shared)
+        self._reassign(shared.cell)
+        self._changed = True
+        if not self._settling:
+            self._settling = True
+            self.env.timeout(0).callbacks.append(self._settle_instant)
+
+    def _reassign(self, cell: int) -> None:
+        """Cell's blocks split again among its transfers on the air and those waiting that
+        now fit (one block each at least): every slot whose blocks change gives them up, then
+        all take their new ones, contiguous in the order they joined."""
+        on = self._on_cell.setdefault(cell, [])
+        waiting = self._waiting.get(cell, deque())
+        admitted = [waiting.popleft() for _ in range(min(len(waiting),
+                                                         self.num_blocks - len(on)))]
+        terms = [self._shared[h] for h in on] + admitted
+        counts = channel_network.round_robin_shares(self.num_blocks, [t.cap for t in terms])
+        firsts = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+        now, t = self.tau(self.env.now), self.env.now
+        moved = [i for i, h in enumerate(on)
+                 if (self.ints[h, grid.FIRST], self.ints[h, grid.COUNT]) != (firsts[i],
+                                                                            counts[i])]
+        for i in moved:
+            grid.release(on[i], now, self.holder, self.dirty, self.ints, self.flows)
+            terms[i].flow.stretches[-1][3] = t
+        for i in moved:
+            term = terms[i]
+            power_w = term.power_w(counts[i])
+            if not grid.regrant(on[i], firsts[i], counts[i], power_w, term.gain, self.holder,
+                                self.dirty, self.ints, self.flows):
+                raise RuntimeError(f"round robin: cell {cell}'s blocks {firsts[i]}.."
+                                   f"{firsts[i] + counts[i] - 1} not free")
+            term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
+        for i, term in enumerate(admitted, start=len(on)):
+            power_w = term.power_w(counts[i])
+            self.add(term.flow, term.client, cell, firsts[i], counts[i], power_w, term.gain)
+            h = self._last_joined
+            self._shared[h] = term
+            on.append(h)
+            term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
 
     def _settle_instant(self, _: simpy.Event) -> None:
         self._settling = False
@@ -164,6 +242,15 @@ class Air:
             # rounding left a sliver of bits when the clock can move no closer: it ends now
             order = [first]
         done = [self._finish(h) for h in order]
+        cells = []                           # round robin: the cells' blocks split again
+        for h in order:
+            term = self._shared.pop(h, None)
+            if term is not None:
+                self._on_cell[term.cell].remove(h)
+                term.flow.stretches[-1][3] = self.env.now
+                cells.append(term.cell)
+        for cell in dict.fromkeys(cells):
+            self._reassign(cell)
         self._settle()
         for f in done:
             f.done(f)

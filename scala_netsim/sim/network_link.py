@@ -15,6 +15,11 @@ time (a download from the moment the server sends it, across the backhaul). The 
 shares are not used in such a cell. This stands for a slot scheduler: round robin would share
 the block slot by slot, and the last transfer on a block would end at the same time.
 
+That is the static scheduler (`scheduler: static`), whose blocks a client holds for the round,
+idle or not. Under `round_robin` nothing is granted for the round: the air splits each cell's
+blocks among the transfers in progress, instant by instant (scala_netsim.sim.air.Air.
+add_shared), and a transfer's row records its blocks and power averaged over its air time.
+
 It offers what the synchronous protocols ask of scala_netsim.sim.link.WirelessLink (rounds,
 uploads, downloads, the grant and transfer books); each transfer row adds the time-averaged
 SINR and interference of its air time and the time it spent on the backhaul."""
@@ -35,7 +40,7 @@ from channel.tdd import TddFrame
 from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
 from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.core.events import EventKind, EventLog
-from scala_netsim.sim.air import Air
+from scala_netsim.sim.air import Air, Shared
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
@@ -76,6 +81,9 @@ class NetworkSettings:
     downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
     duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
     nr: NrLink | None = None             # the NR link abstraction; None: Shannon rates
+    #: `static`: each client's blocks granted for the round; `round_robin`: split instant by
+    #: instant among the transfers in progress (scala_netsim.sim.air)
+    scheduler: str = "static"
 
     @property
     def frame(self) -> TddFrame | None:
@@ -166,6 +174,15 @@ class NetworkLink:
         best = goodput[:granted]
         return int(np.flatnonzero(best == best.max())[-1]) + 1
 
+    def _cap(self, direction: Direction, k: int) -> int:
+        """The most blocks client k's transfers use under round robin: all the cell's, but
+        under the NR abstraction an upload's the number with the best goodput
+        (`_uplink_blocks`)."""
+        total = self.settings.blocks[direction]
+        if self.settings.nr is None or direction is Direction.DOWNLINK:
+            return total
+        return self._uplink_blocks(k, total)
+
     def _refuse_undecodable(self) -> None:
         """Under the NR link abstraction every client must decode some MCS on some number of
         blocks with no interference, in each direction: else its transfers would never end.
@@ -200,6 +217,8 @@ class NetworkLink:
         contiguous from block 0 in the order of the demand; in a cell with more clients than
         blocks, one block each, taken in turns (`_share_blocks`)."""
         self.round = round_
+        if self.settings.scheduler == "round_robin":   # nothing held between transfers
+            return
         block_hz = self.settings.block_hz
         for direction, demand in demands.items():
             total = self.settings.blocks[direction]
@@ -311,15 +330,24 @@ class NetworkLink:
         air; `free(its start)` when its air time is over; `ended` fires when it has crossed
         both."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
-        first, blocks = self._blocks[direction][k]
-        c = int(self.net.serving[k])
-        power_w = self.power_w(direction, k, blocks)
+        c, gain = int(self.net.serving[k]), float(self.cell.gain_linear[k])
+        air = self._air[direction]
+        if self.settings.scheduler == "round_robin":   # the air hands out the blocks
+            first, blocks, power_w = -1, 0, math.nan      # (its stretches say, at its end)
+            shared = (k, c, gain, lambda n: self.power_w(direction, k, n),
+                      self._cap(direction, k))
+
+            def join(flow: Flow) -> None:
+                air.add_shared(Shared(flow, *shared))
+        else:
+            first, blocks = self._blocks[direction][k]
+            power_w = self.power_w(direction, k, blocks)
+
+            def join(flow: Flow) -> None:
+                air.add(flow, k, c, first, blocks, power_w, gain)
         info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w)
-        # what the air reads of the transfer
-        on_air = (k, c, first, blocks, power_w, float(self.cell.gain_linear[k]))
         bits = 8.0 * payload_bytes
         backhaul = self._backhaul_pool(direction, c)
-        air = self._air[direction]
 
         def record(crossed: Flow, backhaul_s: float) -> None:
             self._record(info, crossed, backhaul_s)
@@ -333,18 +361,17 @@ class NetworkLink:
             duplexing = self.settings.duplexing
             if duplexing is not None and duplexing.k2_s > 0:   # the grant comes K2 later
                 granted = self.env.timeout(duplexing.k2_s)
-                granted.callbacks.append(lambda _: air.add(
-                    Flow(bits, self.env.now, after_air), *on_air))
+                granted.callbacks.append(lambda _: join(Flow(bits, self.env.now, after_air)))
             else:
-                air.add(Flow(bits, start, after_air), *on_air)
+                join(Flow(bits, start, after_air))
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
                 self._after_harq(crossed, lambda: record(crossed, backhaul_s))
 
             def after_backhaul(backhaul_s: float) -> None:
-                air.add(Flow(bits, self.env.now,
-                             lambda crossed: after_downlink_air(crossed, backhaul_s)), *on_air)
+                join(Flow(bits, self.env.now,
+                          lambda crossed: after_downlink_air(crossed, backhaul_s)))
             self._cross_backhaul(backhaul, bits, after_backhaul)
 
     def _after_harq(self, crossed: Flow, then: Callable[[], None]) -> None:
@@ -397,6 +424,13 @@ class NetworkLink:
                 interference_w = air.interference_area / air_s
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
+        if air.stretches:    # round robin: its blocks and power, each a stretch of its time
+            self.air_rows.extend((len(self.log), c, direction.value, f, n, t0, t1, p, cap)
+                                 for f, n, t0, t1, p, cap in air.stretches if t1 > t0)
+            blocks, power_w = _time_averaged(air.stretches)
+        else:
+            self.air_rows.append((len(self.log), c, direction.value, first, blocks, air.start,
+                                  air.end))
         row: tuple = (len(self.log), blocks * self.settings.block_hz, rate, 1,
                       float(self.cell.gain_linear[k]), power_w, 10.0 * math.log10(sinr),
                       interference_dbm, backhaul_s)
@@ -407,7 +441,15 @@ class NetworkLink:
             row += ((air.mcs_area / sending, air.tbler_area / sending) if sending > 0
                     else (math.nan, math.nan)) + (sending / slot_s, nr.tail_s(air.tbler))
         self.transfer_rows.append(row)
-        self.air_rows.append((len(self.log), c, direction.value, first, blocks, air.start,
-                              air.end))
         self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
 
+
+def _time_averaged(stretches: list[list]) -> tuple[float, float]:
+    """A round-robin transfer's blocks and power averaged over its stretches' time (its
+    last stretch's where they took none)."""
+    spans = np.array([t1 - t0 for _, _, t0, t1, _, _ in stretches])
+    if not spans.sum() > 0:
+        return float(stretches[-1][1]), float(stretches[-1][4])
+    weights = spans / spans.sum()
+    return (float(np.dot(weights, [n for _, n, *_ in stretches])),
+            float(np.dot(weights, [p for *_, p, _ in stretches])))

@@ -21,7 +21,7 @@ class Flow:
 
     __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
                  "sinr_area", "interference_area", "varied", "held_s", "mcs_area",
-                 "tbler_area", "sending_s", "tbler")
+                 "tbler_area", "sending_s", "tbler", "stretches")
 
     def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
         self.bits, self.start, self.done = bits, start, done
@@ -35,6 +35,10 @@ class Flow:
         #: TBLER over the time it sent, that time, and its TBLER at its end
         self.mcs_area = self.tbler_area = self.sending_s = 0.0
         self.tbler = math.nan
+        #: under a round-robin scheduler (scala_netsim.sim.air.Air.add_shared) the blocks it
+        #: held over time: [first block, blocks, from, to, power radiated over them (W), the
+        #: most blocks it can use]
+        self.stretches: list[list] = []
 
 
 #: what a pool's rate function gives for its flows in flight: rate (bit/s), SINR (linear)

@@ -32,3 +32,18 @@ def test_bad_nr_values_are_refused_naming_the_field(key, value):
 def test_nr_in_the_paper_cell_is_refused():
     with pytest.raises(ScenarioError, match="link_abstraction: nr is the network's"):
         load_scenario("scenarios/quickstart.yaml", {"network": {"link_abstraction": "nr"}})
+
+
+def test_proportional_fair_is_refused_saying_why():
+    with pytest.raises(ScenarioError, match=r"network\.scheduler: .*proportional_fair .* no "
+                                            r"per-block fading .* use 'static' or "
+                                            r"'round_robin'"):
+        load_scenario("scenarios/quickstart.yaml",
+                      {"network": {**NETWORK, "scheduler": "proportional_fair"}})
+
+
+def test_round_robin_in_the_paper_cell_is_refused():
+    with pytest.raises(ScenarioError, match="scheduler: round_robin hands out a network's"):
+        load_scenario("scenarios/quickstart.yaml", {"network": {"scheduler": "round_robin"}})
+    with pytest.raises(ScenarioError, match=r"network\.scheduler"):
+        load_scenario("scenarios/quickstart.yaml", {"network": {**NETWORK, "scheduler": "lte"}})

@@ -174,3 +174,24 @@ def test_an_nr_tdd_run_is_re_timed_under_shannon_and_back(tmp_path):
                          retime_from=tmp_path / source, retime_only=True)
         trained = runs["shannon" if source == "nr" else "nr"]
         assert retimed.rounds.equals(trained.rounds)
+
+
+@pytest.mark.parametrize("algorithm", ["scala", "fedavg"])
+def test_tdd_nr_and_round_robin_together_keep_every_invariant(make_run, algorithm):
+    """All three of issue 49 at once: every invariant, the air record's rates derived again
+    from its stretches under the frame and the tables, no block idle."""
+    from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
+
+    run = make_run(algorithm, **SECTIONS, network={**NR, "duplex": "tdd",
+                                                   "scheduler": "round_robin"})
+    run.step()
+    run.step()
+    assert run.problems() == []
+    record = run.link.air_record()
+    frame = air_frame(record.rows)
+    columns, rows = run.event_table()
+    events = pd.DataFrame(rows, columns=list(columns))
+    assert air_rate_problems(frame, events, record.settings) == []
+    assert round_robin_problems(frame, record.settings.blocks) == []
+    moved = transfers(run)
+    assert (moved["transmissions"] > 0).all() and (moved["tdd_wait_s"] >= -1e-12).all()
