@@ -260,7 +260,9 @@ class Air:
         f = self._flow[h]
         assert f is not None
         f.end, now = self.env.now, self.tau(self.env.now)
-        f.held_s = f.end - f.start if self.frame is None else now - self._tau_start[h]
+        # (from when it got its blocks: a round-robin transfer may have waited for one)
+        began = f.stretches[0][2] if f.stretches else f.start
+        f.held_s = f.end - began if self.frame is None else now - self._tau_start[h]
         out, nr = grid.leave(h, now, self.holder, self.dirty, self.ints, self.flows)
         f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area, f.varied = out
         f.mcs_area, f.tbler_area, f.sending_s, f.tbler = nr

@@ -425,6 +425,9 @@ class NetworkLink:
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
         if air.stretches:    # round robin: its blocks and power, each a stretch of its time
+            # a transfer that found every block taken waited for one: like a turn on a shared
+            # block, the wait is its client's idle time and the event starts when it ends
+            start += air.stretches[0][2] - air.start
             self.air_rows.extend((len(self.log), c, direction.value, f, n, t0, t1, p, cap)
                                  for f, n, t0, t1, p, cap in air.stretches if t1 > t0)
             blocks, power_w = _time_averaged(air.stretches)

@@ -103,6 +103,21 @@ def test_a_network_run_keeps_every_invariant_and_no_block_idles(make_run, algori
     assert run.env.now < static.env.now
 
 
+def test_transfers_beyond_a_cells_blocks_wait_and_the_books_balance(make_run):
+    """A cell of 5 blocks and more transfers in progress than that: the later ones wait for
+    a block (their clients idle) and every invariant holds."""
+    run = make_run("scala", data={"num_clients": 40},
+                   training={"participation": 0.5, "batch_size": 40},
+                   network={**NETWORK, "layout": {"kind": "hexagonal", "sites": 1,
+                                                  "sectors": 1},
+                            "uplink_bandwidth_hz": 2.0e6, "downlink_bandwidth_hz": 2.0e6})
+    run.step()
+    assert set(run.link.settings.blocks.values()) == {5}
+    assert run.problems() == []
+    frame = air_frame(run.link.air_record().rows)
+    assert (frame["blocks"] == 1).any()
+
+
 def test_the_invariant_catches_an_idle_block(make_run):
     run = make_run("fedavg", data={"num_clients": 40}, training={"participation": 0.5},
                    network=NETWORK)
