@@ -82,7 +82,8 @@ def test_a_transfer_beyond_the_cells_blocks_waits_for_one():
     assert ended[2] == pytest.approx(one + 1e6 / quiet_rate(2, 0.2, 1e-10), rel=1e-12)
 
 
-@pytest.mark.parametrize("algorithm", ["scala", "fedavg"])
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["scala"])
 def test_a_network_run_keeps_every_invariant_and_no_block_idles(make_run, algorithm):
     sections = {"data": {"num_clients": 40}, "training": {"participation": 0.5}}
     static = make_run(algorithm, **sections, network={**NETWORK, "scheduler": "static"})
@@ -103,6 +104,7 @@ def test_a_network_run_keeps_every_invariant_and_no_block_idles(make_run, algori
     assert run.env.now < static.env.now
 
 
+@pytest.mark.slow
 def test_transfers_beyond_a_cells_blocks_wait_and_the_books_balance(make_run):
     """A cell of 5 blocks and more transfers in progress than that: the later ones wait for
     a block (their clients idle) and every invariant holds."""
@@ -118,6 +120,7 @@ def test_transfers_beyond_a_cells_blocks_wait_and_the_books_balance(make_run):
     assert (frame["blocks"] == 1).any()
 
 
+@pytest.mark.slow
 def test_the_invariant_catches_an_idle_block(make_run):
     run = make_run("fedavg", data={"num_clients": 40}, training={"participation": 0.5},
                    network=NETWORK)
