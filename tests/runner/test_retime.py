@@ -259,12 +259,12 @@ def test_a_network_run_re_times_byte_identical_to_its_training(tmp_path):
     network = ["network.pathloss=3gpp_38901_uma",
                "network.layout={kind: hexagonal, sites: 1, sectors: 3}"]
     sets = [a for item in network for a in ("--set", item)]
-    algorithms = "--set", "algorithms=[scala, fedavg]"
+    algorithms = "--set", "algorithms=[scala]"   # (FedAvg's network re-timing: test_nr_network)
     quiet = run_golden(tmp_path / "quiet", *algorithms, *sets,
                        "--set", "network.interference=false")
     real = run_golden(tmp_path / "real", *algorithms, *sets, "--set", "network.interference=true")
     assert quiet.returncode == 0 and real.returncode == 0, quiet.stderr + real.stderr
-    for algorithm in ("scala", "fedavg"):
+    for algorithm in ("scala",):
         out = tmp_path / "retimed" / algorithm
         proc = run_pinned("scala_netsim.retime", tmp_path / "quiet" / "golden" / algorithm /
                           "seed3", *sets, "--set", "network.interference=true", "--out", out)
