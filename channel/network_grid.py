@@ -99,6 +99,19 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
     """Slot h takes blocks first..first+count-1 of `cell` for client's `bits` from `now`,
     radiating `power_w` over them, received through `gain`; False (and nothing changed) if
     a block is not free or not in the band. Its blocks are dirty: `settle` rates it."""
+    if not _take(h, cell, first, count, power_w, gain, holder, dirty, ints, flows):
+        return False
+    ints[h, CLIENT], ints[h, CELL], ints[h, SEQ] = client, cell, seq
+    flows[h, BITS], flows[h, MARK] = bits, now
+    return True
+
+
+@numba.njit(cache=True)
+def _take(h: int, cell: int, first: int, count: int, power_w: float, gain: float,
+          holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray, flows: np.ndarray) -> bool:
+    """Slot h holds blocks first..first+count-1 of `cell` (dirty), radiating `power_w` over
+    them, received through `gain`; False (and nothing changed) if a block is not free or not
+    in the band."""
     if count < 1 or first < 0 or first + count > holder.shape[1]:
         return False
     for b in range(first, first + count):
@@ -107,9 +120,7 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
     for b in range(first, first + count):
         holder[cell, b] = h
         dirty[b] = True
-    ints[h, CLIENT], ints[h, CELL], ints[h, FIRST], ints[h, COUNT] = client, cell, first, count
-    ints[h, SEQ] = seq
-    flows[h, BITS], flows[h, MARK] = bits, now
+    ints[h, FIRST], ints[h, COUNT] = first, count
     flows[h, PER_BLOCK_W] = power_w / count
     flows[h, SIGNAL] = flows[h, PER_BLOCK_W] * gain
     return True
@@ -135,19 +146,7 @@ def regrant(h: int, first: int, count: int, power_w: float, gain: float,
             flows: np.ndarray) -> bool:
     """Slot h, released, takes blocks first..first+count-1 of its cell, radiating `power_w`
     over them; False (and nothing changed) if a block is not free or not in the band."""
-    cell = ints[h, CELL]
-    if count < 1 or first < 0 or first + count > holder.shape[1]:
-        return False
-    for b in range(first, first + count):
-        if holder[cell, b] >= 0:
-            return False
-    for b in range(first, first + count):
-        holder[cell, b] = h
-        dirty[b] = True
-    ints[h, FIRST], ints[h, COUNT] = first, count
-    flows[h, PER_BLOCK_W] = power_w / count
-    flows[h, SIGNAL] = flows[h, PER_BLOCK_W] * gain
-    return True
+    return _take(h, ints[h, CELL], first, count, power_w, gain, holder, dirty, ints, flows)
 
 
 @numba.njit(cache=True)
