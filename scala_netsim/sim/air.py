@@ -24,6 +24,7 @@ transfer's blocks over time are its `stretches`."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable
@@ -151,7 +152,7 @@ class Air:
                                                          self.num_blocks - len(on)))]
         terms = [self._shared[h] for h in on] + admitted
         counts = channel_network.round_robin_shares(self.num_blocks, [t.cap for t in terms])
-        firsts = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+        firsts = [0, *itertools.accumulate(counts[:-1])]
         now, t = self.tau(self.env.now), self.env.now
         moved = [i for i, h in enumerate(on)
                  if (self.ints[h, grid.FIRST], self.ints[h, grid.COUNT]) != (firsts[i],
