@@ -3,14 +3,19 @@ from one start or end of a transfer to the next (scala_netsim.sim.air).
 
 The state is a grid of the network's cells x blocks: which transfer holds each (cell, block)
 (within a cell a block carries one transfer at a time), with the interference its receiver
-gets there and its SINR. A transfer that starts or ends changes only the blocks it holds; on
-each such block the interference of every holder is summed again from the other holders of
-the block, in the order of their cells (no running sum from which a transfer's own signal,
-up to 115 dB above the interference, is taken away again), and the rates of the holders are
-summed again over their blocks. A transfer's rate is what `channel.network.transfer_rates`
-gives for the same transfers in flight (the reference of the tests, to 1e-12): on each of its
-blocks b, SINR = (P / n) g / (N0 B_rb + I_b), rate = sum_b B_rb log2(1 + SINR_b); a
-transfer nobody interferes with, n B_rb log2(1 + SNR) in closed form. Under the NR link
+gets there and its SINR. A transfer that starts, ends or moves changes only the (cell,
+block)s it holds. Where what such a (cell, block) sends as the other cells hear it changes
+(its power a block, and on the uplink its client), the interference of every holder of the
+block is summed again from the other holders, in the order of their cells (no running sum
+from which a transfer's own signal, up to 115 dB above the interference, is taken away
+again); where it does not (on the downlink a cell's power a block is the same whoever
+receives it: a round-robin scheduler moving a cell's transfers among its blocks changes
+no other cell), only its own holder's is, by the same sum. The rates of the holders
+recomputed are summed again over their blocks. A transfer's rate is what
+`channel.network.transfer_rates` gives for the same transfers in flight (the reference of
+the tests, to 1e-12): on each of its blocks b, SINR = (P / n) g / (N0 B_rb + I_b), rate =
+sum_b B_rb log2(1 + SINR_b); a transfer nobody interferes with, n B_rb log2(1 + SNR) in
+closed form. Under the NR link
 abstraction (channel.nr_link, its lookups in `Nr`) the rate is instead the goodput of the MCS
 link adaptation picks at the transfer's block SINRs, TBS (1 - TBLER) a slot: 0 below the
 lowest MCS's curve.
@@ -46,16 +51,20 @@ INT_FIELDS = 5
  SIGNAL, VARIED, MCS, TBLER, MCS_AREA, TBLER_AREA, SENDING) = range(16)
 FLOW_FIELDS = 16
 # the planes of `grids` (cells x blocks): the SINR (linear) and interference (W) of the
-# transfer holding each block of each cell
-SINR_GRID, INTERFERENCE_GRID = range(2)
+# transfer holding each block of each cell, and what each (cell, block) sent as last
+# settled, as the others' receivers hear it: the power a block (W; 0 free) and, on the
+# uplink, the client sending (-1 free)
+SINR_GRID, INTERFERENCE_GRID, SENT_W_GRID, SENT_CLIENT_GRID = range(4)
+GRID_PLANES = 4
 EPS = float(np.finfo(float).eps)
 
 
 class Nr(NamedTuple):
     """One direction's NR lookups for the kernels (channel.nr_link.LinkTables as arrays; all
     empty: Shannon rates): the MCS indices, EESM betas, transport blocks, code blocks and
-    code-block-size rows by (MCS row, blocks), the code blocks' BLER, and (the SINR grid's
-    first dB and step, the BLER target, the slot)."""
+    code-block-size rows by (MCS row, blocks), the code blocks' BLER, (the SINR grid's
+    first dB and step, the BLER target, the slot), and each row's first SINR column meeting
+    the target by blocks (channel.nr_link.meets_from)."""
 
     mcs: np.ndarray
     beta: np.ndarray
@@ -64,16 +73,18 @@ class Nr(NamedTuple):
     cbs_row: np.ndarray
     bler: np.ndarray
     params: np.ndarray
+    meets: np.ndarray
 
     @classmethod
     def of(cls, tables: nr_link.LinkTables | None) -> Nr:
         if tables is None:
             empty = np.zeros((0, 1))
             return cls(np.zeros(0, np.int64), np.zeros(0), empty, empty,
-                       np.zeros((0, 1), np.int64), np.zeros((0, 1, 1)), np.zeros(4))
+                       np.zeros((0, 1), np.int64), np.zeros((0, 1, 1)), np.zeros(4),
+                       np.zeros((0, 1), np.int64))
         return cls(tables.mcs, tables.beta, tables.tb_bits, tables.num_cb, tables.cbs_row,
                    tables.bler, np.array([tables.snr_db[0], tables.snr_db[1],
-                                          tables.bler_target, tables.slot_s]))
+                                          tables.bler_target, tables.slot_s]), tables.meets)
 
 
 @numba.njit(cache=True)
@@ -99,7 +110,8 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
     """Slot h takes blocks first..first+count-1 of `cell` for client's `bits` from `now`,
     radiating `power_w` over them, received through `gain`; False (and nothing changed) if
     a block is not free or not in the band. Its blocks are dirty: `settle` rates it."""
-    if not _take(h, cell, first, count, power_w, gain, holder, dirty, ints, flows):
+    if not _take(h, cell, first, count, power_w / count if count > 0 else 0.0, gain, holder,
+                 dirty, ints, flows):
         return False
     ints[h, CLIENT], ints[h, CELL], ints[h, SEQ] = client, cell, seq
     flows[h, BITS], flows[h, MARK] = bits, now
@@ -107,11 +119,11 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
 
 
 @numba.njit(cache=True)
-def _take(h: int, cell: int, first: int, count: int, power_w: float, gain: float,
+def _take(h: int, cell: int, first: int, count: int, per_block_w: float, gain: float,
           holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray, flows: np.ndarray) -> bool:
-    """Slot h holds blocks first..first+count-1 of `cell` (dirty), radiating `power_w` over
-    them, received through `gain`; False (and nothing changed) if a block is not free or not
-    in the band."""
+    """Slot h holds blocks first..first+count-1 of `cell` (dirty), radiating `per_block_w`
+    on each, received through `gain`; False (and nothing changed) if a block is not free or
+    not in the band."""
     if count < 1 or first < 0 or first + count > holder.shape[1]:
         return False
     for b in range(first, first + count):
@@ -119,10 +131,10 @@ def _take(h: int, cell: int, first: int, count: int, power_w: float, gain: float
             return False
     for b in range(first, first + count):
         holder[cell, b] = h
-        dirty[b] = True
+        dirty[b, cell] = True
     ints[h, FIRST], ints[h, COUNT] = first, count
-    flows[h, PER_BLOCK_W] = power_w / count
-    flows[h, SIGNAL] = flows[h, PER_BLOCK_W] * gain
+    flows[h, PER_BLOCK_W] = per_block_w
+    flows[h, SIGNAL] = per_block_w * gain
     return True
 
 
@@ -133,20 +145,22 @@ def release(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.
     `now` at its rate, its blocks freed (dirty); it keeps its bits to go (`regrant` gives it
     others)."""
     advance(h, now, flows)
-    first = ints[h, FIRST]
+    first, cell = ints[h, FIRST], ints[h, CELL]
     for b in range(first, first + ints[h, COUNT]):
-        holder[ints[h, CELL], b] = -1
-        dirty[b] = True
+        holder[cell, b] = -1
+        dirty[b, cell] = True
     ints[h, COUNT] = 0
 
 
 @numba.njit(cache=True)
-def regrant(h: int, first: int, count: int, power_w: float, gain: float,
+def regrant(h: int, first: int, count: int, per_block_w: float, gain: float,
             holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
             flows: np.ndarray) -> bool:
-    """Slot h, released, takes blocks first..first+count-1 of its cell, radiating `power_w`
-    over them; False (and nothing changed) if a block is not free or not in the band."""
-    return _take(h, ints[h, CELL], first, count, power_w, gain, holder, dirty, ints, flows)
+    """Slot h, released, takes blocks first..first+count-1 of its cell, radiating
+    `per_block_w` on each; False (and nothing changed) if a block is not free or not in the
+    band."""
+    return _take(h, ints[h, CELL], first, count, per_block_w, gain, holder, dirty, ints,
+                 flows)
 
 
 @numba.njit(cache=True)
@@ -162,10 +176,10 @@ def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.nd
     out = (row[RATE], row[SINR], row[INTERFERENCE], row[SINR_AREA], row[INTERFERENCE_AREA],
            row[VARIED] != 0.0)
     nr = (row[MCS_AREA], row[TBLER_AREA], row[SENDING], row[TBLER])
-    first = ints[h, FIRST]
+    first, cell = ints[h, FIRST], ints[h, CELL]
     for b in range(first, first + ints[h, COUNT]):
-        holder[ints[h, CELL], b] = -1
-        dirty[b] = True
+        holder[cell, b] = -1
+        dirty[b, cell] = True
     clear(flows, h)
     return out, nr
 
@@ -186,7 +200,14 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
             n += 1
     # summed in the order of the cells, each transmitter's row of gains read once
     out[:n] = 0.0
-    if uplink:
+    if uplink and n == holder.shape[0]:      # every cell holds b: rows read in order
+        for j in range(n):
+            row, p = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W]
+            for i in range(j):
+                out[i] += p * row[i]
+            for i in range(j + 1, n):
+                out[i] += p * row[i]
+    elif uplink:
         for j in range(n):
             row, p = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W]
             for i in range(n):
@@ -204,14 +225,61 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
 
 
 @numba.njit(cache=True)
+def _sent_changed(b: int, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
+                  ints: np.ndarray, flows: np.ndarray, uplink: bool) -> bool:
+    """Whether what a dirty (cell, block b) sends, as the other cells' receivers hear it,
+    changed since the last settle (its power a block; on the uplink also its client: on the
+    downlink the cell sends, whoever receives), the new taken as settled."""
+    changed = False
+    for c in range(holder.shape[0]):
+        if not dirty[b, c]:
+            continue
+        h = holder[c, b]
+        power_w = flows[h, PER_BLOCK_W] if h >= 0 else 0.0
+        client = float(ints[h, CLIENT]) if h >= 0 else -1.0
+        if power_w != grids[SENT_W_GRID, c, b] or (
+                uplink and client != grids[SENT_CLIENT_GRID, c, b]):
+            changed = True
+            grids[SENT_W_GRID, c, b], grids[SENT_CLIENT_GRID, c, b] = power_w, client
+    return changed
+
+
+@numba.njit(cache=True)
+def _heard(c: int, b: int, holder: np.ndarray, gains: np.ndarray, ints: np.ndarray,
+           flows: np.ndarray, uplink: bool) -> float:
+    """The interference the holder of (cell c, block b) gets from the other holders of b:
+    `_sum_interference`'s sum for it alone, term by term in the same order (the same
+    number to the bit)."""
+    total = 0.0
+    if uplink:
+        for j in range(holder.shape[0]):
+            other = holder[j, b]
+            if j != c and other >= 0:
+                total += flows[other, PER_BLOCK_W] * gains[ints[other, CLIENT], c]
+    else:
+        row = gains[ints[holder[c, b], CLIENT]]
+        for j in range(holder.shape[0]):
+            other = holder[j, b]
+            if j != c and other >= 0:
+                total += flows[other, PER_BLOCK_W] * row[j]
+    return total
+
+
+@numba.njit(cache=True)
 def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
            gains: np.ndarray, ints: np.ndarray, flows: np.ndarray, noise_w: float,
            block_hz: float, uplink: bool, interference: bool, nr: Nr) -> float:
-    """Recompute the dirty blocks (then clean) and the transfers that hold them: each such
-    transfer's bits and integrals are first taken up to `now` at its old rate (none for one
-    that has just joined), then its rate, mean SINR, interference and the time its bits run
-    out at the new rate. Returns the earliest such time of all slots (`soonest`'s). `flows` may
-    be the rows up to the last slot in use."""
+    """Recompute the dirty (cell, block)s (then clean) and the transfers that hold them: each
+    such transfer's bits and integrals are first taken up to `now` at its old rate (none for
+    one that has just joined), then its rate, mean SINR, interference and the time its bits
+    run out at the new rate. Where the cells interfere and what a dirty (cell, block) sends
+    changed (`_sent_changed`), every holder of the block is recomputed; where it did not,
+    only the dirty ones (a scheduler that moves a cell's transfers among its blocks, the
+    cell's power a block unchanged, changes no other cell's downlink). Without interference
+    every holder of a dirty block is (a transfer's rate is then its own: its bits and
+    integrals are taken up to each change of the block, as the records kept so far were).
+    Returns the earliest such
+    time of all slots (`soonest`'s). `flows` may be the rows up to the last slot in use."""
     num_cells, num_blocks = holder.shape
     cells = np.empty(num_cells, np.int64)
     slots = np.empty(num_cells, np.int64)
@@ -220,18 +288,25 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
     seen = np.zeros(flows.shape[0], np.bool_)
     n_affected = 0
     for b in range(num_blocks):
-        if not dirty[b]:
+        if not dirty[b].any():
             continue
-        dirty[b] = False
-        if interference:
-            n = _sum_interference(b, holder, gains, ints, flows, uplink, cells, slots,
-                                  received)
-        else:
+        if not interference:      # every holder of the block, as the whole network did
             n = 0
             for c in range(num_cells):
                 if holder[c, b] >= 0:
                     cells[n], slots[n], received[n] = c, holder[c, b], 0.0
                     n += 1
+        elif _sent_changed(b, holder, grids, dirty, ints, flows, uplink):
+            n = _sum_interference(b, holder, gains, ints, flows, uplink, cells, slots,
+                                  received)
+        else:
+            n = 0
+            for c in range(num_cells):
+                if dirty[b, c] and holder[c, b] >= 0:
+                    cells[n], slots[n] = c, holder[c, b]
+                    received[n] = _heard(c, b, holder, gains, ints, flows, uplink)
+                    n += 1
+        dirty[b] = False
         for i in range(n):
             h = slots[i]
             grids[INTERFERENCE_GRID, cells[i], b] = received[i]
@@ -268,10 +343,12 @@ def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, flows: np.n
             noise_w: float, block_hz: float, nr: Nr, scratch: np.ndarray) -> None:
     advance(h, now, flows)
     c, first, n = ints[h, CELL], ints[h, FIRST], ints[h, COUNT]
+    shannon = len(nr.beta) == 0
     logs = sinrs = received = 0.0
     for b in range(first, first + n):
         sinr_b = grids[SINR_GRID, c, b]
-        logs += math.log2(1.0 + sinr_b)
+        if shannon:
+            logs += math.log2(1.0 + sinr_b)
         sinrs += sinr_b
         scratch[b - first] = sinr_b
         received += grids[INTERFERENCE_GRID, c, b]
@@ -281,7 +358,7 @@ def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, flows: np.n
         scratch[:n] = sinr
     else:
         sinr, rate = sinrs / n, block_hz * logs
-    if len(nr.beta):          # the NR link abstraction: the goodput of the MCS it picks
+    if not shannon:           # the NR link abstraction: the goodput of the MCS it picks
         rate = _nr_rate(h, n, scratch[:n], flows, nr)
     if not math.isnan(flows[h, SINR]) and sinr != flows[h, SINR]:
         flows[h, VARIED] = 1.0
@@ -294,7 +371,7 @@ def _nr_rate(h: int, n: int, sinr: np.ndarray, flows: np.ndarray, nr: Nr) -> flo
     """Slot h's goodput on its n blocks at SINRs `sinr` (channel.nr_link.choose), its MCS
     and TBLER set: TBS (1 - TBLER) a slot (0 at TBLER 1)."""
     row, tbler, _ = nr_link.choose(sinr, nr.beta, nr.tb_bits, nr.num_cb, nr.cbs_row, nr.bler,
-                                   nr.params[0], nr.params[1], nr.params[2])
+                                   nr.params[0], nr.params[1], nr.params[2], nr.meets)
     flows[h, MCS], flows[h, TBLER] = float(nr.mcs[row]), tbler
     return nr.tb_bits[row, n] * (1.0 - tbler) / nr.params[3]
 

@@ -75,20 +75,22 @@ class LinkTables:
     snr_db: tuple[float, float, int]
     slot_s: float
     bler_target: float
+    #: per row and block count, the first SINR column meeting the target (`meets_from`)
+    meets: np.ndarray
 
     def choose(self, sinr: np.ndarray) -> tuple[int, float, float]:
         """(MCS, TBLER, SINR_eff) for a transfer on len(sinr) blocks at those SINRs
         (linear), as `choose` picks them."""
         row, tbler, eff = choose(np.asarray(sinr, float), self.beta, self.tb_bits,
                                  self.num_cb, self.cbs_row, self.bler, self.snr_db[0],
-                                 self.snr_db[1], self.bler_target)
+                                 self.snr_db[1], self.bler_target, self.meets)
         return int(self.mcs[row]), tbler, eff
 
     def goodput_bps(self, sinr: np.ndarray) -> float:
         """The expected bits a second of the direction's symbols: TBS (1 - TBLER) a slot."""
         row, tbler, _ = choose(np.asarray(sinr, float), self.beta, self.tb_bits, self.num_cb,
                                self.cbs_row, self.bler, self.snr_db[0], self.snr_db[1],
-                               self.bler_target)
+                               self.bler_target, self.meets)
         return float(self.tb_bits[row, len(sinr)] * (1.0 - tbler) / self.slot_s)
 
 
@@ -169,13 +171,14 @@ def tables(direction: Direction, mcs_table: str, max_blocks: int, slot_s: float,
                        0, bler_all.shape[1] - 1).astype(np.int64)
     snr_first, _, snr_step = phy.snr_db_interp_min_max_delta
     beta = betas[index]
+    num_cbs, cbs_row = with_zero_blocks(num_cb, float), with_zero_blocks(
+        torch.as_tensor(cbs_rows), np.int64)
+    bler = np.ascontiguousarray(bler_all[rows])
     return LinkTables(
         mcs=rows.astype(np.int64), beta=np.asarray(beta, float)[rows],
-        tb_bits=with_zero_blocks(tb, float), num_cb=with_zero_blocks(num_cb, float),
-        cbs_row=with_zero_blocks(torch.as_tensor(cbs_rows), np.int64),
-        bler=np.ascontiguousarray(bler_all[rows]),
+        tb_bits=with_zero_blocks(tb, float), num_cb=num_cbs, cbs_row=cbs_row, bler=bler,
         snr_db=(float(snr_first), float(snr_step), bler_all.shape[2]), slot_s=slot_s,
-        bler_target=bler_target)
+        bler_target=bler_target, meets=meets_from(num_cbs, cbs_row, bler, bler_target))
 
 
 @numba.njit(cache=True)
@@ -192,31 +195,79 @@ def effective_sinr(sinr: np.ndarray, beta: float) -> float:
 
 
 @numba.njit(cache=True)
-def transport_bler(row: int, n: int, sinr_eff: float, num_cb: np.ndarray,
-                   cbs_row: np.ndarray, bler: np.ndarray, snr_first: float,
-                   snr_step: float) -> float:
-    """TBLER = 1 - (1 - BLER)^C of MCS row `row` on n blocks at SINR_eff (linear), the BLER
-    at the grid's nearest point (Sionna's lookup: its ends where beyond them)."""
+def grid_column(sinr_eff: float, snr_first: float, snr_step: float, count: int) -> int:
+    """The BLER grid's nearest SINR column to SINR_eff (linear): its ends where beyond them."""
     x = (10.0 * math.log10(sinr_eff) - snr_first) / snr_step
-    col = min(max(int(np.rint(x)), 0), bler.shape[2] - 1)
+    return min(max(int(np.rint(x)), 0), count - 1)
+
+
+@numba.njit(cache=True)
+def _column_bler(row: int, n: int, col: int, num_cb: np.ndarray, cbs_row: np.ndarray,
+                 bler: np.ndarray) -> float:
     p = bler[row, cbs_row[row, n], col]
     return 1.0 - (1.0 - p) ** num_cb[row, n]
 
 
 @numba.njit(cache=True)
+def transport_bler(row: int, n: int, sinr_eff: float, num_cb: np.ndarray,
+                   cbs_row: np.ndarray, bler: np.ndarray, snr_first: float,
+                   snr_step: float) -> float:
+    """TBLER = 1 - (1 - BLER)^C of MCS row `row` on n blocks at SINR_eff (linear), the BLER
+    at the grid's nearest point (Sionna's lookup: its ends where beyond them)."""
+    col = grid_column(sinr_eff, snr_first, snr_step, bler.shape[2])
+    return _column_bler(row, n, col, num_cb, cbs_row, bler)
+
+
+@numba.njit(cache=True)
+def meets_from(num_cb: np.ndarray, cbs_row: np.ndarray, bler: np.ndarray,
+               target: float) -> np.ndarray:
+    """Per MCS row and block count, the first SINR column of the BLER grid from which the
+    row's TBLER is at most `target` on every column above and above it on every column
+    below (the grid's column count where it never is); -1 where the TBLER crosses the
+    target more than once (`choose` then looks the row up at every SINR). With it `choose`
+    decides most rows from bounds on SINR_eff, without the EESM."""
+    rows, cols = bler.shape[0], bler.shape[2]
+    out = np.empty(num_cb.shape, np.int64)
+    for row in range(rows):
+        out[row, 0] = -1
+        for n in range(1, num_cb.shape[1]):
+            first = cols
+            while first > 0 and _column_bler(row, n, first - 1, num_cb, cbs_row,
+                                             bler) <= target:
+                first -= 1
+            col = first - 1
+            while col >= 0 and _column_bler(row, n, col, num_cb, cbs_row, bler) > target:
+                col -= 1
+            out[row, n] = first if col < 0 else -1
+    return out
+
+
+#: the margin on the bounds of SINR_eff (relative): above the float error of the EESM's sum
+BOUND_MARGIN = 1e-9
+
+
+@numba.njit(cache=True)
 def choose(sinr: np.ndarray, beta: np.ndarray, tb_bits: np.ndarray, num_cb: np.ndarray,
            cbs_row: np.ndarray, bler: np.ndarray, snr_first: float, snr_step: float,
-           target: float) -> tuple[int, float, float]:
+           target: float, meets: np.ndarray) -> tuple[int, float, float]:
     """Link adaptation for a transfer on len(sinr) blocks (Sionna's InnerLoopLinkAdaptation):
     the highest MCS row whose TBLER at its EESM SINR is at most `target`, else the lowest
-    row, with that TBLER and SINR."""
+    row, with that TBLER and SINR. The EESM is computed only for the rows the bounds do not
+    decide: SINR_eff lies between the least SINR and the mean (Jensen), so a row whose first
+    column meeting the target (`meets`, `meets_from`'s) lies above the mean's fails without
+    it (the same choice, TBLER and SINR as looking every row up)."""
     n = len(sinr)
+    count = bler.shape[2]
     equal = sinr.min() == sinr.max()
     low, high = 10.0 ** (SINR_EFF_DB[0] / 10.0), 10.0 ** (SINR_EFF_DB[1] / 10.0)
-    p = eff = 1.0
-    for row in range(len(beta) - 1, -1, -1):
+    top = grid_column(min(max(sinr.mean() * (1.0 + BOUND_MARGIN), low), high),
+                      snr_first, snr_step, count)
+    for row in range(len(beta) - 1, 0, -1):
+        if meets[row, n] > top:
+            continue                               # fails at any SINR_eff up to the mean
         eff = min(max(sinr[0], low), high) if equal else effective_sinr(sinr, beta[row])
         p = transport_bler(row, n, eff, num_cb, cbs_row, bler, snr_first, snr_step)
         if p <= target:
             return row, p, eff
-    return 0, p, eff
+    eff = min(max(sinr[0], low), high) if equal else effective_sinr(sinr, beta[0])
+    return 0, transport_bler(0, n, eff, num_cb, cbs_row, bler, snr_first, snr_step), eff

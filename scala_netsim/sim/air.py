@@ -44,13 +44,15 @@ from scala_netsim.sim.pool import Flow
 @dataclass
 class Shared:
     """A round-robin transfer's terms: its flow, client, cell, receive gain, the power it
-    radiates on n blocks (`power_w(n)`) and the most blocks it can use (`cap`)."""
+    radiates on n blocks (`power_w(n)`) and on each of them (`per_block_w(n)`: on the
+    downlink the cell's power a block, whatever n), and the most blocks it can use (`cap`)."""
 
     flow: Flow
     client: int
     cell: int
     gain: float
     power_w: Callable[[int], float]
+    per_block_w: Callable[[int], float]
     cap: int
 
 
@@ -75,8 +77,9 @@ class Air:
         # every transfer in flight holds a block of its cell alone: no more than this at once
         capacity = num_cells * num_blocks
         self.holder = np.full((num_cells, num_blocks), -1, dtype=np.int64)
-        self.grids = np.zeros((2, num_cells, num_blocks))
-        self.dirty = np.zeros(num_blocks, dtype=bool)
+        self.grids = np.zeros((grid.GRID_PLANES, num_cells, num_blocks))
+        self.grids[grid.SENT_CLIENT_GRID] = -1.0
+        self.dirty = np.zeros((num_blocks, num_cells), dtype=bool)   # blocks x cells
         self.ints = np.zeros((capacity, grid.INT_FIELDS), dtype=np.int64)
         self.flows = np.empty((capacity, grid.FLOW_FIELDS))
         grid.clear_all(self.flows)
@@ -163,8 +166,8 @@ class Air:
         for i in moved:
             term = terms[i]
             power_w = term.power_w(counts[i])
-            if not grid.regrant(on[i], firsts[i], counts[i], power_w, term.gain, self.holder,
-                                self.dirty, self.ints, self.flows):
+            if not grid.regrant(on[i], firsts[i], counts[i], term.per_block_w(counts[i]),
+                                term.gain, self.holder, self.dirty, self.ints, self.flows):
                 raise RuntimeError(f"round robin: cell {cell}'s blocks {firsts[i]}.."
                                    f"{firsts[i] + counts[i] - 1} not free")
             term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
