@@ -248,7 +248,10 @@ def _intro(comparison: pd.DataFrame) -> list[str]:
         + "; ".join(f"`{c}`: {CASE_TEXT[c]}" for c in CASES) + ". Every case radiates 46 dBm a "
         "cell: at the paper cell's 1 W some clients decode no MCS on the downlink, which the "
         "NR cases refuse at the drop. 30 re-timings on the project's 2-core CPU (one process, "
-        "from a worktree at commit adf0575, numpy's AVX-512 paths off as `python -m "
+        "from a worktree at commit adf0575, the round-robin cases again at commit 60b6ea3, "
+        "whose faster round robin moved their time averages of SINR, interference, MCS and "
+        "BLER in the last digits (at most 3e-14 of a value) and no time; numpy's AVX-512 "
+        "paths off as `python -m "
         "scala_netsim.tools.regenerate` runs them, beside two training lanes), wall time "
         "summed per "
         f"case over both algorithms and the seeds: {runs_text}.", ""]
