@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -103,8 +104,10 @@ def round_robin_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[s
 
 def air_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
     """Every transfer's blocks lie in its cell's band, and no block of a cell carries two
-    transfers of one direction at once: the air record held block by block, sorted by start
-    within (cell, direction, block), each air time ends before the next one starts."""
+    transfers of one direction at once: on each block, its air times in order of start (then
+    end), each ends before the next one starts. Swept cell by cell over the rows in time
+    order (`_clashes`), one entry a block: a round-robin record's millions of stretches of
+    tens of blocks are never spread out a row a block."""
     problems = []
     total = air["direction"].map(blocks).to_numpy()
     outside = ((air["blocks"] < 1) | (air["first_block"] < 0)
@@ -113,21 +116,43 @@ def air_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
         problems.append(f"event {row.event_index}: {row.direction} blocks {row.first_block}.."
                         f"{row.first_block + row.blocks - 1} outside cell {row.cell}'s band")
     held = air[~outside]
-    count = held["blocks"].to_numpy()
-    each = held.loc[held.index.repeat(count)]
-    block = each["first_block"].to_numpy() + (np.arange(len(each))
-                                              - np.repeat(np.cumsum(count) - count, count))
-    each = each.assign(block=block).sort_values(["direction", "cell", "block", "start_s",
-                                                 "end_s"], kind="stable")
-    same = ((each["direction"].to_numpy()[1:] == each["direction"].to_numpy()[:-1])
-            & (each["cell"].to_numpy()[1:] == each["cell"].to_numpy()[:-1])
-            & (each["block"].to_numpy()[1:] == each["block"].to_numpy()[:-1]))
-    clash = same & (each["start_s"].to_numpy()[1:] < each["end_s"].to_numpy()[:-1])
-    for i in np.flatnonzero(clash)[:5].tolist():
-        a, b = each.iloc[i], each.iloc[i + 1]
-        problems.append(f"cell {a.cell}'s {a.direction} block {a.block} carried events "
+    if held.empty:
+        return problems
+    direction = pd.factorize(held["direction"], sort=True)[0]
+    cell, start, end = (held[c].to_numpy() for c in ("cell", "start_s", "end_s"))
+    order = np.lexsort((end, start, cell, direction))   # stable: ties in record order
+    first, count = held["first_block"].to_numpy(np.int64), held["blocks"].to_numpy(np.int64)
+    group = direction.astype(np.int64) * (int(cell.max()) + 1) + cell.astype(np.int64)
+    pairs = _clashes(order, group, first, count, start.astype(float), end.astype(float),
+                     int((first + count).max()), 5)
+    for i, j, block in pairs.tolist():
+        a, b = held.iloc[i], held.iloc[j]
+        problems.append(f"cell {a.cell}'s {a.direction} block {block} carried events "
                         f"{a.event_index} and {b.event_index} at once")
     return problems
+
+
+@numba.njit(cache=True)
+def _clashes(order: np.ndarray, group: np.ndarray, first: np.ndarray, count: np.ndarray,
+             start: np.ndarray, end: np.ndarray, num_blocks: int, limit: int) -> np.ndarray:
+    """Up to `limit` (earlier row, later row, block) where, taking the rows in `order` (by
+    group, then start, then end), a row starts on a block of its group before the row that
+    last held it there ended."""
+    out = np.empty((limit, 3), np.int64)
+    n = 0
+    last_end = np.empty(num_blocks)
+    last_row = np.full(num_blocks, -1, np.int64)
+    current = -1
+    for i in order:
+        if group[i] != current:
+            current = group[i]
+            last_row[:] = -1
+        for b in range(first[i], first[i] + count[i]):
+            if last_row[b] >= 0 and start[i] < last_end[b] and n < limit:
+                out[n, 0], out[n, 1], out[n, 2] = last_row[b], i, b
+                n += 1
+            last_end[b], last_row[b] = end[i], i
+    return out[:n]
 
 
 @dataclass(frozen=True)

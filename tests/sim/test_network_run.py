@@ -316,3 +316,45 @@ def test_a_networks_receivers_take_their_noise_figures(make_run):
     snr = (moved["tx_power_w"] * 10 ** (moved["gain_db"] / 10)
            / (channel.dbm_to_w(-174.0 + figure) * moved["bandwidth_hz"]))
     assert np.allclose(moved["sinr_db"], 10 * np.log10(snr), atol=1e-9, rtol=0)
+
+
+def spread_block_by_block(air: pd.DataFrame) -> list[str]:
+    """air_problems' clashes as first written: the record spread out a row a block, sorted by
+    (direction, cell, block, start, end), each row against the next on its block."""
+    count = air["blocks"].to_numpy()
+    each = air.loc[air.index.repeat(count)]
+    block = each["first_block"].to_numpy() + (np.arange(len(each))
+                                              - np.repeat(np.cumsum(count) - count, count))
+    each = each.assign(block=block).sort_values(["direction", "cell", "block", "start_s",
+                                                 "end_s"], kind="stable")
+    out = []
+    for _, rows in each.groupby(["direction", "cell", "block"], sort=True):
+        for a, b in zip(rows.iloc[:-1].itertuples(), rows.iloc[1:].itertuples(),
+                        strict=True):
+            if b.start_s < a.end_s:
+                out.append(f"cell {a.cell}'s {a.direction} block {a.block} carried events "
+                           f"{a.event_index} and {b.event_index} at once")
+    return out
+
+
+def test_the_clash_sweep_finds_what_spreading_the_record_block_by_block_finds():
+    """On random records of two cells, two directions and 6 blocks, some transfers placed
+    over others (touching ends allowed, equal starts and ends included), the sweep reports
+    the same clashes as the record spread a row a block."""
+    from scala_netsim.books.blocks import air_problems
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(2, 12))
+        first = rng.integers(0, 6, n)
+        air = pd.DataFrame({
+            "event_index": np.arange(n), "cell": rng.integers(0, 2, n),
+            "direction": rng.choice(["uplink", "downlink"], n), "first_block": first,
+            "blocks": [int(rng.integers(1, 7 - f)) for f in first],
+            "start_s": rng.integers(0, 6, n).astype(float)})
+        air["end_s"] = air["start_s"] + rng.integers(0, 4, n)
+        want = spread_block_by_block(air)
+        got = air_problems(air, {"uplink": 6, "downlink": 6})
+        if len(want) <= 5:
+            assert sorted(got) == sorted(want), trial
+        else:
+            assert len(got) == 5 and set(got) <= set(want), trial
