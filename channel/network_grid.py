@@ -198,7 +198,8 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
         if h >= 0:
             cells[n], slots[n] = c, h
             n += 1
-    # summed in the order of the cells, each transmitter's row of gains read once
+    # uplink: summed in the order of the cells, each transmitter's row of gains read once;
+    # downlink: each holder's sum alone (_heard), its own client's row
     out[:n] = 0.0
     if uplink and n == holder.shape[0]:      # every cell holds b: rows read in order
         for j in range(n):
@@ -215,12 +216,7 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
                     out[i] += p * row[cells[i]]
     else:
         for i in range(n):
-            row = gains[ints[slots[i], CLIENT]]
-            total = 0.0
-            for j in range(n):
-                if j != i:
-                    total += flows[slots[j], PER_BLOCK_W] * row[cells[j]]
-            out[i] = total
+            out[i] = _heard(cells[i], b, holder, gains, ints, flows, False)
     return n
 
 
@@ -278,8 +274,8 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
     cell's power a block unchanged, changes no other cell's downlink). Without interference
     every holder of a dirty block is (a transfer's rate is then its own: its bits and
     integrals are taken up to each change of the block, as the records kept so far were).
-    Returns the earliest such
-    time of all slots (`soonest`'s). `flows` may be the rows up to the last slot in use."""
+    Returns the earliest such time of all slots (`soonest`'s). `flows` may be the rows up to
+    the last slot in use."""
     num_cells, num_blocks = holder.shape
     cells = np.empty(num_cells, np.int64)
     slots = np.empty(num_cells, np.int64)

@@ -44,15 +44,14 @@ from scala_netsim.sim.pool import Flow
 @dataclass
 class Shared:
     """A round-robin transfer's terms: its flow, client, cell, receive gain, the power it
-    radiates on n blocks (`power_w(n)`) and on each of them (`per_block_w(n)`: on the
-    downlink the cell's power a block, whatever n), and the most blocks it can use (`cap`)."""
+    radiates on n blocks and on each of them (`powers(n)`: on the downlink the cell's power
+    a block, whatever n), and the most blocks it can use (`cap`)."""
 
     flow: Flow
     client: int
     cell: int
     gain: float
-    power_w: Callable[[int], float]
-    per_block_w: Callable[[int], float]
+    powers: Callable[[int], tuple[float, float]]
     cap: int
 
 
@@ -165,14 +164,14 @@ class Air:
             terms[i].flow.stretches[-1][3] = t
         for i in moved:
             term = terms[i]
-            power_w = term.power_w(counts[i])
-            if not grid.regrant(on[i], firsts[i], counts[i], term.per_block_w(counts[i]),
-                                term.gain, self.holder, self.dirty, self.ints, self.flows):
+            power_w, per_block_w = term.powers(counts[i])
+            if not grid.regrant(on[i], firsts[i], counts[i], per_block_w, term.gain,
+                                self.holder, self.dirty, self.ints, self.flows):
                 raise RuntimeError(f"round robin: cell {cell}'s blocks {firsts[i]}.."
                                    f"{firsts[i] + counts[i] - 1} not free")
             term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
         for i, term in enumerate(admitted, start=len(on)):
-            power_w = term.power_w(counts[i])
+            power_w = term.powers(counts[i])[0]
             self.add(term.flow, term.client, cell, firsts[i], counts[i], power_w, term.gain)
             h = self._last_joined
             self._shared[h] = term

@@ -305,14 +305,14 @@ class NetworkLink:
                                              float(channel.w_to_dbm(s.client_tx_power_w)))
         return float(channel.dbm_to_w(dbm))
 
-    def per_block_w(self, direction: Direction, k: int, blocks: int) -> float:
-        """What client k's transfer radiates on each of its `blocks` blocks: on the downlink
-        the base station's power a block of the band (the same whatever `blocks`, to the
-        bit), on the uplink its power spread over them."""
-        s = self.settings
+    def powers(self, direction: Direction, k: int, blocks: int) -> tuple[float, float]:
+        """What client k's transfer radiates on its `blocks` blocks (`power_w`) and on each
+        of them: on the downlink the base station's power a block of the band (the same
+        whatever `blocks`, to the bit), on the uplink its power spread over them."""
+        power_w = self.power_w(direction, k, blocks)
         if direction is Direction.DOWNLINK:
-            return s.bs_tx_power_w / s.blocks[direction]
-        return self.power_w(direction, k, blocks) / blocks
+            return power_w, self.settings.bs_tx_power_w / self.settings.blocks[direction]
+        return power_w, power_w / blocks
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
@@ -343,8 +343,8 @@ class NetworkLink:
         air = self._air[direction]
         if self.settings.scheduler == "round_robin":   # the air hands out the blocks
             first, blocks, power_w = -1, 0, math.nan      # (its stretches say, at its end)
-            shared = (k, c, gain, lambda n: self.power_w(direction, k, n),
-                      lambda n: self.per_block_w(direction, k, n), self._cap(direction, k))
+            shared = (k, c, gain, lambda n: self.powers(direction, k, n),
+                      self._cap(direction, k))
 
             def join(flow: Flow) -> None:
                 air.add_shared(Shared(flow, *shared))

@@ -50,8 +50,7 @@ def test_two_transfers_one_starting_later_end_at_hand_computed_times():
 
     def start(name: str, k: int, bits: float) -> Flow:
         flow = Flow(bits, env.now, lambda f: ended.__setitem__(name, env.now))
-        air.add_shared(Shared(flow, k, 0, float(gains[k, 0]), lambda n: power,
-                               lambda n: power / n, 8))
+        air.add_shared(Shared(flow, k, 0, float(gains[k, 0]), lambda n: (power, power / n), 8))
         return flow
 
     a = start("a", 0, bits_a)
@@ -85,8 +84,9 @@ def test_a_cells_split_recomputes_other_cells_only_where_what_it_sends_changed(u
 
     def start(k: int, c: int) -> None:
         flow = Flow(1e9, env.now, lambda _: None)
-        air.add_shared(Shared(flow, k, c, float(gains[k, c]), lambda n: power * n / 6,
-                              lambda n: power / n if uplink else power / 6, 6))
+        air.add_shared(Shared(flow, k, c, float(gains[k, c]),
+                              lambda n: (power * n / 6, power / n if uplink else power / 6),
+                              6))
     for k in range(3):
         start(k, k)
     later = env.timeout(0.01)
@@ -111,7 +111,7 @@ def test_a_transfer_beyond_the_cells_blocks_waits_for_one():
     ended: dict[int, float] = {}
     for k in range(3):
         flow = Flow(1e6, 0.0, lambda f, k=k: ended.__setitem__(k, env.now))
-        air.add_shared(Shared(flow, k, 0, 1e-10, lambda n: 0.2, lambda n: 0.2 / n, 2))
+        air.add_shared(Shared(flow, k, 0, 1e-10, lambda n: (0.2, 0.2 / n), 2))
     env.run()
     one = 1e6 / quiet_rate(1, 0.2, 1e-10)
     assert ended[0] == pytest.approx(one, rel=1e-12) and ended[1] == ended[0]
