@@ -105,13 +105,12 @@ def clear_all(flows: np.ndarray) -> None:
 
 @numba.njit(cache=True)
 def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count: int,
-         power_w: float, gain: float, bits: float, holder: np.ndarray, dirty: np.ndarray,
+         per_block_w: float, gain: float, bits: float, holder: np.ndarray, dirty: np.ndarray,
          ints: np.ndarray, flows: np.ndarray) -> bool:
     """Slot h takes blocks first..first+count-1 of `cell` for client's `bits` from `now`,
-    radiating `power_w` over them, received through `gain`; False (and nothing changed) if
-    a block is not free or not in the band. Its blocks are dirty: `settle` rates it."""
-    if not _take(h, cell, first, count, power_w / count if count > 0 else 0.0, gain, holder,
-                 dirty, ints, flows):
+    radiating `per_block_w` on each, received through `gain`; False (and nothing changed)
+    if a block is not free or not in the band. Its blocks are dirty: `settle` rates it."""
+    if not _take(h, cell, first, count, per_block_w, gain, holder, dirty, ints, flows):
         return False
     ints[h, CLIENT], ints[h, CELL], ints[h, SEQ] = client, cell, seq
     flows[h, BITS], flows[h, MARK] = bits, now

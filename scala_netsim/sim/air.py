@@ -112,13 +112,15 @@ class Air:
         return len(self._flow) - len(self._free)
 
     def add(self, flow: Flow, client: int, cell: int, first: int, count: int, power_w: float,
-            gain: float) -> None:
+            gain: float, per_block_w: float | None = None) -> None:
         """Flow joins now, client's transfer on blocks first..first+count-1 of `cell`,
-        radiating `power_w` over them, received through `gain`; its `done(flow)` is called
-        when its bits have crossed."""
+        radiating `power_w` over them (`per_block_w` on each: power_w / count unless given),
+        received through `gain`; its `done(flow)` is called when its bits have crossed."""
         h = self._free[-1]
         now = self.tau(self.env.now)
-        if not grid.join(h, now, self._joined, client, cell, first, count, power_w,
+        if per_block_w is None:
+            per_block_w = power_w / count if count > 0 else 0.0
+        if not grid.join(h, now, self._joined, client, cell, first, count, per_block_w,
                          gain, flow.bits, self.holder, self.dirty, self.ints, self.flows):
             raise RuntimeError(f"client {client}'s transfer asks for blocks {first}.."
                                f"{first + count - 1} of cell {cell}, not all free in its band")
@@ -171,8 +173,9 @@ class Air:
                                    f"{firsts[i] + counts[i] - 1} not free")
             term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
         for i, term in enumerate(admitted, start=len(on)):
-            power_w = term.powers(counts[i])[0]
-            self.add(term.flow, term.client, cell, firsts[i], counts[i], power_w, term.gain)
+            power_w, per_block_w = term.powers(counts[i])
+            self.add(term.flow, term.client, cell, firsts[i], counts[i], power_w, term.gain,
+                     per_block_w)
             h = self._last_joined
             self._shared[h] = term
             on.append(h)
