@@ -8,7 +8,7 @@ transfer's rate is derived again here with the reference formula
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -169,6 +169,16 @@ class AirSettings:
     frame: channel.tdd.TddFrame | None = None     # a TDD frame: rates count in its symbols
     #: the NR link abstraction's lookups by direction (None: Shannon rates)
     nr: Mapping[str, channel.nr_link.LinkTables] | None = None
+    #: block fading: each transfer's |h|^2 to every cell by its event index (None: no fading)
+    fades: Mapping[int, np.ndarray] | None = None
+
+    def gains(self, event_index: np.ndarray, client: np.ndarray) -> np.ndarray:
+        """The gains (rows x cells) of the transfers `event_index` of clients `client` while
+        they were on the air: the coupling gains, times each one's fading row."""
+        gains = self.coupling[client]
+        if self.fades is None:
+            return gains
+        return gains * np.stack([self.fades[int(e)] for e in event_index])
 
     def held_s(self, direction: str, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         """The time a transfer of `direction` moves bits in [t0, t1): all of it, or under a
@@ -186,6 +196,17 @@ class AirRecord:
 
     rows: list[tuple]
     settings: AirSettings
+    #: block fading's record (core.columns.FADING_COLUMNS rows; none without fading)
+    fades: list[tuple] = field(default_factory=list)
+
+
+def fades_by_event(rows: Sequence[tuple], num_cells: int) -> dict[int, np.ndarray] | None:
+    """The fading record's rows (event index, cell, |h|^2), every cell of a transfer in
+    order, as each transfer's row of |h|^2 by its event index (None: no rows)."""
+    if not rows:
+        return None
+    table = np.asarray(rows, dtype=float).reshape(-1, num_cells, 3)
+    return {int(e): r for e, r in zip(table[:, 0, 0].tolist(), table[:, :, 2], strict=True)}
 
 
 #: the most work (air_rate_work) for which a run's checks derive every rate again at its end:
@@ -216,6 +237,7 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         power_w = air["tx_power_w"].to_numpy(float)
     cell, first = air["cell"].to_numpy(), air["first_block"].to_numpy()
     count = air["blocks"].to_numpy()
+    every_gain = settings.gains(air["event_index"].to_numpy(), client)
     direction = str(air["direction"].iloc[0])
     bits, slack = np.zeros(len(air)), np.zeros(len(air))
     instants = np.unique(np.concatenate([start, end]))
@@ -225,7 +247,7 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         on = np.flatnonzero((start <= t0) & (end >= t1))
         if not len(on):
             continue
-        gains = settings.coupling[client[on]]
+        gains = every_gain[on]
         transfers = channel.network.Transfers(cell[on], first[on], count[on], power_w[on],
                                               gains[np.arange(len(on)), cell[on]], gains)
         rates = channel.network.transfer_rates(

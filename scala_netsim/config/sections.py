@@ -391,9 +391,9 @@ class NetworkConfig(Strict):
         if self.scheduler == "proportional_fair":
             raise ValueError("scheduler: proportional_fair ranks a cell's transfers by their "
                              "rate on each block against their past rate; with no per-block "
-                             "fading (a network has none: fading.kind none) every block of a "
-                             "transfer has the same SINR and it gives round_robin's shares; "
-                             "use 'static' or 'round_robin'")
+                             "fading (a network's fading is flat: one |h|^2 a link over every "
+                             "block) every block of a transfer has the same SINR and it gives "
+                             "round_robin's shares; use 'static' or 'round_robin'")
         if self.scheduler != "static" and self.layout.kind == "single":
             raise ValueError(f"scheduler: {self.scheduler} hands out a network's resource "
                              f"blocks (network.layout.kind: hexagonal, sites: 1 for one "
@@ -420,10 +420,13 @@ class NetworkConfig(Strict):
             except ValueError as error:
                 raise ValueError(f"{direction}_bandwidth_hz: {error}") from None
         # what the network's link does not model yet (it times whole transfers at a rate
-        # that changes with the interference; no fading, no retransmission)
-        if self.fading.kind != "none":
-            raise ValueError(f"fading.kind: a hexagonal layout has no fading yet; use 'none', "
-                             f"got {self.fading.kind!r}")
+        # that changes with the interference; no retransmission but NR's HARQ)
+        if self.fading.kind != "none" and self.link_abstraction == "nr":
+            raise ValueError(f"fading.kind: {self.fading.kind} with link_abstraction: nr: a "
+                             f"transfer faded below its lowest MCS would deliver nothing for "
+                             f"its whole fading block ({self.fading.coherence}: the channel "
+                             f"stays until it ends), so it would never end; use fading.kind "
+                             f"none with nr, or link_abstraction: shannon with fading")
         if self.link.mode != "adaptive":
             raise ValueError(f"link.mode: a hexagonal layout's links are adaptive (Shannon "
                              f"rate at the SINR); use 'adaptive', got {self.link.mode!r}")

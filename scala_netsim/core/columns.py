@@ -52,6 +52,10 @@ AIR_COLUMNS = ("event_index", "cell", "direction", "first_block", "blocks", "sta
 #: on the air: one row per stretch of constant blocks, with the power it radiated over them
 #: and the most blocks it could use (its cap: books.blocks.round_robin_problems)
 AIR_SHARED_COLUMNS = (*AIR_COLUMNS, "tx_power_w", "cap_blocks")
+#: fading.csv, a network with block fading (network.fading): for each transfer (its event
+#: index), its small-scale power gain |h|^2 on its link to every cell, cell by cell: its
+#: gains while on the air are the coupling gains (cells.csv, clients.csv) times these
+FADING_COLUMNS = ("event_index", "cell", "power_gain")
 
 # --- rounds.csv --------------------------------------------------------------------------
 #: what each event kind adds up to in a round (its bytes or FLOPs)

@@ -10,6 +10,7 @@ ROUNDS_CSV = "rounds.csv"         # one row per round
 EVENTS_CSV = "events.csv"         # one row per timed event
 DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, per round
 AIR_CSV = "air.csv"               # a network's: the blocks each transfer held, and when
+FADING_CSV = "fading.csv"         # a faded network's: each transfer's |h|^2 to every cell
 SUMMARY_JSON = "summary.json"     # written last: its presence means the run ended
 CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when the run ends)
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
@@ -46,7 +47,7 @@ RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)
 #: the files summary.json's `files_sha256` vouches for, each where the run wrote it (cells.csv
 #: and air.csv: a network's; a run written before clients.csv, cells.csv and air.csv were
 #: digested has the first three, one before air.csv was written has no air.csv)
-DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, AIR_CSV)
+DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, AIR_CSV, FADING_CSV)
 #: what a re-timed or timing-only run keeps in git (scala_netsim.tools.keep): its other files
 #: come back, to the same digests, from `python -m scala_netsim.tools.regenerate`
 SLIM_FILES = (SCENARIO_YAML, SUMMARY_JSON, ROUNDS_CSV)
@@ -56,7 +57,8 @@ FINISHED = ("completed", "diverged")
 #: every file a run (or a re-timing, or the attack after it) writes in its folder: a fresh run
 #: first removes those an earlier run left (scala_netsim.core.results.remove_run_files), so
 #: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
-RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, *RECORD_FILES, AIR_CSV, SUMMARY_JSON,
+RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, *RECORD_FILES, AIR_CSV, FADING_CSV,
+              SUMMARY_JSON,
               CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES)
 
 

@@ -29,6 +29,7 @@ from scala_netsim.runner.world import (
 )
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Link, WirelessLink
+from scala_netsim.sim.network_fading import NetworkFading
 from scala_netsim.sim.network_link import NetworkLink
 
 
@@ -61,21 +62,24 @@ def make_driver(scenario: Scenario, algorithm: str, world: World,
 
 def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world: World,
               log: EventLog, grant_rows: list[tuple], transfer_rows: list[tuple],
-              air_rows: list[tuple]) -> Link:
+              air_rows: list[tuple], fade_rows: list[tuple] | None = None) -> Link:
     """The run's link on `env`: a network's (its cells' blocks) where the world is a network
     of cells, else the paper's cell's (fading, retransmissions and drops as the scenario
     says); the grant, transfer and (a network's) air books continue `grant_rows`,
-    `transfer_rows` and `air_rows`."""
+    `transfer_rows`, `air_rows` and (a network's with fading) `fade_rows`."""
     allocator = channel.ALLOCATORS[scenario.network.allocation]()
     model = link_model(scenario)
+    section = scenario.network.fading
+    fading = channel.Fading(section.kind, section.k_factor_db, section.coherence)
     if world.cell.network is not None:
         return NetworkLink(env, world.cell, network_settings(scenario), allocator, model, log,
-                           grant_rows, transfer_rows, air_rows)
+                           grant_rows, transfer_rows, air_rows,
+                           NetworkFading(fading, world.seeds.sequence("fading"),
+                                         world.cell.network.coupling_linear.shape[1]),
+                           fade_rows)
     rules = round_rules(scenario, ALGORITHMS[algorithm].section(scenario))
-    fading = scenario.network.fading
     return WirelessLink(env, world.cell, model, allocator, log, world.seeds.sequence("link"),
-                        channel.Fading(fading.kind, fading.k_factor_db, fading.coherence),
-                        world.seeds.sequence("fading"),
+                        fading, world.seeds.sequence("fading"),
                         Drops() if rules.active or model.outages else None,
                         grant_rows, transfer_rows, duplexing(scenario))
 

@@ -58,11 +58,12 @@ class Run:
         self._simulate_from(0.0, [], [], [])
 
     def _simulate_from(self, time_s: float, grant_rows: list[tuple],
-                       transfer_rows: list[tuple], air_rows: list[tuple]) -> None:
+                       transfer_rows: list[tuple], air_rows: list[tuple],
+                       fade_rows: list[tuple] | None = None) -> None:
         """A fresh SimPy clock at `time_s` with the cell's link and the algorithm's protocol."""
         self.env = simpy.Environment(initial_time=time_s)
         self.link = make_link(self.env, self.scenario, self.algorithm, self.world, self.log,
-                              grant_rows, transfer_rows, air_rows)
+                              grant_rows, transfer_rows, air_rows, fade_rows)
         spec = ALGORITHMS[self.algorithm]
         self.protocol = self.driver.open(spec.protocol, self.env, self.world.cell,
                                          self.trainer, self.link, self.log,
@@ -194,6 +195,7 @@ class Run:
                 "grants": list(self.link.grant_rows),
                 "transfers": list(self.link.transfer_rows),
                 "air": [] if (air := self.link.air_record()) is None else list(air.rows),
+                "fades": [] if air is None else list(air.fades),
                 "link_streams": self.link.stream_states(),
                 "cut": list(self.log.cut), "aggregations": list(self.aggregation_rows)}
 
@@ -214,6 +216,7 @@ class Run:
         self._simulate_from(self.rows[-1]["sim_time_s"] if self.rows else 0.0,
                             [tuple(g) for g in state["grants"]],
                             [tuple(t) for t in state["transfers"]],
-                            [tuple(a) for a in state.get("air", [])])
+                            [tuple(a) for a in state.get("air", [])],
+                            [tuple(f) for f in state.get("fades", [])])
         self.link.load_stream_states(state["link_streams"])
         self.driver.load_state_dict(state.get("asynchronous"), self.device)

@@ -12,7 +12,7 @@ import torch
 
 from scala_netsim.books.blocks import air_columns
 from scala_netsim.config.scenario import Scenario, scenario_yaml
-from scala_netsim.core.columns import DEMAND_COLUMNS
+from scala_netsim.core.columns import DEMAND_COLUMNS, FADING_COLUMNS
 from scala_netsim.core.files import (
     AIR_CSV,
     CELLS_CSV,
@@ -20,6 +20,7 @@ from scala_netsim.core.files import (
     DEMANDS_CSV,
     DIGESTED_FILES,
     EVENTS_CSV,
+    FADING_CSV,
     RECORD_FILES,
     ROUNDS_CSV,
     SCENARIO_YAML,
@@ -97,6 +98,8 @@ class RunWriter:
         air = run.link.air_record()
         if air is not None:
             write_rows_csv(self.folder / AIR_CSV, air_columns(air.rows), air.rows)
+            if air.fades:
+                write_rows_csv(self.folder / FADING_CSV, FADING_COLUMNS, air.fades)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing

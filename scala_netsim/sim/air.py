@@ -107,6 +107,11 @@ class Air:
             return tau
         return self.frame.finish(self.direction, 0.0, tau)
 
+    def fade(self, client: int, gains: np.ndarray) -> None:
+        """Client's gains to every cell from now on (a fading block that begins with its
+        transfer: it has none of this direction on the air; scala_netsim.sim.network_fading)."""
+        self.gains[client] = gains
+
     def __len__(self) -> int:
         """Transfers in flight."""
         return len(self._flow) - len(self._free)

@@ -37,13 +37,20 @@ import channel
 from channel import Direction
 from channel.nr_link import LinkTables
 from channel.tdd import TddFrame
-from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
+from scala_netsim.books.blocks import (
+    AirRecord,
+    AirSettings,
+    block_problems,
+    fades_by_event,
+    turn_problems,
+)
 from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air, Shared
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
+from scala_netsim.sim.network_fading import NetworkFading
 from scala_netsim.sim.pool import Flow, Pool, Rated
 
 
@@ -103,7 +110,8 @@ class NetworkLink:
                  allocator: channel.BandwidthAllocator, model: channel.LinkModel,
                  log: EventLog, grant_rows: list[tuple] | None = None,
                  transfer_rows: list[tuple] | None = None,
-                 air_rows: list[tuple] | None = None) -> None:
+                 air_rows: list[tuple] | None = None, fading: NetworkFading | None = None,
+                 fade_rows: list[tuple] | None = None) -> None:
         if cell.network is None:
             raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
         self.env, self.cell, self.settings, self.allocator, self.log = (
@@ -116,6 +124,10 @@ class NetworkLink:
         #: the air record (air.csv, core.columns.AIR_COLUMNS): the blocks each transfer held
         #: over its air time
         self.air_rows: list[tuple] = [] if air_rows is None else air_rows
+        #: block fading (scala_netsim.sim.network_fading; None: none), and the fading record
+        #: (core.columns.FADING_COLUMNS): each transfer's |h|^2 to every cell
+        self.fading = fading if fading is not None and fading.fading.fades else None
+        self.fade_rows: list[tuple] = [] if fade_rows is None else fade_rows
         #: every grant of a client's own blocks (core.columns.BLOCK_GRANT_COLUMNS), of a block
         #: taken in turns (SHARED_GRANT_COLUMNS), and every turn on such a block (TURN_COLUMNS)
         self.block_rows: list[tuple] = []
@@ -125,7 +137,9 @@ class NetworkLink:
         #: the round's clients that take turns on a block, with the block's queue
         self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
         self._radio = {d: model.allocation_radio(d) for d in Direction}
-        self._air = {d: Air(env, self.net.coupling_linear, settings.blocks[d],
+        coupling = self.net.coupling_linear   # (each air its own, rows faded, with fading)
+        self._air = {d: Air(env, coupling if self.fading is None else coupling.copy(),
+                            settings.blocks[d],
                             settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
                             d is Direction.UPLINK, settings.interference, settings.frame,
                             None if settings.nr is None else settings.nr.tables[d])
@@ -217,6 +231,8 @@ class NetworkLink:
         contiguous from block 0 in the order of the demand; in a cell with more clients than
         blocks, one block each, taken in turns (`_share_blocks`)."""
         self.round = round_
+        if self.fading is not None:
+            self.fading.begin_round(round_)
         if self.settings.scheduler == "round_robin":   # nothing held between transfers
             return
         block_hz = self.settings.block_hz
@@ -287,7 +303,9 @@ class NetworkLink:
             {d.value: n for d, n in s.blocks.items()}, s.block_hz,
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
             self.net.coupling_linear, s.frame,
-            None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()}))
+            None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
+            fades_by_event(self.fade_rows, self.net.coupling_linear.shape[1])),
+            self.fade_rows)
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -340,21 +358,31 @@ class NetworkLink:
         both."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
         c, gain = int(self.net.serving[k]), float(self.cell.gain_linear[k])
-        air = self._air[direction]
+        air, fade = self._air[direction], None
+        if self.fading is not None:       # this transfer's fading block, on every link
+            fade = self.fading.row(direction, k)
+            gains = self.net.coupling_linear[k] * fade
+            gain = float(self.cell.gain_linear[k] * fade[c])
         if self.settings.scheduler == "round_robin":   # the air hands out the blocks
             first, blocks, power_w = -1, 0, math.nan      # (its stretches say, at its end)
             shared = (k, c, gain, lambda n: self.powers(direction, k, n),
                       self._cap(direction, k))
 
-            def join(flow: Flow) -> None:
+            def add(flow: Flow) -> None:
                 air.add_shared(Shared(flow, *shared))
         else:
             first, blocks = self._blocks[direction][k]
             power_w = self.power_w(direction, k, blocks)
 
-            def join(flow: Flow) -> None:
+            def add(flow: Flow) -> None:
                 air.add(flow, k, c, first, blocks, power_w, gain)
-        info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w)
+
+        def join(flow: Flow) -> None:
+            if fade is not None:
+                air.fade(k, gains)
+            add(flow)
+        info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
+                gain, fade)
         bits = 8.0 * payload_bytes
         backhaul = self._backhaul_pool(direction, c)
 
@@ -423,7 +451,8 @@ class NetworkLink:
         """The transfer's rows of the link's books and its event: the air's mean rate (bits
         over air time), its time-averaged SINR and interference, the backhaul's time; the
         blocks it held over its air time."""
-        start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w = info
+        (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
+         gain, fade) = info
         air_s = air.held_s      # (its direction's symbols' time, under TDD)
         rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
         if air_s > 0:
@@ -443,8 +472,11 @@ class NetworkLink:
         else:
             self.air_rows.append((len(self.log), c, direction.value, first, blocks, air.start,
                                   air.end))
+        if fade is not None:
+            self.fade_rows.extend((len(self.log), cell, h2) for cell, h2 in enumerate(
+                fade.tolist()))
         row: tuple = (len(self.log), blocks * self.settings.block_hz, rate, 1,
-                      float(self.cell.gain_linear[k]), power_w, 10.0 * math.log10(sinr),
+                      gain, power_w, 10.0 * math.log10(sinr),
                       interference_dbm, backhaul_s)
         nr = self.settings.nr
         if nr is not None:    # NR_TRANSFER_COLUMNS: the MCS and TBLER over the time it sent

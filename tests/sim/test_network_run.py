@@ -235,8 +235,6 @@ def test_interference_lengthens_the_round(make_run):
      r"uplink_bandwidth_hz: bandwidth: 300000 Hz holds no whole resource block"),
     ({"power_control": {"p0_dbm": -80}}, r"power_control: the single layout"),
     ({"backhaul": {"latency_s": 0.001}}, r"backhaul: the single layout"),
-    ({"layout": {"kind": "hexagonal"}, "fading": {"kind": "rayleigh"}},
-     r"fading\.kind: a hexagonal layout has no fading yet"),
 ])
 def test_bad_network_keys_are_refused_naming_the_field(network, message):
     from conftest import tiny_scenario

@@ -1,0 +1,192 @@
+"""Block fading in a network of cells (issue 50): every link of a transfer faded, the
+interferers' included, the rates recomputed where a fading block begins (a transfer's start),
+the fading record (fading.csv) from which the rates derive again, and the combination that
+stays refused (fading with the NR link abstraction)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import simpy
+
+import channel
+from channel import Direction
+from scala_netsim.books.blocks import air_frame, air_rate_problems, fades_by_event
+from scala_netsim.config.scenario import ScenarioError
+from scala_netsim.sim.air import Air
+from scala_netsim.sim.network_fading import NetworkFading
+from scala_netsim.sim.pool import Flow
+
+NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
+           "pathloss": "3gpp_38901_uma"}
+
+
+def faded_run(make_run, algorithm="scala", coherence="round", **network):
+    return make_run(algorithm, data={"num_clients": 40}, training={"participation": 0.3},
+                    network={**NETWORK, "fading": {"kind": "rayleigh", "coherence": coherence},
+                             **network})
+
+
+def events_of(run) -> pd.DataFrame:
+    names, rows = run.event_table()
+    return pd.DataFrame(rows, columns=list(names))
+
+
+@pytest.mark.parametrize("coherence, scheduler", [("round", "static"),
+                                                  ("transfer", "static"),
+                                                  ("transfer", "round_robin")])
+def test_a_faded_network_keeps_its_invariants_and_records_every_links_fade(
+        make_run, coherence, scheduler):
+    """Two rounds of SCALA with Rayleigh fading: every invariant holds (the rates derived again
+    from the air and fading records among them), each transfer has a row of |h|^2 to every
+    cell, and its recorded gain is its serving cell's coupling gain times its own fade."""
+    run = faded_run(make_run, coherence=coherence, scheduler=scheduler)
+    run.step()
+    run.step()
+    assert run.problems() == []
+    events = events_of(run)
+    record = run.link.air_record()
+    cells = run.world.cell.network.coupling_linear.shape[1]
+    fades = fades_by_event(record.fades, cells)
+    moved = events[events["bandwidth_hz"] > 0]
+    assert sorted(fades) == moved.index.tolist()
+    serving = run.world.cell.network.serving[moved["client_id"].to_numpy()]
+    fade = np.array([fades[e][c] for e, c in zip(moved.index, serving, strict=True)])
+    large = run.world.cell.gain_linear[moved["client_id"].to_numpy()]
+    assert np.allclose(10 ** (moved["gain_db"].to_numpy() / 10), large * fade, rtol=1e-12)
+    per_client = pd.DataFrame({"round": moved["round"], "client": moved["client_id"],
+                               "direction": moved["kind"].str.endswith("upload"),
+                               "fade": fade})
+    distinct = per_client.groupby(["round", "client", "direction"])["fade"].nunique()
+    if coherence == "round":             # one fading block a client, direction and round
+        assert (distinct == 1).all()
+    else:                                # SCALA's T = 2 uploads of a round: two blocks
+        assert (distinct > 1).any()
+
+
+def test_the_rates_derived_again_need_the_fades_the_run_saw(make_run):
+    """The fading record is what the rates derive from: with every fade of one transfer
+    halved, its bits no longer add up."""
+    run = faded_run(make_run)
+    run.step()
+    events = events_of(run)
+    record = run.link.air_record()
+    air = air_frame(record.rows)
+    assert air_rate_problems(air, events, record.settings) == []
+    event = int(air["event_index"].iloc[0])
+    fades = dict(record.settings.fades)
+    fades[event] = fades[event] / 2
+    wrong = type(record.settings)(**{**record.settings.__dict__, "fades": fades})
+    assert any(f"event {event} " in p for p in air_rate_problems(air, events, wrong))
+
+
+def test_fading_rows_are_their_own_draws_whatever_came_before():
+    """A row is named by (client, round, direction) and, per transfer, its place among the
+    client's transfers of the round: the same whatever else was drawn, E|h|^2 = 1."""
+    seed = np.random.SeedSequence(7)
+    rayleigh = channel.Fading("rayleigh", coherence="transfer")
+    a, b = NetworkFading(rayleigh, seed, 21), NetworkFading(rayleigh, seed, 21)
+    a.begin_round(3)
+    b.begin_round(3)
+    b.row(Direction.UPLINK, 5)          # other draws first: client 5, and client 2 downlink
+    b.row(Direction.DOWNLINK, 2)
+    first = a.row(Direction.UPLINK, 2)
+    assert first.shape == (21,) and np.array_equal(first, b.row(Direction.UPLINK, 2))
+    assert not np.array_equal(a.row(Direction.UPLINK, 2), first)   # its next transfer's
+    per_round = NetworkFading(channel.Fading("rayleigh"), seed, 21)
+    per_round.begin_round(3)
+    row = per_round.row(Direction.UPLINK, 2)
+    assert np.array_equal(per_round.row(Direction.UPLINK, 2), row)
+    per_round.begin_round(4)
+    assert not np.array_equal(per_round.row(Direction.UPLINK, 2), row)
+    many = NetworkFading(channel.Fading("rician", 6.0, "transfer"), seed, 20_000)
+    assert abs(many.row(Direction.DOWNLINK, 0).mean() - 1.0) < 0.03
+
+
+def test_a_faded_interferer_changes_the_victims_rate_where_its_next_block_begins():
+    """By hand: client 0's upload to cell 0 on block 0, client 1 in cell 1 on the same block.
+    Client 1 sends 1e5 bits in a fading block of |h|^2 = 0.5 on every link, then, from its
+    end, 1e5 bits in one of 2.0: the victim's rate is log2(1 + S / (N + I)) with I its
+    interferer's power times its coupling times the fade of the block on the air."""
+    env = simpy.Environment()
+    coupling = np.array([[1e-9, 1e-11], [2e-11, 1e-9]])   # clients x cells
+    noise_w, block_hz, power_w = 1e-13, 360e3, 0.1
+    air = Air(env, coupling.copy(), 1, block_hz, noise_w, uplink=True, interference=True)
+    ends: dict[str, float] = {}
+    victim_bits = 2e6
+
+    def rate(signal_w: float, interference_w: float) -> float:
+        return block_hz * math.log2(1 + signal_w / (noise_w + interference_w))
+
+    def second(_: Flow) -> None:
+        ends["first"] = env.now
+        air.fade(1, coupling[1] * 2.0)
+        air.add(Flow(1e5, env.now, lambda f: ends.setdefault("second", f.end)), 1, 1, 0, 1,
+                power_w, coupling[1, 1] * 2.0)
+
+    air.add(Flow(victim_bits, 0.0, lambda f: ends.setdefault("victim", f.end)), 0, 0, 0, 1,
+            power_w, coupling[0, 0])
+    air.fade(1, coupling[1] * 0.5)
+    air.add(Flow(1e5, 0.0, second), 1, 1, 0, 1, power_w, coupling[1, 1] * 0.5)
+    env.run()
+    signal = power_w * coupling[0, 0]
+    t1 = 1e5 / rate(power_w * coupling[1, 1] * 0.5, power_w * coupling[0, 1])
+    t2 = t1 + 1e5 / rate(power_w * coupling[1, 1] * 2.0, power_w * coupling[0, 1])
+    v1 = rate(signal, power_w * coupling[1, 0] * 0.5)
+    v2 = rate(signal, power_w * coupling[1, 0] * 2.0)
+    v3 = rate(signal, 0.0)
+    left = victim_bits - v1 * t1 - v2 * (t2 - t1)
+    assert left > 0                        # the victim outlasts both fading blocks
+    assert ends["first"] == pytest.approx(t1, rel=1e-12)
+    assert ends["second"] == pytest.approx(t2, rel=1e-12)
+    assert ends["victim"] == pytest.approx(t2 + left / v3, rel=1e-12)
+
+
+def test_a_faded_network_writes_its_fading_record_and_vouches_for_it(tmp_path):
+    import json
+
+    import scala_netsim as sn
+
+    scenario = sn.load_scenario("tests/golden/scenario.yaml", {
+        "algorithms": ["fedavg"], "timing_only": True, "training.rounds": 2,
+        "network.pathloss": "3gpp_38901_uma", "network.layout": NETWORK["layout"],
+        "network.fading": {"kind": "rayleigh", "coherence": "transfer"}})
+    run = sn.run(scenario, out=tmp_path, echo=False).runs[0].folder
+    fading = pd.read_csv(run / "fading.csv")
+    assert tuple(fading.columns) == ("event_index", "cell", "power_gain")
+    air = pd.read_csv(run / "air.csv")
+    assert set(fading["event_index"]) == set(air["event_index"])
+    assert (fading.groupby("event_index")["cell"].count() == 21).all()
+    assert "fading.csv" in json.loads((run / "summary.json").read_text())["files_sha256"]
+
+
+def test_fading_with_the_nr_link_abstraction_is_refused_naming_both_keys():
+    from conftest import tiny_scenario
+
+    if not channel.nr_link.have_sionna():
+        pytest.skip("the nr key is refused first without Sionna")
+    with pytest.raises(ScenarioError, match=r"fading\.kind: rayleigh with link_abstraction: "
+                                            r"nr.*never end"):
+        tiny_scenario("scala", network={**NETWORK, "link_abstraction": "nr",
+                                        "bs_tx_power_w": 40.0,
+                                        "fading": {"kind": "rayleigh"}})
+
+
+def test_a_faded_network_resumed_from_its_state_continues_the_same_records(make_run):
+    """A checkpoint keeps the fading record; the rows need no stream state (each its own
+    draw): a run restored after round 1 writes the uninterrupted run's events, rounds and
+    fading record, and its checks over both rounds hold."""
+    import copy
+
+    whole = faded_run(make_run, coherence="transfer")
+    whole.step()
+    state = copy.deepcopy(whole.state_dict())
+    whole.step()
+    resumed = faded_run(make_run, coherence="transfer")
+    resumed.load_state_dict(state)
+    resumed.step()
+    assert events_of(resumed).equals(events_of(whole))      # (NaN where nothing was sent)
+    assert str(resumed.rows) == str(whole.rows)
+    assert resumed.link.air_record().fades == whole.link.air_record().fades
+    assert resumed.problems() == []
