@@ -263,8 +263,9 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
                       rtol: float = 1e-9) -> list[str]:
     """Every transfer moved its payload in its air time at the rates the air record implies:
     the bits derived again round by round and direction by direction (air_bits) equal
-    8 x payload_bytes, and the rate events.csv gives (rate_bps, bits over air time) times the
-    air time equals them, both to `rtol` relative beyond the clock's rounding (air_bits).
+    8 x payload_bytes (a transfer cut short, completed 0: at least that and less than 8 more),
+    and the rate events.csv gives (rate_bps, bits over air time) times the air time equals
+    them, both to `rtol` relative beyond the clock's rounding (air_bits).
     `events` is events.csv with its radio columns (tx_power_w, rate_bps). The work grows
     with the square of a round's transfers (air_rate_work): a run derives them again where
     that is at most AIR_RATES_CHECKED_UP_TO (runner.checks)."""
@@ -273,7 +274,9 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     air = air.assign(round=moved["round"].to_numpy(), client=moved["client_id"].to_numpy(),
                      power_w=moved["tx_power_w"].to_numpy(float),
                      payload=8.0 * moved["payload_bytes"].to_numpy(float),
-                     recorded=moved["rate_bps"].to_numpy(float))
+                     recorded=moved["rate_bps"].to_numpy(float),
+                     cut=(moved["completed"].to_numpy() == 0) if "completed" in moved
+                     else np.zeros(len(moved), dtype=bool))
     for (_, direction), rows in air.groupby(["round", "direction"], sort=True):
         bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
                                direction == channel.Direction.UPLINK.value, settings)
@@ -281,12 +284,16 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
         each = rows.assign(bits=bits, slack=slack).groupby("event_index", sort=False).agg(
             bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
             end_s=("end_s", "max"), payload=("payload", "first"),
-            recorded=("recorded", "first")).reset_index()
+            recorded=("recorded", "first"), cut=("cut", "first")).reset_index()
         rows, bits, slack = each, each["bits"].to_numpy(), each["slack"].to_numpy()
         recorded = rows["recorded"].to_numpy() * settings.held_s(
             str(direction), rows["start_s"].to_numpy(), rows["end_s"].to_numpy())
-        for label, got in (("payload", rows["payload"].to_numpy()),
-                           ("recorded rate", recorded)):
+        # a transfer cut short (completed 0) got its payload's whole bytes through, and
+        # less than one more
+        cut = rows["cut"].to_numpy(bool)
+        payload = rows["payload"].to_numpy()
+        payload = np.where(cut, np.clip(bits, payload, payload + 8.0), payload)
+        for label, got in (("payload", payload), ("recorded rate", recorded)):
             wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)
             for i in wrong[:5].tolist():
                 problems.append(f"event {int(rows['event_index'].iloc[i])} ({direction}): "

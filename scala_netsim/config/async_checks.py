@@ -60,8 +60,4 @@ def network_problems(scenario: Any) -> list[str]:
         problems.append(f"network.layout.kind: a hexagonal layout runs synchronous algorithms "
                         f"only; {', '.join(found)} {'is' if len(found) == 1 else 'are'} "
                         f"asynchronous (use layout.kind: single for them)")
-    if scenario.network_shapes_learning:
-        problems.append("network.layout.kind: a hexagonal layout has no deadlines or "
-                        "over-selection yet (training.deadline_s, step_deadline_s, "
-                        "over_selection); use layout.kind: single for them")
     return problems

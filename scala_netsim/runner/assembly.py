@@ -71,13 +71,13 @@ def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world:
     model = link_model(scenario)
     section = scenario.network.fading
     fading = channel.Fading(section.kind, section.k_factor_db, section.coherence)
+    rules = round_rules(scenario, ALGORITHMS[algorithm].section(scenario))
     if world.cell.network is not None:
         return NetworkLink(env, world.cell, network_settings(scenario), allocator, model, log,
                            grant_rows, transfer_rows, air_rows,
                            NetworkFading(fading, world.seeds.sequence("fading"),
                                          world.cell.network.coupling_linear.shape[1]),
-                           fade_rows)
-    rules = round_rules(scenario, ALGORITHMS[algorithm].section(scenario))
+                           fade_rows, Drops() if rules.active else None)
     return WirelessLink(env, world.cell, model, allocator, log, world.seeds.sequence("link"),
                         fading, world.seeds.sequence("fading"),
                         Drops() if rules.active or model.outages else None,

@@ -84,8 +84,8 @@ def run_problems(run: Checked) -> list[str]:
         problems.extend(air_problems(frame, air.settings.blocks))
         if "cap_blocks" in frame:           # round robin: work-conserving, instant by instant
             problems.extend(round_robin_problems(frame, air.settings.blocks))
-        rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
-        if air_rate_work(frame, rounds) <= AIR_RATES_CHECKED_UP_TO:
+        air_rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
+        if air_rate_work(frame, air_rounds) <= AIR_RATES_CHECKED_UP_TO:
             problems.extend(air_rate_problems(frame, events, air.settings))
     if run.records_drops:
         aggregations = (aggregations_frame(run.aggregation_rows)

@@ -29,7 +29,7 @@ from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
 from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
-from scala_netsim.sim.network_link import NetworkSettings, NrLink
+from scala_netsim.sim.network_settings import NetworkSettings, NrLink
 
 
 @dataclass

@@ -186,6 +186,27 @@ class Air:
             on.append(h)
             term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
 
+    def remove(self, flow: Flow) -> float | None:
+        """Flow leaves now, before its bits have crossed (a deadline cut it): its numbers up
+        to now into it, its blocks to the others (round robin: its cell's split again), the
+        rates settled again. -> the bits it moved, None if it was waiting for a block."""
+        for waiting in self._waiting.values():
+            for shared in waiting:
+                if shared.flow is flow:
+                    waiting.remove(shared)
+                    return None
+        h = self._flow.index(flow)
+        grid.advance(h, self.tau(self.env.now), self.flows)
+        moved = flow.bits - float(self.flows[h, grid.BITS])
+        self._finish(h)
+        term = self._shared.pop(h, None)
+        if term is not None:
+            self._on_cell[term.cell].remove(h)
+            term.flow.stretches[-1][3] = self.env.now
+            self._reassign(term.cell)
+        self._settle()
+        return moved
+
     def _settle_instant(self, _: simpy.Event) -> None:
         self._settling = False
         if self._changed:

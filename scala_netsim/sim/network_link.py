@@ -28,15 +28,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
 import channel
 from channel import Direction
-from channel.nr_link import LinkTables
-from channel.tdd import TddFrame
 from scala_netsim.books.blocks import (
     AirRecord,
     AirSettings,
@@ -44,63 +41,16 @@ from scala_netsim.books.blocks import (
     fades_by_event,
     turn_problems,
 )
-from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air, Shared
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
 from scala_netsim.sim.network_fading import NetworkFading
+from scala_netsim.sim.network_flight import Flight
+from scala_netsim.sim.network_nr import NrBlocks
+from scala_netsim.sim.network_settings import NetworkSettings
 from scala_netsim.sim.pool import Flow, Pool, Rated
-
-
-@dataclass(frozen=True)
-class NrLink:
-    """The NR link abstraction of a network (channel.nr_link): each direction's lookups, the
-    most transmissions of a transport block and the HARQ round trip (s)."""
-
-    tables: dict[Direction, LinkTables]
-    max_transmissions: int
-    harq_rtt_s: float
-    mcs_table: str = "256qam"
-
-    def tail_s(self, tbler: float) -> float:
-        """The expected wait of a transfer's last transport block for its retransmissions:
-        the round trip times sum_{i=1}^{H-1} TBLER^i (channel.nr_link)."""
-        if not tbler > 0:
-            return 0.0
-        return self.harq_rtt_s * channel.nr_link.harq_tail_slots(tbler, self.max_transmissions)
-
-
-@dataclass(frozen=True)
-class NetworkSettings:
-    """What the network's link needs beyond the cells: the blocks of each direction's band,
-    a block's width, the noise PSD, the powers, power control, interference, the backhaul."""
-
-    blocks: dict[Direction, int]
-    block_hz: float
-    noise_psd_w_per_hz: float            # at the base station: the uplink's receiver
-    client_tx_power_w: float
-    bs_tx_power_w: float
-    interference: bool = True
-    power_control: tuple[float, float] | None = None     # (P0 dBm, alpha)
-    backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
-    downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
-    duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
-    nr: NrLink | None = None             # the NR link abstraction; None: Shannon rates
-    #: `static`: each client's blocks granted for the round; `round_robin`: split instant by
-    #: instant among the transfers in progress (scala_netsim.sim.air)
-    scheduler: str = "static"
-
-    @property
-    def frame(self) -> TddFrame | None:
-        return None if self.duplexing is None else self.duplexing.frame
-
-    def noise_w_per_hz(self, direction: Direction) -> float:
-        """The noise PSD at the receiver of `direction` (its noise figure included)."""
-        if direction is Direction.DOWNLINK and self.downlink_noise_psd_w_per_hz is not None:
-            return self.downlink_noise_psd_w_per_hz
-        return self.noise_psd_w_per_hz
 
 
 class NetworkLink:
@@ -111,13 +61,15 @@ class NetworkLink:
                  log: EventLog, grant_rows: list[tuple] | None = None,
                  transfer_rows: list[tuple] | None = None,
                  air_rows: list[tuple] | None = None, fading: NetworkFading | None = None,
-                 fade_rows: list[tuple] | None = None) -> None:
+                 fade_rows: list[tuple] | None = None, drops: Drops | None = None) -> None:
         if cell.network is None:
             raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
         self.env, self.cell, self.settings, self.allocator, self.log = (
             env, cell, settings, allocator, log)
         self.net = cell.network
-        self.drops: Drops | None = None         # nothing is cut short in a network (yet)
+        #: the book of drops where clients can be dropped (deadlines, over-selection): a
+        #: transfer of a dropped client is cut wherever its bits are (`_cut`)
+        self.drops = drops
         self.round = 0
         self.grant_rows: list[tuple] = [] if grant_rows is None else grant_rows
         self.transfer_rows: list[tuple] = [] if transfer_rows is None else transfer_rows
@@ -145,78 +97,23 @@ class NetworkLink:
                             None if settings.nr is None else settings.nr.tables[d])
                      for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
-        #: under the NR abstraction, each client's uplink goodput on 1..N blocks, quiet
-        self._goodput: dict[int, np.ndarray] = {}
+        self._nr_blocks = NrBlocks(cell, settings)
         if settings.nr is not None:
-            self._refuse_undecodable()
+            self._nr_blocks.refuse_undecodable()
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
-        """(clients, blocks 1..N) each client's SNR a block on its serving cell with n blocks
-        and no interference (dB): on the uplink its power (power_w) spread over them, on the
-        downlink the base station's a block, the same for every n. One client's row alone
-        where `client` is given."""
-        s, gain = self.settings, np.asarray(self.cell.gain_linear, float)
-        if client is not None:
-            gain = gain[[client]]
-        n = np.arange(1, s.blocks[direction] + 1, dtype=float)
-        noise_w = s.noise_w_per_hz(direction) * s.block_hz
-        if direction is Direction.DOWNLINK:
-            per_block_w = np.full((len(gain), len(n)), s.bs_tx_power_w / s.blocks[direction])
-        elif s.power_control is None:
-            per_block_w = s.client_tx_power_w / n[None, :] + np.zeros((len(gain), 1))
-        else:
-            p0_dbm, alpha = s.power_control
-            dbm = channel.nr.uplink_tx_power_dbm(-10.0 * np.log10(gain)[:, None], n[None, :],
-                                                 p0_dbm, alpha,
-                                                 float(channel.w_to_dbm(s.client_tx_power_w)))
-            per_block_w = channel.dbm_to_w(dbm) / n[None, :]
-        return 10.0 * np.log10(per_block_w * gain[:, None] / noise_w)
-
-    def _uplink_blocks(self, k: int, granted: int) -> int:
-        """Under the NR link abstraction, the blocks a client's uploads use of the `granted`:
-        the number (at most those) whose goodput with no interference is the highest, its
-        power spread over them: a power-limited client at the cell edge sends on fewer
-        blocks at a decodable SINR rather than on all at none (the largest such number
-        where several give the same goodput)."""
-        goodput = self._goodput.get(k)
-        if goodput is None:
-            assert self.settings.nr is not None
-            tables = self.settings.nr.tables[Direction.UPLINK]
-            snr = 10.0 ** (self.best_snr_db(Direction.UPLINK, k)[0] / 10.0)
-            goodput = self._goodput[k] = np.array(
-                [tables.goodput_bps(np.full(n, snr[n - 1])) for n in range(1, len(snr) + 1)])
-        best = goodput[:granted]
-        return int(np.flatnonzero(best == best.max())[-1]) + 1
+        """(clients, blocks 1..N) each client's SNR a block with no interference (dB):
+        scala_netsim.sim.network_nr.NrBlocks.best_snr_db."""
+        return self._nr_blocks.best_snr_db(direction, client)
 
     def _cap(self, direction: Direction, k: int) -> int:
         """The most blocks client k's transfers use under round robin: all the cell's, but
         under the NR abstraction an upload's the number with the best goodput
-        (`_uplink_blocks`)."""
+        (NrBlocks.uplink_blocks)."""
         total = self.settings.blocks[direction]
         if self.settings.nr is None or direction is Direction.DOWNLINK:
             return total
-        return self._uplink_blocks(k, total)
-
-    def _refuse_undecodable(self) -> None:
-        """Under the NR link abstraction every client must decode some MCS on some number of
-        blocks with no interference, in each direction: else its transfers would never end.
-        ValueError naming the first such clients at the drop."""
-        assert self.settings.nr is not None
-        for direction, tables in self.settings.nr.tables.items():
-            snr_db = self.best_snr_db(direction)
-            lowest = tables.lowest_sinr_db()[1:]
-            never = np.flatnonzero(~(snr_db >= lowest[None, :]).any(axis=1))
-            if len(never):
-                best = snr_db[never].max(axis=1)
-                names = ", ".join(f"{k} ({b:.1f} dB)" for k, b in
-                                  zip(never[:5].tolist(), best[:5].tolist(), strict=True))
-                raise ValueError(
-                    f"network.link_abstraction: nr: {len(never)} client(s) can decode no MCS "
-                    f"of the {self.settings.nr.mcs_table} table on the {direction.value} even "
-                    f"without interference, on any number of blocks (best SNR a block): "
-                    f"{names}; the table's lowest MCS needs {lowest.min():.2f} dB at "
-                    f"bler_target {tables.bler_target:g}. More power, the 64qam table, a "
-                    f"higher bler_target or a smaller layout.isd_m would let them")
+        return self._nr_blocks.uplink_blocks(k, total)
 
     # --- what the protocols ask of a link ---------------------------------------------
     def stream_states(self) -> dict[str, dict[int, dict]]:
@@ -251,7 +148,7 @@ class NetworkLink:
                 shares = self.allocator.allocate_hz(total * block_hz, part)
                 blocks = channel.network.whole_blocks(shares, total, block_hz)
                 if self.settings.nr is not None and direction is Direction.UPLINK:
-                    blocks = np.array([self._uplink_blocks(k, n) for k, n in zip(
+                    blocks = np.array([self._nr_blocks.uplink_blocks(k, n) for k, n in zip(
                         part.client_ids.tolist(), blocks.tolist(), strict=True)], np.int64)
                 first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
                 for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
@@ -335,36 +232,38 @@ class NetworkLink:
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
         """The transfer's event; it starts now, or on a block taken in turns when the block
-        is free (and frees it when its air time is over)."""
+        is free (and frees it when its air time is over). Where clients can be dropped its
+        Flight says where its bits are, so that a drop cuts it there (`_cut`)."""
         ended = self.env.event()
-        queue = self._turns[direction].get(message.client_id)
+        k = message.client_id
+        flight = None if self.drops is None else Flight(self.env.now)
+        queue = self._turns[direction].get(k)
         if queue is None:
-            self._send(message, kind, local_iter, direction, ended, lambda _: None)
+            self._send(message, kind, local_iter, direction, ended, lambda _: None, flight)
+        else:
+            turn, round_ = queue.request(), self.round
+            block, c = self._blocks[direction][k][0], int(self.net.serving[k])
+
+            def free(start: float) -> None:
+                queue.release(turn)
+                self.turn_rows.append((round_, direction.value, c, block, k, start,
+                                       self.env.now))
+            turn.callbacks.append(lambda _: self._send(message, kind, local_iter, direction,
+                                                       ended, free, flight))
+            if flight is not None:
+                flight.turn, flight.free = turn, free
+        if self.drops is None or flight is None:
             return ended
-        turn, round_, k = queue.request(), self.round, message.client_id
-        block, c = self._blocks[direction][k][0], int(self.net.serving[k])
+        return self.drops.track(k, ended, lambda _: None, lambda: self._cut(
+            flight, message, kind, local_iter, direction), local_iter)
 
-        def free(start: float) -> None:
-            queue.release(turn)
-            self.turn_rows.append((round_, direction.value, c, block, k, start, self.env.now))
-        turn.callbacks.append(
-            lambda _: self._send(message, kind, local_iter, direction, ended, free))
-        return ended
-
-    def _send(self, message: Message, kind: EventKind, local_iter: int, direction: Direction,
-              ended: simpy.Event, free: Callable[[float], None]) -> None:
-        """The transfer from now: up, the air then the backhaul; down, the backhaul then the
-        air; `free(its start)` when its air time is over; `ended` fires when it has crossed
-        both."""
-        k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
-        c, gain = int(self.net.serving[k]), float(self.cell.gain_linear[k])
-        air, fade = self._air[direction], None
-        if self.fading is not None:       # this transfer's fading block, on every link
-            fade = self.fading.row(direction, k)
-            gains = self.net.coupling_linear[k] * fade
-            gain = float(self.cell.gain_linear[k] * fade[c])
+    def _joiner(self, direction: Direction, k: int, c: int, gain: float,
+                fade: np.ndarray | None) -> tuple[Callable[[Flow], None], int, int, float]:
+        """How client k's transfer joins the air of `direction` (its fading row set first),
+        its first block, blocks and power (-1, 0, NaN under round robin: its stretches say)."""
+        air = self._air[direction]
         if self.settings.scheduler == "round_robin":   # the air hands out the blocks
-            first, blocks, power_w = -1, 0, math.nan      # (its stretches say, at its end)
+            first, blocks, power_w = -1, 0, math.nan
             shared = (k, c, gain, lambda n: self.powers(direction, k, n),
                       self._cap(direction, k))
 
@@ -376,17 +275,43 @@ class NetworkLink:
 
             def add(flow: Flow) -> None:
                 air.add(flow, k, c, first, blocks, power_w, gain)
+        if fade is None:
+            return add, first, blocks, power_w
+        gains = self.net.coupling_linear[k] * fade
 
         def join(flow: Flow) -> None:
-            if fade is not None:
-                air.fade(k, gains)
+            air.fade(k, gains)
             add(flow)
+        return join, first, blocks, power_w
+
+    def _send(self, message: Message, kind: EventKind, local_iter: int, direction: Direction,
+              ended: simpy.Event, free: Callable[[float], None],
+              flight: Flight | None = None) -> None:
+        """The transfer from now: up, the air then the backhaul; down, the backhaul then the
+        air; `free(its start)` when its air time is over; `ended` fires when it has crossed
+        both. `flight` (clients can be dropped) follows it."""
+        k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
+        c, gain = int(self.net.serving[k]), float(self.cell.gain_linear[k])
+        fade = None
+        if self.fading is not None:       # this transfer's fading block, on every link
+            fade = self.fading.row(direction, k)
+            gain = float(self.cell.gain_linear[k] * fade[c])
+        add, first, blocks, power_w = self._joiner(direction, k, c, gain, fade)
         info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
                 gain, fade)
         bits = 8.0 * payload_bytes
         backhaul = self._backhaul_pool(direction, c)
+        join = add
+        if flight is not None:
+            flight.info = info
+
+            def join(flow: Flow) -> None:
+                flight.air = flow
+                add(flow)
 
         def record(crossed: Flow, backhaul_s: float) -> None:
+            if flight is not None:
+                flight.done = True
             self._record(info, crossed, backhaul_s)
             ended.succeed()
 
@@ -394,7 +319,7 @@ class NetworkLink:
             def after_air(crossed: Flow) -> None:
                 free(start)
                 self._after_harq(crossed, lambda: self._cross_backhaul(
-                    backhaul, bits, lambda s: record(crossed, s)))
+                    backhaul, bits, lambda s: record(crossed, s), flight), flight)
             duplexing = self.settings.duplexing
             if duplexing is not None and duplexing.k2_s > 0:   # the grant comes K2 later
                 granted = self.env.timeout(duplexing.k2_s)
@@ -404,21 +329,56 @@ class NetworkLink:
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
-                self._after_harq(crossed, lambda: record(crossed, backhaul_s))
+                self._after_harq(crossed, lambda: record(crossed, backhaul_s), flight)
 
             def after_backhaul(backhaul_s: float) -> None:
                 join(Flow(bits, self.env.now,
                           lambda crossed: after_downlink_air(crossed, backhaul_s)))
-            self._cross_backhaul(backhaul, bits, after_backhaul)
+            self._cross_backhaul(backhaul, bits, after_backhaul, flight)
 
-    def _after_harq(self, crossed: Flow, then: Callable[[], None]) -> None:
+    def _after_harq(self, crossed: Flow, then: Callable[[], None],
+                    flight: Flight | None = None) -> None:
         """`then()` once the transfer's last transport block has been decoded: at once with
-        Shannon rates, else after its expected HARQ retransmissions (NrLink.tail_s)."""
+        Shannon rates, else after its expected HARQ retransmissions (NrLink.tail_s); not
+        where a drop has cut the transfer meanwhile."""
         tail_s = 0.0 if self.settings.nr is None else self.settings.nr.tail_s(crossed.tbler)
         if tail_s <= 0.0:
             then()
             return
-        self.env.timeout(tail_s).callbacks.append(lambda _: then())
+        if flight is not None:
+            flight.air = None
+        self.env.timeout(tail_s).callbacks.append(
+            lambda _: None if flight is not None and flight.cut else then())
+
+    def _cut(self, flight: Flight, message: Message, kind: EventKind, local_iter: int,
+             direction: Direction) -> None:
+        """A drop cuts the transfer now, wherever its bits are: on the air it leaves it (its
+        blocks to the others), on the backhaul it leaves the cell's share, waiting for a
+        block it gives up its turn; recorded up to now, not completed, with the bytes it got
+        through the air (all of them once it is off the air)."""
+        flight.cut = True
+        if flight.done:                 # recorded at this very instant: it crossed
+            return
+        k, now = message.client_id, self.env.now
+        moved: float | None = None      # None: it never got on the air
+        air = self._air[direction]
+        if flight.air is not None and math.isnan(flight.air.end):
+            moved = air.remove(flight.air)
+            if flight.free is not None and moved is not None:
+                flight.free(flight.info[0] if flight.info else now)
+        elif flight.air is not None:    # its air time is over: HARQ or the backhaul
+            moved = flight.air.bits
+        if flight.pool is not None and math.isnan(flight.pool[1].end):
+            flight.pool[0].remove(flight.pool[1])
+        if flight.turn is not None and not flight.turn.triggered:
+            flight.turn.cancel()
+        if flight.info is None:         # it never began: waiting for its turn on a block
+            flight.info = (flight.start, local_iter, k, kind, message.payload_bytes,
+                           int(self.net.serving[k]), direction, -1, 0, math.nan,
+                           float(self.cell.gain_linear[k]), None)
+        backhaul_s = 0.0 if flight.pool is None else now - flight.pool[1].start
+        moved_bits = 0.0 if moved is None else moved
+        self._record(flight.info, flight.air, backhaul_s, (int(moved_bits / 8.0), moved_bits))
 
     def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
         if self.settings.backhaul is None:
@@ -433,10 +393,10 @@ class NetworkLink:
             self._backhaul[key] = Pool(self.env, shared, 0)
         return self._backhaul[key]
 
-    def _cross_backhaul(self, pool: Pool | None, bits: float,
-                        then: Callable[[float], None]) -> None:
+    def _cross_backhaul(self, pool: Pool | None, bits: float, then: Callable[[float], None],
+                        flight: Flight | None = None) -> None:
         """The bits cross the cell's backhaul (their share of its bandwidth, then its
-        latency); `then(seconds it took)`."""
+        latency); `then(seconds it took)`, unless a drop cut the transfer meanwhile."""
         if pool is None:
             then(0.0)
             return
@@ -444,48 +404,79 @@ class NetworkLink:
 
         def crossed(_: Flow) -> None:
             arrived = self.env.timeout(latency_s)
-            arrived.callbacks.append(lambda _: then(self.env.now - start))
-        pool.add(Flow(bits, start, crossed), ())
+            arrived.callbacks.append(
+                lambda _: None if flight is not None and flight.cut else then(
+                    self.env.now - start))
+        flow = Flow(bits, start, crossed)
+        if flight is not None:
+            flight.pool = (pool, flow)
+        pool.add(flow, ())
 
-    def _record(self, info: tuple, air: Flow, backhaul_s: float) -> None:
+    def _record(self, info: tuple, air: Flow | None, backhaul_s: float,
+                done: tuple[int, float] | None = None) -> None:
         """The transfer's rows of the link's books and its event: the air's mean rate (bits
         over air time), its time-averaged SINR and interference, the backhaul's time; the
-        blocks it held over its air time."""
+        blocks it held over its air time. `done` (a drop cut it): the bytes and the bits it
+        got through the air; `air` None, or never on the air, where it got none."""
         (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
          gain, fade) = info
-        air_s = air.held_s      # (its direction's symbols' time, under TDD)
-        rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
-        if air_s > 0:
-            rate = 8.0 * payload_bytes / air_s
-            if air.varied:   # else the last values, exactly (not an average of equal ones)
-                sinr = air.sinr_area / air_s
-                interference_w = air.interference_area / air_s
+        bits = 8.0 * payload_bytes if done is None else done[1]
+        index = len(self.log)
+        if air is not None and math.isnan(air.end):     # cut while waiting for a block
+            air = None
+        rate = sinr = interference_w = math.nan
+        if air is None:
+            blocks, power_w = 0, math.nan
+        else:
+            air_s = air.held_s      # (its direction's symbols' time, under TDD)
+            rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
+            if air_s > 0:
+                rate = bits / air_s
+                if air.varied:   # else the last values, exactly (not an average of equal ones)
+                    sinr = air.sinr_area / air_s
+                    interference_w = air.interference_area / air_s
+            blocks, power_w, start = self._air_rows(index, air, c, direction, first, blocks,
+                                                    power_w, start)
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
-        if air.stretches:    # round robin: its blocks and power, each a stretch of its time
-            # a transfer that found every block taken waited for one: like a turn on a shared
-            # block, the wait is its client's idle time and the event starts when it ends
-            start += air.stretches[0][2] - air.start
-            self.air_rows.extend((len(self.log), c, direction.value, f, n, t0, t1, p, cap)
-                                 for f, n, t0, t1, p, cap in air.stretches if t1 > t0)
-            blocks, power_w = _time_averaged(air.stretches)
-        else:
-            self.air_rows.append((len(self.log), c, direction.value, first, blocks, air.start,
-                                  air.end))
         if fade is not None:
-            self.fade_rows.extend((len(self.log), cell, h2) for cell, h2 in enumerate(
-                fade.tolist()))
-        row: tuple = (len(self.log), blocks * self.settings.block_hz, rate, 1,
-                      gain, power_w, 10.0 * math.log10(sinr),
-                      interference_dbm, backhaul_s)
+            self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
+        row: tuple = (index, blocks * self.settings.block_hz, rate, 1, gain, power_w,
+                      10.0 * math.log10(sinr), interference_dbm, backhaul_s)
         nr = self.settings.nr
         if nr is not None:    # NR_TRANSFER_COLUMNS: the MCS and TBLER over the time it sent
             slot_s = nr.tables[direction].slot_s
-            sending = air.sending_s
-            row += ((air.mcs_area / sending, air.tbler_area / sending) if sending > 0
-                    else (math.nan, math.nan)) + (sending / slot_s, nr.tail_s(air.tbler))
+            sending = 0.0 if air is None else air.sending_s
+            harq_s = 0.0 if air is None else nr.tail_s(air.tbler)
+            if done is not None and air is not None:    # the part it waited before the cut
+                harq_s = min(harq_s, self.env.now - air.end)
+            row += ((air.mcs_area / sending, air.tbler_area / sending)
+                    if air is not None and sending > 0 else (math.nan, math.nan)) + (
+                sending / slot_s, harq_s)
         self.transfer_rows.append(row)
-        self.log.record(start, self.env.now, self.round, local_iter, k, kind, payload_bytes)
+        if done is None:
+            self.log.record(start, self.env.now, self.round, local_iter, k, kind,
+                            payload_bytes)
+        else:
+            self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind,
+                                done[0])
+
+    def _air_rows(self, index: int, air: Flow, c: int, direction: Direction, first: int,
+                  blocks: int, power_w: float, start: float) -> tuple[int | float, float,
+                                                                      float]:
+        """The transfer's rows of the air record; -> its blocks and power (under round
+        robin their averages over its stretches) and its event's start."""
+        if not air.stretches:
+            self.air_rows.append((index, c, direction.value, first, blocks, air.start,
+                                  air.end))
+            return blocks, power_w, start
+        # round robin: its blocks and power, each a stretch of its time; a transfer that
+        # found every block taken waited for one: like a turn on a shared block, the wait
+        # is its client's idle time and the event starts when it ends
+        self.air_rows.extend((index, c, direction.value, f, n, t0, t1, p, cap)
+                             for f, n, t0, t1, p, cap in air.stretches if t1 > t0)
+        averaged = _time_averaged(air.stretches)
+        return averaged[0], averaged[1], start + (air.stretches[0][2] - air.start)
 
 
 def _time_averaged(stretches: list[list]) -> tuple[float, float]:

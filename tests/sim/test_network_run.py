@@ -243,13 +243,13 @@ def test_bad_network_keys_are_refused_naming_the_field(network, message):
         tiny_scenario("scala", network=network)
 
 
-def test_a_network_refuses_asynchronous_algorithms_and_deadlines():
+def test_a_network_refuses_asynchronous_algorithms_and_deadlines_under_tdd():
     from conftest import tiny_scenario
 
     with pytest.raises(ScenarioError, match="runs synchronous algorithms only; fedasync"):
         tiny_scenario("fedasync", network={"layout": {"kind": "hexagonal"}})
-    with pytest.raises(ScenarioError, match="no deadlines or over-selection yet"):
-        tiny_scenario("scala", network={"layout": {"kind": "hexagonal"}},
+    with pytest.raises(ScenarioError, match="tdd times whole transfers only yet"):
+        tiny_scenario("scala", network={"layout": {"kind": "hexagonal"}, "duplex": "tdd"},
                       training={"deadline_s": 10.0})
 
 

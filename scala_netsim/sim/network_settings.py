@@ -1,0 +1,62 @@
+"""What a network's link is given beyond its cells (scala_netsim.sim.network_link): the
+blocks, noise and powers of its bands, interference, power control, the backhaul, the TDD
+frame, the NR link abstraction and the scheduler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import channel
+from channel import Direction
+from channel.nr_link import LinkTables
+from channel.tdd import TddFrame
+from scala_netsim.books.duplexing import Duplexing
+
+
+@dataclass(frozen=True)
+class NrLink:
+    """The NR link abstraction of a network (channel.nr_link): each direction's lookups, the
+    most transmissions of a transport block and the HARQ round trip (s)."""
+
+    tables: dict[Direction, LinkTables]
+    max_transmissions: int
+    harq_rtt_s: float
+    mcs_table: str = "256qam"
+
+    def tail_s(self, tbler: float) -> float:
+        """The expected wait of a transfer's last transport block for its retransmissions:
+        the round trip times sum_{i=1}^{H-1} TBLER^i (channel.nr_link)."""
+        if not tbler > 0:
+            return 0.0
+        return self.harq_rtt_s * channel.nr_link.harq_tail_slots(tbler, self.max_transmissions)
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """What the network's link needs beyond the cells: the blocks of each direction's band,
+    a block's width, the noise PSD, the powers, power control, interference, the backhaul."""
+
+    blocks: dict[Direction, int]
+    block_hz: float
+    noise_psd_w_per_hz: float            # at the base station: the uplink's receiver
+    client_tx_power_w: float
+    bs_tx_power_w: float
+    interference: bool = True
+    power_control: tuple[float, float] | None = None     # (P0 dBm, alpha)
+    backhaul: tuple[float, float] | None = None          # (latency s, bandwidth bit/s)
+    downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
+    duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
+    nr: NrLink | None = None             # the NR link abstraction; None: Shannon rates
+    #: `static`: each client's blocks granted for the round; `round_robin`: split instant by
+    #: instant among the transfers in progress (scala_netsim.sim.air)
+    scheduler: str = "static"
+
+    @property
+    def frame(self) -> TddFrame | None:
+        return None if self.duplexing is None else self.duplexing.frame
+
+    def noise_w_per_hz(self, direction: Direction) -> float:
+        """The noise PSD at the receiver of `direction` (its noise figure included)."""
+        if direction is Direction.DOWNLINK and self.downlink_noise_psd_w_per_hz is not None:
+            return self.downlink_noise_psd_w_per_hz
+        return self.noise_psd_w_per_hz
