@@ -112,6 +112,38 @@ class Air:
         transfer: it has none of this direction on the air; scala_netsim.sim.network_fading)."""
         self.gains[client] = gains
 
+    def regain(self, client: int, gains: np.ndarray) -> None:
+        """Client's gains to every cell change now, mid-transfer (the seam for mobility:
+        docs/model/network.md): its transfer in flight in this direction, if any, has its bits
+        taken up to now at its old rate, its signal set from the new gain to its cell, and
+        its blocks re-rated at the next settle; on the uplink every other cell's holder of
+        those blocks too (what they hear of it changed: the block's sender is marked unknown
+        so that the settle re-rates all of them). One waiting for a block (round robin) joins
+        at the new gain. Its serving cell stays (a handover is a new transfer, not a new
+        gain)."""
+        self.gains[client] = gains
+        now = self.tau(self.env.now)
+        used = self.flows[:self._used]
+        for h in np.flatnonzero((self.ints[:self._used, grid.CLIENT] == client)
+                                & ~np.isnan(used[:, grid.BITS])).tolist():
+            if self._flow[h] is None:
+                continue
+            grid.advance(h, now, self.flows)
+            cell, first = int(self.ints[h, grid.CELL]), int(self.ints[h, grid.FIRST])
+            count = int(self.ints[h, grid.COUNT])
+            self.flows[h, grid.SIGNAL] = self.flows[h, grid.PER_BLOCK_W] * gains[cell]
+            self.dirty[first:first + count, cell] = True
+            if self.uplink:
+                self.grids[grid.SENT_CLIENT_GRID, cell, first:first + count] = -1.0
+        for waiting in self._waiting.values():
+            for shared in waiting:
+                if shared.client == client:
+                    shared.gain = float(gains[shared.cell])
+        self._changed = True
+        if not self._settling:
+            self._settling = True
+            self.env.timeout(0).callbacks.append(self._settle_instant)
+
     def __len__(self) -> int:
         """Transfers in flight."""
         return len(self._flow) - len(self._free)

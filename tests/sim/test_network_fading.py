@@ -190,3 +190,45 @@ def test_a_faded_network_resumed_from_its_state_continues_the_same_records(make_
     assert str(resumed.rows) == str(whole.rows)
     assert resumed.link.air_record().fades == whole.link.air_record().fades
     assert resumed.problems() == []
+
+
+@pytest.mark.parametrize("uplink", [True, False])
+def test_a_gain_that_changes_mid_transfer_rerates_it_and_what_the_others_hear(uplink):
+    """The seam for mobility (Air.regain), by hand: client 0 in cell 0 and client 1 in cell 1
+    on the same block, from 0; at t1 client 1's gains to both cells double. Its own rate
+    changes then; on the uplink so does client 0's (it hears client 1 at the new gain), on
+    the downlink client 0's does not (client 1's gains say what client 1 hears)."""
+    env = simpy.Environment()
+    coupling = np.array([[1e-9, 3e-11], [2e-11, 1e-9]])
+    noise_w, block_hz, power_w, t1, bits = 1e-13, 360e3, 0.1, 0.01, 5e6
+    air = Air(env, coupling.copy(), 1, block_hz, noise_w, uplink=uplink, interference=True)
+    ends: dict[int, float] = {}
+    for k in (0, 1):
+        air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, 0, 1,
+                power_w, coupling[k, k])
+    later = env.timeout(t1)
+    later.callbacks.append(lambda _: air.regain(1, coupling[1] * 2.0))
+    env.run()
+
+    def rate(signal_w: float, interference_w: float) -> float:
+        return block_hz * math.log2(1 + signal_w / (noise_w + interference_w))
+
+    def heard(k: int, gains: np.ndarray) -> float:      # the interference client k's gets
+        other = 1 - k
+        return power_w * (gains[other, k] if uplink else gains[k, other])
+
+    after = coupling.copy()
+    after[1] *= 2.0
+    r = {k: rate(power_w * coupling[k, k], heard(k, coupling)) for k in (0, 1)}
+    r2 = {k: rate(power_w * after[k, k], heard(k, after)) for k in (0, 1)}
+    first = min((0, 1), key=lambda k: (bits - r[k] * t1) / r2[k])
+    t_first = t1 + (bits - r[first] * t1) / r2[first]
+    assert ends[first] == pytest.approx(t_first, rel=1e-12)
+    other = 1 - first
+    left = bits - r[other] * t1 - r2[other] * (t_first - t1)
+    alone = rate(power_w * after[other, other], 0.0)
+    assert ends[other] == pytest.approx(t_first + left / alone, rel=1e-12)
+    if not uplink:
+        assert r2[0] == r[0]
+    else:
+        assert r2[0] < r[0]
