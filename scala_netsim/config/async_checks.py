@@ -59,5 +59,7 @@ def network_problems(scenario: Any) -> list[str]:
     if found:
         problems.append(f"network.layout.kind: a hexagonal layout runs synchronous algorithms "
                         f"only; {', '.join(found)} {'is' if len(found) == 1 else 'are'} "
-                        f"asynchronous (use layout.kind: single for them)")
+                        f"asynchronous: a network's air keeps its transfers in flight in a "
+                        f"state a checkpoint cannot save yet, and its static blocks are granted "
+                        f"per round (use layout.kind: single for them)")
     return problems

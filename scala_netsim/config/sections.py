@@ -427,9 +427,17 @@ class NetworkConfig(Strict):
                              f"its whole fading block ({self.fading.coherence}: the channel "
                              f"stays until it ends), so it would never end; use fading.kind "
                              f"none with nr, or link_abstraction: shannon with fading")
+        if self.link.mode != "adaptive" and self.link_abstraction == "nr":
+            raise ValueError(f"link.mode: {self.link.mode} with link_abstraction: nr: HARQ is "
+                             f"NR's retransmission (harq_max_transmissions), and an ARQ beside "
+                             f"it would send again what HARQ already delivered; use 'adaptive' "
+                             f"with nr")
         if self.link.mode != "adaptive":
             raise ValueError(f"link.mode: a hexagonal layout's links are adaptive (Shannon "
-                             f"rate at the SINR); use 'adaptive', got {self.link.mode!r}")
+                             f"rate at the SINR, or the NR link abstraction's MCS with HARQ): "
+                             f"a fixed-rate attempt's outage under interference that changes "
+                             f"while it is on the air is not modelled yet; use 'adaptive', got "
+                             f"{self.link.mode!r}")
         tilt = self.layout.downtilt_deg
         if tilt is not None and (self.layout.sectors != 3 or not hasattr(
                 channel.PATHLOSS_MODELS[self.pathloss], "table")):

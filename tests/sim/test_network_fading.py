@@ -232,3 +232,18 @@ def test_a_gain_that_changes_mid_transfer_rerates_it_and_what_the_others_hear(up
         assert r2[0] == r[0]
     else:
         assert r2[0] < r[0]
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"link": {"mode": "fixed_rate", "target_rate_bps": 1e6}},
+     r"link\.mode: a hexagonal layout's links are adaptive.*not modelled yet"),
+    ({"link": {"mode": "fixed_rate", "target_rate_bps": 1e6}, "link_abstraction": "nr",
+      "bs_tx_power_w": 40.0}, r"link\.mode: fixed_rate with link_abstraction: nr: HARQ"),
+])
+def test_what_a_network_still_refuses_names_both_keys_and_why(network, message):
+    from conftest import tiny_scenario
+
+    if "link_abstraction" in network and not channel.nr_link.have_sionna():
+        pytest.skip("the nr key is refused first without Sionna")
+    with pytest.raises(ScenarioError, match=message):
+        tiny_scenario("scala", network={**NETWORK, **network})
