@@ -259,6 +259,25 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
     return bits, slack
 
 
+def overlapping(air: pd.DataFrame) -> np.ndarray:
+    """Each air row's group, per direction: the rows whose air times overlap or touch, one
+    after another (a synchronous round's transfers, or an asynchronous run's that overlap
+    across versions): what deriving the rates again must take together, as only they
+    interfere with each other."""
+    group = np.zeros(len(air), dtype=np.int64)
+    start, end = air["start_s"].to_numpy(float), air["end_s"].to_numpy(float)
+    direction = air["direction"].to_numpy()
+    offset = 0
+    for d in np.unique(direction).tolist():
+        rows = np.flatnonzero(direction == d)
+        order = rows[np.argsort(start[rows], kind="stable")]
+        reach = np.maximum.accumulate(end[order])
+        new = np.concatenate([[True], start[order][1:] > reach[:-1]])
+        group[order] = offset + np.cumsum(new)
+        offset += int(new.sum())
+    return group
+
+
 def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSettings,
                       rtol: float = 1e-9) -> list[str]:
     """Every transfer moved its payload in its air time at the rates the air record implies:
@@ -268,7 +287,8 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     them, both to `rtol` relative beyond the clock's rounding (air_bits).
     `events` is events.csv with its radio columns (tx_power_w, rate_bps). The work grows
     with the square of a round's transfers (air_rate_work): a run derives them again where
-    that is at most AIR_RATES_CHECKED_UP_TO (runner.checks)."""
+    that is at most AIR_RATES_CHECKED_UP_TO (runner.checks). The transfers are taken
+    together where their air times overlap (`overlapping`), whatever their rounds."""
     problems = []
     moved = events.iloc[air["event_index"].to_numpy()]
     air = air.assign(round=moved["round"].to_numpy(), client=moved["client_id"].to_numpy(),
@@ -277,7 +297,8 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
                      recorded=moved["rate_bps"].to_numpy(float),
                      cut=(moved["completed"].to_numpy() == 0) if "completed" in moved
                      else np.zeros(len(moved), dtype=bool))
-    for (_, direction), rows in air.groupby(["round", "direction"], sort=True):
+    air = air.assign(group=overlapping(air))
+    for (_, direction), rows in air.groupby(["group", "direction"], sort=True):
         bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
                                direction == channel.Direction.UPLINK.value, settings)
         # a transfer's stretches (round robin) summed: its bits over its whole air time

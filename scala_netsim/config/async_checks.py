@@ -56,10 +56,9 @@ def network_problems(scenario: Any) -> list[str]:
     if scenario.network.layout.kind == "single":
         return problems
     found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
-    if found:
-        problems.append(f"network.layout.kind: a hexagonal layout runs synchronous algorithms "
-                        f"only; {', '.join(found)} {'is' if len(found) == 1 else 'are'} "
-                        f"asynchronous: a network's air keeps its transfers in flight in a "
-                        f"state a checkpoint cannot save yet, and its static blocks are granted "
-                        f"per round (use layout.kind: single for them)")
+    if found and scenario.network.scheduler != "round_robin":
+        problems.append(f"network.scheduler: {scenario.network.scheduler} grants a network's "
+                        f"blocks per round, and {', '.join(found)} "
+                        f"{'has' if len(found) == 1 else 'have'} no round (asynchronous); "
+                        f"allowed with them: round_robin (blocks per transfer)")
     return problems

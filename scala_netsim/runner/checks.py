@@ -4,6 +4,7 @@ network's air record (books.blocks), and its drops (check_drops). `Run.problems`
 
 from __future__ import annotations
 
+import math
 from typing import Any
 from typing import Protocol as Structural
 
@@ -81,6 +82,10 @@ def run_problems(run: Checked) -> list[str]:
     air = run.link.air_record()
     if air is not None:
         frame = air_frame(air.rows)
+        # an asynchronous run stops with transfers in flight, not in the books: what
+        # overlaps them cannot be derived again
+        until = getattr(run.link, "recorded_until", math.inf)
+        frame = frame[frame["end_s"].to_numpy() <= until] if until < math.inf else frame
         problems.extend(air_problems(frame, air.settings.blocks))
         if "cap_blocks" in frame:           # round robin: work-conserving, instant by instant
             problems.extend(round_robin_problems(frame, air.settings.blocks))

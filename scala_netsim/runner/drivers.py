@@ -165,10 +165,8 @@ class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
              rules: RoundRules) -> AsyncProtocol[Any]:
         """An asynchronous protocol (no round, so no round rules: config.async_checks
         refuses them), Q clients at once, another started as each finishes (on a single
-        cell's link: config.async_checks refuses a network)."""
-        from scala_netsim.sim.link import WirelessLink
-        assert isinstance(link, WirelessLink)
-        protocol = protocol_class(env, cell, trainer, link, log, local_iters)
+        cell's link, or a network's round-robin air: config.async_checks)."""
+        protocol = protocol_class(env, cell, trainer, link, log, local_iters)  # type: ignore[arg-type]
         self.bind(env, protocol, link, log)
         return protocol
 
@@ -191,7 +189,8 @@ class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
 
     def problems(self, events: pd.DataFrame, rounds: pd.DataFrame, transfers: pd.DataFrame,
                  band_hz: dict[str, float]) -> list[str]:
-        return check_asynchronous(events, rounds, transfers, band_hz, self.concurrency)
+        return check_asynchronous(events, rounds, transfers, band_hz, self.concurrency,
+                                  slots=self.protocol.link.air_record() is None)
 
     def summary(self, flops_per_s: np.ndarray, gain_linear: np.ndarray) -> dict:
         """Whom the server listened to."""
@@ -203,7 +202,7 @@ class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
     def checkpointable(self) -> bool:
         """When nothing is due at this instant that anything waits on
         (scala_netsim.sim.async_state; else the next version that can be is saved)."""
-        return async_state.quiet(self.env)
+        return async_state.quiet(self.env) and getattr(self.protocol.link, "in_flight", 0) == 0
 
     def state_dict(self) -> dict:
         """The clients in flight (the protocol's snapshot) and where the next version's

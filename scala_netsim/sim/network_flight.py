@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import simpy
 
+from scala_netsim.sim.air import Air
 from scala_netsim.sim.pool import Flow, Pool
 
 
@@ -25,3 +27,31 @@ class Flight:
     free: Callable[[float], None] | None = None
     cut: bool = False
     done: bool = False
+
+
+def cut(flight: Flight, air: Air, now: float, unsent: tuple,
+        record: Callable[[tuple, Flow | None, float, tuple[int, float]], None]) -> None:
+    """A drop cuts the transfer now, wherever its bits are: on the air (`air`, its
+    direction's) it leaves it (its blocks to the others), on the backhaul it leaves the cell's
+    share, waiting for a block it gives up its turn; `record`ed up to now, not completed,
+    with the bytes it got through the air (all of them once it is off the air). `unsent`: its
+    record's terms where it never began (waiting for its turn on a block)."""
+    flight.cut = True
+    if flight.done:                 # recorded at this very instant: it crossed
+        return
+    moved: float | None = None      # None: it never got on the air
+    if flight.air is not None and math.isnan(flight.air.end):
+        moved = air.remove(flight.air)
+        if flight.free is not None and moved is not None:
+            flight.free(flight.info[0] if flight.info else now)
+    elif flight.air is not None:    # its air time is over: HARQ or the backhaul
+        moved = flight.air.bits
+    if flight.pool is not None and math.isnan(flight.pool[1].end):
+        flight.pool[0].remove(flight.pool[1])
+    if flight.turn is not None and not flight.turn.triggered:
+        flight.turn.cancel()
+    if flight.info is None:
+        flight.info = unsent
+    backhaul_s = 0.0 if flight.pool is None else now - flight.pool[1].start
+    moved_bits = 0.0 if moved is None else moved
+    record(flight.info, flight.air, backhaul_s, (int(moved_bits / 8.0), moved_bits))

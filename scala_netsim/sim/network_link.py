@@ -47,7 +47,7 @@ from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message
 from scala_netsim.sim.network_fading import NetworkFading
-from scala_netsim.sim.network_flight import Flight
+from scala_netsim.sim.network_flight import Flight, cut
 from scala_netsim.sim.network_nr import NrBlocks
 from scala_netsim.sim.network_settings import NetworkSettings
 from scala_netsim.sim.pool import Flow, Pool, Rated
@@ -97,6 +97,8 @@ class NetworkLink:
                             None if settings.nr is None else settings.nr.tables[d])
                      for d in Direction}
         self._backhaul: dict[tuple[Direction, int], Pool] = {}
+        #: each transfer started and not recorded yet (by its record's id): its start
+        self._open: dict[int, float] = {}
         self._nr_blocks = NrBlocks(cell, settings)
         if settings.nr is not None:
             self._nr_blocks.refuse_undecodable()
@@ -168,6 +170,33 @@ class NetworkLink:
             self._turns[direction][k] = queues[block]
             self.grant_rows.append((self.round, k, direction.value, self.settings.block_hz))
             self.shared_rows.append((self.round, k, direction.value, c, block))
+
+    def begin_version(self, number: int) -> None:
+        """An asynchronous run builds global version `number` from now: the round its
+        records carry (and its fading rows')."""
+        self.round = number
+        if self.fading is not None:
+            self.fading.begin_round(number)
+
+    def assign(self, k: int, shares: dict[Direction, float], record: bool = True) -> None:
+        """An asynchronous run's slot for client k: none, the round-robin air splitting each
+        cell's blocks among the transfers in progress (the only scheduler asynchronous
+        algorithms run with in a network)."""
+        del k, shares, record
+
+    @property
+    def recorded_until(self) -> float:
+        """The instant up to which the books hold every transfer: the earliest start of those
+        not recorded yet (an asynchronous run stops with some in flight), else inf."""
+        return min(self._open.values(), default=math.inf)
+
+    @property
+    def in_flight(self) -> int:
+        """Transfers on the air or the backhaul now (an asynchronous run is saved only when
+        none is: a network's transfer has no end known in advance to save)."""
+        return (sum(len(air) + sum(len(q) for q in air._waiting.values())
+                    for air in self._air.values())
+                + sum(len(pool.flows) for pool in self._backhaul.values()))
 
     def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
         return self._transfer(message, kind, local_iter, Direction.UPLINK)
@@ -299,6 +328,7 @@ class NetworkLink:
         add, first, blocks, power_w = self._joiner(direction, k, c, gain, fade)
         info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
                 gain, fade)
+        self._open[id(info)] = start
         bits = 8.0 * payload_bytes
         backhaul = self._backhaul_pool(direction, c)
         join = add
@@ -352,33 +382,11 @@ class NetworkLink:
 
     def _cut(self, flight: Flight, message: Message, kind: EventKind, local_iter: int,
              direction: Direction) -> None:
-        """A drop cuts the transfer now, wherever its bits are: on the air it leaves it (its
-        blocks to the others), on the backhaul it leaves the cell's share, waiting for a
-        block it gives up its turn; recorded up to now, not completed, with the bytes it got
-        through the air (all of them once it is off the air)."""
-        flight.cut = True
-        if flight.done:                 # recorded at this very instant: it crossed
-            return
-        k, now = message.client_id, self.env.now
-        moved: float | None = None      # None: it never got on the air
-        air = self._air[direction]
-        if flight.air is not None and math.isnan(flight.air.end):
-            moved = air.remove(flight.air)
-            if flight.free is not None and moved is not None:
-                flight.free(flight.info[0] if flight.info else now)
-        elif flight.air is not None:    # its air time is over: HARQ or the backhaul
-            moved = flight.air.bits
-        if flight.pool is not None and math.isnan(flight.pool[1].end):
-            flight.pool[0].remove(flight.pool[1])
-        if flight.turn is not None and not flight.turn.triggered:
-            flight.turn.cancel()
-        if flight.info is None:         # it never began: waiting for its turn on a block
-            flight.info = (flight.start, local_iter, k, kind, message.payload_bytes,
-                           int(self.net.serving[k]), direction, -1, 0, math.nan,
-                           float(self.cell.gain_linear[k]), None)
-        backhaul_s = 0.0 if flight.pool is None else now - flight.pool[1].start
-        moved_bits = 0.0 if moved is None else moved
-        self._record(flight.info, flight.air, backhaul_s, (int(moved_bits / 8.0), moved_bits))
+        """A drop cuts the transfer now (scala_netsim.sim.network_flight.cut)."""
+        k = message.client_id
+        cut(flight, self._air[direction], self.env.now,
+            (flight.start, local_iter, k, kind, message.payload_bytes, int(self.net.serving[k]),
+             direction, -1, 0, math.nan, float(self.cell.gain_linear[k]), None), self._record)
 
     def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
         if self.settings.backhaul is None:
@@ -422,6 +430,7 @@ class NetworkLink:
          gain, fade) = info
         bits = 8.0 * payload_bytes if done is None else done[1]
         index = len(self.log)
+        self._open.pop(id(info), None)
         if air is not None and math.isnan(air.end):     # cut while waiting for a block
             air = None
         rate = sinr = interference_w = math.nan
