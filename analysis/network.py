@@ -391,7 +391,7 @@ def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
         "(../../model/network.md).",
         "",
         "    python -m scala_netsim scenarios/network.yaml --retime-from "
-        "docs/studies/cellular_10pct/results",
+        "docs/studies/cellular_10pct",
         "    python -m scala_netsim scenarios/network_load.yaml",
         "    python -m analysis.network RESULTS/network RESULTS/network_load --out "
         "docs/studies/network",

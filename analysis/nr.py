@@ -239,7 +239,7 @@ def _intro(comparison: pd.DataFrame) -> list[str]:
         "run records (kept slim in `results/`: regenerate them first with `python -m "
         "scala_netsim.tools.regenerate docs/studies/nr/results --out RESULTS/nr`). The runs:",
         "", "    python -m scala_netsim scenarios/nr.yaml --retime-from "
-        "docs/studies/cellular_10pct/results", "",
+        "docs/studies/cellular_10pct", "",
         "The headline's kept SCALA and FedAvg trainings (the paper's setting, the authors' "
         "AlexNet, 500 rounds, seeds 0-2), each re-timed (the same learning, timed again) in a "
         "7-site, 3-sector 38.901 UMa network at 3.5 GHz (ISD 500 m, wraparound, 80 % indoors, "

@@ -77,13 +77,15 @@ def test_the_comparison_is_rebuilt_from_the_kept_records():
 
 
 def test_a_run_trained_on_a_gpu_re_times_a_cell_of_device_auto():
-    """The headline's FedAvg seed 2 was trained on a lent GPU (`device: cuda` in its
-    scenario.yaml): the network study's cells (`device: auto`) are re-timed from it, as the
-    device is no learning setting of a re-timing; anything else that differs still refuses."""
+    """The per-round FedAvg seed 2 (the headline's until issue 46) was trained on a lent GPU
+    (`device: cuda` in its scenario.yaml): the network study's cells (`device: auto`) are
+    re-timed from it, as the device is no learning setting of a re-timing; anything else
+    that differs still refuses."""
     from scala_netsim.config.scenario import load_scenario
     from scala_netsim.runner.replay import Record, RecordError
 
-    kept = ROOT / "docs" / "studies" / "cellular_10pct" / "results" / "fedavg" / "seed2"
+    kept = (ROOT / "docs" / "studies" / "cellular_10pct" / "variants"
+            / "fedavg.optimizer_state=per_round" / "fedavg" / "seed2")
     record = Record.load(kept)
     assert record.scenario.device == "cuda"
     cell = load_scenario(kept / "scenario.yaml", ["device=auto", "name=network",
