@@ -34,6 +34,12 @@ def test_the_readme_headline_table_is_the_one_written_from_comparison_csv():
     assert readme_table() == [*HEADER.splitlines(), *headline_rows(pd.read_csv(HEADLINE))]
 
 
+def test_the_documentation_home_shows_the_readme_headline_table():
+    text = (ROOT / "docs" / "index.md").read_text()
+    start = text.index("| algorithm | seeds | end-of-training accuracy |")
+    assert text[start:].split("\n\n")[0].splitlines() == readme_table()
+
+
 def test_the_headline_table_over_seeds_gives_mean_std_and_bolds_only_a_separated_leader():
     from analysis.headline import headline_rows, separated_leader
 
