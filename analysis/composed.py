@@ -1,7 +1,8 @@
 """The composed network study's answers (issue 50), written from its comparison.csv, so that
 every number in its report comes from the table beside it:
 
-    python -m analysis.composed RESULTS/network_composed/comparison.csv --out docs/studies/network_composed
+    python -m analysis.composed RESULTS/network_composed/comparison.csv \
+        --out docs/studies/network_composed
 
 - fading.csv: per algorithm and case of scenarios/network_composed.yaml, the mean round time
   and the time to 70 and 80 % (means over the seeds), each as a multiple of the same place
@@ -61,22 +62,22 @@ def answer(table: pd.DataFrame) -> str:
     def at(algorithm: str, case: str, column: str) -> float:
         return float(t.loc[(algorithm, case), column])
 
+    def seeds(algorithm: str, case: str) -> str:
+        return str(t.loc[(algorithm, case), "to_0.8_x_per_seed"])
+
     parts = []
-    for algorithm in ("scala", "fedavg"):
+    for a in ("scala", "fedavg"):
+        net, cell = ("uma_7sites_rayleigh_round", "uma_7sites_rayleigh_transfer"), (
+            "paper_cell_rayleigh_round", "paper_cell_rayleigh_transfer")
         parts.append(
-            f"{NAMES[algorithm]}'s round stretches {at(algorithm, 'uma_7sites_rayleigh_round', 'round_x'):.2f}x "
-            f"(per round) and {at(algorithm, 'uma_7sites_rayleigh_transfer', 'round_x'):.2f}x "
-            f"(per transfer) in the network, against "
-            f"{at(algorithm, 'paper_cell_rayleigh_round', 'round_x'):.2f}x and "
-            f"{at(algorithm, 'paper_cell_rayleigh_transfer', 'round_x'):.2f}x in the paper's "
-            f"cell; its time to 80 % {at(algorithm, 'uma_7sites_rayleigh_round', 'to_0.8_x'):.2f}x "
-            f"and {at(algorithm, 'uma_7sites_rayleigh_transfer', 'to_0.8_x'):.2f}x in the "
-            f"network (per seed {t.loc[(algorithm, 'uma_7sites_rayleigh_round'), 'to_0.8_x_per_seed']} "
-            f"and {t.loc[(algorithm, 'uma_7sites_rayleigh_transfer'), 'to_0.8_x_per_seed']}), "
-            f"{at(algorithm, 'paper_cell_rayleigh_round', 'to_0.8_x'):.2f}x and "
-            f"{at(algorithm, 'paper_cell_rayleigh_transfer', 'to_0.8_x'):.2f}x in the cell "
-            f"(per seed {t.loc[(algorithm, 'paper_cell_rayleigh_round'), 'to_0.8_x_per_seed']} "
-            f"and {t.loc[(algorithm, 'paper_cell_rayleigh_transfer'), 'to_0.8_x_per_seed']})")
+            f"{NAMES[a]}'s round stretches {at(a, net[0], 'round_x'):.2f}x (per round) and "
+            f"{at(a, net[1], 'round_x'):.2f}x (per transfer) in the network, against "
+            f"{at(a, cell[0], 'round_x'):.2f}x and {at(a, cell[1], 'round_x'):.2f}x in the "
+            f"paper's cell; its time to 80 % {at(a, net[0], 'to_0.8_x'):.2f}x and "
+            f"{at(a, net[1], 'to_0.8_x'):.2f}x in the network (per seed {seeds(a, net[0])} "
+            f"and {seeds(a, net[1])}), {at(a, cell[0], 'to_0.8_x'):.2f}x and "
+            f"{at(a, cell[1], 'to_0.8_x'):.2f}x in the cell (per seed {seeds(a, cell[0])} "
+            f"and {seeds(a, cell[1])})")
     ratio = [f"{at('scala', c, 'fedavg_over_scala_0.8'):.1f}x {CASES[c]}" for c in CASES]
     return ("; ".join(parts) + ". FedAvg's time to 80 % over SCALA's: " + ", ".join(ratio)
             + ".")
