@@ -7,8 +7,9 @@ transfer's rate is derived again here with the reference formula
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -169,16 +170,23 @@ class AirSettings:
     frame: channel.tdd.TddFrame | None = None     # a TDD frame: rates count in its symbols
     #: the NR link abstraction's lookups by direction (None: Shannon rates)
     nr: Mapping[str, channel.nr_link.LinkTables] | None = None
-    #: block fading: each transfer's |h|^2 to every cell by its event index (None: no fading)
-    fades: Mapping[int, np.ndarray] | None = None
+    #: block fading's record (core.columns.FADING_COLUMNS rows: each transfer's |h|^2 to
+    #: every cell; none without fading)
+    fades: Sequence[tuple] = ()
+
+    @functools.cached_property
+    def _fade_rows(self) -> dict[int, np.ndarray] | None:
+        """The fading record by event index, read once, where the rates are derived again."""
+        return fades_by_event(self.fades, self.coupling.shape[1])
 
     def gains(self, event_index: np.ndarray, client: np.ndarray) -> np.ndarray:
         """The gains (rows x cells) of the transfers `event_index` of clients `client` while
         they were on the air: the coupling gains, times each one's fading row."""
         gains = self.coupling[client]
-        if self.fades is None:
+        rows = self._fade_rows
+        if rows is None:
             return gains
-        return gains * np.stack([self.fades[int(e)] for e in event_index])
+        return gains * np.stack([rows[int(e)] for e in event_index])
 
     def held_s(self, direction: str, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         """The time a transfer of `direction` moves bits in [t0, t1): all of it, or under a
@@ -196,8 +204,11 @@ class AirRecord:
 
     rows: list[tuple]
     settings: AirSettings
-    #: block fading's record (core.columns.FADING_COLUMNS rows; none without fading)
-    fades: list[tuple] = field(default_factory=list)
+
+    @property
+    def fades(self) -> Sequence[tuple]:
+        """Block fading's record (fading.csv; none without fading)."""
+        return self.settings.fades
 
 
 def fades_by_event(rows: Sequence[tuple], num_cells: int) -> dict[int, np.ndarray] | None:

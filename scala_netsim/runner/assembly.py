@@ -76,7 +76,8 @@ def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world:
         return NetworkLink(env, world.cell, network_settings(scenario), allocator, model, log,
                            grant_rows, transfer_rows, air_rows,
                            NetworkFading(fading, world.seeds.sequence("fading"),
-                                         world.cell.network.coupling_linear.shape[1]),
+                                         world.cell.network.coupling_linear.shape[1])
+                           if fading.fades else None,
                            fade_rows, Drops() if rules.active else None)
     return WirelessLink(env, world.cell, model, allocator, log, world.seeds.sequence("link"),
                         fading, world.seeds.sequence("fading"),

@@ -148,6 +148,11 @@ class Air:
         """Transfers in flight."""
         return len(self._flow) - len(self._free)
 
+    @property
+    def in_progress(self) -> int:
+        """Transfers in flight and those waiting for a block (round robin)."""
+        return len(self) + sum(len(waiting) for waiting in self._waiting.values())
+
     def add(self, flow: Flow, client: int, cell: int, first: int, count: int, power_w: float,
             gain: float, per_block_w: float | None = None) -> None:
         """Flow joins now, client's transfer on blocks first..first+count-1 of `cell`,

@@ -34,13 +34,7 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import (
-    AirRecord,
-    AirSettings,
-    block_problems,
-    fades_by_event,
-    turn_problems,
-)
+from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air, Shared
 from scala_netsim.sim.cell import Cell
@@ -78,7 +72,7 @@ class NetworkLink:
         self.air_rows: list[tuple] = [] if air_rows is None else air_rows
         #: block fading (scala_netsim.sim.network_fading; None: none), and the fading record
         #: (core.columns.FADING_COLUMNS): each transfer's |h|^2 to every cell
-        self.fading = fading if fading is not None and fading.fading.fades else None
+        self.fading = fading
         self.fade_rows: list[tuple] = [] if fade_rows is None else fade_rows
         #: every grant of a client's own blocks (core.columns.BLOCK_GRANT_COLUMNS), of a block
         #: taken in turns (SHARED_GRANT_COLUMNS), and every turn on such a block (TURN_COLUMNS)
@@ -194,8 +188,7 @@ class NetworkLink:
     def in_flight(self) -> int:
         """Transfers on the air or the backhaul now (an asynchronous run is saved only when
         none is: a network's transfer has no end known in advance to save)."""
-        return (sum(len(air) + sum(len(q) for q in air._waiting.values())
-                    for air in self._air.values())
+        return (sum(air.in_progress for air in self._air.values())
                 + sum(len(pool.flows) for pool in self._backhaul.values()))
 
     def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
@@ -230,8 +223,7 @@ class NetworkLink:
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
             self.net.coupling_linear, s.frame,
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
-            fades_by_event(self.fade_rows, self.net.coupling_linear.shape[1])),
-            self.fade_rows)
+            self.fade_rows))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:

@@ -77,18 +77,16 @@ class Pool:
             setattr(self, name, np.append(getattr(self, name), start))
         self._reschedule()
 
-    def remove(self, flow: Flow) -> float:
+    def remove(self, flow: Flow) -> None:
         """Flow leaves now, before its bits have crossed (cut short): the others share what
-        it held. -> the bits it had left."""
+        it held."""
         self._advance()
         i = self.flows.index(flow)
-        left = float(self.bits[i])
         kept = np.arange(len(self.flows)) != i
         del self.flows[i]
         for name in ("static", "bits", *self.ARRAYS):
             setattr(self, name, getattr(self, name)[kept])
         self._reschedule()
-        return left
 
     def _advance(self) -> None:
         """Take every flow's bits and time averages up to now."""

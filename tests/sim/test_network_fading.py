@@ -3,6 +3,7 @@ interferers' included, the rates recomputed where a fading block begins (a trans
 the fading record (fading.csv) from which the rates derive again, and the combination that
 stays refused (fading with the NR link abstraction)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -75,9 +76,8 @@ def test_the_rates_derived_again_need_the_fades_the_run_saw(make_run):
     air = air_frame(record.rows)
     assert air_rate_problems(air, events, record.settings) == []
     event = int(air["event_index"].iloc[0])
-    fades = dict(record.settings.fades)
-    fades[event] = fades[event] / 2
-    wrong = type(record.settings)(**{**record.settings.__dict__, "fades": fades})
+    fades = [(e, c, h2 / 2 if e == event else h2) for e, c, h2 in record.settings.fades]
+    wrong = dataclasses.replace(record.settings, fades=fades)
     assert any(f"event {event} " in p for p in air_rate_problems(air, events, wrong))
 
 
