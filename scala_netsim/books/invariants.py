@@ -104,7 +104,8 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
     bad = np.abs(duration_s - expected_s) > slack
     if "completed" in moved:
         cut = moved["completed"].to_numpy() == 0
-        above_next = duration_s > attempts * (payload + 1) * 8.0 / rate_bps + slack
+        above_next = duration_s > (attempts * (payload + 1) * 8.0 / rate_bps + backhaul_s
+                                   + harq_s + slack)
         bad = np.where(cut, (duration_s + slack < expected_s) | above_next, bad)
     return int(bad.sum())
 

@@ -367,8 +367,6 @@ class NetworkLink:
         if tail_s <= 0.0:
             then()
             return
-        if flight is not None:
-            flight.air = None
         self.env.timeout(tail_s).callbacks.append(
             lambda _: None if flight is not None and flight.cut else then())
 

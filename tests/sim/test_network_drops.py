@@ -102,3 +102,27 @@ def test_a_deadline_under_the_nr_link_abstraction_keeps_its_invariants(make_run)
     assert run.problems() == []
     events = events_of(run)
     assert ((events["completed"] == 0) & (events["bandwidth_hz"] > 0)).any()
+
+
+def test_a_transfer_cut_in_its_harq_wait_got_its_whole_payload_through(make_run):
+    """Under NR with a long HARQ round trip (20,000 slots) a deadline lands in transfers'
+    HARQ waits: their air time is over, so each is recorded with its whole payload, its blocks
+    and the part of the wait it waited (the invariants' bound on a cut transfer's duration
+    counts that wait)."""
+    import channel
+
+    if not channel.nr_link.have_sionna():
+        pytest.skip("the NR link abstraction reads Sionna's tables")
+    run = make_run("scala", data={"num_clients": 40},
+                   training={"participation": 0.3, "deadline_s": 2.0},
+                   network={**NETWORK, "link_abstraction": "nr", "bs_tx_power_w": 40.0,
+                            "scheduler": "round_robin", "harq_rtt_slots": 20000})
+    run.step()
+    run.step()
+    assert run.problems() == []
+    events = events_of(run)
+    full = events[events["completed"] == 1].groupby("kind")["payload_bytes"].max()
+    waited = events[(events["completed"] == 0) & (events["harq_wait_s"] > 0)]
+    assert len(waited) > 0
+    assert (waited["payload_bytes"].to_numpy() == full[waited["kind"]].to_numpy()).all()
+    assert (waited["bandwidth_hz"] > 0).all()
