@@ -166,7 +166,9 @@ class AsynchronousUpdates(Driver["AsyncProtocol[Any]"]):
         """An asynchronous protocol (no round, so no round rules: config.async_checks
         refuses them), Q clients at once, another started as each finishes (on a single
         cell's link, or a network's round-robin air: config.async_checks)."""
-        protocol = protocol_class(env, cell, trainer, link, log, local_iters)  # type: ignore[arg-type]
+        from scala_netsim.sim.link import AsyncLink
+        assert isinstance(link, AsyncLink)
+        protocol = protocol_class(env, cell, trainer, link, log, local_iters)
         self.bind(env, protocol, link, log)
         return protocol
 

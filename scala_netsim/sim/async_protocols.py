@@ -38,7 +38,7 @@ from scala_netsim.learn.contract import (
 from scala_netsim.learn.messages import ModelMessage
 from scala_netsim.sim import async_state
 from scala_netsim.sim.cell import Cell
-from scala_netsim.sim.link import WirelessLink
+from scala_netsim.sim.link import AsyncLink
 from scala_netsim.sim.stages import SERVER_STAGES, ClientStages, Stage
 from scala_netsim.sim.timeouts import Recorded
 
@@ -58,9 +58,9 @@ class AsyncProtocol(ClientStages[AsyncTrainerT]):
     asynchronous = True
 
     def __init__(self, env: simpy.Environment, cell: Cell, trainer: AsyncTrainerT,
-                 link: WirelessLink, log: EventLog, local_iters: int) -> None:
+                 link: AsyncLink, log: EventLog, local_iters: int) -> None:
         super().__init__(env, cell, trainer, link, log, local_iters)
-        self.link: WirelessLink = link          # a single cell's (config.async_checks)
+        self.link: AsyncLink = link      # a single cell's, or a network's round-robin air
         self.in_flight: set[int] = set()
         #: event index -> (version, staleness) of each server_update row
         self.updates: dict[int, tuple[int, int]] = {}

@@ -99,6 +99,17 @@ class Link(typing.Protocol):
         ...
 
 
+@typing.runtime_checkable
+class AsyncLink(Link, typing.Protocol):
+    """What an asynchronous protocol asks of a link beyond Link: versions instead of rounds,
+    and each client's slot when it starts (WirelessLink: a fixed 1/Q of each band; a
+    network's NetworkLink: none, its round-robin air grants blocks per transfer)."""
+
+    def begin_version(self, number: int) -> None: ...
+
+    def assign(self, k: int, shares: dict[Direction, float], record: bool = True) -> None: ...
+
+
 class TransferLost(Exception):  # noqa: N818 (what happened, as the message says)
     """Thrown into a client's process when one of its transfers failed all its attempts
     (fixed-rate link in outage): the client is dropped from the round."""
