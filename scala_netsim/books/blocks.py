@@ -8,6 +8,7 @@ transfer's rate is derived again here with the reference formula
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -78,16 +79,19 @@ def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
     return pd.DataFrame(list(air_rows), columns=list(air_columns(air_rows)))
 
 
-def round_robin_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
+def round_robin_problems(air: pd.DataFrame, blocks: Mapping[str, int],
+                         until: float = math.inf) -> list[str]:
     """A round-robin air record (AIR_SHARED_COLUMNS) is work-conserving: between every two
     consecutive starts and ends of its stretches, each cell's transfers on the air in a
     direction hold min(the cell's blocks, the sum of their caps) blocks: never more than the
-    cell has, and none idle while one of them could use it."""
+    cell has, and none idle while one of them could use it. Only the instants up to `until`
+    are checked (an asynchronous run stops with transfers in flight, not in the record)."""
     problems: list[str] = []
     for (direction, cell), rows in air.groupby(["direction", "cell"], sort=True):
         start, end = rows["start_s"].to_numpy(), rows["end_s"].to_numpy()
         count, cap = rows["blocks"].to_numpy(), rows["cap_blocks"].to_numpy()
         instants = np.unique(np.concatenate([start, end]))
+        instants = instants[instants <= until]
         for t0, t1 in zip(instants[:-1].tolist(), instants[1:].tolist(), strict=True):
             on = (start <= t0) & (end >= t1) & (end > start)
             if not on.any():
@@ -290,7 +294,7 @@ def overlapping(air: pd.DataFrame) -> np.ndarray:
 
 
 def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSettings,
-                      rtol: float = 1e-9) -> list[str]:
+                      rtol: float = 1e-9, until: float = math.inf) -> list[str]:
     """Every transfer moved its payload in its air time at the rates the air record implies:
     the bits derived again round by round and direction by direction (air_bits) equal
     8 x payload_bytes (a transfer cut short, completed 0: at least that and less than 8 more),
@@ -299,7 +303,10 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     `events` is events.csv with its radio columns (tx_power_w, rate_bps). The work grows
     with the square of a round's transfers (air_rate_work): a run derives them again where
     that is at most AIR_RATES_CHECKED_UP_TO (runner.checks). The transfers are taken
-    together where their air times overlap (`overlapping`), whatever their rounds."""
+    together where their air times overlap (`overlapping`), whatever their rounds. Only the
+    transfers that end by `until` are checked: an asynchronous run stops with transfers in
+    flight, not in the record, and those that end later may have shared the air with them
+    (they stay in as the others' interferers, which they were)."""
     problems = []
     moved = events.iloc[air["event_index"].to_numpy()]
     air = air.assign(round=moved["round"].to_numpy(), client=moved["client_id"].to_numpy(),
@@ -317,6 +324,7 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
             bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
             end_s=("end_s", "max"), payload=("payload", "first"),
             recorded=("recorded", "first"), cut=("cut", "first")).reset_index()
+        each = each[each["end_s"].to_numpy() <= until]
         rows, bits, slack = each, each["bits"].to_numpy(), each["slack"].to_numpy()
         recorded = rows["recorded"].to_numpy() * settings.held_s(
             str(direction), rows["start_s"].to_numpy(), rows["end_s"].to_numpy())

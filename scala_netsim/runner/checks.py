@@ -82,16 +82,16 @@ def run_problems(run: Checked) -> list[str]:
     air = run.link.air_record()
     if air is not None:
         frame = air_frame(air.rows)
-        # an asynchronous run stops with transfers in flight, not in the books: what
-        # overlaps them cannot be derived again
+        # an asynchronous run stops with transfers in flight, not in the books: the air
+        # after the earliest of their starts is checked no further (what was recorded is
+        # kept whole: the transfers that end later were the others' interferers)
         until = getattr(run.link, "recorded_until", math.inf)
-        frame = frame[frame["end_s"].to_numpy() <= until] if until < math.inf else frame
         problems.extend(air_problems(frame, air.settings.blocks))
         if "cap_blocks" in frame:           # round robin: work-conserving, instant by instant
-            problems.extend(round_robin_problems(frame, air.settings.blocks))
+            problems.extend(round_robin_problems(frame, air.settings.blocks, until))
         air_rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
         if air_rate_work(frame, air_rounds) <= AIR_RATES_CHECKED_UP_TO:
-            problems.extend(air_rate_problems(frame, events, air.settings))
+            problems.extend(air_rate_problems(frame, events, air.settings, until=until))
     if run.records_drops:
         aggregations = (aggregations_frame(run.aggregation_rows)
                         if run.trainer.aggregations is not None else None)
