@@ -244,3 +244,56 @@ def test_the_turn_books_catch_an_overlap_and_a_block_also_granted_alone():
         "round 1: cell 0's uplink block 0 is taken in turns and granted alone"] * 2
     assert turn_problems([(1, 0, "uplink", 0, 2)], [], [], {"uplink": 2}) == [
         "round 1: client 0 takes turns on uplink block 2, outside its cell's 2"]
+
+
+def test_an_asynchronous_upload_in_one_cell_interferes_with_a_transfer_in_the_next():
+    """By hand (issue 50): an asynchronous run's versions overlap on the air. Client 0 uploads
+    for version 1 from 0, alone on all 20 blocks of cell 0 (round robin grants a lone
+    transfer the cell's band); client 1 uploads for version 2 from 1 ms in cell 1, on all 20
+    of its blocks: each interferes with the other until client 1 is done, then client 0
+    finishes alone. The same closed form as the synchronous pair above, and the air record's
+    rates derive again."""
+    import pandas as pd
+
+    from scala_netsim.books.blocks import air_frame, air_rate_problems
+
+    cell = two_cells(COUPLING_DB)
+    env, log = simpy.Environment(), EventLog()
+    settings = NetworkSettings({Direction.UPLINK: 20, Direction.DOWNLINK: 20}, BLOCK_HZ,
+                               NOISE_PSD, 0.2, 1.0, scheduler="round_robin")
+    model = channel.AdaptiveShannonLink(0.2, 1.0, 20 * BLOCK_HZ, -174.0)
+    link = NetworkLink(env, cell, settings, channel.EqualShareAllocator(), model, log)
+    ends: dict[int, float] = {}
+
+    def client(k: int, version: int, start_s: float):
+        yield env.timeout(start_s)
+        link.begin_version(version)
+        link.assign(k, {Direction.UPLINK: 1.0, Direction.DOWNLINK: 1.0})
+        yield link.upload(Message(k, 400_000), EventKind.ACTIVATION_UPLOAD, 0)
+        ends[k] = env.now
+
+    env.process(client(0, 1, 0.0))
+    env.process(client(1, 2, 0.001))
+    env.run()
+    p, noise = 0.2 / 20, 1e-13
+    g0, g1 = cell.gain_linear
+    i0, i1 = p * 10 ** -10.5, p * 10 ** -11.0
+    alone0 = 20 * BLOCK_HZ * math.log2(1 + p * g0 / noise)
+    both0 = 20 * BLOCK_HZ * math.log2(1 + p * g0 / (noise + i0))
+    both1 = 20 * BLOCK_HZ * math.log2(1 + p * g1 / (noise + i1))
+    bits = 8 * 400_000
+    end1 = 0.001 + bits / both1
+    left0 = bits - alone0 * 0.001 - both0 * (end1 - 0.001)
+    assert left0 > 0
+    assert ends[1] == pytest.approx(end1, rel=1e-12)
+    assert ends[0] == pytest.approx(end1 + left0 / alone0, rel=1e-12)
+    from scala_netsim.core.columns import EVENT_COLUMNS
+
+    events = pd.DataFrame([tuple(r) for r in log.rows], columns=list(EVENT_COLUMNS))
+    # each carries the version being built when it ended, as the cell's link records them
+    assert dict(zip(events["client_id"], events["round"], strict=True)) == {0: 2, 1: 2}
+    record = link.air_record()
+    events = events.assign(tx_power_w=0.2, rate_bps=[r[2] for r in link.transfer_rows],
+                           completed=1)
+    assert air_rate_problems(air_frame(record.rows), events, record.settings) == []
+    assert link.problems() == []
