@@ -259,10 +259,9 @@ def answer_async(table: pd.DataFrame, static_round_s: pd.Series) -> str:
         f"{100 * t.loc['scala', 'worst_class_acc']:.1f} %.")
 
 
-def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
-           dropped: pd.DataFrame, asynchronous: pd.DataFrame, static_round_s: pd.Series,
-           trained_wall: pd.Series) -> str:
-    lines = [
+def _introduction(wall: pd.Series, trained_wall: pd.Series) -> list[str]:
+    """What was run, and where (the report's opening)."""
+    return [
         "# The composed network study (issue 50)", "",
         "Built by `python -m analysis.composed RESULTS/network_composed/comparison.csv "
         "--async RESULTS/network_composed_async/comparison.csv --out "
@@ -288,7 +287,14 @@ def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
         "Questions 2 and 3 change what is learned, so their 15 runs were trained (seeds 0-2), "
         "all at once on a lent H200 GPU (torch 2.11, CUDA, one process and one CPU thread "
         "each), mean wall time per run (15 runs sharing one GPU: not a speed measurement): "
-        + ", ".join(f"{k} {v / 60:.1f} min" for k, v in trained_wall.items()) + ".", "",
+        + ", ".join(f"{k} {v / 60:.1f} min" for k, v in trained_wall.items()) + ".", ""]
+
+
+def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
+           dropped: pd.DataFrame, asynchronous: pd.DataFrame, static_round_s: pd.Series,
+           trained_wall: pd.Series) -> str:
+    lines = [
+        *_introduction(wall, trained_wall),
         "## 1. What Rayleigh fading does to the time to 80 %", "", answer(table), "",
         "A round waits for its slowest transfer, and with Rayleigh fading a transfer's "
         "airtime bits / (B log2(1 + SNR |h|^2)) has no finite mean: a deep fade stalls the "
