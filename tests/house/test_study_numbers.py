@@ -135,6 +135,7 @@ README_STUDIES = {"[alexnet] Headline": ["cellular_10pct"], "[alexnet] Bandwidth
                   "[alexnet] Asynchronous": ["async"],
                   "[alexnet] Fading and allocation": ["fading", "allocation"],
                   "[alexnet] A network of cells": ["network"],
+                  "[alexnet] The network composed": ["network_composed"],
                   "[alexnet14] Fading": ["fading"], "[alexnet14] Allocation": ["allocation"],
                   "[alexnet] Deadlines": ["deadlines"], "[alexnet] Compression": ["compression"],
                   "[alexnet] Split points": ["split_points"], "[vgg11] Privacy": ["privacy"],
