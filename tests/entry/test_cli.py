@@ -149,6 +149,18 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
       "network.backhaul={latency_s: 1e9}"],
      "network.backhaul.latency_s: must be from 0 to 1 (s, one way; a geostationary satellite "
      "hop is 0.27), got 1e9"),
+    # issue 50: what a network of cells still refuses names both keys and why
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
+      "network.link={mode: fixed_rate, target_rate_bps: 1.0e6}"],
+     "network.link.mode: a hexagonal layout's links are adaptive"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
+      "algorithms=[fedasync]"],
+     "network.scheduler: static grants a network's blocks per round, and fedasync has no "
+     "round (asynchronous); allowed with them: round_robin (blocks per transfer)"),
+    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
+      "network.duplex={kind: tdd}", "--set", "network.downlink_bandwidth_hz=20e6", "--set",
+      "training.deadline_s=5"],
+     "network.duplex: tdd times whole transfers only yet: no deadlines"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"
