@@ -23,6 +23,7 @@ kept runs, so that every number in its report comes from the tables beside it:
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -353,7 +354,7 @@ def _markdown(table: pd.DataFrame, cases: dict[str, str] | None = None,
 
 def _cell(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:,.2f}"
+        return "—" if math.isnan(value) else f"{value:,.2f}"
     return str(value)
 
 
