@@ -63,3 +63,25 @@ def test_a_faded_network_run_regenerates_to_its_digests(tmp_path):
     assert "fading.csv" in json.loads((kept / "summary.json").read_text())["files_sha256"]
     regenerate_run(kept, tmp_path / "run")
     assert (tmp_path / "run" / "fading.csv").is_file()
+
+
+def test_the_deadlines_were_set_from_each_clients_finish():
+    """composed.finishes on a hand-made round: FedAvg's values are the model uploads' ends
+    after the round's start; SCALA's a client's slowest wait for its activations, from the
+    round's start in the first local iteration and from the end of the previous server step
+    in the others."""
+    rows = [  # t_start_s, t_end_s, round, local_iter, client_id, kind
+        (10.0, 11.0, 1, -1, 0, "model_download"), (10.0, 12.0, 1, -1, 1, "model_download"),
+        (11.0, 13.0, 1, -1, 0, "model_upload"), (12.0, 17.5, 1, -1, 1, "model_upload")]
+    fedavg = pd.DataFrame(rows, columns=["t_start_s", "t_end_s", "round", "local_iter",
+                                         "client_id", "kind"])
+    assert sorted(composed.finishes(fedavg, "fedavg").tolist()) == [3.0, 7.5]
+    rows = [
+        (0.0, 0.1, 1, -1, 0, "model_download"), (0.0, 0.2, 1, -1, 1, "model_download"),
+        (0.1, 0.3, 1, 0, 0, "activation_upload"), (0.2, 0.9, 1, 0, 1, "activation_upload"),
+        (0.9, 1.0, 1, 0, -1, "server_step"),
+        (1.0, 1.6, 1, 1, 0, "activation_upload"), (1.0, 1.2, 1, 1, 1, "activation_upload"),
+        (1.6, 1.7, 1, 1, -1, "server_step")]
+    scala = pd.DataFrame(rows, columns=fedavg.columns)
+    # client 0 waited 0.3 then 0.6 s, client 1 0.9 then 0.2 s
+    assert composed.finishes(scala, "scala").tolist() == pytest.approx([0.6, 0.9])
