@@ -260,9 +260,9 @@ def answer_deadline(deadline: pd.DataFrame, dropped: pd.DataFrame) -> str:
             + "; ".join(who) + ".")
 
 
-def answer_async(table: pd.DataFrame, static_round_s: pd.Series) -> str:
-    """The third question's answer, every number from the table (and SCALA's static rounds
-    in question 1's network, per seed)."""
+def answer_async(table: pd.DataFrame, scala_round_s: dict[str, list[float]]) -> str:
+    """The third question's answer, every number from the table and SCALA's round per seed
+    (`scala_round_s`: under round robin here, under question 1's static grants)."""
     t = table.set_index("algorithm")
 
     def acc(a: str) -> str:
@@ -283,8 +283,8 @@ def answer_async(table: pd.DataFrame, static_round_s: pd.Series) -> str:
         f"iterations), GAS {t.loc['gas', 'version_s']:.2f} s, SCALA "
         f"{t.loc['scala', 'version_s']:.2f} s (a round: {t.loc['scala', 'versions']:.0f} of "
         f"the headline's 500 in 600 s; per seed under round robin "
-        + " ".join(f"{v:.2f}" for v in table.attrs.get("scala_round_s", []))
-        + " s against " + " ".join(f"{v:.2f}" for v in static_round_s.tolist())
+        + " ".join(f"{v:.2f}" for v in scala_round_s["round_robin"])
+        + " s against " + " ".join(f"{v:.2f}" for v in scala_round_s["static"])
         + f" s under question 1's static grants). GAS and async SFL heard each client "
         f"{t.loc['gas', 'updates_per_client']:.1f} and "
         f"{t.loc['async_sfl', 'updates_per_client']:.1f} times on average, at a mean staleness "
@@ -330,7 +330,8 @@ def _introduction(wall: pd.Series, trained_wall: pd.Series) -> list[str]:
 
 
 def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
-           dropped: pd.DataFrame, asynchronous: pd.DataFrame, static_round_s: pd.Series,
+           dropped: pd.DataFrame, asynchronous: pd.DataFrame,
+           scala_round_s: dict[str, list[float]],
            trained_wall: pd.Series) -> str:
     lines = [
         *_introduction(wall, trained_wall),
@@ -360,7 +361,7 @@ def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
         "round_robin`, work-conserving; an asynchronous run has no round), SCALA under it too; "
         "GAS and async SFL with the cell study's settings (Q = r K = 10 clients at once). "
         "Each run stops at 600 simulated seconds.", "",
-        answer_async(asynchronous, static_round_s), "",
+        answer_async(asynchronous, scala_round_s), "",
         "## The tables", "", "### fading.csv", "", _markdown(table), "",
         "Simulated seconds, means over the seeds; `_x`: the multiple of the same place "
         "without fading (ratio of the seeds' means; per seed: each seed's own).", "",
@@ -406,11 +407,12 @@ def build(comparison: pd.DataFrame, results: Path,
               "deadline.csv": deadline_table(comparison),
               "dropped.csv": dropped_table(results),
               "async.csv": async_table(async_comparison)}
-    scala = async_comparison[async_comparison["algorithm"] == "scala"].sort_values("seed")
-    tables["async.csv"].attrs["scala_round_s"] = (scala["total_sim_time_s"]
-                                                  / scala["rounds"]).tolist()
-    static = comparison[(comparison["cell"] == "uma_7sites")
-                        & (comparison["algorithm"] == "scala")].sort_values("seed")
+    def rounds(runs: pd.DataFrame) -> list[float]:
+        scala = runs[runs["algorithm"] == "scala"].sort_values("seed")
+        return (scala["total_sim_time_s"] / scala["rounds"]).tolist()
+
+    scala_round_s = {"round_robin": rounds(async_comparison),
+                     "static": rounds(comparison[comparison["cell"] == "uma_7sites"])}
     retimed = comparison[comparison["cell"].isin(list(CASES))]
     trained = pd.concat([
         comparison[comparison["cell"] == "uma_7sites_deadline"].assign(
@@ -419,7 +421,7 @@ def build(comparison: pd.DataFrame, results: Path,
     trained_wall = trained.groupby("what", sort=False)["wall_time_s"].mean()
     text = report(tables["fading.csv"], retimed.groupby("cell")["wall_time_s"].sum(),
                   tables["deadline.csv"], tables["dropped.csv"], tables["async.csv"],
-                  static["total_sim_time_s"] / static["rounds"], trained_wall)
+                  scala_round_s, trained_wall)
     return tables, text
 
 
