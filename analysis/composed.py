@@ -31,6 +31,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scala_netsim.core.files import CLIENTS_CSV, DEMANDS_CSV, EVENTS_CSV
+from scala_netsim.core.results import read_record
+
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 CASES = {"paper_cell": "the paper's cell, no fading",
          "paper_cell_rayleigh_round": "the paper's cell, Rayleigh per round",
@@ -152,12 +155,10 @@ def deadline_percentiles(results: Path, q: float = 70.0) -> dict[str, float]:
     under `results` (whole records: `python -m scala_netsim.tools.regenerate` writes the kept
     slim ones again), per algorithm: how scenarios/network_composed.yaml's deadline case was
     set (q = 70: it drops about the slowest 30 %)."""
-    from scala_netsim.core.files import run_file
-
     found = {}
     for algorithm in NAMES:
         runs = sorted((results / algorithm / "cell=uma_7sites").glob("seed*"))
-        values = [finishes(pd.read_csv(run_file(run, "events.csv")), algorithm) for run in runs]
+        values = [finishes(read_record(run, EVENTS_CSV), algorithm) for run in runs]
         found[algorithm] = float(np.percentile(np.concatenate(values), q))
     return found
 
@@ -165,13 +166,11 @@ def deadline_percentiles(results: Path, q: float = 70.0) -> dict[str, float]:
 def selections(run: Path) -> pd.DataFrame:
     """A deadline run's selections (demands.csv: round, client), each with `dropped` (a
     client_dropped event in that round) and the client's row of clients.csv."""
-    from scala_netsim.core.files import run_file
-
-    events = pd.read_csv(run_file(run, "events.csv"), usecols=["round", "client_id", "kind"])
+    events = read_record(run, EVENTS_CSV, usecols=["round", "client_id", "kind"])
     dropped = events.loc[events["kind"] == "client_dropped", ["round", "client_id"]]
-    chosen = pd.read_csv(run_file(run, "demands.csv"), usecols=["round", "client_id"])
+    chosen = read_record(run, DEMANDS_CSV, usecols=["round", "client_id"])
     chosen = chosen.merge(dropped.assign(dropped=1), how="left", on=["round", "client_id"])
-    clients = pd.read_csv(run_file(run, "clients.csv"))
+    clients = read_record(run, CLIENTS_CSV)
     return chosen.fillna({"dropped": 0}).merge(clients, on="client_id")
 
 
