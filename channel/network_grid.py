@@ -46,10 +46,12 @@ INT_FIELDS = 5
 # block (W) and the signal its receiver gets a block (W), and whether its SINR has changed
 # since it was first rated (0 or 1); under the NR link abstraction its MCS and TBLER, and
 # the integrals over its time of the MCS and TBLER while it sends and of the time it sends
-# (its rate above 0)
+# (its rate above 0); and the integral of its rate since it was last told (GOT: the bits
+# its blocks could carry, a fixed-rate attempt's mutual information; its bits are then inf,
+# its end not the kernels' but its attempt's)
 (BITS, MARK, RATE, SINR, INTERFERENCE, SINR_AREA, INTERFERENCE_AREA, FINISH, PER_BLOCK_W,
- SIGNAL, VARIED, MCS, TBLER, MCS_AREA, TBLER_AREA, SENDING) = range(16)
-FLOW_FIELDS = 16
+ SIGNAL, VARIED, MCS, TBLER, MCS_AREA, TBLER_AREA, SENDING, GOT) = range(17)
+FLOW_FIELDS = 17
 # the planes of `grids` (cells x blocks): the SINR (linear) and interference (W) of the
 # transfer holding each block of each cell, and what each (cell, block) sent as last
 # settled, as the others' receivers hear it: the power a block (W; 0 free) and, on the
@@ -93,7 +95,7 @@ def clear(flows: np.ndarray, h: int) -> None:
     row = flows[h]
     row[:] = math.nan
     row[SINR_AREA] = row[INTERFERENCE_AREA] = row[VARIED] = 0.0
-    row[MCS_AREA] = row[TBLER_AREA] = row[SENDING] = 0.0
+    row[MCS_AREA] = row[TBLER_AREA] = row[SENDING] = row[GOT] = 0.0
     row[FINISH] = math.inf
 
 
@@ -324,6 +326,7 @@ def advance(h: int, now: float, flows: np.ndarray) -> None:
         dt = now - flows[h, MARK]
         if dt > 0:
             flows[h, BITS] -= rate * dt
+            flows[h, GOT] += rate * dt
             flows[h, SINR_AREA] += flows[h, SINR] * dt
             flows[h, INTERFERENCE_AREA] += flows[h, INTERFERENCE] * dt
             if rate > 0 and flows[h, MCS] >= 0:     # sending, under the NR abstraction
@@ -375,15 +378,16 @@ def _nr_rate(h: int, n: int, sinr: np.ndarray, flows: np.ndarray, nr: Nr) -> flo
 def due(now: float, ints: np.ndarray, flows: np.ndarray) -> np.ndarray:
     """The slots in flight (a rate) whose bits have run out by `now`, in the order they
     joined: what is left is below the float error of the arithmetic that took it there (a
-    few units in the last place of the bits, and of the clock times the rate). `flows` may be
-    the rows up to the last slot in use."""
+    few units in the last place of the bits, and of the clock times the rate); never one
+    with infinite bits (a fixed-rate attempt: its end is its own). `flows` may be the rows
+    up to the last slot in use."""
     out = np.empty(flows.shape[0], np.int64)
     n = 0
     for h in range(flows.shape[0]):
         rate = flows[h, RATE]
-        if math.isnan(rate):
-            continue
         bits = flows[h, BITS]
+        if math.isnan(rate) or math.isinf(bits):
+            continue
         if bits - rate * (now - flows[h, MARK]) <= 4 * EPS * (abs(bits) + rate * abs(now)):
             out[n] = h
             n += 1

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 import channel
-from scala_netsim.core.columns import AIR_COLUMNS, AIR_SHARED_COLUMNS
+from scala_netsim.core.columns import (
+    AIR_ATTEMPT_COLUMNS,
+    AIR_COLUMNS,
+    AIR_SHARED_ATTEMPT_COLUMNS,
+    AIR_SHARED_COLUMNS,
+    FADING_ATTEMPT_COLUMNS,
+    FADING_COLUMNS,
+)
 
 
 def block_problems(block_rows: Sequence[tuple], blocks: Mapping[str, int]) -> list[str]:
@@ -69,9 +76,21 @@ def turn_problems(shared_rows: Sequence[tuple], turn_rows: Sequence[tuple],
 
 def air_columns(air_rows: Sequence[tuple]) -> tuple[str, ...]:
     """The air record's columns: AIR_SHARED_COLUMNS under a round-robin scheduler (its rows
-    are stretches with their power and cap), else AIR_COLUMNS."""
-    shared = len(air_rows) > 0 and len(air_rows[0]) == len(AIR_SHARED_COLUMNS)
-    return AIR_SHARED_COLUMNS if shared else AIR_COLUMNS
+    are stretches with their power and cap), else AIR_COLUMNS; with a fixed-rate link's
+    attempt after them (AIR_ATTEMPT_COLUMNS, AIR_SHARED_ATTEMPT_COLUMNS)."""
+    width = len(air_rows[0]) if len(air_rows) else len(AIR_COLUMNS)
+    for columns in (AIR_COLUMNS, AIR_SHARED_COLUMNS, AIR_ATTEMPT_COLUMNS,
+                    AIR_SHARED_ATTEMPT_COLUMNS):
+        if len(columns) == width:
+            return columns
+    raise ValueError(f"an air record's rows have {width} fields: none of its layouts")
+
+
+def fading_columns(fade_rows: Sequence[tuple]) -> tuple[str, ...]:
+    """The fading record's columns: FADING_COLUMNS, or a fixed-rate link's with each
+    attempt's number (FADING_ATTEMPT_COLUMNS)."""
+    attempts = len(fade_rows) > 0 and len(fade_rows[0]) == len(FADING_ATTEMPT_COLUMNS)
+    return FADING_ATTEMPT_COLUMNS if attempts else FADING_COLUMNS
 
 
 def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
@@ -179,18 +198,23 @@ class AirSettings:
     fades: Sequence[tuple] = ()
 
     @functools.cached_property
-    def _fade_rows(self) -> dict[int, np.ndarray] | None:
-        """The fading record by event index, read once, where the rates are derived again."""
+    def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:
+        """The fading record by (event index, attempt), read once, where the rates are
+        derived again."""
         return fades_by_event(self.fades, self.coupling.shape[1])
 
-    def gains(self, event_index: np.ndarray, client: np.ndarray) -> np.ndarray:
+    def gains(self, event_index: np.ndarray, client: np.ndarray,
+              attempt: np.ndarray | None = None) -> np.ndarray:
         """The gains (rows x cells) of the transfers `event_index` of clients `client` while
-        they were on the air: the coupling gains, times each one's fading row."""
+        they were on the air (a fixed-rate link's: in their attempts `attempt`): the
+        coupling gains, times each one's fading row."""
         gains = self.coupling[client]
         rows = self._fade_rows
         if rows is None:
             return gains
-        return gains * np.stack([rows[int(e)] for e in event_index])
+        attempts = np.ones(len(event_index), np.int64) if attempt is None else attempt
+        return gains * np.stack([rows[(int(e), int(a))]
+                                 for e, a in zip(event_index, attempts, strict=True)])
 
     def held_s(self, direction: str, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         """The time a transfer of `direction` moves bits in [t0, t1): all of it, or under a
@@ -215,13 +239,18 @@ class AirRecord:
         return self.settings.fades
 
 
-def fades_by_event(rows: Sequence[tuple], num_cells: int) -> dict[int, np.ndarray] | None:
-    """The fading record's rows (event index, cell, |h|^2), every cell of a transfer in
-    order, as each transfer's row of |h|^2 by its event index (None: no rows)."""
+def fades_by_event(rows: Sequence[tuple], num_cells: int
+                   ) -> dict[tuple[int, int], np.ndarray] | None:
+    """The fading record's rows (event index, cell, |h|^2[, attempt]), every cell of a
+    transfer (or attempt) in order, as each one's row of |h|^2 by (event index, attempt: 1
+    where the record has none) (None: no rows)."""
     if not rows:
         return None
-    table = np.asarray(rows, dtype=float).reshape(-1, num_cells, 3)
-    return {int(e): r for e, r in zip(table[:, 0, 0].tolist(), table[:, :, 2], strict=True)}
+    width = len(rows[0])
+    table = np.asarray(rows, dtype=float).reshape(-1, num_cells, width)
+    attempts = table[:, 0, 3] if width > 3 else np.ones(len(table))
+    return {(int(e), int(a)): r for e, a, r in zip(table[:, 0, 0].tolist(), attempts.tolist(),
+                                                   table[:, :, 2], strict=True)}
 
 
 #: the most work (air_rate_work) for which a run's checks derive every rate again at its end:
@@ -252,7 +281,8 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         power_w = air["tx_power_w"].to_numpy(float)
     cell, first = air["cell"].to_numpy(), air["first_block"].to_numpy()
     count = air["blocks"].to_numpy()
-    every_gain = settings.gains(air["event_index"].to_numpy(), client)
+    every_gain = settings.gains(air["event_index"].to_numpy(), client,
+                                air["attempt"].to_numpy() if "attempt" in air else None)
     direction = str(air["direction"].iloc[0])
     bits, slack = np.zeros(len(air)), np.zeros(len(air))
     instants = np.unique(np.concatenate([start, end]))
@@ -313,18 +343,26 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
                      power_w=moved["tx_power_w"].to_numpy(float),
                      payload=8.0 * moved["payload_bytes"].to_numpy(float),
                      recorded=moved["rate_bps"].to_numpy(float),
+                     attempts=moved["attempts"].to_numpy() if "attempts" in moved
+                     else np.ones(len(moved), dtype=np.int64),
                      cut=(moved["completed"].to_numpy() == 0) if "completed" in moved
                      else np.zeros(len(moved), dtype=bool))
     air = air.assign(group=overlapping(air))
+    # a fixed-rate link's attempts each on their own (their verdicts: _attempt_problems)
+    keys = ["event_index", "attempt"] if "attempt" in air else ["event_index"]
     for (_, direction), rows in air.groupby(["group", "direction"], sort=True):
         bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
                                direction == channel.Direction.UPLINK.value, settings)
         # a transfer's stretches (round robin) summed: its bits over its whole air time
-        each = rows.assign(bits=bits, slack=slack).groupby("event_index", sort=False).agg(
+        each = rows.assign(bits=bits, slack=slack).groupby(keys, sort=False).agg(
             bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
             end_s=("end_s", "max"), payload=("payload", "first"),
-            recorded=("recorded", "first"), cut=("cut", "first")).reset_index()
+            recorded=("recorded", "first"), attempts=("attempts", "first"),
+            cut=("cut", "first")).reset_index()
         each = each[each["end_s"].to_numpy() <= until]
+        if "attempt" in each:
+            problems.extend(_attempt_problems(each, str(direction), settings, rtol))
+            continue
         rows, bits, slack = each, each["bits"].to_numpy(), each["slack"].to_numpy()
         recorded = rows["recorded"].to_numpy() * settings.held_s(
             str(direction), rows["start_s"].to_numpy(), rows["end_s"].to_numpy())
@@ -339,4 +377,44 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
                 problems.append(f"event {int(rows['event_index'].iloc[i])} ({direction}): "
                                 f"{bits[i]:.6g} bits derived from the air record, "
                                 f"{got[i]:.6g} by its {label}")
+    return problems
+
+
+def _attempt_problems(each: pd.DataFrame, direction: str, settings: AirSettings,
+                      rtol: float) -> list[str]:
+    """A fixed-rate link's attempts (scala_netsim.sim.network_arq), one row each with the
+    mutual information derived again over it (`bits`), checked against their verdicts: a
+    transfer has attempts 1..attempts; each of a delivered one sent its payload at the
+    recorded rate (rate x its time = 8 x payload_bytes); all but its last failed (their
+    mutual information below the bits sent) and its last got through (at least them). A
+    transfer cut short (completed 0) records the share of its attempts' time it was on the
+    air, not its payload: its attempts but the last failed; its last (cut by a drop, or the
+    last of a lost transfer: the records cannot tell them apart) is not judged."""
+    problems: list[str] = []
+    counts = each.groupby("event_index")["attempt"].agg(["count", "max"])
+    expected = each.groupby("event_index")["attempts"].first()
+    for event in counts.index[(counts["count"] != expected) | (counts["max"] != expected)
+                              ][:5].tolist():
+        problems.append(f"event {event} ({direction}): attempts "
+                        f"{sorted(each.loc[each['event_index'] == event, 'attempt'])} in the "
+                        f"air record, {int(expected[event])} in its event")
+    start, end = each["start_s"].to_numpy(float), each["end_s"].to_numpy(float)
+    rate = each["recorded"].to_numpy(float)
+    sent = rate * settings.held_s(direction, start, end)
+    clock = 4.0 * rate * np.spacing(np.abs(start) + np.abs(end))
+    bits, slack = each["bits"].to_numpy(), 4.0 * each["slack"].to_numpy()
+    last = each["attempt"].to_numpy() == each["attempts"].to_numpy()
+    cut = each["cut"].to_numpy(bool)
+    payload = each["payload"].to_numpy()
+    checks = (
+        ("sent its payload at the recorded rate", ~cut,
+         np.abs(sent - payload) <= rtol * payload + clock),
+        ("failed", ~last, bits <= sent * (1.0 + rtol) + slack + clock),
+        ("got through", last & ~cut, bits >= sent * (1.0 - rtol) - slack - clock))
+    for label, judged, holds in checks:
+        for i in np.flatnonzero(judged & ~holds)[:5].tolist():
+            problems.append(f"event {int(each['event_index'].iloc[i])} ({direction}) attempt "
+                            f"{int(each['attempt'].iloc[i])}: {bits[i]:.6g} bits of mutual "
+                            f"information derived from the air record, {sent[i]:.6g} sent: "
+                            f"not what its record says (it {label})")
     return problems

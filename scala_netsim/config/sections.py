@@ -420,7 +420,7 @@ class NetworkConfig(Strict):
             except ValueError as error:
                 raise ValueError(f"{direction}_bandwidth_hz: {error}") from None
         # what the network's link does not model yet (it times whole transfers at a rate
-        # that changes with the interference; no retransmission but NR's HARQ)
+        # that changes with the interference; beside NR's HARQ no other retransmission)
         if self.fading.kind != "none" and self.link_abstraction == "nr":
             raise ValueError(f"fading.kind: {self.fading.kind} with link_abstraction: nr: a "
                              f"transfer faded below its lowest MCS would deliver nothing for "
@@ -432,12 +432,6 @@ class NetworkConfig(Strict):
                              f"NR's retransmission (harq_max_transmissions), and an ARQ beside "
                              f"it would send again what HARQ already delivered; use 'adaptive' "
                              f"with nr")
-        if self.link.mode != "adaptive":
-            raise ValueError(f"link.mode: a hexagonal layout's links are adaptive (Shannon "
-                             f"rate at the SINR, or the NR link abstraction's MCS with HARQ): "
-                             f"a fixed-rate attempt's outage under interference that changes "
-                             f"while it is on the air is not modelled yet; use 'adaptive', got "
-                             f"{self.link.mode!r}")
         tilt = self.layout.downtilt_deg
         if tilt is not None and (self.layout.sectors != 3 or not hasattr(
                 channel.PATHLOSS_MODELS[self.pathloss], "table")):

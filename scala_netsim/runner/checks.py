@@ -80,7 +80,7 @@ def run_problems(run: Checked) -> list[str]:
     problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
     problems.extend(run.link.problems())
     air = run.link.air_record()
-    if air is not None:
+    if air is not None and air.rows:      # (none where every transfer was cut before it)
         frame = air_frame(air.rows)
         # an asynchronous run stops with transfers in flight, not in the books: the air
         # after the earliest of their starts is checked no further (what was recorded is

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from scala_netsim.books.blocks import air_columns
+from scala_netsim.books.blocks import air_columns, fading_columns
 from scala_netsim.config.scenario import Scenario, scenario_yaml
-from scala_netsim.core.columns import DEMAND_COLUMNS, FADING_COLUMNS
+from scala_netsim.core.columns import DEMAND_COLUMNS
 from scala_netsim.core.files import (
     AIR_CSV,
     CELLS_CSV,
@@ -99,7 +99,7 @@ class RunWriter:
         if air is not None:
             write_rows_csv(self.folder / AIR_CSV, air_columns(air.rows), air.rows)
             if air.fades:
-                write_rows_csv(self.folder / FADING_CSV, FADING_COLUMNS, air.fades)
+                write_rows_csv(self.folder / FADING_CSV, fading_columns(air.fades), air.fades)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing

@@ -132,6 +132,9 @@ class Air:
             cell, first = int(self.ints[h, grid.CELL]), int(self.ints[h, grid.FIRST])
             count = int(self.ints[h, grid.COUNT])
             self.flows[h, grid.SIGNAL] = self.flows[h, grid.PER_BLOCK_W] * gains[cell]
+            term = self._shared.get(h)
+            if term is not None:      # (round robin: its blocks regranted at the new gain)
+                term.gain = float(gains[cell])
             self.dirty[first:first + count, cell] = True
             if self.uplink:
                 self.grids[grid.SENT_CLIENT_GRID, cell, first:first + count] = -1.0
@@ -176,6 +179,8 @@ class Air:
         if not self._settling:        # once, after every start of this instant
             self._settling = True
             self.env.timeout(0).callbacks.append(self._settle_instant)
+        if flow.on_air is not None:   # (a fixed-rate attempt's clock starts)
+            flow.on_air(flow)
 
     def add_shared(self, shared: Shared) -> None:
         """A round-robin transfer joins its cell now: the cell's blocks are split again among
@@ -226,7 +231,8 @@ class Air:
     def remove(self, flow: Flow) -> float | None:
         """Flow leaves now, before its bits have crossed (a deadline cut it): its numbers up
         to now into it, its blocks to the others (round robin: its cell's split again), the
-        rates settled again. -> the bits it moved, None if it was waiting for a block."""
+        rates settled again. -> the bits it moved (a fixed-rate attempt's, of infinite bits:
+        what its blocks could carry since `gathered`), None if it was waiting for a block."""
         for waiting in self._waiting.values():
             for shared in waiting:
                 if shared.flow is flow:
@@ -234,7 +240,8 @@ class Air:
                     return None
         h = self._flow.index(flow)
         grid.advance(h, self.tau(self.env.now), self.flows)
-        moved = flow.bits - float(self.flows[h, grid.BITS])
+        left = float(self.flows[h, grid.BITS])
+        moved = float(self.flows[h, grid.GOT]) if math.isinf(left) else flow.bits - left
         self._finish(h)
         term = self._shared.pop(h, None)
         if term is not None:
@@ -243,6 +250,24 @@ class Air:
             self._reassign(term.cell)
         self._settle()
         return moved
+
+    def gathered(self, flow: Flow) -> float:
+        """What flow's blocks could carry (its rate's integral) since it joined or this was
+        last asked, counted again from now: a fixed-rate attempt's mutual information
+        (scala_netsim.sim.network_arq; its bits are infinite, so the air never ends it)."""
+        h = self._flow.index(flow)
+        grid.advance(h, self.tau(self.env.now), self.flows)
+        got = float(self.flows[h, grid.GOT])
+        self.flows[h, grid.GOT] = 0.0
+        return got
+
+    def split(self, flow: Flow) -> None:
+        """A round-robin flow's stretch ends now and another on the same blocks begins (a
+        fixed-rate transfer's next attempt: each attempt's stretches its own)."""
+        if flow.stretches:
+            last = flow.stretches[-1]
+            last[3] = self.env.now
+            flow.stretches.append([last[0], last[1], self.env.now, math.nan, last[4], last[5]])
 
     def _settle_instant(self, _: simpy.Event) -> None:
         self._settling = False

@@ -52,6 +52,11 @@ def cut(flight: Flight, air: Air, now: float, unsent: tuple,
         flight.turn.cancel()
     if flight.info is None:
         flight.info = unsent
-    backhaul_s = 0.0 if flight.pool is None else now - flight.pool[1].start
+    backhaul_s = 0.0           # its time on the backhaul: up to now, or to its air time
+    if flight.pool is not None:    # where it crossed the backhaul first (a download)
+        until = now
+        if flight.air is not None and flight.air.start >= flight.pool[1].start:
+            until = flight.air.start
+        backhaul_s = until - flight.pool[1].start
     moved_bits = 0.0 if moved is None else moved
     record(flight.info, flight.air, backhaul_s, (int(moved_bits / 8.0), moved_bits))

@@ -39,10 +39,12 @@ from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.air import Air, Shared
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
-from scala_netsim.sim.link import Message
+from scala_netsim.sim.link import Message, TransferLost
+from scala_netsim.sim.network_arq import Attempts
 from scala_netsim.sim.network_fading import NetworkFading
 from scala_netsim.sim.network_flight import Flight, cut
 from scala_netsim.sim.network_nr import NrBlocks
+from scala_netsim.sim.network_rows import air_rows
 from scala_netsim.sim.network_settings import NetworkSettings
 from scala_netsim.sim.pool import Flow, Pool, Rated
 
@@ -61,6 +63,12 @@ class NetworkLink:
         self.env, self.cell, self.settings, self.allocator, self.log = (
             env, cell, settings, allocator, log)
         self.net = cell.network
+        if model.outages and drops is None:
+            raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
+                             f"of drops (drops=Drops())")
+        #: a fixed-rate link's model (its rate and attempts: scala_netsim.sim.network_arq);
+        #: None for adaptive rates
+        self.arq = model if model.outages else None
         #: the book of drops where clients can be dropped (deadlines, over-selection): a
         #: transfer of a dropped client is cut wherever its bits are (`_cut`)
         self.drops = drops
@@ -227,28 +235,14 @@ class NetworkLink:
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
-        """What client k's transfer radiates on its `blocks` blocks: on the uplink the
-        client's power (fixed, or by open-loop power control at its coupling loss to its
-        serving cell), on the downlink the base station's power spread over the whole band."""
-        s = self.settings
-        if direction is Direction.DOWNLINK:
-            return s.bs_tx_power_w * blocks / s.blocks[direction]
-        if s.power_control is None:
-            return s.client_tx_power_w
-        p0_dbm, alpha = s.power_control
-        loss_db = -10.0 * math.log10(float(self.cell.gain_linear[k]))
-        dbm = channel.nr.uplink_tx_power_dbm(loss_db, blocks, p0_dbm, alpha,
-                                             float(channel.w_to_dbm(s.client_tx_power_w)))
-        return float(channel.dbm_to_w(dbm))
+        """What client k's transfer radiates on its `blocks` blocks (NetworkSettings.power_w,
+        at its coupling gain to its serving cell)."""
+        return self.settings.power_w(direction, float(self.cell.gain_linear[k]), blocks)
 
     def powers(self, direction: Direction, k: int, blocks: int) -> tuple[float, float]:
-        """What client k's transfer radiates on its `blocks` blocks (`power_w`) and on each
-        of them: on the downlink the base station's power a block of the band (the same
-        whatever `blocks`, to the bit), on the uplink its power spread over them."""
-        power_w = self.power_w(direction, k, blocks)
-        if direction is Direction.DOWNLINK:
-            return power_w, self.settings.bs_tx_power_w / self.settings.blocks[direction]
-        return power_w, power_w / blocks
+        """What client k's transfer radiates on its `blocks` blocks and on each of them
+        (NetworkSettings.powers)."""
+        return self.settings.powers(direction, float(self.cell.gain_linear[k]), blocks)
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
@@ -312,16 +306,16 @@ class NetworkLink:
         air; `free(its start)` when its air time is over; `ended` fires when it has crossed
         both. `flight` (clients can be dropped) follows it."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
-        c, gain = int(self.net.serving[k]), float(self.cell.gain_linear[k])
-        fade = None
-        if self.fading is not None:       # this transfer's fading block, on every link
-            fade = self.fading.row(direction, k)
-            gain = float(self.cell.gain_linear[k] * fade[c])
+        c = int(self.net.serving[k])
+        fade, gain = self._faded(direction, k, c)
         add, first, blocks, power_w = self._joiner(direction, k, c, gain, fade)
-        info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
-                gain, fade)
-        self._open[id(info)] = start
         bits = 8.0 * payload_bytes
+        arq = None if self.arq is None else Attempts(   # a fixed-rate transfer's attempts
+            self.env, self._air[direction], bits, self.arq, fade, self.fading, direction, k,
+            self.net.coupling_linear[k])
+        info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
+                gain, fade, arq)
+        self._open[id(info)] = start
         backhaul = self._backhaul_pool(direction, c)
         join = add
         if flight is not None:
@@ -337,26 +331,49 @@ class NetworkLink:
             self._record(info, crossed, backhaul_s)
             ended.succeed()
 
+        def lost(flow: Flow, backhaul_s: float) -> None:   # every attempt failed
+            free(start)
+            if flight is not None:
+                flight.done = True
+            self._record(info, flow, backhaul_s, (payload_bytes, bits))
+            ended.fail(TransferLost(k, kind.value, self.round))
+
+        def on_air(crossed: Callable[[Flow], None], backhaul_s: float = 0.0) -> Flow:
+            if arq is None:
+                return Flow(bits, self.env.now, crossed)
+            return arq.new_flow(crossed, lambda flow: lost(flow, backhaul_s))
+
         if direction is Direction.UPLINK:
             def after_air(crossed: Flow) -> None:
                 free(start)
                 self._after_harq(crossed, lambda: self._cross_backhaul(
                     backhaul, bits, lambda s: record(crossed, s), flight), flight)
-            duplexing = self.settings.duplexing
-            if duplexing is not None and duplexing.k2_s > 0:   # the grant comes K2 later
-                granted = self.env.timeout(duplexing.k2_s)
-                granted.callbacks.append(lambda _: join(Flow(bits, self.env.now, after_air)))
-            else:
-                join(Flow(bits, start, after_air))
+            self._granted(lambda: join(on_air(after_air)))
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
                 self._after_harq(crossed, lambda: record(crossed, backhaul_s), flight)
 
             def after_backhaul(backhaul_s: float) -> None:
-                join(Flow(bits, self.env.now,
-                          lambda crossed: after_downlink_air(crossed, backhaul_s)))
+                join(on_air(lambda crossed: after_downlink_air(crossed, backhaul_s),
+                            backhaul_s))
             self._cross_backhaul(backhaul, bits, after_backhaul, flight)
+
+    def _faded(self, direction: Direction, k: int, c: int) -> tuple[np.ndarray | None, float]:
+        """Client k's transfer's fading block on every link (None: no fading) and its gain
+        to its serving cell c (large-scale times its fade)."""
+        if self.fading is None:
+            return None, float(self.cell.gain_linear[k])
+        fade = self.fading.row(direction, k)
+        return fade, float(self.cell.gain_linear[k] * fade[c])
+
+    def _granted(self, then: Callable[[], None]) -> None:
+        """`then()` when an upload's grant comes: now, or under TDD K2 later."""
+        duplexing = self.settings.duplexing
+        if duplexing is not None and duplexing.k2_s > 0:
+            self.env.timeout(duplexing.k2_s).callbacks.append(lambda _: then())
+        else:
+            then()
 
     def _after_harq(self, crossed: Flow, then: Callable[[], None],
                     flight: Flight | None = None) -> None:
@@ -376,7 +393,8 @@ class NetworkLink:
         k = message.client_id
         cut(flight, self._air[direction], self.env.now,
             (flight.start, local_iter, k, kind, message.payload_bytes, int(self.net.serving[k]),
-             direction, -1, 0, math.nan, float(self.cell.gain_linear[k]), None), self._record)
+             direction, -1, 0, math.nan, float(self.cell.gain_linear[k]), None, None),
+            self._record)
 
     def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
         if self.settings.backhaul is None:
@@ -417,7 +435,7 @@ class NetworkLink:
         blocks it held over its air time. `done` (a drop cut it): the bytes and the bits it
         got through the air; `air` None, or never on the air, where it got none."""
         (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
-         gain, fade) = info
+         gain, fade, arq) = info
         bits = 8.0 * payload_bytes if done is None else done[1]
         index = len(self.log)
         self._open.pop(id(info), None)
@@ -434,13 +452,23 @@ class NetworkLink:
                 if air.varied:   # else the last values, exactly (not an average of equal ones)
                     sinr = air.sinr_area / air_s
                     interference_w = air.interference_area / air_s
-            blocks, power_w, start = self._air_rows(index, air, c, direction, first, blocks,
-                                                    power_w, start)
+            rows, blocks, power_w, start = air_rows(index, air, c, direction, first, blocks,
+                                                    power_w, start, arq)
+            self.air_rows.extend(rows)
+        attempts = 1
+        if arq is not None:     # its fixed rate, and what a drop cut records as sent
+            attempts, rate = arq.attempt, math.nan if air is None else arq.rate_bps
+            if done is not None:
+                done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
+            if arq.fades:       # (the channel's gain of its last attempt)
+                gain = float(self.cell.gain_linear[k] * arq.fades[-1][c])
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
-        if fade is not None:
+        if arq is not None:
+            self.fade_rows.extend(arq.fade_rows(index))
+        elif fade is not None:
             self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
-        row: tuple = (index, blocks * self.settings.block_hz, rate, 1, gain, power_w,
+        row: tuple = (index, blocks * self.settings.block_hz, rate, attempts, gain, power_w,
                       10.0 * math.log10(sinr), interference_dbm, backhaul_s)
         nr = self.settings.nr
         if nr is not None:    # NR_TRANSFER_COLUMNS: the MCS and TBLER over the time it sent
@@ -459,31 +487,3 @@ class NetworkLink:
         else:
             self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind,
                                 done[0])
-
-    def _air_rows(self, index: int, air: Flow, c: int, direction: Direction, first: int,
-                  blocks: int, power_w: float, start: float) -> tuple[int | float, float,
-                                                                      float]:
-        """The transfer's rows of the air record; -> its blocks and power (under round
-        robin their averages over its stretches) and its event's start."""
-        if not air.stretches:
-            self.air_rows.append((index, c, direction.value, first, blocks, air.start,
-                                  air.end))
-            return blocks, power_w, start
-        # round robin: its blocks and power, each a stretch of its time; a transfer that
-        # found every block taken waited for one: like a turn on a shared block, the wait
-        # is its client's idle time and the event starts when it ends
-        self.air_rows.extend((index, c, direction.value, f, n, t0, t1, p, cap)
-                             for f, n, t0, t1, p, cap in air.stretches if t1 > t0)
-        averaged = _time_averaged(air.stretches)
-        return averaged[0], averaged[1], start + (air.stretches[0][2] - air.start)
-
-
-def _time_averaged(stretches: list[list]) -> tuple[float, float]:
-    """A round-robin transfer's blocks and power averaged over its stretches' time (its
-    last stretch's where they took none)."""
-    spans = np.array([t1 - t0 for _, _, t0, t1, _, _ in stretches])
-    if not spans.sum() > 0:
-        return float(stretches[-1][1]), float(stretches[-1][4])
-    weights = spans / spans.sum()
-    return (float(np.dot(weights, [n for _, n, *_ in stretches])),
-            float(np.dot(weights, [p for *_, p, _ in stretches])))

@@ -4,6 +4,7 @@ frame, the NR link abstraction and the scheduler."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import channel
@@ -60,3 +61,27 @@ class NetworkSettings:
         if direction is Direction.DOWNLINK and self.downlink_noise_psd_w_per_hz is not None:
             return self.downlink_noise_psd_w_per_hz
         return self.noise_psd_w_per_hz
+
+    def power_w(self, direction: Direction, gain_linear: float, blocks: int) -> float:
+        """What a transfer radiates on its `blocks` blocks: on the uplink the client's power
+        (fixed, or by open-loop power control at its coupling loss to its serving cell,
+        `gain_linear`), on the downlink the base station's power spread over the whole band."""
+        if direction is Direction.DOWNLINK:
+            return self.bs_tx_power_w * blocks / self.blocks[direction]
+        if self.power_control is None:
+            return self.client_tx_power_w
+        p0_dbm, alpha = self.power_control
+        loss_db = -10.0 * math.log10(gain_linear)
+        dbm = channel.nr.uplink_tx_power_dbm(loss_db, blocks, p0_dbm, alpha,
+                                             float(channel.w_to_dbm(self.client_tx_power_w)))
+        return float(channel.dbm_to_w(dbm))
+
+    def powers(self, direction: Direction, gain_linear: float,
+               blocks: int) -> tuple[float, float]:
+        """What a transfer radiates on its `blocks` blocks (`power_w`) and on each of them:
+        on the downlink the base station's power a block of the band (the same whatever
+        `blocks`, to the bit), on the uplink its power spread over them."""
+        power_w = self.power_w(direction, gain_linear, blocks)
+        if direction is Direction.DOWNLINK:
+            return power_w, self.bs_tx_power_w / self.blocks[direction]
+        return power_w, power_w / blocks

@@ -21,7 +21,7 @@ class Flow:
 
     __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
                  "sinr_area", "interference_area", "varied", "held_s", "mcs_area",
-                 "tbler_area", "sending_s", "tbler", "stretches")
+                 "tbler_area", "sending_s", "tbler", "stretches", "on_air")
 
     def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
         self.bits, self.start, self.done = bits, start, done
@@ -39,6 +39,8 @@ class Flow:
         #: held over time: [first block, blocks, from, to, power radiated over them (W), the
         #: most blocks it can use]
         self.stretches: list[list] = []
+        #: called with it when it gets its first blocks on a network's air (None: nothing)
+        self.on_air: Callable[[Flow], None] | None = None
 
 
 #: what a pool's rate function gives for its flows in flight: rate (bit/s), SINR (linear)

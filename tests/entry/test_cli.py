@@ -151,9 +151,6 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
      "hop is 0.27), got 1e9"),
     # issue 50: what a network of cells still refuses names both keys and why
     (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
-      "network.link={mode: fixed_rate, target_rate_bps: 1.0e6}"],
-     "network.link.mode: a hexagonal layout's links are adaptive"),
-    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
       "algorithms=[fedasync]"],
      "network.scheduler: static grants a network's blocks per round, and fedasync has no "
      "round (asynchronous); allowed with them: round_robin (blocks per transfer)"),

@@ -37,6 +37,24 @@ def test_a_network_with_deadlines_keeps_its_invariants(make_run, algorithm, trai
     assert len(dropped) > 0 and len(cut) > 0      # some cut on the air
 
 
+@pytest.mark.parametrize("deadline_s", [0.05, 2.0])
+def test_a_deadline_cuts_transfers_on_the_backhaul_and_on_the_air_after_it(make_run,
+                                                                             deadline_s):
+    """With a backhaul behind every cell: at 0.05 s every download is cut on the backhaul
+    (nothing reached the air: the air record is empty), at 2 s some on the air after it
+    (their backhaul time is the crossing's, not up to the cut). The books balance."""
+    run = make_run("fedavg", data={"num_clients": 40},
+                   training={"participation": 0.3, "deadline_s": deadline_s},
+                   network={**NETWORK, "backhaul": {"latency_s": 0.01, "bandwidth_bps": 1e8}})
+    run.step()
+    run.step()
+    assert run.problems() == []
+    events = events_of(run)
+    cut = events[(events["completed"] == 0) & events["kind"].str.endswith("download")]
+    assert len(cut) > 0
+    assert (len(run.link.air_rows) == 0) == (deadline_s < 0.1)
+
+
 @pytest.mark.parametrize("algorithm", ["scala", "fedavg"])
 def test_a_cell_with_more_clients_than_blocks_under_a_deadline(make_run, algorithm):
     """12 clients of a round on a cell of 5 blocks, taken in turns: a dropped client's
