@@ -15,6 +15,7 @@ SNR). With ARQ and a fresh draw per attempt, attempts are geometric, truncated a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,11 +60,14 @@ def fading_power_gain(kind: str, rng: np.random.Generator | None, size: int | No
 class Fading:
     """Block fading of a cell: `kind` (FADING_KINDS), the Rician K factor in dB, and its
     `coherence`: "round" (one draw per client, direction and round: the channel is constant
-    over a round) or "transfer" (a fresh draw for every transfer)."""
+    over a round), "transfer" (a fresh draw for every transfer) or, in a network of cells,
+    "time" (a fresh draw per client and direction every `coherence_s` seconds, blocks
+    [i coherence_s, (i + 1) coherence_s) of the clock)."""
 
     kind: str = "none"
     k_factor_db: float | None = None
     coherence: str = "round"
+    coherence_s: float | None = None
 
     def draw(self, rng: np.random.Generator | None) -> float:
         """One power gain |h|^2."""
@@ -77,6 +81,16 @@ class Fading:
     def per_round(self) -> bool:
         """One draw per client, direction and round."""
         return self.fades and self.coherence == "round"
+
+    @property
+    def per_time(self) -> bool:
+        """A fresh draw per client and direction every `coherence_s` seconds."""
+        return self.fades and self.coherence == "time"
+
+    def block(self, time_s: float) -> int:
+        """The fading block of time holding instant `time_s` (per_time)."""
+        assert self.coherence_s is not None
+        return math.floor(time_s / self.coherence_s)
 
     @property
     def per_transfer(self) -> bool:

@@ -23,6 +23,7 @@ from scala_netsim.core.columns import (
     AIR_SHARED_ATTEMPT_COLUMNS,
     AIR_SHARED_COLUMNS,
     FADING_ATTEMPT_COLUMNS,
+    FADING_BLOCK_COLUMNS,
     FADING_COLUMNS,
 )
 
@@ -86,11 +87,12 @@ def air_columns(air_rows: Sequence[tuple]) -> tuple[str, ...]:
     raise ValueError(f"an air record's rows have {width} fields: none of its layouts")
 
 
-def fading_columns(fade_rows: Sequence[tuple]) -> tuple[str, ...]:
-    """The fading record's columns: FADING_COLUMNS, or a fixed-rate link's with each
-    attempt's number (FADING_ATTEMPT_COLUMNS)."""
-    attempts = len(fade_rows) > 0 and len(fade_rows[0]) == len(FADING_ATTEMPT_COLUMNS)
-    return FADING_ATTEMPT_COLUMNS if attempts else FADING_COLUMNS
+def fading_columns(key: str) -> tuple[str, ...]:
+    """The fading record's columns with its rows' `key` (AirSettings.fade_key): FADING_COLUMNS,
+    a fixed-rate link's with each attempt's number (FADING_ATTEMPT_COLUMNS), or under blocks
+    of time each block's (FADING_BLOCK_COLUMNS)."""
+    return {"": FADING_COLUMNS, "attempt": FADING_ATTEMPT_COLUMNS,
+            "block": FADING_BLOCK_COLUMNS}[key]
 
 
 def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
@@ -194,8 +196,12 @@ class AirSettings:
     #: the NR link abstraction's lookups by direction (None: Shannon rates)
     nr: Mapping[str, channel.nr_link.LinkTables] | None = None
     #: block fading's record (core.columns.FADING_COLUMNS rows: each transfer's |h|^2 to
-    #: every cell; none without fading)
+    #: every cell; none without fading), what its rows' fourth field is (`fade_key`: "" none,
+    #: "attempt" a fixed-rate link's, "block" a block of time's) and the blocks' length
+    #: (coherence_s, under blocks of time; None otherwise)
     fades: Sequence[tuple] = ()
+    fade_key: str = ""
+    coherence_s: float | None = None
 
     @functools.cached_property
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:
@@ -204,17 +210,26 @@ class AirSettings:
         return fades_by_event(self.fades, self.coupling.shape[1])
 
     def gains(self, event_index: np.ndarray, client: np.ndarray,
-              attempt: np.ndarray | None = None) -> np.ndarray:
+              key: np.ndarray | None = None) -> np.ndarray:
         """The gains (rows x cells) of the transfers `event_index` of clients `client` while
-        they were on the air (a fixed-rate link's: in their attempts `attempt`): the
-        coupling gains, times each one's fading row."""
+        they were on the air (a fixed-rate link's in their attempts `key`; under blocks of
+        time in their blocks `key`): the coupling gains, times each one's fading row."""
         gains = self.coupling[client]
         rows = self._fade_rows
         if rows is None:
             return gains
-        attempts = np.ones(len(event_index), np.int64) if attempt is None else attempt
+        keys = np.ones(len(event_index), np.int64) if key is None else key
         return gains * np.stack([rows[(int(e), int(a))]
-                                 for e, a in zip(event_index, attempts, strict=True)])
+                                 for e, a in zip(event_index, keys, strict=True)])
+
+    def blocks_in(self, t0: float, t1: float) -> np.ndarray:
+        """The boundaries of the fading blocks of time strictly inside (t0, t1) (none
+        without them)."""
+        if self.coherence_s is None:
+            return np.zeros(0)
+        first, last = math.floor(t0 / self.coherence_s) + 1, math.ceil(t1 / self.coherence_s)
+        edges = np.arange(first, last) * self.coherence_s
+        return edges[(edges > t0) & (edges < t1)]
 
     def held_s(self, direction: str, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
         """The time a transfer of `direction` moves bits in [t0, t1): all of it, or under a
@@ -241,15 +256,15 @@ class AirRecord:
 
 def fades_by_event(rows: Sequence[tuple], num_cells: int
                    ) -> dict[tuple[int, int], np.ndarray] | None:
-    """The fading record's rows (event index, cell, |h|^2[, attempt]), every cell of a
-    transfer (or attempt) in order, as each one's row of |h|^2 by (event index, attempt: 1
-    where the record has none) (None: no rows)."""
+    """The fading record's rows (event index, cell, |h|^2[, key]: an attempt's number, or a
+    block of time's), every cell of a transfer (or attempt, or block) in order, as each one's
+    row of |h|^2 by (event index, key: 1 where the record has none) (None: no rows)."""
     if not rows:
         return None
     width = len(rows[0])
     table = np.asarray(rows, dtype=float).reshape(-1, num_cells, width)
-    attempts = table[:, 0, 3] if width > 3 else np.ones(len(table))
-    return {(int(e), int(a)): r for e, a, r in zip(table[:, 0, 0].tolist(), attempts.tolist(),
+    keys = table[:, 0, 3] if width > 3 else np.ones(len(table))
+    return {(int(e), int(a)): r for e, a, r in zip(table[:, 0, 0].tolist(), keys.tolist(),
                                                    table[:, :, 2], strict=True)}
 
 
@@ -281,18 +296,26 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         power_w = air["tx_power_w"].to_numpy(float)
     cell, first = air["cell"].to_numpy(), air["first_block"].to_numpy()
     count = air["blocks"].to_numpy()
-    every_gain = settings.gains(air["event_index"].to_numpy(), client,
-                                air["attempt"].to_numpy() if "attempt" in air else None)
+    events = air["event_index"].to_numpy()
+    coherence_s = settings.coherence_s    # gains by the block of time, interval by interval
+    every_gain = None if coherence_s is not None else settings.gains(
+        events, client, air["attempt"].to_numpy() if "attempt" in air else None)
     direction = str(air["direction"].iloc[0])
     bits, slack = np.zeros(len(air)), np.zeros(len(air))
-    instants = np.unique(np.concatenate([start, end]))
+    instants = np.unique(np.concatenate([start, end, settings.blocks_in(
+        float(start.min()), float(end.max()))]))
     held = settings.held_s(direction, instants[:-1], instants[1:])
     for t0, t1, dt in zip(instants[:-1].tolist(), instants[1:].tolist(), held.tolist(),
                           strict=True):
         on = np.flatnonzero((start <= t0) & (end >= t1))
         if not len(on):
             continue
-        gains = every_gain[on]
+        if coherence_s is not None:
+            block = math.floor((t0 + t1) / 2 / coherence_s)
+            gains = settings.gains(events[on], client[on], np.full(len(on), block))
+        else:
+            assert every_gain is not None
+            gains = every_gain[on]
         transfers = channel.network.Transfers(cell[on], first[on], count[on], power_w[on],
                                               gains[np.arange(len(on)), cell[on]], gains)
         rates = channel.network.transfer_rates(

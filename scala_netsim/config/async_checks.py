@@ -53,7 +53,13 @@ def network_problems(scenario: Any) -> list[str]:
         problems.append("network.duplex: tdd times whole transfers only yet: no deadlines, "
                         "over-selection or fixed-rate link (training.deadline_s, "
                         "step_deadline_s, over_selection, network.link.mode) with it")
+    fading = scenario.network.fading
     if scenario.network.layout.kind == "single":
+        if fading.kind != "none" and fading.coherence == "time":
+            problems.append("network.fading.coherence: time needs a network of cells "
+                            "(network.layout.kind: hexagonal, whose link rates its transfers "
+                            "again at every fading block's boundary); the single layout's "
+                            "link rates a transfer at its start: allowed round or transfer")
         return problems
     found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
     if found and scenario.network.scheduler != "round_robin":

@@ -66,6 +66,10 @@ HEIGHT = Physical(0.5, 500.0, "m", "a macro mast is 25")
 SHADOWING = Physical(0.0, 30.0, "dB", "the 36.814 macro cell's is 8")
 #: a Rician K factor (the line of sight's power over the scattered power)
 K_FACTOR = Physical(-40.0, 40.0, "dB", "9 dB is a strong line of sight")
+#: a fading block's length in time (network.fading.coherence: time): the channel's coherence
+#: time, about 0.42 / the Doppler shift (Rappaport 5.4.3); no shorter than a slot of 120 kHz
+#: subcarriers (the rates are recomputed at a block's boundary, never per slot)
+COHERENCE = Physical(1e-4, 1e3, "s", "a walker at 3 km/h on 3.5 GHz: about 0.04")
 #: P0 of open-loop power control: TS 38.331's p0-NominalWithGrant spans -202 to 24 dBm
 P0 = Physical(-202.0, 24.0, "dBm", "TS 38.331's p0-NominalWithGrant range")
 #: a backhaul's one-way latency: fibre takes milliseconds, a geostationary hop 0.27 s; the clock

@@ -24,6 +24,7 @@ from scala_netsim.config.ranges import (
     BS_POWER,
     CARRIER,
     CLIENT_POWER,
+    COHERENCE,
     DISTANCE,
     ENERGY_COEFFICIENT,
     FLOPS,
@@ -158,13 +159,21 @@ class LinkConfig(Strict):
 
 class FadingConfig(Strict):
     """Small-scale block fading (channel.fading): |h|^2 per client and direction, drawn per
-    round or per transfer from the `fading` seed stream."""
+    round or per transfer from the `fading` seed stream, or in a network of cells per block
+    of `coherence_s` seconds of time (`coherence: time`)."""
     kind: FadingKind = "none"
     k_factor_db: Annotated[float, K_FACTOR] | None = None   # Rician K (line of sight / scattered)
-    coherence: Literal["round", "transfer"] = "round"
+    coherence: Literal["round", "transfer", "time"] = "round"
+    coherence_s: Annotated[float, COHERENCE] | None = None   # with coherence: time
 
     @model_validator(mode="after")
-    def _k_factor_with_rician_only(self) -> FadingConfig:
+    def _keys_with_their_kind_only(self) -> FadingConfig:
+        if self.coherence == "time" and self.coherence_s is None:
+            raise ValueError("coherence_s: required with coherence time (s: the channel's "
+                             "coherence time, a fading block's length)")
+        if self.coherence != "time" and self.coherence_s is not None:
+            raise ValueError(f"coherence_s: only with coherence time, got {self.coherence_s:g} "
+                             f"with coherence {self.coherence}")
         if self.kind == "rician" and self.k_factor_db is None:
             raise ValueError("k_factor_db: required with kind rician (the power of the line-of-"
                              "sight path over the scattered power, in dB)")
@@ -419,14 +428,15 @@ class NetworkConfig(Strict):
                 channel.nr.resource_blocks(band_hz, self.subcarrier_spacing_hz)
             except ValueError as error:
                 raise ValueError(f"{direction}_bandwidth_hz: {error}") from None
-        # what the network's link does not model yet (it times whole transfers at a rate
-        # that changes with the interference; beside NR's HARQ no other retransmission)
-        if self.fading.kind != "none" and self.link_abstraction == "nr":
-            raise ValueError(f"fading.kind: {self.fading.kind} with link_abstraction: nr: a "
-                             f"transfer faded below its lowest MCS would deliver nothing for "
-                             f"its whole fading block ({self.fading.coherence}: the channel "
-                             f"stays until it ends), so it would never end; use fading.kind "
-                             f"none with nr, or link_abstraction: shannon with fading")
+        # what the network's link cannot run (beside NR's HARQ no other retransmission)
+        if (self.fading.kind != "none" and self.link_abstraction == "nr"
+                and self.fading.coherence != "time"):
+            raise ValueError(f"fading.coherence: {self.fading.coherence} with "
+                             f"link_abstraction: nr: a transfer faded below its lowest MCS "
+                             f"would deliver nothing for its whole fading block (a "
+                             f"{self.fading.coherence}: the channel stays until it ends), so "
+                             f"it would never end; use coherence: time (with coherence_s) "
+                             f"with nr, whose blocks end while a transfer waits")
         if self.link.mode != "adaptive" and self.link_abstraction == "nr":
             raise ValueError(f"link.mode: {self.link.mode} with link_abstraction: nr: HARQ is "
                              f"NR's retransmission (harq_max_transmissions), and an ARQ beside "

@@ -70,7 +70,8 @@ def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world:
     allocator = channel.ALLOCATORS[scenario.network.allocation]()
     model = link_model(scenario)
     section = scenario.network.fading
-    fading = channel.Fading(section.kind, section.k_factor_db, section.coherence)
+    fading = channel.Fading(section.kind, section.k_factor_db, section.coherence,
+                            section.coherence_s)
     rules = round_rules(scenario, ALGORITHMS[algorithm].section(scenario))
     if world.cell.network is not None:
         return NetworkLink(env, world.cell, network_settings(scenario), allocator, model, log,

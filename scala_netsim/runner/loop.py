@@ -152,10 +152,12 @@ class Run:
 
         return RadioSettings(noise_psd_w_per_hz=noise(net.bs_noise_figure_db),
                              # (events' rates: Shannon's at their SNR where nothing
-                             # interfered, unless NR's or a round robin's changing blocks)
+                             # interfered, unless NR's, a round robin's changing blocks or
+                             # gains changing in blocks of time: the air record's checks)
                              shannon_rates=(net.link.mode == "adaptive"
                                             and net.link_abstraction == "shannon"
-                                            and net.scheduler == "static"),
+                                            and net.scheduler == "static"
+                                            and net.fading.coherence != "time"),
                              energy_coefficient=self.scenario.compute.energy_coefficient,
                              flops_per_s=self.world.cell.flops_per_s,
                              downlink_noise_psd_w_per_hz=noise(net.client_noise_figure_db))

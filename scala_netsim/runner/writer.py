@@ -99,7 +99,8 @@ class RunWriter:
         if air is not None:
             write_rows_csv(self.folder / AIR_CSV, air_columns(air.rows), air.rows)
             if air.fades:
-                write_rows_csv(self.folder / FADING_CSV, fading_columns(air.fades), air.fades)
+                write_rows_csv(self.folder / FADING_CSV, fading_columns(air.settings.fade_key),
+                               air.fades)
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing

@@ -68,6 +68,9 @@ class Air:
         #: the NR link abstraction's lookups (channel.nr_link; None: Shannon rates)
         self.link = link
         self._nr = grid.Nr.of(link)
+        #: do the gains change in blocks of time (fading, coherence: time)? A transfer that
+        #: delivers nothing under the NR abstraction then waits for the next block
+        self.fades_in_time = False
         self.direction = Direction.UPLINK if uplink else Direction.DOWNLINK
         self.gains = np.ascontiguousarray(gains, dtype=float)
         self.block_hz, self.noise_w = block_hz, noise_w
@@ -288,7 +291,9 @@ class Air:
         until its SINR changes. One that nobody interferes with never would (its SNR is fixed
         on its blocks), nor would any when no transfer of this direction will ever end (`end`
         infinite: each waits for another's interference to stop): the run stops, naming
-        them."""
+        them. Not under fading in blocks of time: every block brings a fresh channel."""
+        if self.fades_in_time:           # its channel changes at the next block's boundary
+            return
         flows = self.flows[:self._used]
         stopped = flows[:, grid.RATE] == 0.0
         quiet = stopped & (flows[:, grid.INTERFERENCE] == 0.0)

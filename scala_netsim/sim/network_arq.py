@@ -98,8 +98,8 @@ class Attempts:
         self.attempt += 1
         self.boundaries.append(self.env.now)
         air.split(flow)
-        fading = self._fading
-        if fading is not None:
+        fading = self._fading       # (blocks of time: their own boundaries, TimeFades)
+        if fading is not None and not fading.fading.per_time:
             fade = fading.row(self._direction, self._k)
             if not fading.fading.per_round:
                 air.regain(self._k, self._coupling * fade)

@@ -9,21 +9,29 @@ the downlink a client's row says what it hears from every base station. The coup
 and round (the channel constant over a round: every transfer of it sees the same row);
 `transfer`, a fresh row for every transfer. The rates change at those boundaries only, where
 a transfer starts: the row is set before it joins the air, and a client has one transfer of
-a direction on the air at a time.
+a direction on the air at a time. `time` (`coherence_s`): a fresh row per client and direction
+for every block [i T_c, (i + 1) T_c) of the clock, set on the air at the block's boundary
+while the client's transfer is in flight (scala_netsim.sim.network_link, Air.regain): the
+rates change there too, its own and those of the others that hear it.
 
-Every row is drawn from its own child of the fading stream, named by (client, round,
-direction) and, per transfer, by the transfer's place among the client's of that direction
-in the round: the same draws whatever came before, so a resumed run draws what the
+Every row is drawn from its own child of the fading stream, named by (client, round or block
+of time, direction) and, per transfer, by the transfer's place among the client's of that
+direction in the round: the same draws whatever came before, so a resumed run draws what the
 uninterrupted one draws with nothing to save, and two algorithms see the same channel in a
 round where they move the same transfers."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import simpy
 
 import channel
 from channel import Direction
+from scala_netsim.sim.air import Air
 from scala_netsim.sim.link import child_rng
+from scala_netsim.sim.pool import Flow
 
 
 class NetworkFading:
@@ -53,7 +61,65 @@ class NetworkFading:
         self._count[key] = i + 1
         return self._draw(child_rng(self.seed, k, self.round, down, i))
 
+    def row_in_block(self, direction: Direction, k: int, block: int) -> np.ndarray:
+        """|h|^2 of client k in `direction` on its link to every cell during fading block
+        `block` of time (coherence: time), from the stream's child (client, block,
+        direction): the same whatever the algorithm did."""
+        return self._draw(child_rng(self.seed, k, block, int(direction is Direction.DOWNLINK)))
+
     def _draw(self, rng: np.random.Generator) -> np.ndarray:
         f = self.fading
         return np.asarray(channel.fading.fading_power_gain(
             f.kind, rng, self.num_cells, k_factor_db=f.k_factor_db), dtype=float)
+
+
+class TimeFades:
+    """A transfer's fading blocks of time (coherence: time), client k's in `direction` on the
+    air `air`: its row of the block it joins in, set before it joins (`begin`), and at every
+    boundary of a block while it is on the air (or waiting for a block: round robin) the next
+    block's, set mid-transfer (Air.regain, on its `coupling` gains to every cell), until it
+    leaves the air or its record is written (`rows_of`)."""
+
+    def __init__(self, env: simpy.Environment, fading: NetworkFading, air: Air,
+                 direction: Direction, k: int, coupling: np.ndarray) -> None:
+        self.env, self.fading, self.air = env, fading, air
+        self.direction, self.k, self.coupling = direction, k, coupling
+        #: (block, |h|^2 to every cell) of each block it saw, in order
+        self.rows: list[tuple[int, np.ndarray]] = []
+        self._flow: Flow | None = None
+        self._over = False
+
+    def begin(self, flow: Flow) -> np.ndarray:
+        """Its row now, as `flow` joins the air; the next block's comes at its boundary."""
+        self._flow = flow
+        block = self.fading.fading.block(self.env.now)
+        row = self.fading.row_in_block(self.direction, self.k, block)
+        self.rows.append((block, row))
+        self._arm(block + 1)
+        return row
+
+    def _arm(self, block: int) -> None:
+        starts = block * float(self.fading.fading.coherence_s or math.nan)
+        self.env.timeout(max(starts - self.env.now, 0.0)).callbacks.append(
+            lambda _: self._boundary(block))
+
+    def _boundary(self, block: int) -> None:
+        flow = self._flow
+        if self._over or flow is None or not math.isnan(flow.end):   # off the air
+            return
+        row = self.fading.row_in_block(self.direction, self.k, block)
+        self.air.regain(self.k, self.coupling * row)
+        self.rows.append((block, row))
+        self._arm(block + 1)
+
+    @property
+    def last(self) -> np.ndarray | None:
+        """The row of the last block it saw (None: it never joined the air)."""
+        return self.rows[-1][1] if self.rows else None
+
+    def rows_of(self, index: int) -> list[tuple]:
+        """Its rows of the fading record (event `index`): each block's |h|^2 to every cell,
+        with the block's number (FADING_BLOCK_COLUMNS); no more blocks after this."""
+        self._over = True
+        return [(index, cell, h2, block) for block, row in self.rows
+                for cell, h2 in enumerate(row.tolist())]

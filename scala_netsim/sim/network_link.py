@@ -41,12 +41,13 @@ from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message, TransferLost
 from scala_netsim.sim.network_arq import Attempts
-from scala_netsim.sim.network_fading import NetworkFading
+from scala_netsim.sim.network_backhaul import Backhaul
+from scala_netsim.sim.network_fading import NetworkFading, TimeFades
 from scala_netsim.sim.network_flight import Flight, cut
 from scala_netsim.sim.network_nr import NrBlocks
 from scala_netsim.sim.network_rows import air_rows
 from scala_netsim.sim.network_settings import NetworkSettings
-from scala_netsim.sim.pool import Flow, Pool, Rated
+from scala_netsim.sim.pool import Flow
 
 
 class NetworkLink:
@@ -98,7 +99,9 @@ class NetworkLink:
                             d is Direction.UPLINK, settings.interference, settings.frame,
                             None if settings.nr is None else settings.nr.tables[d])
                      for d in Direction}
-        self._backhaul: dict[tuple[Direction, int], Pool] = {}
+        for air in self._air.values():     # (a transfer that delivers nothing waits for a block)
+            air.fades_in_time = fading is not None and fading.fading.per_time
+        self._backhaul = Backhaul(env, settings.backhaul)
         #: each transfer started and not recorded yet (by its record's id): its start
         self._open: dict[int, float] = {}
         self._nr_blocks = NrBlocks(cell, settings)
@@ -197,7 +200,7 @@ class NetworkLink:
         """Transfers on the air or the backhaul now (an asynchronous run is saved only when
         none is: a network's transfer has no end known in advance to save)."""
         return (sum(air.in_progress for air in self._air.values())
-                + sum(len(pool.flows) for pool in self._backhaul.values()))
+                + self._backhaul.in_flight)
 
     def upload(self, message: Message, kind: EventKind, local_iter: int) -> simpy.Event:
         return self._transfer(message, kind, local_iter, Direction.UPLINK)
@@ -231,7 +234,15 @@ class NetworkLink:
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
             self.net.coupling_linear, s.frame,
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
-            self.fade_rows))
+            self.fade_rows, *self._fade_key()))
+
+    def _fade_key(self) -> tuple[str, float | None]:
+        """What the fading record's rows hold beyond (event, cell, |h|^2), and the length of
+        a block of time (AirSettings.fade_key, coherence_s)."""
+        fading = None if self.fading is None else self.fading.fading
+        if fading is not None and fading.per_time:
+            return "block", fading.coherence_s
+        return ("attempt" if self.arq is not None else ""), None
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -273,30 +284,30 @@ class NetworkLink:
             flight, message, kind, local_iter, direction), local_iter)
 
     def _joiner(self, direction: Direction, k: int, c: int, gain: float,
-                fade: np.ndarray | None) -> tuple[Callable[[Flow], None], int, int, float]:
-        """How client k's transfer joins the air of `direction` (its fading row set first),
-        its first block, blocks and power (-1, 0, NaN under round robin: its stretches say)."""
+                fade: np.ndarray | TimeFades | None
+                ) -> tuple[Callable[[Flow], None], int, int, float]:
+        """How client k's transfer joins the air of `direction` (its fading row set first:
+        under fading blocks of time, the row of the block it joins in), its first block,
+        blocks and power (-1, 0, NaN under round robin: its stretches say)."""
         air = self._air[direction]
         if self.settings.scheduler == "round_robin":   # the air hands out the blocks
             first, blocks, power_w = -1, 0, math.nan
-            shared = (k, c, gain, lambda n: self.powers(direction, k, n),
-                      self._cap(direction, k))
+            powers, cap = (lambda n: self.powers(direction, k, n)), self._cap(direction, k)
 
-            def add(flow: Flow) -> None:
-                air.add_shared(Shared(flow, *shared))
+            def add(flow: Flow, gain: float) -> None:
+                air.add_shared(Shared(flow, k, c, gain, powers, cap))
         else:
             first, blocks = self._blocks[direction][k]
             power_w = self.power_w(direction, k, blocks)
 
-            def add(flow: Flow) -> None:
+            def add(flow: Flow, gain: float) -> None:
                 air.add(flow, k, c, first, blocks, power_w, gain)
-        if fade is None:
-            return add, first, blocks, power_w
-        gains = self.net.coupling_linear[k] * fade
 
         def join(flow: Flow) -> None:
-            air.fade(k, gains)
-            add(flow)
+            row = fade.begin(flow) if isinstance(fade, TimeFades) else fade
+            if row is not None:
+                air.fade(k, self.net.coupling_linear[k] * row)
+            add(flow, gain if row is None else float(self.cell.gain_linear[k] * row[c]))
         return join, first, blocks, power_w
 
     def _send(self, message: Message, kind: EventKind, local_iter: int, direction: Direction,
@@ -311,12 +322,13 @@ class NetworkLink:
         add, first, blocks, power_w = self._joiner(direction, k, c, gain, fade)
         bits = 8.0 * payload_bytes
         arq = None if self.arq is None else Attempts(   # a fixed-rate transfer's attempts
-            self.env, self._air[direction], bits, self.arq, fade, self.fading, direction, k,
+            self.env, self._air[direction], bits, self.arq,
+            None if isinstance(fade, TimeFades) else fade, self.fading, direction, k,
             self.net.coupling_linear[k])
         info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
                 gain, fade, arq)
         self._open[id(info)] = start
-        backhaul = self._backhaul_pool(direction, c)
+        backhaul = self._backhaul.pool(direction, c)
         join = add
         if flight is not None:
             flight.info = info
@@ -346,7 +358,7 @@ class NetworkLink:
         if direction is Direction.UPLINK:
             def after_air(crossed: Flow) -> None:
                 free(start)
-                self._after_harq(crossed, lambda: self._cross_backhaul(
+                self._after_harq(crossed, lambda: self._backhaul.cross(
                     backhaul, bits, lambda s: record(crossed, s), flight), flight)
             self._granted(lambda: join(on_air(after_air)))
         else:
@@ -357,13 +369,18 @@ class NetworkLink:
             def after_backhaul(backhaul_s: float) -> None:
                 join(on_air(lambda crossed: after_downlink_air(crossed, backhaul_s),
                             backhaul_s))
-            self._cross_backhaul(backhaul, bits, after_backhaul, flight)
+            self._backhaul.cross(backhaul, bits, after_backhaul, flight)
 
-    def _faded(self, direction: Direction, k: int, c: int) -> tuple[np.ndarray | None, float]:
-        """Client k's transfer's fading block on every link (None: no fading) and its gain
-        to its serving cell c (large-scale times its fade)."""
+    def _faded(self, direction: Direction, k: int,
+               c: int) -> tuple[np.ndarray | TimeFades | None, float]:
+        """Client k's transfer's fading block on every link (None: no fading; its blocks of
+        time, whose rows come as it is on the air) and its gain to its serving cell c
+        (large-scale times its fade; the large-scale alone under blocks of time)."""
         if self.fading is None:
             return None, float(self.cell.gain_linear[k])
+        if self.fading.fading.per_time:
+            return TimeFades(self.env, self.fading, self._air[direction], direction, k,
+                             self.net.coupling_linear[k]), float(self.cell.gain_linear[k])
         fade = self.fading.row(direction, k)
         return fade, float(self.cell.gain_linear[k] * fade[c])
 
@@ -396,37 +413,21 @@ class NetworkLink:
              direction, -1, 0, math.nan, float(self.cell.gain_linear[k]), None, None),
             self._record)
 
-    def _backhaul_pool(self, direction: Direction, c: int) -> Pool | None:
-        if self.settings.backhaul is None:
-            return None
-        key = (direction, c)
-        if key not in self._backhaul:
-            bandwidth_bps = self.settings.backhaul[1]
-
-            def shared(static: np.ndarray) -> Rated:
-                n = len(static)
-                return np.full(n, bandwidth_bps / n), np.full(n, math.nan), np.zeros(n)
-            self._backhaul[key] = Pool(self.env, shared, 0)
-        return self._backhaul[key]
-
-    def _cross_backhaul(self, pool: Pool | None, bits: float, then: Callable[[float], None],
-                        flight: Flight | None = None) -> None:
-        """The bits cross the cell's backhaul (their share of its bandwidth, then its
-        latency); `then(seconds it took)`, unless a drop cut the transfer meanwhile."""
-        if pool is None:
-            then(0.0)
-            return
-        start, latency_s = self.env.now, self.settings.backhaul[0]  # type: ignore[index]
-
-        def crossed(_: Flow) -> None:
-            arrived = self.env.timeout(latency_s)
-            arrived.callbacks.append(
-                lambda _: None if flight is not None and flight.cut else then(
-                    self.env.now - start))
-        flow = Flow(bits, start, crossed)
-        if flight is not None:
-            flight.pool = (pool, flow)
-        pool.add(flow, ())
+    def _fade_record(self, index: int, fade: np.ndarray | TimeFades | None,
+                     arq: Attempts | None, k: int, c: int, gain: float) -> float:
+        """The transfer's rows of the fading record (its own row; each attempt's; each block
+        of time's); -> its gain to its serving cell c as it ended (large-scale times the fade
+        of its last attempt or block; `gain` where that is its only one)."""
+        last = None
+        if isinstance(fade, TimeFades):
+            self.fade_rows.extend(fade.rows_of(index))
+            last = fade.last
+        elif arq is not None:
+            self.fade_rows.extend(arq.fade_rows(index))
+            last = arq.fades[-1] if arq.fades else None
+        elif fade is not None:
+            self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
+        return gain if last is None else float(self.cell.gain_linear[k] * last[c])
 
     def _record(self, info: tuple, air: Flow | None, backhaul_s: float,
                 done: tuple[int, float] | None = None) -> None:
@@ -460,14 +461,9 @@ class NetworkLink:
             attempts, rate = arq.attempt, math.nan if air is None else arq.rate_bps
             if done is not None:
                 done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
-            if arq.fades:       # (the channel's gain of its last attempt)
-                gain = float(self.cell.gain_linear[k] * arq.fades[-1][c])
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
-        if arq is not None:
-            self.fade_rows.extend(arq.fade_rows(index))
-        elif fade is not None:
-            self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
+        gain = self._fade_record(index, fade, arq, k, c, gain)
         row: tuple = (index, blocks * self.settings.block_hz, rate, attempts, gain, power_w,
                       10.0 * math.log10(sinr), interference_dbm, backhaul_s)
         nr = self.settings.nr

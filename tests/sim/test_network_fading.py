@@ -161,16 +161,22 @@ def test_a_faded_network_writes_its_fading_record_and_vouches_for_it(tmp_path):
     assert "fading.csv" in json.loads((run / "summary.json").read_text())["files_sha256"]
 
 
-def test_fading_with_the_nr_link_abstraction_is_refused_naming_both_keys():
+@pytest.mark.parametrize("coherence", ["round", "transfer"])
+def test_fading_a_round_or_a_transfer_long_with_nr_is_refused_naming_both_keys(coherence):
+    """Under the NR abstraction a transfer faded below its lowest MCS waits for its channel
+    to change: blocks of time (tests/sim/test_network_time_fading.py), not a round's or its
+    own."""
     from conftest import tiny_scenario
 
     if not channel.nr_link.have_sionna():
         pytest.skip("the nr key is refused first without Sionna")
-    with pytest.raises(ScenarioError, match=r"fading\.kind: rayleigh with link_abstraction: "
-                                            r"nr.*never end"):
+    with pytest.raises(ScenarioError, match=rf"fading\.coherence: {coherence} with "
+                                            rf"link_abstraction: nr.*never end.*coherence: "
+                                            rf"time"):
         tiny_scenario("scala", network={**NETWORK, "link_abstraction": "nr",
                                         "bs_tx_power_w": 40.0,
-                                        "fading": {"kind": "rayleigh"}})
+                                        "fading": {"kind": "rayleigh",
+                                                   "coherence": coherence}})
 
 
 def test_a_faded_network_resumed_from_its_state_continues_the_same_records(make_run):

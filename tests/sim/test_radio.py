@@ -308,7 +308,7 @@ def test_the_cli_warns_of_an_unreachable_fixed_rate_and_runs(cli, tmp_path):
     ({"fading": {"kind": "rician"}}, {},
      "network.fading.k_factor_db: required with kind rician"),
     ({"fading": {"kind": "rayleigh", "coherence": "slot"}}, {},
-     "network.fading.coherence: must be one of 'round' or 'transfer', got 'slot'"),
+     "network.fading.coherence: must be one of 'round', 'transfer' or 'time', got 'slot'"),
     ({"link": {"mode": "fixed_rate", "target_rate_bps": 0}}, {},
      "network.link.target_rate_bps: must be from 1000 to 1e13 (bit/s; 10 Gbit/s is 1e10), got 0"),
     ({"link": {"mode": "fixed_rate", "target_rate_bps": -1e6}}, {},
