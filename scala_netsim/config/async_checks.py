@@ -49,10 +49,13 @@ def network_problems(scenario: Any) -> list[str]:
     cut short (deadlines, over-selection) or left in flight at a checkpoint (asynchronous
     algorithms)."""
     problems = []
-    if scenario.network.duplex.kind == "tdd" and scenario.drops_clients:
-        problems.append("network.duplex: tdd times whole transfers only yet: no deadlines, "
-                        "over-selection or fixed-rate link (training.deadline_s, "
-                        "step_deadline_s, over_selection, network.link.mode) with it")
+    if (scenario.network.duplex.kind == "tdd" and scenario.drops_clients
+            and scenario.network.layout.kind == "single"):
+        problems.append("network.duplex: tdd in the paper's cell times whole transfers only: "
+                        "no deadlines, over-selection or fixed-rate link (training.deadline_s, "
+                        "step_deadline_s, over_selection, network.link.mode) with it; a "
+                        "network of cells (network.layout.kind: hexagonal) cuts transfers "
+                        "under TDD")
     fading = scenario.network.fading
     if scenario.network.layout.kind == "single":
         if fading.kind != "none" and fading.coherence == "time":

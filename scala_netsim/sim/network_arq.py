@@ -3,16 +3,17 @@ network_link): the paper's cell's outage, capacity below the rate, where the cap
 changes while an attempt is on the air.
 
 An attempt sends the payload's bits at the link's fixed rate R, so it lasts 8 x bytes / R
-whatever its blocks; it holds its blocks and radiates on them all that time (the others'
-interference), and it gets through when the bits its blocks could carry over it, the integral
-of the Shannon rate sum_b B_rb log2(1 + SINR_b(t)) over its time, reach its bits: the
-information outage of a codeword spread over several channel states (Ozarow, Shamai and Wyner
-1994). Where the SINR is constant over the attempt this is the cell's test, capacity >= R,
-exactly. A failed attempt is sent again at once on the same blocks (the air's flow stays, its
-mutual information counted again: Air.gathered), up to the link's max_attempts in all; a
-transfer whose every attempt failed is lost (its client dropped from the round, as in the
-cell). Under fading with one block per transfer each attempt sees a fresh row on every
-link (NetworkFading.row, set mid-transfer by Air.regain); with one per round the same.
+whatever its blocks (of its direction's symbols, under a TDD frame); it holds its blocks and
+radiates on them all that time (the others' interference), and it gets through when the bits
+its blocks could carry over it, the integral of the Shannon rate sum_b B_rb log2(1 +
+SINR_b(t)) over its time, reach its bits: the information outage of a codeword spread over
+several channel states (Ozarow, Shamai and Wyner 1994). Where the SINR is constant over the
+attempt this is the cell's test, capacity >= R, exactly. A failed attempt is sent again at
+once on the same blocks (the air's flow stays, its mutual information counted again:
+Air.gathered), up to the link's max_attempts in all; a transfer whose every attempt failed
+is lost (its client dropped from the round, as in the cell). Under fading with one block per
+transfer each attempt sees a fresh row on every link (NetworkFading.row, set mid-transfer by
+Air.regain); with one per round the same; in blocks of time, the blocks' rows (TimeFades).
 
 The air record gives each attempt its own rows (an `attempt` column), and a faded run's
 fading record each attempt's row, so that books.blocks derives each attempt's mutual
@@ -77,7 +78,10 @@ class Attempts:
         self._arm()
 
     def _arm(self) -> None:
-        self.env.timeout(self.airtime_s).callbacks.append(self._over)
+        """The attempt's end: its air time from now, in its direction's symbols under TDD."""
+        air = self.air
+        ends = air.instant(air.tau(self.env.now) + self.airtime_s)
+        self.env.timeout(max(ends - self.env.now, 0.0)).callbacks.append(self._over)
 
     def _over(self, _: simpy.Event) -> None:
         """An attempt's time is over: through, again, or lost."""
@@ -113,7 +117,8 @@ class Attempts:
             return payload_bytes
         if math.isnan(self.began):
             return 0
-        return share_done(payload_bytes, self.began, now, self.attempt * self.airtime_s)
+        return share_done(payload_bytes, self.air.tau(self.began), self.air.tau(now),
+                          self.attempt * self.airtime_s)
 
     def attempt_of(self, t0: float) -> int:
         """The attempt on the air from instant t0 (a stretch's start)."""

@@ -360,7 +360,7 @@ class NetworkLink:
                 free(start)
                 self._after_harq(crossed, lambda: self._backhaul.cross(
                     backhaul, bits, lambda s: record(crossed, s), flight), flight)
-            self._granted(lambda: join(on_air(after_air)))
+            self._granted(lambda: join(on_air(after_air)), flight)
         else:
             def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
                 free(start)
@@ -384,11 +384,13 @@ class NetworkLink:
         fade = self.fading.row(direction, k)
         return fade, float(self.cell.gain_linear[k] * fade[c])
 
-    def _granted(self, then: Callable[[], None]) -> None:
-        """`then()` when an upload's grant comes: now, or under TDD K2 later."""
+    def _granted(self, then: Callable[[], None], flight: Flight | None) -> None:
+        """`then()` when an upload's grant comes: now, or under TDD K2 later, unless a drop
+        cut the transfer meanwhile (`flight`: it then never joins the air)."""
         duplexing = self.settings.duplexing
         if duplexing is not None and duplexing.k2_s > 0:
-            self.env.timeout(duplexing.k2_s).callbacks.append(lambda _: then())
+            self.env.timeout(duplexing.k2_s).callbacks.append(
+                lambda _: None if flight is not None and flight.cut else then())
         else:
             then()
 

@@ -154,10 +154,9 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
       "algorithms=[fedasync]"],
      "network.scheduler: static grants a network's blocks per round, and fedasync has no "
      "round (asynchronous); allowed with them: round_robin (blocks per transfer)"),
-    (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
-      "network.duplex={kind: tdd}", "--set", "network.downlink_bandwidth_hz=20e6", "--set",
-      "training.deadline_s=5"],
-     "network.duplex: tdd times whole transfers only yet: no deadlines"),
+    (["scenarios/quickstart.yaml", "--set", "network.duplex={kind: tdd}", "--set",
+      "network.downlink_bandwidth_hz=20e6", "--set", "training.deadline_s=5"],
+     "network.duplex: tdd in the paper's cell times whole transfers only: no deadlines"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"

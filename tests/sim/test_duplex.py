@@ -80,7 +80,7 @@ def test_the_invariants_catch_a_transfer_timed_without_the_frame(make_run):
     ({"network.duplex": {"kind": "tdd", "k2_slots": -1}}, r"network\.duplex\.k2_slots"),
     ({"network.duplex": "half"}, r"network\.duplex\.kind"),
     ({"network.duplex": "tdd", "training.deadline_s": 5.0},
-     r"network\.duplex: tdd times whole transfers only yet"),
+     r"network\.duplex: tdd in the paper's cell times whole transfers only"),
 ])
 def test_bad_duplex_keys_are_refused_naming_the_field(overrides, message):
     with pytest.raises(ScenarioError, match=message):

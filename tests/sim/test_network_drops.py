@@ -144,3 +144,66 @@ def test_a_transfer_cut_in_its_harq_wait_got_its_whole_payload_through(make_run)
     assert len(waited) > 0
     assert (waited["payload_bytes"].to_numpy() == full[waited["kind"]].to_numpy()).all()
     assert (waited["bandwidth_hz"] > 0).all()
+
+
+@pytest.mark.parametrize("algorithm, training, network", [
+    ("fedavg", {"deadline_s": 4.0}, {"scheduler": "static"}),
+    ("scala", {"deadline_s": 1.0}, {"scheduler": "round_robin"}),
+    ("scala", {"over_selection": 0.5}, {"scheduler": "round_robin",
+                                         "backhaul": {"latency_s": 0.01,
+                                                      "bandwidth_bps": 1e8}}),
+    ("fedavg", {}, {"link": {"mode": "fixed_rate", "target_rate_bps": 1e7,
+                             "max_attempts": 2}}),
+], ids=["deadline-static", "step-round_robin", "over_selection-backhaul", "fixed_rate"])
+def test_a_network_under_tdd_cuts_transfers_in_its_symbols(make_run, algorithm, training,
+                                                           network):
+    """Under a TDD frame (DDDSU, K2 of the 30 kHz grid) a network cuts transfers as without
+    one: on the air in their direction's symbols, in an upload's K2 wait (it never joins the
+    air), on the backhaul; a fixed-rate attempt lasts 8 x bytes / R of its direction's
+    symbols. The books balance, every rate derived again from the air record in symbol
+    time."""
+    run = make_run(algorithm, data={"num_clients": 40},
+                   training={"participation": 0.3, **training},
+                   network={**NETWORK, "duplex": "tdd", "uplink_bandwidth_hz": 40e6,
+                            "downlink_bandwidth_hz": 40e6, **network})
+    run.step()
+    run.step()
+    assert run.problems() == []
+    events = events_of(run)
+    assert (events["kind"] == "client_dropped").any()
+    assert ((events["completed"] == 0) & (events["bandwidth_hz"] > 0)).any()
+    if "link" in network:
+        assert (events["attempts"] > 1).any()
+
+
+def test_an_upload_cut_in_its_k2_wait_never_joins_the_air():
+    """Under TDD an upload waits K2 for its grant; one whose client is dropped meanwhile is
+    recorded as not completed with no blocks and no bytes, and does not join the air when
+    its grant would have come (the air stays empty)."""
+    import simpy
+    from test_network_link import BLOCK_HZ, COUPLING_DB, Message, two_cells
+
+    import channel
+    from channel import Direction
+    from scala_netsim.books.duplexing import Duplexing
+    from scala_netsim.core.events import EventKind, EventLog
+    from scala_netsim.sim.drops import Drops
+    from scala_netsim.sim.network_link import NetworkLink, NetworkSettings
+
+    cell = two_cells(COUPLING_DB)
+    env, log, drops = simpy.Environment(), EventLog(), Drops()
+    frame = channel.tdd.TddFrame("DDDSU", (10, 2, 2), 0.5e-3)
+    settings = NetworkSettings({Direction.UPLINK: 20, Direction.DOWNLINK: 20}, BLOCK_HZ,
+                               1e-13 / BLOCK_HZ, 0.2, 1.0, duplexing=Duplexing(frame, 1e-3))
+    link = NetworkLink(env, cell, settings, channel.EqualShareAllocator(),
+                       channel.AdaptiveShannonLink(0.2, 1.0, 20 * BLOCK_HZ, -174.0), log,
+                       drops=drops)
+    ids = np.arange(2)
+    demand = channel.LinkDemand(ids, cell.gain_linear, np.zeros(2), np.zeros(2))
+    link.begin_round(1, {Direction.UPLINK: demand, Direction.DOWNLINK: demand})
+    link.upload(Message(0, 1000), EventKind.MODEL_UPLOAD, 0)
+    env.timeout(0.4e-3).callbacks.append(lambda _: drops.cut(0))
+    env.run()
+    assert log.cut == [0] and log.rows[0][1] == pytest.approx(0.4e-3)
+    assert link.transfer_rows[0][1] == 0.0          # no blocks
+    assert link.air_rows == [] and link.in_flight == 0

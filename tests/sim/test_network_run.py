@@ -243,15 +243,12 @@ def test_bad_network_keys_are_refused_naming_the_field(network, message):
         tiny_scenario("scala", network=network)
 
 
-def test_a_network_refuses_asynchronous_algorithms_and_deadlines_under_tdd():
+def test_a_network_refuses_asynchronous_algorithms_with_the_static_scheduler():
     from conftest import tiny_scenario
 
     with pytest.raises(ScenarioError, match="static grants a network's blocks per round, "
                                             "and fedasync has no round"):
         tiny_scenario("fedasync", network={"layout": {"kind": "hexagonal"}})
-    with pytest.raises(ScenarioError, match="tdd times whole transfers only yet"):
-        tiny_scenario("scala", network={"layout": {"kind": "hexagonal"}, "duplex": "tdd"},
-                      training={"deadline_s": 10.0})
 
 
 def test_the_command_line_refuses_a_bad_layout_with_exit_2_and_writes_nothing(cli, tmp_path):
