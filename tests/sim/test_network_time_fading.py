@@ -161,3 +161,47 @@ def test_the_paper_cell_refuses_fading_in_blocks_of_time_naming_both_keys():
                                             r"hexagonal"):
         tiny_scenario("scala", network={"fading": {"kind": "rayleigh", "coherence": "time",
                                                    "coherence_s": 0.05}})
+
+
+TIME = {"kind": "rayleigh", "coherence": "time", "coherence_s": COHERENCE_S}
+
+
+@pytest.mark.parametrize("algorithm, training, sections", [
+    ("gas", {"rounds": 6}, {"gas": {"model_buffer": 2, "activation_buffer": 2}}),
+    ("scala", {"deadline_s": 1.0}, {}),
+], ids=["asynchronous", "deadline"])
+def test_blocks_of_time_compose_with_asynchronous_clients_and_deadlines(
+        make_run, algorithm, training, sections):
+    """GAS's versions overlapping on the round-robin air, and SCALA's transfers cut at a
+    deadline (their blocks of time stop with them), faded in blocks of time: the books
+    balance."""
+    run = make_run(algorithm, data={"num_clients": 40},
+                   training={"participation": 0.3, **training},
+                   network={**NETWORK, "scheduler": "round_robin", "fading": TIME},
+                   **sections)
+    for _ in range(training.get("rounds", 2)):
+        run.step()
+    assert run.problems() == []
+    assert len(run.link.fade_rows) > 0
+
+
+def test_a_run_faded_in_blocks_of_time_resumes_to_the_same_records(make_run):
+    """A checkpoint after round 1 of a fixed-rate link faded in blocks of time: the resumed
+    run writes the uninterrupted run's events and fading record (each block's row its own
+    draw: no stream state to save)."""
+    import copy
+
+    def fixed_rate_run():
+        return make_run("scala", data={"num_clients": 40}, training={"participation": 0.3},
+                        network={**NETWORK, "fading": TIME, "link": {
+                            "mode": "fixed_rate", "target_rate_bps": 2e7, "max_attempts": 3}})
+    whole = fixed_rate_run()
+    whole.step()
+    state = copy.deepcopy(whole.state_dict())
+    whole.step()
+    resumed = fixed_rate_run()
+    resumed.load_state_dict(state)
+    resumed.step()
+    assert events_of(resumed).equals(events_of(whole))
+    assert resumed.link.air_record().fades == whole.link.air_record().fades
+    assert resumed.problems() == []
