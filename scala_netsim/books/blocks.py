@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numba
@@ -23,7 +23,6 @@ from scala_netsim.core.columns import (
     AIR_SHARED_ATTEMPT_COLUMNS,
     AIR_SHARED_COLUMNS,
     FADING_ATTEMPT_COLUMNS,
-    FADING_BLOCK_COLUMNS,
     FADING_COLUMNS,
 )
 
@@ -89,10 +88,8 @@ def air_columns(air_rows: Sequence[tuple]) -> tuple[str, ...]:
 
 def fading_columns(key: str) -> tuple[str, ...]:
     """The fading record's columns with its rows' `key` (AirSettings.fade_key): FADING_COLUMNS,
-    a fixed-rate link's with each attempt's number (FADING_ATTEMPT_COLUMNS), or under blocks
-    of time each block's (FADING_BLOCK_COLUMNS)."""
-    return {"": FADING_COLUMNS, "attempt": FADING_ATTEMPT_COLUMNS,
-            "block": FADING_BLOCK_COLUMNS}[key]
+    or a fixed-rate link's with each attempt's number (FADING_ATTEMPT_COLUMNS)."""
+    return {"": FADING_COLUMNS, "attempt": FADING_ATTEMPT_COLUMNS}[key]
 
 
 def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
@@ -196,12 +193,15 @@ class AirSettings:
     #: the NR link abstraction's lookups by direction (None: Shannon rates)
     nr: Mapping[str, channel.nr_link.LinkTables] | None = None
     #: block fading's record (core.columns.FADING_COLUMNS rows: each transfer's |h|^2 to
-    #: every cell; none without fading), what its rows' fourth field is (`fade_key`: "" none,
-    #: "attempt" a fixed-rate link's, "block" a block of time's) and the blocks' length
-    #: (coherence_s, under blocks of time; None otherwise)
+    #: every cell; none without fading, or in blocks of time) and what its rows' fourth field
+    #: is (`fade_key`: "" none, "attempt" a fixed-rate link's)
     fades: Sequence[tuple] = ()
     fade_key: str = ""
+    #: fading in blocks of time: their length (s) and a block's row of |h|^2 for (client,
+    #: block, direction), drawn again from the run's fading stream (a function of them alone:
+    #: too many to record, a row of every cell for every block of every transfer)
     coherence_s: float | None = None
+    draw_block: Callable[[int, int, str], np.ndarray] | None = None
 
     @functools.cached_property
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:
@@ -221,6 +221,14 @@ class AirSettings:
         keys = np.ones(len(event_index), np.int64) if key is None else key
         return gains * np.stack([rows[(int(e), int(a))]
                                  for e, a in zip(event_index, keys, strict=True)])
+
+    def block_gains(self, client: np.ndarray, block: int, direction: str) -> np.ndarray:
+        """The gains (rows x cells) of clients `client` in fading block `block` of time: the
+        coupling gains times each one's row drawn again (`draw_block`)."""
+        assert self.draw_block is not None
+        draw = self.draw_block
+        return self.coupling[client] * np.stack([draw(int(k), block, direction)
+                                                 for k in client])
 
     def blocks_in(self, t0: float, t1: float) -> np.ndarray:
         """The boundaries of the fading blocks of time strictly inside (t0, t1) (none
@@ -256,9 +264,9 @@ class AirRecord:
 
 def fades_by_event(rows: Sequence[tuple], num_cells: int
                    ) -> dict[tuple[int, int], np.ndarray] | None:
-    """The fading record's rows (event index, cell, |h|^2[, key]: an attempt's number, or a
-    block of time's), every cell of a transfer (or attempt, or block) in order, as each one's
-    row of |h|^2 by (event index, key: 1 where the record has none) (None: no rows)."""
+    """The fading record's rows (event index, cell, |h|^2[, attempt]), every cell of a
+    transfer (or attempt) in order, as each one's row of |h|^2 by (event index, attempt: 1
+    where the record has none) (None: no rows)."""
     if not rows:
         return None
     width = len(rows[0])
@@ -274,11 +282,21 @@ def fades_by_event(rows: Sequence[tuple], num_cells: int
 AIR_RATES_CHECKED_UP_TO = 10_000_000
 
 
-def air_rate_work(air: pd.DataFrame, rounds: np.ndarray) -> int:
+def air_rate_work(air: pd.DataFrame, rounds: np.ndarray,
+                  coherence_s: float | None = None) -> int:
     """What deriving the rates again costs (air_rate_problems): the sum over rounds and
-    directions of the square of their transfers (`rounds`: each air row's round)."""
-    counts = pd.Series(rounds).groupby([rounds, air["direction"].to_numpy()]).size()
-    return int((counts.to_numpy(np.int64) ** 2).sum())
+    directions of the square of their transfers (`rounds`: each air row's round); under
+    fading in blocks of `coherence_s` seconds, plus each round's transfers times the blocks
+    its air rows span (every block's boundary is an interval of its own, every transfer's row
+    drawn again)."""
+    direction = air["direction"].to_numpy()
+    counts = pd.Series(rounds).groupby([rounds, direction]).size()
+    work = int((counts.to_numpy(np.int64) ** 2).sum())
+    if coherence_s is None:
+        return work
+    spans = (air["end_s"].to_numpy(float) - air["start_s"].to_numpy(float)) / coherence_s
+    blocks = pd.Series(np.ceil(spans) + 1).groupby([rounds, direction]).sum()
+    return work + int((blocks.to_numpy() * counts.loc[blocks.index].to_numpy()).sum())
 
 
 def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink: bool,
@@ -311,8 +329,8 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         if not len(on):
             continue
         if coherence_s is not None:
-            block = math.floor((t0 + t1) / 2 / coherence_s)
-            gains = settings.gains(events[on], client[on], np.full(len(on), block))
+            gains = settings.block_gains(client[on], math.floor((t0 + t1) / 2 / coherence_s),
+                                         direction)
         else:
             assert every_gain is not None
             gains = every_gain[on]

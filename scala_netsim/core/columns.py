@@ -62,9 +62,6 @@ FADING_COLUMNS = ("event_index", "cell", "power_gain")
 AIR_ATTEMPT_COLUMNS = (*AIR_COLUMNS, "attempt")
 AIR_SHARED_ATTEMPT_COLUMNS = (*AIR_SHARED_COLUMNS, "attempt")
 FADING_ATTEMPT_COLUMNS = (*FADING_COLUMNS, "attempt")
-#: fading in blocks of time (network.fading.coherence: time): each block of the clock that a
-#: transfer saw its own rows, with the block's number i (it spans [i, i + 1) x coherence_s)
-FADING_BLOCK_COLUMNS = (*FADING_COLUMNS, "block")
 
 # --- rounds.csv --------------------------------------------------------------------------
 #: what each event kind adds up to in a round (its bytes or FLOPs)

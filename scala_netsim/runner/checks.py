@@ -90,7 +90,8 @@ def run_problems(run: Checked) -> list[str]:
         if "cap_blocks" in frame:           # round robin: work-conserving, instant by instant
             problems.extend(round_robin_problems(frame, air.settings.blocks, until))
         air_rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
-        if air_rate_work(frame, air_rounds) <= AIR_RATES_CHECKED_UP_TO:
+        if air_rate_work(frame, air_rounds,
+                         air.settings.coherence_s) <= AIR_RATES_CHECKED_UP_TO:
             problems.extend(air_rate_problems(frame, events, air.settings, until=until))
     if run.records_drops:
         aggregations = (aggregations_frame(run.aggregation_rows)

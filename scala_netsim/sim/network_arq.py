@@ -38,10 +38,11 @@ from scala_netsim.sim.pool import Flow
 
 class Attempts:
     """One transfer's attempts, of client k in `direction` (see the module's docstring), at
-    the rate of the fixed-rate link `model`, the first on the fading row `fade` (None: no
-    fading), each after it on `fading`'s next row for the client (NetworkFading.row: a fresh
-    one under one fading block a transfer, set on the air mid-transfer; the same under one a
-    round, on the client's `coupling` gains to every cell)."""
+    the rate of the fixed-rate link `model`. The first is on the fading row `fade` (None: no
+    fading, or fading in blocks of time); each after it on `fading`'s next row for the client
+    (NetworkFading.row): under one fading block a transfer a fresh row, set on the air
+    mid-transfer from the client's `coupling` gains to every cell; under one a round the
+    same row."""
 
     def __init__(self, env: simpy.Environment, air: Air, bits: float,
                  model: channel.LinkModel, fade: np.ndarray | None,

@@ -78,14 +78,16 @@ class TimeFades:
     air `air`: its row of the block it joins in, set before it joins (`begin`), and at every
     boundary of a block while it is on the air (or waiting for a block: round robin) the next
     block's, set mid-transfer (Air.regain, on its `coupling` gains to every cell), until it
-    leaves the air or its record is written (`rows_of`)."""
+    leaves the air or its record is written (`stop`). The rows are not kept: each is a
+    function of the stream, the client, the block and the direction (`row_in_block`), which
+    the checks draw again."""
 
     def __init__(self, env: simpy.Environment, fading: NetworkFading, air: Air,
                  direction: Direction, k: int, coupling: np.ndarray) -> None:
         self.env, self.fading, self.air = env, fading, air
         self.direction, self.k, self.coupling = direction, k, coupling
-        #: (block, |h|^2 to every cell) of each block it saw, in order
-        self.rows: list[tuple[int, np.ndarray]] = []
+        #: the row of the last block it saw (None: it never joined the air)
+        self.last: np.ndarray | None = None
         self._flow: Flow | None = None
         self._over = False
 
@@ -93,10 +95,9 @@ class TimeFades:
         """Its row now, as `flow` joins the air; the next block's comes at its boundary."""
         self._flow = flow
         block = self.fading.fading.block(self.env.now)
-        row = self.fading.row_in_block(self.direction, self.k, block)
-        self.rows.append((block, row))
+        self.last = self.fading.row_in_block(self.direction, self.k, block)
         self._arm(block + 1)
-        return row
+        return self.last
 
     def _arm(self, block: int) -> None:
         starts = block * float(self.fading.fading.coherence_s or math.nan)
@@ -107,19 +108,10 @@ class TimeFades:
         flow = self._flow
         if self._over or flow is None or not math.isnan(flow.end):   # off the air
             return
-        row = self.fading.row_in_block(self.direction, self.k, block)
-        self.air.regain(self.k, self.coupling * row)
-        self.rows.append((block, row))
+        self.last = self.fading.row_in_block(self.direction, self.k, block)
+        self.air.regain(self.k, self.coupling * self.last)
         self._arm(block + 1)
 
-    @property
-    def last(self) -> np.ndarray | None:
-        """The row of the last block it saw (None: it never joined the air)."""
-        return self.rows[-1][1] if self.rows else None
-
-    def rows_of(self, index: int) -> list[tuple]:
-        """Its rows of the fading record (event `index`): each block's |h|^2 to every cell,
-        with the block's number (FADING_BLOCK_COLUMNS); no more blocks after this."""
+    def stop(self) -> None:
+        """No more blocks: its record is written (a drop may have cut it off the air)."""
         self._over = True
-        return [(index, cell, h2, block) for block, row in self.rows
-                for cell, h2 in enumerate(row.tolist())]

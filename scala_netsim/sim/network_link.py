@@ -26,6 +26,7 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -234,15 +235,20 @@ class NetworkLink:
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
             self.net.coupling_linear, s.frame,
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
-            self.fade_rows, *self._fade_key()))
+            self.fade_rows, "attempt" if self.arq is not None else "", *self._blocks_of_time()))
 
-    def _fade_key(self) -> tuple[str, float | None]:
-        """What the fading record's rows hold beyond (event, cell, |h|^2), and the length of
-        a block of time (AirSettings.fade_key, coherence_s)."""
-        fading = None if self.fading is None else self.fading.fading
-        if fading is not None and fading.per_time:
-            return "block", fading.coherence_s
-        return ("attempt" if self.arq is not None else ""), None
+    def _blocks_of_time(self) -> tuple[float | None, Callable[[int, int, str], np.ndarray]
+                                       | None]:
+        """Fading in blocks of time: their length and how a block's row is drawn again
+        (AirSettings.coherence_s, draw_block); None, None otherwise."""
+        network_fading = self.fading
+        if network_fading is None or not network_fading.fading.per_time:
+            return None, None
+
+        @functools.lru_cache(maxsize=1 << 16)     # (a block spans several intervals)
+        def draw(client: int, block: int, direction: str) -> np.ndarray:
+            return network_fading.row_in_block(Direction(direction), client, block)
+        return network_fading.fading.coherence_s, draw
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -417,12 +423,12 @@ class NetworkLink:
 
     def _fade_record(self, index: int, fade: np.ndarray | TimeFades | None,
                      arq: Attempts | None, k: int, c: int, gain: float) -> float:
-        """The transfer's rows of the fading record (its own row; each attempt's; each block
-        of time's); -> its gain to its serving cell c as it ended (large-scale times the fade
+        """The transfer's rows of the fading record (its own row, or each attempt's; none for
+        blocks of time); -> its gain to its serving cell c as it ended (large-scale times the fade
         of its last attempt or block; `gain` where that is its only one)."""
         last = None
-        if isinstance(fade, TimeFades):
-            self.fade_rows.extend(fade.rows_of(index))
+        if isinstance(fade, TimeFades):     # (its rows are drawn again, not recorded)
+            fade.stop()
             last = fade.last
         elif arq is not None:
             self.fade_rows.extend(arq.fade_rows(index))
