@@ -252,10 +252,13 @@ def _intro(comparison: pd.DataFrame) -> list[str]:
         "where a download that joins its cell radiates P_bs / N a block to the bit, as one "
         "whose blocks move does (their times moved by at most 4e-16 of a value; 60b6ea3's "
         "faster round robin had moved their time averages of SINR, interference, MCS and BLER "
-        "by at most 3e-14 and no time); numpy's AVX-512 "
-        "paths off as `python -m "
-        "scala_netsim.tools.regenerate` runs them, beside two training lanes), wall time "
-        "summed per "
+        "by at most 3e-14 and no time), and once more after issue 50's fixed-rate link, "
+        "where a round-robin transfer's time-averaged power is summed exactly (math.fsum), "
+        "not by a BLAS dot product whose kernel, and so its last bit, depends on the "
+        "processor (their rounds' transmit energies moved by at most 2.4e-16 of a value, "
+        "nothing else); numpy's AVX-512 paths off as `python -m "
+        "scala_netsim.tools.regenerate` runs them, the last two processes at a time, the others "
+        "beside two training lanes), wall time summed per "
         f"case over both algorithms and the seeds: {runs_text}.", ""]
 
 

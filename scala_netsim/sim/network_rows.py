@@ -4,7 +4,7 @@ scala_netsim.sim.network_link records a transfer that is over."""
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from channel import Direction
 from scala_netsim.sim.network_arq import Attempts
@@ -34,10 +34,15 @@ def air_rows(index: int, air: Flow, c: int, direction: Direction, first: int, bl
 
 def _time_averaged(stretches: list[list]) -> tuple[float, float]:
     """A round-robin transfer's blocks and power averaged over its stretches' time (its
-    last stretch's where they took none)."""
-    spans = np.array([t1 - t0 for _, _, t0, t1, _, _ in stretches])
-    if not spans.sum() > 0:
+    last stretch's where they took none; its power itself where it radiated one power all
+    along, as an upload does without power control). Summed exactly (math.fsum), not by a
+    BLAS dot product, whose kernel, and so the last bit, depends on the processor."""
+    spans = [t1 - t0 for _, _, t0, t1, _, _ in stretches]
+    total = math.fsum(spans)
+    if not total > 0:
         return float(stretches[-1][1]), float(stretches[-1][4])
-    weights = spans / spans.sum()
-    return (float(np.dot(weights, [n for _, n, *_ in stretches])),
-            float(np.dot(weights, [p for *_, p, _ in stretches])))
+    powers = [p for *_, p, _ in stretches]
+    blocks = math.fsum(s * n for s, (_, n, *_) in zip(spans, stretches, strict=True)) / total
+    if all(p == powers[0] for p in powers):
+        return blocks, float(powers[0])
+    return blocks, math.fsum(s * p for s, p in zip(spans, powers, strict=True)) / total
