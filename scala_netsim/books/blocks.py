@@ -212,8 +212,8 @@ class AirSettings:
     def gains(self, event_index: np.ndarray, client: np.ndarray,
               key: np.ndarray | None = None) -> np.ndarray:
         """The gains (rows x cells) of the transfers `event_index` of clients `client` while
-        they were on the air (a fixed-rate link's in their attempts `key`; under blocks of
-        time in their blocks `key`): the coupling gains, times each one's fading row."""
+        they were on the air (a fixed-rate link's in their attempts `key`): the coupling
+        gains, times each one's fading row (blocks of time: `block_gains`)."""
         gains = self.coupling[client]
         rows = self._fade_rows
         if rows is None:
