@@ -157,6 +157,12 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     (["scenarios/quickstart.yaml", "--set", "network.duplex={kind: tdd}", "--set",
       "network.downlink_bandwidth_hz=20e6", "--set", "training.deadline_s=5"],
      "network.duplex: tdd in the paper's cell times whole transfers only: no deadlines"),
+    (["scenarios/quickstart.yaml", "--set",
+      "network.fading={kind: rayleigh, coherence: time, coherence_s: 0.043}"],
+     "network.fading.coherence: time needs a network of cells (network.layout.kind: "
+     "hexagonal"),
+    (["scenarios/quickstart.yaml", "--set", "network.fading={kind: rayleigh, coherence: time}"],
+     "network.fading.coherence_s: required with coherence time"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"
