@@ -92,6 +92,11 @@ class Fading:
         assert self.coherence_s is not None
         return math.floor(time_s / self.coherence_s)
 
+    def block_start(self, block: int) -> float:
+        """When fading block `block` of time begins (per_time)."""
+        assert self.coherence_s is not None
+        return block * self.coherence_s
+
     @property
     def per_transfer(self) -> bool:
         """A fresh draw for every transfer (and every attempt of one)."""

@@ -62,7 +62,8 @@ class Air:
 
     def __init__(self, env: simpy.Environment, gains: np.ndarray, num_blocks: int,
                  block_hz: float, noise_w: float, uplink: bool, interference: bool,
-                 frame: TddFrame | None = None, link: LinkTables | None = None) -> None:
+                 frame: TddFrame | None = None, link: LinkTables | None = None,
+                 fades_in_time: bool = False) -> None:
         self.env = env
         self.frame = frame
         #: the NR link abstraction's lookups (channel.nr_link; None: Shannon rates)
@@ -70,7 +71,7 @@ class Air:
         self._nr = grid.Nr.of(link)
         #: do the gains change in blocks of time (fading, coherence: time)? A transfer that
         #: delivers nothing under the NR abstraction then waits for the next block
-        self.fades_in_time = False
+        self.fades_in_time = fades_in_time
         self.direction = Direction.UPLINK if uplink else Direction.DOWNLINK
         self.gains = np.ascontiguousarray(gains, dtype=float)
         self.block_hz, self.noise_w = block_hz, noise_w

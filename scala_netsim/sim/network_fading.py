@@ -76,17 +76,15 @@ class NetworkFading:
         chunk, row = divmod(block, BLOCKS_A_DRAW)
         drawn = self._chunks.get((k, down))
         if drawn is None or drawn[0] != chunk:
-            f = self.fading
-            rows = np.asarray(channel.fading.fading_power_gain(
-                f.kind, child_rng(self.seed, k, chunk, down), BLOCKS_A_DRAW * self.num_cells,
-                k_factor_db=f.k_factor_db), dtype=float).reshape(BLOCKS_A_DRAW, -1)
-            drawn = self._chunks[(k, down)] = (chunk, rows)
+            rows = self._draw(child_rng(self.seed, k, chunk, down), BLOCKS_A_DRAW)
+            drawn = self._chunks[(k, down)] = (chunk, rows.reshape(BLOCKS_A_DRAW, -1))
         return drawn[1][row]
 
-    def _draw(self, rng: np.random.Generator) -> np.ndarray:
+    def _draw(self, rng: np.random.Generator, rows: int = 1) -> np.ndarray:
+        """`rows` rows of |h|^2 to every cell, one after another (flat)."""
         f = self.fading
         return np.asarray(channel.fading.fading_power_gain(
-            f.kind, rng, self.num_cells, k_factor_db=f.k_factor_db), dtype=float)
+            f.kind, rng, rows * self.num_cells, k_factor_db=f.k_factor_db), dtype=float)
 
 
 class TimeFades:
@@ -116,7 +114,7 @@ class TimeFades:
         return self.last
 
     def _arm(self, block: int) -> None:
-        starts = block * float(self.fading.fading.coherence_s or math.nan)
+        starts = self.fading.fading.block_start(block)
         self.env.timeout(max(starts - self.env.now, 0.0)).callbacks.append(
             lambda _: self._boundary(block))
 

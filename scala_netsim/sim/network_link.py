@@ -98,10 +98,9 @@ class NetworkLink:
                             settings.blocks[d],
                             settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
                             d is Direction.UPLINK, settings.interference, settings.frame,
-                            None if settings.nr is None else settings.nr.tables[d])
+                            None if settings.nr is None else settings.nr.tables[d],
+                            fading is not None and fading.fading.per_time)
                      for d in Direction}
-        for air in self._air.values():     # (a transfer that delivers nothing waits for a block)
-            air.fades_in_time = fading is not None and fading.fading.per_time
         self._backhaul = Backhaul(env, settings.backhaul)
         #: each transfer started and not recorded yet (by its record's id): its start
         self._open: dict[int, float] = {}
