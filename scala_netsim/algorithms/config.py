@@ -168,7 +168,7 @@ class FedCBSConfig(OptimizerStateConfig):
     beta_end: float = Field(default=10.0, gt=0)
 
 
-class ScalaPEConfig(AlgorithmConfig):
+class ScalaPEConfig(OptimizerStateConfig):
     """SCALA-PE (journal section 5.7, mechanisms of ResSFL, Li et al. CVPR 2022)."""
     coef: float = Field(default=0.3, ge=0)                # [code] ResSFL's strength 0.3
     bottleneck_channels: int = Field(default=8, ge=1)     # [code] ResSFL's C8S1 (VGG-11 cut 2)

@@ -283,12 +283,13 @@ def _builtin(name: str, trainer: str, protocol: tuple[str, Traits], description:
 
 for _spec in (
     _builtin("scala", "scala:SCALA", CONCAT,
-             "concatenated activations + logit adjustment (SCALA)"),
+             "concatenated activations + logit adjustment (SCALA)", config=OptimizerStateConfig),
     _builtin("scala_pe", "scala:SCALAPE", CONCAT,
              "SCALA with a bottleneck and a simulated inversion model (SCALA-PE)",
              config=ScalaPEConfig),
     _builtin("ca_sfl", "scala:CASFL", CONCAT,
-             "concatenated activations, plain cross-entropy (Minibatch-SFL)"),
+             "concatenated activations, plain cross-entropy (Minibatch-SFL)",
+             config=OptimizerStateConfig),
     _builtin("splitfed_v1", "splitfed:SplitFedV1", PER,
              "a server copy per client, copies averaged", config=OptimizerStateConfig),
     _builtin("splitfed_v2", "splitfed:SplitFedV2", PER,

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from scala_netsim.algorithms.common import SGDSettings
 from scala_netsim.algorithms.federated import FedAvg
+from scala_netsim.algorithms.scala import CASFL, SCALA
 from scala_netsim.algorithms.splitfed import SFLLocalLoss, SplitFedV1, SplitFedV2
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.core.events import EventKind
@@ -183,6 +184,44 @@ def test_persistent_splitfed_v1_with_one_client_is_plain_split_training_with_one
                               weights(ref_client, ref_server), rtol=1e-5, atol=1e-6)
 
 
+def test_persistent_ca_sfl_with_one_client_is_plain_split_training_with_one_optimiser():
+    """Issue 61: CA-SFL's (and SCALA's) client optimiser keeps its momentum across a
+    client's rounds with optimizer_state: persistent. With one client CA-SFL's server and
+    client losses are the one cross-entropy, so two rounds are plain split training with one
+    optimiser each for the whole run; per round, the client's restarts every round."""
+    data = make_client_data([[0, 1, 2]])
+    client, server = split_parts()
+    ref_client, ref_server = copy.deepcopy(client), copy.deepcopy(server)
+    trainer = CASFL(client, server, data, sgd(4, keep=True), 7)
+    per_round = CASFL(*split_parts(), data, sgd(4), 7)
+    for t in (trainer, per_round):
+        for _ in range(2):
+            run_round_directly(t, [0], local_iters=3)
+    plain_split_training(ref_client, ref_server, data, 7, 4, 2, 3, False, **COMMON)
+    torch.testing.assert_close(weights(client, server), weights(ref_client, ref_server),
+                               rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(weights(per_round.client_model), weights(ref_client),
+                              rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_scala_client_takes_up_its_own_momentum_only_when_persistent(keep):
+    trainer = SCALA(*split_parts(), make_client_data(LABELS), sgd(12, keep), 3)
+    run_round_directly(trainer, [0, 1], 2)
+    kept = trainer.slots.kept_state()
+    assert set(kept) == ({0, 1} if keep else set())
+    run_round_directly(trainer, [1, 2], 2)
+    trainer.begin_round([0])
+    trainer.client_receive_model(trainer.client_model_download(0))
+    _, optimizer = trainer.slots[0]
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    if keep:   # round 3: client 0's momentum as its round 1 left it
+        assert all(torch.equal(optimizer.state[p]["momentum_buffer"], b)
+                   for p, b in zip(params, kept[0], strict=True))
+    else:
+        assert all("momentum_buffer" not in optimizer.state[p] for p in params)
+
+
 def fedavg_rounds(keep, rounds):
     trainer = FedAvg(*features_and_head(*split_parts()), make_client_data(LABELS), sgd(8, keep),
                      5)
@@ -248,7 +287,8 @@ def test_the_keys_default_to_todays_behaviour_and_refuse_other_values():
     scenario = tiny_scenario("splitfed_v2")
     assert scenario.splitfed_v2.server_order == "arrival"
     assert scenario.sfl_local_loss.server == "shared"
-    for name in ("splitfed_v1", "splitfed_v2", "sfl_local_loss", "fedavg", "fedprox", "fedlc"):
+    for name in ("splitfed_v1", "splitfed_v2", "sfl_local_loss", "fedavg", "fedprox", "fedlc",
+                 "scala", "ca_sfl", "scala_pe"):
         assert getattr(scenario, name).optimizer_state == "per_round"
     for key, value in (("splitfed_v2", {"server_order": "fifo"}),
                        ("sfl_local_loss", {"server": "copies"}),
@@ -265,6 +305,8 @@ def test_the_keys_default_to_todays_behaviour_and_refuse_other_values():
                         "optimizer_state": "persistent"}),
     ("splitfed_v1", {"optimizer_state": "persistent"}),
     ("fedprox", {"optimizer_state": "persistent"}),
+    ("scala", {"optimizer_state": "persistent"}),
+    ("ca_sfl", {"optimizer_state": "persistent"}),
 ])
 def test_each_variant_runs_end_to_end_with_every_invariant(make_run, algorithm, section):
     run = make_run(algorithm, **{algorithm: section})
