@@ -151,6 +151,9 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in points))):
         if options.echo:
             print(f"warning: {warning}", file=sys.stderr)
+    undecodable = undecodable_points(points)
+    if undecodable:
+        raise RefusedError("\n".join(undecodable))
     if scenario.timing_only:
 
         unfit = [a for a in scenario.algorithms if not ALGORITHMS[a].traits.timeable]
@@ -177,6 +180,25 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     if options.echo:
         print(f"results: {root} ({', '.join(p.name for p in written)})")
     return results
+
+
+def undecodable_points(points: list[SweepPoint]) -> list[str]:
+    """Each drop of the points (one a network and seed) whose clients decode no MCS under the
+    NR link abstraction (scala_netsim.runner.world.undecodable_clients), as `label: problem`
+    for the first point of that drop, before anything is written."""
+    from scala_netsim.runner.world import undecodable_clients
+
+    problems, seen = [], set()
+    for point in points:
+        s = point.scenario
+        drop = (s.network.model_dump_json(), s.seed, s.data.num_clients)
+        if s.network.link_abstraction != "nr" or drop in seen:
+            continue
+        seen.add(drop)
+        problem = undecodable_clients(s)
+        if problem is not None:
+            problems.append(f"{point.label}: {problem}")
+    return problems
 
 
 def run_device(scenario: Scenario) -> torch.device:

@@ -30,6 +30,7 @@ from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
 from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
+from scala_netsim.sim.network_nr import NrBlocks
 from scala_netsim.sim.network_settings import NetworkSettings, NrLink
 
 
@@ -278,6 +279,17 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
     return (f"network.link.target_rate_bps: {net.link.target_rate_bps:.4g} bit/s is above what "
             f"a client at the cell edge ({edge_m:.4g} m, no fading{quiet}) can reach: "
             f"{'; '.join(short)}; such clients lose every transfer unless fading lifts them")
+
+
+def undecodable_clients(scenario: Scenario) -> str | None:
+    """Under the NR link abstraction: the drop's clients that can decode no MCS even without
+    interference (scala_netsim.sim.network_nr.NrBlocks.undecodable), found by dropping them
+    as the run will (the same seed streams), so that the run is refused before any file is
+    written. None where every client decodes, or under Shannon rates."""
+    if scenario.network.link_abstraction != "nr":
+        return None
+    return NrBlocks(network_cell(scenario, Seeds(scenario.seed)),
+                    network_settings(scenario)).undecodable()
 
 
 def clients_frame(world: World) -> pd.DataFrame:
