@@ -133,6 +133,11 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     from scala_netsim.tools.sweep import expand_sweep
 
     points = expand_sweep(scenario, out)
+    if options.retime_only and any(c.scenario.timing_only for c in points):
+        raise RefusedError("--retime-only with timing_only (--timing-only): a timing-only run "
+                           "trains nothing and records no learning, so none of its runs is "
+                           "re-timed from a kept training; drop --retime-only, or time the "
+                           "runs without --retime-from")
     if options.executor == "ray":   # the cluster is reached before anything is written
         from scala_netsim.tools.sweep import connect_ray
 
@@ -146,12 +151,12 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     problem = check_writable(out)
     if problem:
         raise RefusedError(problem)
-    from scala_netsim.runner.world import cell_edge_warning
+    from scala_netsim.runner.world import cell_edge_warning, undecodable_drops
 
     for warning in dict.fromkeys(filter(None, (cell_edge_warning(c.scenario) for c in points))):
         if options.echo:
             print(f"warning: {warning}", file=sys.stderr)
-    undecodable = undecodable_points(points)
+    undecodable = undecodable_drops([(c.label, c.scenario) for c in points])
     if undecodable:
         raise RefusedError("\n".join(undecodable))
     if scenario.timing_only:
@@ -180,25 +185,6 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     if options.echo:
         print(f"results: {root} ({', '.join(p.name for p in written)})")
     return results
-
-
-def undecodable_points(points: list[SweepPoint]) -> list[str]:
-    """Each drop of the points (one a network and seed) whose clients decode no MCS under the
-    NR link abstraction (scala_netsim.runner.world.undecodable_clients), as `label: problem`
-    for the first point of that drop, before anything is written."""
-    from scala_netsim.runner.world import undecodable_clients
-
-    problems, seen = [], set()
-    for point in points:
-        s = point.scenario
-        drop = (s.network.model_dump_json(), s.seed, s.data.num_clients)
-        if s.network.link_abstraction != "nr" or drop in seen:
-            continue
-        seen.add(drop)
-        problem = undecodable_clients(s)
-        if problem is not None:
-            problems.append(f"{point.label}: {problem}")
-    return problems
 
 
 def run_device(scenario: Scenario) -> torch.device:

@@ -292,6 +292,21 @@ def undecodable_clients(scenario: Scenario) -> str | None:
                     network_settings(scenario)).undecodable()
 
 
+def undecodable_drops(points: list[tuple[str, Scenario]]) -> list[str]:
+    """`undecodable_clients` of each drop (a network and seed) of the (label, scenario)
+    points, as `label: problem` for the first point of that drop."""
+    problems, seen = [], set()
+    for label, scenario in points:
+        drop = (scenario.network.model_dump_json(), scenario.seed, scenario.data.num_clients)
+        if scenario.network.link_abstraction != "nr" or drop in seen:
+            continue
+        seen.add(drop)
+        problem = undecodable_clients(scenario)
+        if problem is not None:
+            problems.append(f"{label}: {problem}")
+    return problems
+
+
 def clients_frame(world: World) -> pd.DataFrame:
     """clients.csv: the drop (core.columns.CLIENT_COLUMNS, what the cell drew, then
     CLIENT_TAIL_COLUMNS and the label counts)."""
