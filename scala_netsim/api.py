@@ -133,11 +133,6 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     from scala_netsim.tools.sweep import expand_sweep
 
     points = expand_sweep(scenario, out)
-    if options.retime_only and any(c.scenario.timing_only for c in points):
-        raise RefusedError("--retime-only with timing_only (--timing-only): a timing-only run "
-                           "trains nothing and records no learning, so none of its runs is "
-                           "re-timed from a kept training; drop --retime-only, or time the "
-                           "runs without --retime-from")
     if options.executor == "ray":   # the cluster is reached before anything is written
         from scala_netsim.tools.sweep import connect_ray
 

@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         scenario = load_scenario(args.scenario, overrides)
     except ScenarioError as exc:
         return fail(str(exc))
+    if args.retime_only and scenario.timing_only:
+        return fail("--retime-only with timing_only (--timing-only): a timing-only run trains "
+                    "nothing and records no learning, so none of its runs is re-timed from a "
+                    "kept training; drop --retime-only, or time the runs without --retime-from")
     previous = signal.signal(signal.SIGTERM, interrupt)  # kill, timeout, a batch scheduler
     try:
         return run(args, scenario)

@@ -76,6 +76,9 @@ def _problem(run: Path, exc: Exception) -> str:
 
 def why_not(point: SweepPoint, kept: KeptRuns) -> str:
     """Why `point` matched no source under `kept.folder`."""
+    if point.scenario.timing_only:
+        return ("a timing-only run (timing_only, --timing-only) trains nothing, so it is "
+                "timed, never re-timed from a training")
     if learning_key(point) is None:
         return ("its learning depends on the network (the clock or the channel decides whom "
                 "the server hears), so it is never re-timed")

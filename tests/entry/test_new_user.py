@@ -1,0 +1,44 @@
+"""Issue 61: what a new user met trying things from the docs. Each message names the real
+cause, the value given and what is allowed; each test failed on the code before its fix."""
+
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+SMALL = ["--set", "data.train_samples=1000", "--set", "data.test_samples=100",
+         "--set", "training.rounds=1", "--set", "training.local_iters=1", "--no-progress",
+         "--no-figures", "--no-report"]
+
+
+@pytest.mark.parametrize("timing", [["--timing-only"], ["--set", "timing_only=true"]])
+def test_retime_only_with_timing_only_names_timing_only(cli, tmp_path, timing):
+    """A timing-only run trains nothing, so nothing is re-timed from a kept run: refused up
+    front naming both, not blamed on a learning that depends on the network."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    code, out, err = cli(QUICK, "--out", tmp_path / "out", "--retime-from", kept,
+                         "--retime-only", *timing, *SMALL)
+    assert code == 2
+    assert err == ("error: --retime-only with timing_only (--timing-only): a timing-only run "
+                   "trains nothing and records no learning, so none of its runs is re-timed "
+                   "from a kept training; drop --retime-only, or time the runs without "
+                   "--retime-from\n")
+    assert "depends on the network" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_timing_only_point_under_retime_from_is_said_to_be_timing_only(tmp_path):
+    """Without --retime-only (or through the API) the report names timing_only, not the
+    network, as why the point is not re-timed."""
+    from scala_netsim.tools.retime_from import KeptRuns, why_not
+    from scala_netsim.tools.sweep import SweepPoint
+
+    from conftest import tiny_scenario
+
+    point = SweepPoint("scala", (), tiny_scenario(timing_only=True), tmp_path / "run")
+    assert why_not(point, KeptRuns(tmp_path)) == (
+        "a timing-only run (timing_only, --timing-only) trains nothing, so it is timed, never "
+        "re-timed from a training")
