@@ -74,15 +74,16 @@ def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
 
 
 def _band(ax: Axes, x: ArrayLike, values: ArrayLike, color: str | tuple, label: str | None,
-          marker: str = "o", ms: float = 3.0, ls: object = "-") -> np.ndarray:
-    """Mean line with a shaded band of one standard deviation over seeds (rows of values)."""
+          marker: str = "o", ms: float = 3.0, ls: object = "-", **line: Any) -> np.ndarray:
+    """Mean line with a shaded band of one standard deviation over seeds (rows of values);
+    `line`: more of the mean line's properties (matplotlib's Line2D)."""
     values = np.asarray(values, dtype=float)
     with warnings.catch_warnings():   # a value no seed has (e.g. no drop records): a gap
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean(values, axis=0)
         std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
     ax.plot(x, mean, color=color, marker=marker if ms else None, ms=ms, lw=1.4, ls=ls,
-            label=label)
+            label=label, **line)
     ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
     return mean
 
@@ -210,9 +211,16 @@ def _algorithm_panels(axes: Sequence[Axes], algorithms: list[str], runs: pd.Data
         ax.set_title(algorithm)
 
 
+#: markers that stay apart where lines of several groups meet
+MARKERS = ("o", "s", "^", "D", "v", "P")
+#: the effect figure's panels: (column, scale, y label); uplink and downlink each get their
+#: own panel (on one y axis): a round's uplink and downlink often carry the same bytes (a
+#: model each way, or activations up and their gradients down), and a line drawn over
+#: another of the same colour hides it
 EFFECT_PANELS = (
     ("final_acc", 100, "final test accuracy (%)"),
-    ("uplink_MB_per_round", 1, "communication per round (MB)"),
+    ("uplink_MB_per_round", 1, "uplink per round (MB)"),
+    ("downlink_MB_per_round", 1, "downlink per round (MB)"),
     ("time_per_round_s", 1, "simulated time per round (s)"),
     ("client_GFLOP_per_round", 1, "client computation per round (GFLOP)"),
 )
@@ -379,33 +387,34 @@ def time_to_target_figure(runs: pd.DataFrame, key: str, keys: Sequence[str],
 
 def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
                   with_accuracy: bool = True) -> list[str]:
-    """The effect of one swept key: accuracy, communication (uplink solid, downlink dashed),
-    time and client computation per round, one line per algorithm (and per value of the other
-    swept keys), bands over seeds. Crossovers of the time-per-round lines are marked and
-    returned as text."""
+    """The effect of one swept key: accuracy, uplink and downlink communication (a panel
+    each, on one y axis), time and client computation per round, one line per algorithm (and
+    per value of the other swept keys), bands over seeds. Crossovers of the time-per-round
+    lines are marked and returned as text."""
     values, x, ticks, log_x, divisor, unit = _sweep_axis(runs, key)
     others = [k for k in keys if k != key]
-    fig, axes = plt.subplots(2, 2, figsize=(12.5, 7.5), layout="constrained")
+    panels = [p for p in EFFECT_PANELS if with_accuracy or p[0] != "final_acc"]
+    columns = 3 if len(panels) > 4 else 2   # timing-only runs: no accuracy, a 2 x 2 grid
+    fig, grid = plt.subplots(2, columns, figsize=(5.4 * columns + 1.7, 7.5),
+                             layout="constrained")
+    for spare in grid.flat[len(panels):]:
+        fig.delaxes(spare)
+    axes = dict(zip((column for column, _, _ in panels), grid.flat, strict=False))
+    axes["downlink_MB_per_round"].sharey(axes["uplink_MB_per_round"])
     lines = {}
     for i, (algorithm, setting, g) in enumerate(groups(runs, others)):
         label = group_label(algorithm, setting)
-        color = f"C{i % 10}"
-        for ax, (column, scale, ylabel) in zip(axes.flat, EFFECT_PANELS, strict=False):
-            if column == "final_acc" and not with_accuracy:
-                ax.set_visible(False)   # timing-only runs: no accuracy
-                continue
+        # each line its colour, line style and marker: two algorithms with the same bytes or
+        # FLOPs a round (FedAvg and FedLC) draw one line over the other
+        style = {"color": f"C{i % 10}", "ls": LINE_STYLES[i % len(LINE_STYLES)],
+                 "marker": MARKERS[i % len(MARKERS)], "ms": 5.0, "fillstyle": "none"}
+        for column, scale, ylabel in panels:
+            ax = axes[column]
             per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first")
             per_seed = per_seed.reindex(columns=values)
-            mean = _band(ax, x, scale * per_seed.to_numpy(), color, label)
+            mean = _band(ax, x, scale * per_seed.to_numpy(), label=label, **style)
             if column == "time_per_round_s":
                 lines[label] = (algorithm, tuple(setting.items()), mean)
-            if column == "uplink_MB_per_round":
-                down = g.pivot_table(index="seed", columns=key, values="downlink_MB_per_round",
-                                     aggfunc="first").reindex(columns=values)
-                with warnings.catch_warnings():   # a value no seed has: a gap, as in _band
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    ax.plot(x, np.nanmean(down.to_numpy(), axis=0), color=color, ls="--",
-                            lw=1.1)
             ax.set_ylabel(ylabel)
     texts = []
     labels = list(lines)
@@ -414,17 +423,15 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
             (alg_a, set_a, mean_a), (alg_b, set_b, mean_b) = lines[a], lines[b]
             if alg_a == alg_b or set_a != set_b:
                 continue  # only algorithms under the same other settings are compared
-            for where in _mark_crossings(axes.flat[2], key, x, mean_a, mean_b, log_x, ticks,
-                                         divisor, unit):
+            for where in _mark_crossings(axes["time_per_round_s"], key, x, mean_a, mean_b,
+                                         log_x, ticks, divisor, unit):
                 texts.append(f"{a} and {b}: time per round crosses at {short(key)} ≈ {where} "
                              f"({alg_a} faster {'above' if mean_a[-1] < mean_b[-1] else 'below'})")
-    for ax in axes.flat:
+    for column, ax in axes.items():
         _format_sweep_axis(ax, key, x, ticks, log_x, divisor, unit)
-    for ax in list(axes.flat)[1:]:   # bytes, time, FLOPs: one algorithm may be 100x another
-        log_y_if_wide(ax)
-    axes.flat[1].plot([], [], color="gray", ls="-", label="uplink")
-    axes.flat[1].plot([], [], color="gray", ls="--", label="downlink")
-    legend_outside(fig, axes)
+        if column != "final_acc":   # bytes, time, FLOPs: one algorithm may be 100x another
+            log_y_if_wide(ax)       # (uplink or downlink wide: both, their y axis is one)
+    legend_outside(fig, list(axes.values()))
     suptitle(fig, f"effect of {key} (mean ± 1 std over seeds)")
     fig.savefig(path, dpi=110)
     plt.close(fig)

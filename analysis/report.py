@@ -225,9 +225,9 @@ def key_figure_lines(runs: pd.DataFrame, key: str, keys: Sequence[str],
     file = f"effect_{short(key)}.png"
     texts = effect_figure(runs, key, keys, figures / file, with_accuracy=measured)
     lines += [f"### Effect of {key}", "",
-              ("Accuracy, communication" if measured else "Communication")
-              + " per round (uplink solid, downlink dashed), simulated time per round and "
-              "client computation per round.", "", f"![](figures/{file})", ""]
+              ("Accuracy, uplink and downlink" if measured else "Uplink and downlink")
+              + " communication per round (a panel each, on one y axis), simulated time per "
+              "round and client computation per round.", "", f"![](figures/{file})", ""]
     lines += ([f"- crossover: {t}" for t in texts] or
               ["- no crossover of the time-per-round curves in the swept range"]) + [""]
     if measured and "dropped_fraction" in runs:
