@@ -172,8 +172,14 @@ class FadingConfig(Strict):
             raise ValueError("coherence_s: required with coherence time (s: the channel's "
                              "coherence time, a fading block's length)")
         if self.coherence != "time" and self.coherence_s is not None:
-            raise ValueError(f"coherence_s: only with coherence time, got {self.coherence_s:g} "
-                             f"with coherence {self.coherence}")
+            given = (f"coherence {self.coherence}" if "coherence" in self.model_fields_set
+                     else f"no coherence (the default is {self.coherence})")
+            fix = ("kind none fades nothing: leave coherence_s out, or set kind rayleigh or "
+                   "rician with coherence: time" if self.kind == "none"
+                   else "set coherence: time, or leave coherence_s out")
+            raise ValueError(f"coherence_s: only with coherence: time (a fading block's length "
+                             f"in time), got coherence_s {self.coherence_s:g} with "
+                             f"{'kind none and ' if self.kind == 'none' else ''}{given}; {fix}")
         if self.kind == "rician" and self.k_factor_db is None:
             raise ValueError("k_factor_db: required with kind rician (the power of the line-of-"
                              "sight path over the scattered power, in dB)")

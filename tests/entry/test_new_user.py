@@ -42,3 +42,22 @@ def test_a_timing_only_point_under_retime_from_is_said_to_be_timing_only(tmp_pat
     assert why_not(point, KeptRuns(tmp_path)) == (
         "a timing-only run (timing_only, --timing-only) trains nothing, so it is timed, never "
         "re-timed from a training")
+
+
+@pytest.mark.parametrize("fading, message", [
+    ("{kind: none, coherence_s: 0.05}",
+     "network.fading.coherence_s: only with coherence: time (a fading block's length in time), "
+     "got coherence_s 0.05 with kind none and no coherence (the default is round); kind none "
+     "fades nothing: leave coherence_s out, or set kind rayleigh or rician with coherence: "
+     "time"),
+    ("{kind: rayleigh, coherence: transfer, coherence_s: 0.05}",
+     "network.fading.coherence_s: only with coherence: time (a fading block's length in time), "
+     "got coherence_s 0.05 with coherence transfer; set coherence: time, or leave coherence_s "
+     "out"),
+])
+def test_coherence_s_without_coherence_time_names_what_was_given(cli, tmp_path, fading,
+                                                                  message):
+    code, _, err = cli(QUICK, "--out", tmp_path, "--set", f"network.fading={fading}")
+    assert code == 2 and message in err
+    assert "coherence round" not in err
+    assert not any(tmp_path.iterdir())

@@ -139,7 +139,9 @@ def test_a_network_faded_in_blocks_of_time_keeps_its_invariants(make_run, networ
 @pytest.mark.parametrize("fading, message", [
     ({"kind": "rayleigh", "coherence": "time"}, r"coherence_s: required with coherence time"),
     ({"kind": "rayleigh", "coherence_s": 0.05},
-     r"coherence_s: only with coherence time, got 0.05 with coherence round"),
+     r"coherence_s: only with coherence: time \(a fading block's length in time\), got "
+     r"coherence_s 0.05 with no coherence \(the default is round\); set coherence: time, or "
+     r"leave coherence_s out"),
     ({"kind": "rayleigh", "coherence": "time", "coherence_s": 1e-6},
      r"coherence_s: must be from 0.0001 to 1000 \(s; .*got 1e-6"),
 ])
