@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,9 +288,11 @@ def finished_line(label: str, summary: dict) -> str:
     accuracy = ("timing only" if summary.get("timing_only") else
                 f"best accuracy {summary['best_acc']:.2%} (round {summary['best_round']}), "
                 f"final {summary['final_acc']:.2%}")
+    bias = summary.get("label_bias_tv", math.nan)
     drops = ("" if "dropped_fraction" not in summary else
-             f", {summary['dropped_fraction']:.1%} of selected clients dropped (label bias "
-             f"TV {summary['label_bias_tv']:.3f})")
+             f", {summary['dropped_fraction']:.1%} of selected clients dropped (" + (
+                 f"label bias TV {bias:.3f})" if bias == bias   # NaN: no round had an update
+                 else "no client trained: no label bias)"))
     return (f"{label}: {how}, {accuracy}, simulated "
             f"time {format_duration(summary['total_sim_time_s'])}{drops}, wall time "
             f"{format_duration(summary['wall_time_s'])}")

@@ -61,3 +61,17 @@ def test_coherence_s_without_coherence_time_names_what_was_given(cli, tmp_path, 
     assert code == 2 and message in err
     assert "coherence round" not in err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_run_whose_clients_were_all_dropped_says_no_client_trained():
+    """Its label bias is NaN (no round had an update): the line says why, not 'nan'."""
+    from scala_netsim.tools.sweep import finished_line
+
+    summary = {"status": "completed", "best_acc": 0.1, "best_round": 1, "final_acc": 0.1,
+               "total_sim_time_s": 12.0, "wall_time_s": 3.0, "dropped_fraction": 1.0,
+               "label_bias_tv": float("nan")}
+    line = finished_line("fedavg", summary)
+    assert "nan" not in line
+    assert ", 100.0% of selected clients dropped (no client trained: no label bias), " in line
+    some = finished_line("fedavg", {**summary, "dropped_fraction": 0.25, "label_bias_tv": 0.125})
+    assert ", 25.0% of selected clients dropped (label bias TV 0.125), " in some
