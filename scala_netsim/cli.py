@@ -116,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted; every file written is complete. Run the same command again "
               f"to continue from the last checkpoints (finished runs are skipped):\n"
               f"  {command}", file=sys.stderr)
+        for label in unsaved_runs(scenario):
+            print(f"{label}: an asynchronous algorithm in a network of cells is not saved "
+                  f"mid-run (a transfer in flight cannot be saved), so it starts again from "
+                  f"its beginning", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -146,6 +150,18 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def unsaved_runs(scenario: Scenario) -> list[str]:
+    """The points of `scenario` that no checkpoint saves mid-run, so that an interrupted one
+    starts again from its beginning: an asynchronous algorithm in a network of cells always
+    has a transfer in flight (scala_netsim.sim.network_link.NetworkLink.in_flight)."""
+    from scala_netsim.config.registry import ALGORITHMS
+    from scala_netsim.tools.sweep import expand_sweep
+
+    return [point.label for point in expand_sweep(scenario, ".")
+            if ALGORITHMS[point.algorithm].traits.asynchronous
+            and point.scenario.network.layout.kind != "single"]
 
 
 def interrupt(signum: int, frame: object) -> None:

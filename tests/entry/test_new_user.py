@@ -75,3 +75,29 @@ def test_a_run_whose_clients_were_all_dropped_says_no_client_trained():
     assert ", 100.0% of selected clients dropped (no client trained: no label bias), " in line
     some = finished_line("fedavg", {**summary, "dropped_fraction": 0.25, "label_bias_tv": 0.125})
     assert ", 25.0% of selected clients dropped (label bias TV 0.125), " in some
+
+
+class _Interrupting:
+    """A module whose names cannot be read before Ctrl-C comes (the runs going)."""
+
+    def __getattr__(self, name):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_says_an_asynchronous_network_run_starts_again(cli, tmp_path, monkeypatch):
+    """Such runs are never saved mid-run (docs/model/network.md): the hint that the same
+    command continues from the last checkpoints says they start again from the beginning."""
+    monkeypatch.setitem(sys.modules, "scala_netsim.api", _Interrupting())
+    network = ["--set", "network.layout={kind: hexagonal, sites: 1}",
+               "--set", "network.scheduler=round_robin"]
+    code, _, err = cli(QUICK, "--out", tmp_path, *SMALL, *network,
+                       "--set", "algorithms=[fedasync, scala]")
+    assert code == 130
+    assert "Run the same command again to continue from the last checkpoints" in err
+    assert err.endswith(
+        "fedasync: an asynchronous algorithm in a network of cells is not saved mid-run (a "
+        "transfer in flight cannot be saved), so it starts again from its beginning\n")
+    assert "scala:" not in err
+    # in the paper's cell an asynchronous run is saved: nothing more is said
+    code, _, err = cli(QUICK, "--out", tmp_path, *SMALL, "--set", "algorithms=[fedasync]")
+    assert code == 130 and "not saved mid-run" not in err
