@@ -47,3 +47,20 @@ def test_round_robin_in_the_paper_cell_is_refused():
         load_scenario("scenarios/quickstart.yaml", {"network": {"scheduler": "round_robin"}})
     with pytest.raises(ScenarioError, match=r"network\.scheduler"):
         load_scenario("scenarios/quickstart.yaml", {"network": {**NETWORK, "scheduler": "lte"}})
+
+
+def test_a_network_band_no_nr_carrier_has_is_refused_where_blocks_are_counted():
+    """Issue 61 (3): a hexagonal layout counts its bands' resource blocks (TS 38.101-1 Table
+    5.3.2-1); 100 MHz at 15 kHz is no carrier. The paper's single cell counts none: any band."""
+    with pytest.raises(ScenarioError, match=r"network\.uplink_bandwidth_hz: 100 MHz at 15 kHz "
+                                            r"subcarrier spacing is no NR channel bandwidth "
+                                            r"\(TS 38.101-1 Table 5.3.2-1, FR1\); allowed at 15 "
+                                            r"kHz: 5, 10, 15, 20, 25, 30, 40 or 50 MHz"):
+        load_scenario("scenarios/quickstart.yaml", {"network": {
+            **NETWORK, "subcarrier_spacing_hz": 15e3, "uplink_bandwidth_hz": 100e6}})
+    with pytest.raises(ScenarioError, match=r"network\.downlink_bandwidth_hz: 200 MHz at 30 kHz"):
+        load_scenario("scenarios/quickstart.yaml", {"network": {
+            **NETWORK, "downlink_bandwidth_hz": 200e6}})
+    single = load_scenario("scenarios/quickstart.yaml", {"network": {
+        "subcarrier_spacing_hz": 15e3, "uplink_bandwidth_hz": 100e6}})
+    assert single.network.uplink_bandwidth_hz == 100e6
