@@ -29,6 +29,7 @@ per-transfer functions below are compiled (numba) and read only numpy arrays."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -116,11 +117,12 @@ def harq_tail_slots(tbler: float, max_transmissions: int) -> float:
 
 
 def have_sionna() -> bool:
+    """Is Sionna's system level (sionna.sys) installed? Looked up, not imported: importing it
+    takes seconds (torch, Sionna's PHY), and a scenario's checks answer in about a second."""
     try:
-        import sionna.sys  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("sionna.sys") is not None
+    except (ImportError, ValueError):   # (a parent that cannot be imported, or is None)
         return False
-    return True
 
 
 @functools.lru_cache(maxsize=1)
