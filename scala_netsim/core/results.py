@@ -175,16 +175,30 @@ RESUME_HINT = ("delete it (the run is then resumed from its checkpoint, or train
                "run with --force")
 
 
-def check_finished_run(folder: Path, summary: dict) -> None:
+#: what a run to re-time from holds (--retime-from, python -m scala_netsim.retime)
+SOURCE_NEEDS = ("a run to re-time from is a finished run's folder as its run wrote it: "
+                "scenario.yaml (the settings it was trained with), summary.json and its record "
+                "files (rounds.csv, events.csv, demands.csv)")
+
+
+def source_hint(folder: Path | str) -> str:
+    """What to do about a damaged run that a study re-times from (someone's training: never
+    deleted, as a damaged run of one's own results may be)."""
+    return (f"a damaged source is skipped, never re-timed from: restore its files (a run "
+            f"kept in git: git checkout -- {shlex.quote(str(folder))})")
+
+
+def check_finished_run(folder: Path, summary: dict, hint: str | None = None) -> None:
     """DamagedRunError when a finished run's record files are not those its run wrote
-    (summary.json's `files_sha256`; a run written before the digests is taken as it is). A
+    (summary.json's `files_sha256`; a run written before the digests is taken as it is), with
+    `hint` (what to do; by default, for a run of one's own results: delete it or --force). A
     slim kept run (`is_slim_kept`) is checked for the files it keeps."""
     if "files_sha256" not in summary:
         return
     problem = damaged_record(folder, summary["files_sha256"], slim=is_slim_kept(folder, summary))
     if problem:
-        raise DamagedRunError(f"{problem}; delete the run folder {str(folder)!r} to run it "
-                              f"again, or run with --force")
+        raise DamagedRunError(f"{problem}; " + (hint or f"delete the run folder {str(folder)!r} "
+                                                         f"to run it again, or run with --force"))
 
 
 def run_files(folder: Path | str) -> list[Path]:

@@ -58,7 +58,13 @@ from scala_netsim.core.files import (
     SUMMARY_JSON,
     run_file,
 )
-from scala_netsim.core.results import damaged_record, open_record, read_csv, read_written_yaml
+from scala_netsim.core.results import (
+    SOURCE_NEEDS,
+    damaged_record,
+    open_record,
+    read_csv,
+    read_written_yaml,
+)
 from scala_netsim.learn.contract import (
     ConcatSplitTrainer,
     Evaluation,
@@ -122,6 +128,8 @@ class Record:
         folder = Path(folder)
         summary = _finished_summary(folder)
         where = str(folder)
+        if not (folder / SCENARIO_YAML).is_file():
+            raise RecordError(f"{where}: holds no {SCENARIO_YAML}; {SOURCE_NEEDS}")
         try:
             scenario = validate_scenario(read_written_yaml(folder / SCENARIO_YAML))
         except (OSError, yaml.YAMLError, ScenarioError) as exc:

@@ -19,9 +19,11 @@ from scala_netsim.config.scenario import differing_keys, learning_identity, vali
 from scala_netsim.core.errors import Error
 from scala_netsim.core.files import FINISHED, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.results import (
+    SOURCE_NEEDS,
     check_finished_run,
     read_summary,
     read_written_yaml,
+    source_hint,
 )
 from scala_netsim.tools.sweep import SweepPoint, learning_key
 
@@ -48,10 +50,12 @@ def kept_runs(folder: Path | str, wanted: Collection[tuple[str, str]] | None = N
     for summary_path in sorted(Path(folder).rglob(SUMMARY_JSON)):
         run = summary_path.parent
         try:
-            summary = read_summary(summary_path)
+            summary = read_summary(summary_path, source_hint(run))
             if not str(summary.get("status", "")).startswith(FINISHED) or summary.get(
                     "retimed_from") or summary.get("timing_only"):
                 continue   # only trainings: a re-timed or timing-only run learned nothing
+            if not (run / SCENARIO_YAML).is_file():
+                raise ValueError(f"holds no {SCENARIO_YAML}; {SOURCE_NEEDS}")
             scenario = validate_scenario(read_written_yaml(run / SCENARIO_YAML))
             algorithm = str(summary.get("algorithm"))
             if algorithm not in scenario.algorithms:
@@ -59,7 +63,7 @@ def kept_runs(folder: Path | str, wanted: Collection[tuple[str, str]] | None = N
                                  f"scenario's")
             key = learning_key(SweepPoint(algorithm, (), scenario, run))
             if key is not None and (wanted is None or key in wanted):
-                check_finished_run(run, summary)
+                check_finished_run(run, summary, source_hint(run))
         except (Error, OSError, ValueError) as exc:   # (ScenarioError, YAML: ValueErrors)
             kept.problems.append(_problem(run, exc))
             continue

@@ -1,0 +1,73 @@
+"""Issue 61: what a re-timing says of its source, and what it refuses to do unasked. A damaged
+source or one without scenario.yaml is named with what a source needs, never told to delete
+itself; a run whose learning depends on the order of its server's steps is not trained by a
+command named re-time unless asked (--train-if-diverged)."""
+
+import shutil
+
+import pytest
+
+import scala_netsim as sn
+from scala_netsim.core.files import EVENTS_CSV, SCENARIO_YAML
+
+from golden_run import SCENARIO
+
+pytestmark = pytest.mark.slow   # trains two 2-round runs (about 10 s)
+
+NARROW = {"network.uplink_bandwidth_hz": 2e6}
+WIDE = ["--set", "network.uplink_bandwidth_hz=20e6"]
+QUIET = ["--no-progress", "--no-figures", "--no-report", "--no-estimate"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The golden scenario's FedAvg and SplitFedV2 trained under a 2 MHz uplink: under 20 MHz
+    SplitFedV2's server takes the uploads in another order (its learning depends on it)."""
+    out = tmp_path_factory.mktemp("trained")
+    scenario = sn.load_scenario(SCENARIO, {**NARROW, "algorithms": ["fedavg", "splitfed_v2"]})
+    sn.run(scenario, out, echo=False, estimate=False)
+    return out / "golden"
+
+
+def retime(*args):
+    from scala_netsim.retime import main
+
+    return main([str(a) for a in args])
+
+
+def test_a_damaged_source_is_named_as_a_source_and_not_told_to_delete_itself(cli, trained,
+                                                                              tmp_path):
+    kept = tmp_path / "kept"
+    shutil.copytree(trained, kept)
+    run = kept / "fedavg" / "seed3"
+    with open(run / EVENTS_CSV, "a") as events:
+        events.write("x\n")
+    code, _, err = cli(SCENARIO, "--out", tmp_path / "out", "--retime-from", kept,
+                       "--retime-only", "--set", "algorithms=[fedavg]", *WIDE, *QUIET)
+    assert code == 2
+    assert (f"    {run}/events.csv: not the file its run wrote (its SHA-256 differs from the one "
+            f"in summary.json): damaged, edited or from another run; a damaged source is "
+            f"skipped, never re-timed from: restore its files (a run kept in git: git "
+            f"checkout -- {run})\n") in err
+    assert "--force" not in err and "delete" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_source_without_its_scenario_says_what_a_source_needs(cli, trained, tmp_path,
+                                                                capsys):
+    kept = tmp_path / "kept"
+    shutil.copytree(trained, kept)
+    run = kept / "fedavg" / "seed3"
+    (run / SCENARIO_YAML).unlink()
+    needs = ("holds no scenario.yaml; a run to re-time from is a finished run's folder as its "
+             "run wrote it: scenario.yaml (the settings it was trained with), summary.json and "
+             "its record files (rounds.csv, events.csv, demands.csv)")
+    code, _, err = cli(SCENARIO, "--out", tmp_path / "out", "--retime-from", kept,
+                       "--retime-only", "--set", "algorithms=[fedavg]", *WIDE, *QUIET)
+    assert code == 2
+    assert f"    {run}: {needs}\n" in err and "Errno" not in err
+    assert retime(run, *WIDE, "--out", tmp_path / "again") == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {run}: {needs}\n"
+    assert not (tmp_path / "again").exists()
+
