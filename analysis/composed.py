@@ -7,18 +7,24 @@ kept runs, so that every number in its report comes from the tables beside it:
 (`--deadlines` prints instead the percentiles the deadline case was set at: deadline_percentiles.)
 
 - fading.csv (question 1): per algorithm and fading case of scenarios/network_composed.yaml,
-  the mean round time and the time to 70 and 80 % (means over the seeds), each as a multiple
-  of the same place (the paper's cell or the 7-site network) without fading, the per-seed
-  multiples of the time to 80 %, and FedAvg's time to 80 % over SCALA's in the case;
-- deadline.csv (question 2): SCALA and FedAvg in the network without and with the deadline:
-  end-of-training and final accuracy, the time to 80 %, the round, the share dropped and the
-  contributors' label bias, and the deadline's cost in end-of-training accuracy per seed;
-- dropped.csv (question 2): who the deadline drops, from the deadline runs' records (the
-  folders beside the comparison.csv): each group's selections, drops and drop rate, by place
-  (indoor or outdoor, LOS or NLOS), by the client's FLOP/s and by its coupling loss;
+  from each run's rounds.csv its mean and its median round time, and the time to 70 and 80 %
+  (each a mean over the seeds), as a multiple of the same place (the paper's cell or the
+  7-site network) without fading (the ratio of those means, and each seed's own), each run's
+  longest round and the share of its time its 5 longest rounds take (the tail that drives
+  the mean: Rayleigh airtime has no finite mean), and FedAvg's time to 80 % over SCALA's;
+- deadline.csv (question 2, analysis.composed_deadline): SCALA and FedAvg in the network
+  without and with the deadline: end-of-training and final accuracy, the time to 80 %, the
+  round, the share dropped and the contributors' label bias, and the deadline's cost in
+  end-of-training accuracy per seed;
+- dropped.csv (question 2, analysis.composed_deadline): who the deadline drops, from the
+  deadline runs' records (the folders beside the comparison.csv): each group's selections,
+  drops and drop rate, by place (indoor or outdoor, LOS or NLOS), by the client's FLOP/s and
+  by its coupling loss;
 - async.csv (question 3): SCALA, GAS and async SFL over 600 simulated seconds in the network
-  (scenarios/network_composed_async.yaml): accuracy, times to 70 and 80 %, versions, staleness,
-  updates per client and whom the clock favours;
+  (scenarios/network_composed_async.yaml): accuracy at 600 s (the mean of the evaluations in
+  the last 20 % of the versions each made by then), uplink bytes, the spacing of the
+  evaluations (from each run's rounds.csv: the resolution of a time to an accuracy), times to
+  70 and 80 %, versions, staleness, updates per client and whom the clock favours;
 - report.md: what was run, the answers, the tables.
 """
 
@@ -31,10 +37,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scala_netsim.core.files import CLIENTS_CSV, DEMANDS_CSV, EVENTS_CSV
+from analysis.compare import LATE_SHARE, late_rounds
+from analysis.composed_deadline import (
+    DEADLINE_CASES,
+    NAMES,
+    answer_deadline,
+    deadline_percentiles,
+    deadline_table,
+    dropped_table,
+)
+from scala_netsim.core.files import ROUNDS_CSV
 from scala_netsim.core.results import read_record
 
-NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 CASES = {"paper_cell": "the paper's cell, no fading",
          "paper_cell_rayleigh_round": "the paper's cell, Rayleigh per round",
          "paper_cell_rayleigh_transfer": "the paper's cell, Rayleigh per transfer",
@@ -47,23 +61,62 @@ def unfaded(case: str) -> str:
     return "paper_cell" if case.startswith("paper_cell") else "uma_7sites"
 
 
-def fading_table(comparison: pd.DataFrame) -> pd.DataFrame:
+TAIL_ROUNDS = 5   # the tail of a run's rounds fading.csv shows: its 5 longest
+
+
+def round_times(comparison: pd.DataFrame, results: Path) -> pd.DataFrame:
+    """Per run of question 1 (algorithm, case, seed), from its rounds.csv (the comparison's
+    `folder` under `results`): its mean and median round time, its longest round and the
+    share of its simulated time its TAIL_ROUNDS longest rounds take."""
+    rows = []
+    for run in comparison[comparison["cell"].isin(list(CASES))].itertuples():
+        round_s = read_record(results / str(run.folder), ROUNDS_CSV,
+                              usecols=["round_time_s"])["round_time_s"].to_numpy()
+        longest = np.sort(round_s)[::-1]
+        rows.append({"algorithm": run.algorithm, "case": run.cell, "seed": run.seed,
+                     "mean_round_s": float(round_s.mean()),
+                     "median_round_s": float(np.median(round_s)),
+                     "longest_round_s": float(longest[0]),
+                     "tail_share": float(longest[:TAIL_ROUNDS].sum() / round_s.sum())})
+    return pd.DataFrame(rows).sort_values(["algorithm", "case", "seed"]).set_index(
+        ["algorithm", "case", "seed"])
+
+
+def _seeds(values: pd.Series, form: str) -> str:
+    return " ".join(format(v, form) for v in values.tolist())
+
+
+def fading_table(comparison: pd.DataFrame, results: Path) -> pd.DataFrame:
     """fading.csv (see the module's docstring)."""
     comparison = comparison[comparison["cell"].isin(list(CASES))]
-    runs = comparison.assign(round_s=comparison["total_sim_time_s"] / comparison["rounds"])
-    by_seed = runs.set_index(["algorithm", "cell", "seed"])["time_to_0.8_s"]
-    means = runs.groupby(["algorithm", "cell"])[["round_s", "time_to_0.7_s",
-                                                 "time_to_0.8_s"]].mean()
+    per_run = round_times(comparison, results)
+    by_seed = comparison.set_index(["algorithm", "cell", "seed"])["time_to_0.8_s"]
+    means = comparison.groupby(["algorithm", "cell"])[["time_to_0.7_s",
+                                                      "time_to_0.8_s"]].mean()
+    rounds = per_run.groupby(["algorithm", "case"])[["mean_round_s", "median_round_s"]].mean()
     rows = []
-    for (algorithm, case), row in means.iterrows():
-        base = means.loc[(algorithm, unfaded(case))]
+    for algorithm, case in means.index.tolist():
+        row, base = means.loc[(algorithm, case)], means.loc[(algorithm, unfaded(case))]
         seeds = (by_seed.loc[(algorithm, case)] / by_seed.loc[(algorithm, unfaded(case))])
-        rows.append({"algorithm": algorithm, "case": case, "round_s": row["round_s"],
-                     "round_x": row["round_s"] / base["round_s"],
+        runs, unfaded_runs = per_run.loc[(algorithm, case)], per_run.loc[(algorithm,
+                                                                          unfaded(case))]
+        stretch = runs[["mean_round_s", "median_round_s"]] / unfaded_runs[
+            ["mean_round_s", "median_round_s"]]
+        mean_s, median_s = rounds.loc[(algorithm, case)]
+        base_mean_s, base_median_s = rounds.loc[(algorithm, unfaded(case))]
+        rows.append({"algorithm": algorithm, "case": case,
+                     "seeds": _seeds(runs.index.to_series(), "d"),
+                     "mean_round_s": mean_s, "mean_round_x": mean_s / base_mean_s,
+                     "mean_round_x_per_seed": _seeds(stretch["mean_round_s"], ".2f"),
+                     "median_round_s": median_s, "median_round_x": median_s / base_median_s,
+                     "median_round_x_per_seed": _seeds(stretch["median_round_s"], ".2f"),
+                     "longest_round_s_per_seed": _seeds(runs["longest_round_s"], ".0f"),
+                     f"top{TAIL_ROUNDS}_share_pct_per_seed": _seeds(100 * runs["tail_share"],
+                                                                    ".1f"),
                      "time_to_0.7_s": row["time_to_0.7_s"],
                      "time_to_0.8_s": row["time_to_0.8_s"],
                      "to_0.8_x": row["time_to_0.8_s"] / base["time_to_0.8_s"],
-                     "to_0.8_x_per_seed": " ".join(f"{v:.2f}" for v in seeds.tolist()),
+                     "to_0.8_x_per_seed": _seeds(seeds, ".2f"),
                      "fedavg_over_scala_0.8": (means.loc[("fedavg", case), "time_to_0.8_s"]
                                                / means.loc[("scala", case), "time_to_0.8_s"])})
     order = {c: i for i, c in enumerate(CASES)}
@@ -72,149 +125,107 @@ def fading_table(comparison: pd.DataFrame) -> pd.DataFrame:
         order) if s.name == "case" else s.map({"scala": 0, "fedavg": 1})).reset_index(drop=True)
 
 
-def answer(table: pd.DataFrame) -> str:
-    """The first question's answer, every number from `table`."""
+FADED = {"network": ("uma_7sites_rayleigh_round", "uma_7sites_rayleigh_transfer"),
+         "cell": ("paper_cell_rayleigh_round", "paper_cell_rayleigh_transfer")}
+
+
+def answer(table: pd.DataFrame) -> tuple[str, str]:
+    """The first question's answer, every number from `table`: the stretches, and the tail
+    behind the mean round time's."""
     t = table.set_index(["algorithm", "case"])
+    tail = f"top{TAIL_ROUNDS}_share_pct_per_seed"
 
     def at(algorithm: str, case: str, column: str) -> float:
         return float(t.loc[(algorithm, case), column])
 
-    def seeds(algorithm: str, case: str) -> str:
-        return str(t.loc[(algorithm, case), "to_0.8_x_per_seed"])
+    def seeds(algorithm: str, case: str, column: str = "to_0.8_x_per_seed") -> str:
+        return str(t.loc[(algorithm, case), column])
 
-    parts = []
+    def values(algorithm: str, cases: list[str], column: str) -> list[float]:
+        return [float(v) for c in cases for v in seeds(algorithm, c, column).split()]
+
+    def both(a: str, column: str, per_seed: str) -> str:
+        (nr, nt), (cr, ct) = FADED["network"], FADED["cell"]
+        return (f"{at(a, nr, column):.2f}x and {at(a, nt, column):.2f}x in the network (per "
+                f"seed {seeds(a, nr, per_seed)} and {seeds(a, nt, per_seed)}), against "
+                f"{at(a, cr, column):.2f}x and {at(a, ct, column):.2f}x in the paper's cell "
+                f"(per seed {seeds(a, cr, per_seed)} and {seeds(a, ct, per_seed)})")
+
+    faded = [c for c in CASES if c != unfaded(c)]
+    parts, tails, spreads = [], [], []
     for a in ("scala", "fedavg"):
-        net, cell = ("uma_7sites_rayleigh_round", "uma_7sites_rayleigh_transfer"), (
-            "paper_cell_rayleigh_round", "paper_cell_rayleigh_transfer")
         parts.append(
-            f"{NAMES[a]}'s round stretches {at(a, net[0], 'round_x'):.2f}x (per round) and "
-            f"{at(a, net[1], 'round_x'):.2f}x (per transfer) in the network, against "
-            f"{at(a, cell[0], 'round_x'):.2f}x and {at(a, cell[1], 'round_x'):.2f}x in the "
-            f"paper's cell; its time to 80 % {at(a, net[0], 'to_0.8_x'):.2f}x and "
-            f"{at(a, net[1], 'to_0.8_x'):.2f}x in the network (per seed {seeds(a, net[0])} "
-            f"and {seeds(a, net[1])}), {at(a, cell[0], 'to_0.8_x'):.2f}x and "
-            f"{at(a, cell[1], 'to_0.8_x'):.2f}x in the cell (per seed {seeds(a, cell[0])} "
-            f"and {seeds(a, cell[1])})")
+            f"{NAMES[a]}'s mean round time (the ratio of the seeds' mean round times, faded to "
+            f"unfaded) stretches with Rayleigh fading per round and per transfer "
+            f"{both(a, 'mean_round_x', 'mean_round_x_per_seed')}; its median round time (the "
+            f"ratio of the seeds' mean median round times) "
+            f"{both(a, 'median_round_x', 'median_round_x_per_seed')}; its time to 80 % (the "
+            f"ratio of the seeds' mean times) {both(a, 'to_0.8_x', 'to_0.8_x_per_seed')}")
+        shares = values(a, faded, tail)
+        worst = max(faded, key=lambda c: max(values(a, [c], tail)))
+        i = int(np.argmax(values(a, [worst], tail)))
+        seed = seeds(a, worst, "seeds").split()[i]
+        longest_s = values(a, [worst], "longest_round_s_per_seed")[i]
+        unfaded_share = max(values(a, [unfaded(c) for c in faded], tail))
+        tails.append(
+            f"{NAMES[a]}'s {TAIL_ROUNDS} longest rounds take {min(shares):.1f}-"
+            f"{max(shares):.1f} % of a faded run's simulated time ({max(shares):.1f} % in "
+            f"{CASES[worst]}, seed {seed}, whose longest round takes {longest_s:,.0f} s), "
+            f"against at most {unfaded_share:.1f} % of an unfaded one")
+        mean_x = values(a, faded, "mean_round_x_per_seed")
+        median_x = values(a, faded, "median_round_x_per_seed")
+        spreads.append((f"{NAMES[a]}'s {min(median_x):.2f}-{max(median_x):.2f}x",
+                        f"{min(mean_x):.2f}-{max(mean_x):.2f}x"))
     ratio = [f"{at('scala', c, 'fedavg_over_scala_0.8'):.1f}x {CASES[c]}" for c in CASES]
-    return ("; ".join(parts) + ". FedAvg's time to 80 % over SCALA's: " + ", ".join(ratio)
-            + ".")
+    return ("; ".join(parts) + ". FedAvg's time to 80 % over SCALA's (the ratio of the "
+            "seeds' mean times): " + ", ".join(ratio) + ".",
+            "The mean round time is driven by a heavy tail of a few rounds: "
+            + "; ".join(tails) + ". The median round time says what a typical round does: "
+            "fading stretches " + " and ".join(m for m, _ in spreads) + ", while their "
+            "ratios of mean round times run " + " and ".join(x for _, x in spreads)
+            + " (each faded run against the same seed's without fading, every faded case).")
 
 
-DEADLINE_CASES = {"uma_7sites": "no deadline", "uma_7sites_deadline": "deadline"}
 ASYNC_NAMES = {"scala": "SCALA", "gas": "GAS", "async_sfl": "async SFL"}
 
 
-def deadline_table(comparison: pd.DataFrame) -> pd.DataFrame:
-    """deadline.csv (see the module's docstring): means (and stds) over the seeds."""
-    runs = comparison[comparison["cell"].isin(list(DEADLINE_CASES))]
-    runs = runs.assign(round_s=runs["total_sim_time_s"] / runs["rounds"])
-    late = runs.set_index(["algorithm", "cell", "seed"])["late_acc"]
-    rows = []
-    for algorithm in NAMES:
-        for case in DEADLINE_CASES:
-            r = runs[(runs["algorithm"] == algorithm) & (runs["cell"] == case)]
-            cost = (late.loc[(algorithm, case)] - late.loc[(algorithm, "uma_7sites")]) * 100
-            rows.append({
-                "algorithm": algorithm, "case": case, "seeds": len(r),
-                "late_acc": r["late_acc"].mean(), "late_acc_std": r["late_acc"].std(),
-                "final_acc": r["final_acc"].mean(), "final_acc_std": r["final_acc"].std(),
-                "time_to_0.8_s": r["time_to_0.8_s"].mean(), "round_s": r["round_s"].mean(),
-                "total_sim_time_s": r["total_sim_time_s"].mean(),
-                "dropped_fraction": r["dropped_fraction"].fillna(0.0).mean(),
-                "dropped_at_round_deadline": r["dropped_fraction_deadline"].fillna(0.0).mean(),
-                "dropped_at_step_deadline": r["dropped_fraction_step_deadline"].fillna(
-                    0.0).mean(),
-                "label_bias_tv": r["label_bias_tv"].mean(),
-                "late_cost_pp": cost.mean(),
-                "late_cost_pp_per_seed": " ".join(f"{v:+.2f}" for v in cost.tolist())})
-    return pd.DataFrame(rows)
+def evaluations(run: Path) -> dict[str, float]:
+    """A run's evaluations, from its rounds.csv: the mean simulated seconds between
+    consecutive ones (the resolution of its times to an accuracy), how many the accuracy at
+    600 s averages (analysis.compare.late_accuracy: those of the last LATE_SHARE of its
+    versions) and when the first of those was made."""
+    rounds = read_record(run, ROUNDS_CSV, usecols=["round", "sim_time_s", "test_acc"])
+    made = rounds[rounds["test_acc"].notna()]
+    averaged = late_rounds(rounds).dropna(subset=["test_acc"])
+    return {"eval_spacing_s": float(np.diff(made["sim_time_s"].to_numpy()).mean()),
+            "evaluations_averaged": float(len(averaged)),
+            "averaged_from_s": float(averaged["sim_time_s"].min())}
 
 
-def finishes(events: pd.DataFrame, algorithm: str) -> np.ndarray:
-    """What a deadline would weigh, a value per client and round of a run without one
-    (events.csv): FedAvg's model upload's end, from the round's start (its first event); SCALA's
-    slowest wait of its barrier for the client's activations over the round's local
-    iterations, each from when the server is ready for them (the round's start in the first,
-    the end of its previous server step in the others): what its step deadline bounds."""
-    start = events.groupby("round")["t_start_s"].min()
-    if algorithm == "fedavg":
-        up = events[events["kind"] == "model_upload"]
-        return (up["t_end_s"] - start.loc[up["round"]].to_numpy()).to_numpy()
-    sent = events[events["kind"] == "activation_upload"]
-    ready = events.loc[events["kind"] == "server_step", ["round", "local_iter", "t_end_s"]]
-    ready = ready.assign(local_iter=ready["local_iter"] + 1).rename(columns={"t_end_s": "ready"})
-    sent = sent.merge(ready, on=["round", "local_iter"], how="left")
-    first = sent["local_iter"] == 0
-    sent.loc[first, "ready"] = start.loc[sent.loc[first, "round"]].to_numpy()
-    waits = sent.assign(wait=sent["t_end_s"] - sent["ready"])
-    return waits.groupby(["round", "client_id"])["wait"].max().to_numpy()
-
-
-def deadline_percentiles(results: Path, q: float = 70.0) -> dict[str, float]:
-    """The q-th percentile of `finishes` over the rounds of every seed's run of uma_7sites
-    under `results` (whole records: `python -m scala_netsim.tools.regenerate` writes the kept
-    slim ones again), per algorithm: how scenarios/network_composed.yaml's deadline case was
-    set (q = 70: it drops about the slowest 30 %)."""
-    found = {}
-    for algorithm in NAMES:
-        runs = sorted((results / algorithm / "cell=uma_7sites").glob("seed*"))
-        values = [finishes(read_record(run, EVENTS_CSV), algorithm) for run in runs]
-        found[algorithm] = float(np.percentile(np.concatenate(values), q))
-    return found
-
-
-def selections(run: Path) -> pd.DataFrame:
-    """A deadline run's selections (demands.csv: round, client), each with `dropped` (a
-    client_dropped event in that round) and the client's row of clients.csv."""
-    events = read_record(run, EVENTS_CSV, usecols=["round", "client_id", "kind"])
-    dropped = events.loc[events["kind"] == "client_dropped", ["round", "client_id"]]
-    chosen = read_record(run, DEMANDS_CSV, usecols=["round", "client_id"])
-    chosen = chosen.merge(dropped.assign(dropped=1), how="left", on=["round", "client_id"])
-    clients = read_record(run, CLIENTS_CSV)
-    return chosen.fillna({"dropped": 0}).merge(clients, on="client_id")
-
-
-def dropped_table(results: Path) -> pd.DataFrame:
-    """dropped.csv (see the module's docstring), pooled over the deadline runs' seeds."""
-    rows = []
-    for algorithm in NAMES:
-        runs = sorted((results / algorithm / "cell=uma_7sites_deadline").glob("seed*"))
-        chosen = pd.concat([selections(run) for run in runs], ignore_index=True)
-        place = (chosen["indoor"].map({1: "indoor", 0: "outdoor"}) + " "
-                 + chosen["los"].map({1: "LOS", 0: "NLOS"}))
-        # the slower half of the clients' FLOP/s range (compute.client_flops_per_s)
-        compute = (chosen["flops_per_s"] > 5.5e9).map({True: "5.5-10 GFLOP/s",
-                                                        False: "1-5.5 GFLOP/s"})
-        coupling = (chosen["pathloss_db"] + chosen["shadowing_db"] + chosen["o2i_db"]
-                    - chosen["antenna_gain_db"])
-        quarter = pd.qcut(coupling, 4, labels=[f"coupling loss quarter {q} of 4"
-                                               for q in range(1, 5)]).astype(str)
-        for by, groups in (("place", place), ("compute", compute), ("coupling", quarter)):
-            for group, picked in chosen.groupby(groups.to_numpy(), sort=True):
-                rows.append({"algorithm": algorithm, "by": by, "group": group,
-                             "selected": len(picked), "dropped": int(picked["dropped"].sum()),
-                             "drop_rate": picked["dropped"].mean(),
-                             "share_of_drops": picked["dropped"].sum()
-                             / chosen["dropped"].sum()})
-    return pd.DataFrame(rows)
-
-
-def async_table(comparison: pd.DataFrame) -> pd.DataFrame:
-    """async.csv (see the module's docstring): means (and stds, per seed) over the seeds."""
+def async_table(comparison: pd.DataFrame, results: Path) -> pd.DataFrame:
+    """async.csv (see the module's docstring): means (and stds, per seed) over the seeds;
+    each run's evaluations (`evaluations`) from its rounds.csv (the comparison's `folder`
+    under `results`)."""
     rows = []
     for algorithm in ASYNC_NAMES:
         r = comparison[comparison["algorithm"] == algorithm].sort_values("seed")
+        made = pd.DataFrame([evaluations(results / str(f)) for f in r["folder"]])
         rows.append({
             "algorithm": algorithm, "seeds": len(r),
-            "late_acc": r["late_acc"].mean(), "late_acc_std": r["late_acc"].std(),
+            "acc_at_600_s": r["late_acc"].mean(), "acc_at_600_s_std": r["late_acc"].std(),
+            "evaluations_averaged": made["evaluations_averaged"].mean(),
+            "averaged_from_s": made["averaged_from_s"].mean(),
+            "uplink_gb": r["uplink_bytes"].mean() / 1e9,
+            "eval_spacing_s": made["eval_spacing_s"].mean(),
+            "eval_spacing_s_per_seed": _seeds(made["eval_spacing_s"], ".1f"),
             "final_acc": r["final_acc"].mean(), "best_acc": r["best_acc"].mean(),
             "time_to_0.7_s": r["time_to_0.7_s"].mean(),
             "time_to_0.8_s": r["time_to_0.8_s"].mean(),
             "time_to_0.8_s_per_seed": " ".join("—" if pd.isna(v) else f"{v:.0f}"
                                                for v in r["time_to_0.8_s"].tolist()),
             "versions": r["rounds"].mean(),
+            "ends_s_per_seed": _seeds(r["total_sim_time_s"], ".0f"),
             "version_s": (r["total_sim_time_s"] / r["rounds"]).mean(),
-            "uplink_gb": r["uplink_bytes"].mean() / 1e9,
             "staleness_mean": r["staleness_mean"].mean(),
             "updates_per_client": r["updates_per_client_mean"].mean(),
             "updates_gain_corr": r["updates_gain_correlation"].mean(),
@@ -223,65 +234,52 @@ def async_table(comparison: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def answer_deadline(deadline: pd.DataFrame, dropped: pd.DataFrame) -> str:
-    """The second question's answer, every number from the two tables."""
-    d = deadline.set_index(["algorithm", "case"])
-    rate = dropped.set_index(["algorithm", "group"])
-    parts = []
-    for a in NAMES:
-        off, on = d.loc[(a, "uma_7sites")], d.loc[(a, "uma_7sites_deadline")]
-        parts.append(
-            f"{NAMES[a]} drops {100 * on['dropped_fraction']:.1f} % of its selections "
-            f"({100 * on['dropped_at_round_deadline']:.1f} % at the round deadline, "
-            f"{100 * on['dropped_at_step_deadline']:.1f} % at the step deadline) and "
-            f"ends at {100 * on['late_acc']:.2f} ± {100 * on['late_acc_std']:.2f} % "
-            f"end-of-training accuracy against {100 * off['late_acc']:.2f} ± "
-            f"{100 * off['late_acc_std']:.2f} % without the deadline, {on['late_cost_pp']:+.2f} pp "
-            f"(per seed {on['late_cost_pp_per_seed']}); final {100 * on['final_acc']:.2f} % "
-            f"against {100 * off['final_acc']:.2f} %. Its round takes {on['round_s']:.2f} s "
-            f"against {off['round_s']:.2f} s and it reaches 80 % after "
-            f"{on['time_to_0.8_s']:,.0f} s against {off['time_to_0.8_s']:,.0f} s: the "
-            f"contributors' labels are {on['label_bias_tv']:.3f} (total variation) from the "
-            f"selected clients'")
-    who = []
-    for a in NAMES:
-        def r(group: str, a: str = a) -> str:
-            return f"{100 * rate.loc[(a, group), 'drop_rate']:.1f} %"
-        share = 100 * rate.loc[(a, "indoor NLOS"), "share_of_drops"]
-        who.append(
-            f"{NAMES[a]}: indoor NLOS {r('indoor NLOS')} of their selections ({share:.1f} % of "
-            f"all drops), indoor LOS {r('indoor LOS')}, outdoor NLOS {r('outdoor NLOS')}, "
-            f"outdoor LOS {r('outdoor LOS')}; the slower half of the FLOP/s range "
-            f"{r('1-5.5 GFLOP/s')}, the faster {r('5.5-10 GFLOP/s')}; by coupling loss "
-            f"(path loss, shadowing and building entry less antenna gain), quarters 1 to 4 "
-            + " ".join(r(f"coupling loss quarter {q} of 4") for q in range(1, 5)))
-    return ("; ".join(parts) + ". Who is dropped (the three seeds' selections pooled): "
-            + "; ".join(who) + ".")
-
-
 def answer_async(table: pd.DataFrame, scala_round_s: dict[str, list[float]]) -> str:
     """The third question's answer, every number from the table and SCALA's round per seed
     (`scala_round_s`: under round robin here, under question 1's static grants)."""
     t = table.set_index("algorithm")
 
     def acc(a: str) -> str:
-        return (f"{100 * t.loc[a, 'late_acc']:.2f} ± {100 * t.loc[a, 'late_acc_std']:.2f} %")
+        return (f"{100 * t.loc[a, 'acc_at_600_s']:.2f} ± "
+                f"{100 * t.loc[a, 'acc_at_600_s_std']:.2f} %")
+
+    def each(column: str, form: str, unit: str = "") -> str:
+        return ", ".join(f"{ASYNC_NAMES[a]} {format(t.loc[a, column], form)}{unit}"
+                         for a in ASYNC_NAMES)
 
     reached = {a: sum(v != "—" for v in str(t.loc[a, "time_to_0.8_s_per_seed"]).split())
                for a in ASYNC_NAMES}
     to80 = ", ".join(f"{ASYNC_NAMES[a]} {t.loc[a, 'time_to_0.8_s']:.0f} s (per seed "
                      f"{t.loc[a, 'time_to_0.8_s_per_seed']}; {reached[a]} of 3 seeds)"
                      for a in ASYNC_NAMES)
+    uplink_gb = t["uplink_gb"]
+    more = " and ".join(f"{ASYNC_NAMES[a]} {uplink_gb[a] / uplink_gb['scala']:.2f}x"
+                        for a in ("gas", "async_sfl"))
     return (
-        f"At 600 simulated seconds, by end-of-training accuracy (the mean of the evaluations in "
-        f"the last 20 % of the versions): GAS {acc('gas')}, async SFL {acc('async_sfl')}, SCALA "
-        f"{acc('scala')}. Time to 70 %: GAS {t.loc['gas', 'time_to_0.7_s']:.0f} s, async SFL "
+        "A run stops with the version (SCALA: the round) that reaches 600 simulated "
+        "seconds, and that version is evaluated; they end at (per seed) "
+        + ", ".join(f"{ASYNC_NAMES[a]} {t.loc[a, 'ends_s_per_seed']} s" for a in ASYNC_NAMES)
+        + f". Accuracy at 600 s (a run's mean test accuracy over its evaluations in the last "
+        f"{100 * LATE_SHARE:.0f} % of the versions it made, as analysis.compare.late_accuracy "
+        f"takes them; mean ± standard deviation over the seeds): GAS {acc('gas')}, async SFL "
+        f"{acc('async_sfl')}, SCALA {acc('scala')}, SCALA with "
+        f"{t.loc['scala', 'versions']:.0f} of the headline's 500 rounds. It averages (a run's "
+        f"count, mean over the seeds) " + each("evaluations_averaged", ".1f")
+        + " evaluations, the first of them made at " + each("averaged_from_s", ".0f", " s")
+        + ". Uplink in those 600 s (10^9 bytes, mean over the seeds): "
+        + each("uplink_gb", ".2f", " GB") + f"; {more} SCALA's bytes. A time to "
+        "an accuracy is the simulated time of the first evaluation at or above it, so it is "
+        "known to within the spacing of the evaluations: a run's mean simulated seconds "
+        "between consecutive evaluations, mean over the seeds, "
+        + each("eval_spacing_s", ".1f", " s") + " (per seed: "
+        + ", ".join(f"{ASYNC_NAMES[a]} {t.loc[a, 'eval_spacing_s_per_seed']}"
+                    for a in ASYNC_NAMES)
+        + f" s). Time to 70 %: GAS {t.loc['gas', 'time_to_0.7_s']:.0f} s, async SFL "
         f"{t.loc['async_sfl', 'time_to_0.7_s']:.0f} s, SCALA "
         f"{t.loc['scala', 'time_to_0.7_s']:.0f} s; to 80 %: {to80}. A version takes "
         f"async SFL {t.loc['async_sfl', 'version_s']:.2f} s (one client's T = 5 local "
         f"iterations), GAS {t.loc['gas', 'version_s']:.2f} s, SCALA "
-        f"{t.loc['scala', 'version_s']:.2f} s (a round: {t.loc['scala', 'versions']:.0f} of "
-        f"the headline's 500 in 600 s; per seed under round robin "
+        f"{t.loc['scala', 'version_s']:.2f} s (a round; per seed under round robin "
         + " ".join(f"{v:.2f}" for v in scala_round_s["round_robin"])
         + " s against " + " ".join(f"{v:.2f}" for v in scala_round_s["static"])
         + f" s under question 1's static grants). GAS and async SFL heard each client "
@@ -328,18 +326,20 @@ def _introduction(wall: pd.Series, trained_wall: pd.Series) -> list[str]:
         + ", ".join(f"{k} {v / 60:.1f} min" for k, v in trained_wall.items()) + ".", ""]
 
 
-def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
-           dropped: pd.DataFrame, asynchronous: pd.DataFrame,
-           scala_round_s: dict[str, list[float]],
+def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame, dropped: pd.DataFrame,
+           asynchronous: pd.DataFrame, scala_round_s: dict[str, list[float]],
            trained_wall: pd.Series) -> str:
+    stretches, tail = answer(table)
     lines = [
         *_introduction(wall, trained_wall),
-        "## 1. What Rayleigh fading does to the time to 80 %", "", answer(table), "",
+        "## 1. What Rayleigh fading does to the time to 80 %", "", stretches, "",
         "A round waits for its slowest transfer, and with Rayleigh fading a transfer's "
         "airtime bits / (B log2(1 + SNR |h|^2)) has no finite mean: a deep fade stalls the "
-        "round. The time to 80 % is a sum of rounds up to the first that reaches it, so one "
-        "stalled early round can move it many times over (the per-seed multiples); the "
-        "round's mean stretch is the steadier measure.", "",
+        "round. So a run's mean round time is set by its few longest rounds, and the ratio "
+        "of mean round times swings from seed to seed with them; the median round time is "
+        "what a typical round takes. The time to 80 % is a sum of rounds up to the first "
+        "that reaches it, so one stalled early round can move it many times over (the "
+        "per-seed multiples).", "", tail, "",
         "## 2. A deadline that drops the slowest 30 % of a round", "",
         "The deadline is the 70th percentile, over the rounds of the three seeds' runs in the "
         "network without one (uma_7sites), of a client's finish, rounded: FedAvg's model "
@@ -362,8 +362,14 @@ def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
         "Each run stops at 600 simulated seconds.", "",
         answer_async(asynchronous, scala_round_s), "",
         "## The tables", "", "### fading.csv", "", _markdown(table), "",
-        "Simulated seconds, means over the seeds; `_x`: the multiple of the same place "
-        "without fading (ratio of the seeds' means; per seed: each seed's own).", "",
+        "Simulated seconds. `mean_round_s`: the mean over the seeds of each run's mean "
+        "round time; `median_round_s`: the mean over the seeds of each run's median round "
+        "time; `time_to_`: means over the seeds. `_x`: the multiple of the same place "
+        "without fading (the ratio of those means over the seeds; `_per_seed`: each seed's "
+        "own ratio, its run against the same seed's without fading, in the order of "
+        f"`seeds`). `longest_round_s_per_seed`: each run's longest round; "
+        f"`top{TAIL_ROUNDS}_share_pct_per_seed`: the share of each run's simulated time its "
+        f"{TAIL_ROUNDS} longest rounds take.", "",
         "### deadline.csv", "", _markdown(deadline, DEADLINE_CASES), "",
         "Means over the seeds (`_std`: their standard deviation); `late_cost_pp`: the "
         "deadline case's end-of-training accuracy minus the same seed's without it.", "",
@@ -371,8 +377,14 @@ def report(table: pd.DataFrame, wall: pd.Series, deadline: pd.DataFrame,
         "The deadline runs' selections, pooled over the three seeds (5,000 a run); "
         "`share_of_drops`: the group's part of all the algorithm's drops.", "",
         "### async.csv", "", _markdown(asynchronous, {}, ASYNC_NAMES), "",
-        "Means over the seeds (time to 80 %: over the seeds that reached it; per seed, "
-        "— where one did not within 600 s)."]
+        "Means over the seeds (`_std`: their standard deviation; time to 80 %: over the "
+        "seeds that reached it; per seed, — where one did not within 600 s). "
+        "`acc_at_600_s`: each run's mean test accuracy over its evaluations in the last "
+        f"{100 * LATE_SHARE:.0f} % of its versions (analysis.compare.late_accuracy), "
+        "`evaluations_averaged` of them, the first made at `averaged_from_s`; "
+        "`ends_s_per_seed`: when each run's last version ended; "
+        "`eval_spacing_s`: a run's mean simulated seconds between consecutive evaluations "
+        "(from its rounds.csv); `uplink_gb`: 10^9 bytes."]
     return "\n".join(lines) + "\n"
 
 
@@ -382,7 +394,7 @@ def _markdown(table: pd.DataFrame, cases: dict[str, str] | None = None,
     if "case" in shown:
         shown = shown.assign(case=shown["case"].map(CASES if cases is None else cases))
     # accuracies as percentages, as the text quotes them
-    accuracy = [c for c in shown.columns if "_acc" in c]
+    accuracy = [c for c in shown.columns if "acc" in c.split("_")]
     shown = shown.assign(**{c: 100 * shown[c] for c in accuracy}).rename(
         columns={c: f"{c} (%)" for c in accuracy})
     head = "| " + " | ".join(shown.columns) + " |"
@@ -398,14 +410,14 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def build(comparison: pd.DataFrame, results: Path,
-          async_comparison: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], str]:
+def build(comparison: pd.DataFrame, results: Path, async_comparison: pd.DataFrame,
+          async_results: Path) -> tuple[dict[str, pd.DataFrame], str]:
     """The study's tables (by file name) and its report, from the comparison tables and the
-    kept runs under `results` (questions 1 and 2)."""
-    tables = {"fading.csv": fading_table(comparison),
+    kept runs under `results` (questions 1 and 2) and `async_results` (question 3)."""
+    tables = {"fading.csv": fading_table(comparison, results),
               "deadline.csv": deadline_table(comparison),
               "dropped.csv": dropped_table(results),
-              "async.csv": async_table(async_comparison)}
+              "async.csv": async_table(async_comparison, async_results)}
     def rounds(runs: pd.DataFrame) -> list[float]:
         scala = runs[runs["algorithm"] == "scala"].sort_values("seed")
         return (scala["total_sim_time_s"] / scala["rounds"]).tolist()
@@ -442,7 +454,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.async_comparison is None or args.out is None:
         parser.error("--async and --out are needed to write the report")
     tables, text = build(pd.read_csv(args.comparison), args.comparison.parent,
-                         pd.read_csv(args.async_comparison))
+                         pd.read_csv(args.async_comparison), args.async_comparison.parent)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         table.to_csv(args.out / name, index=False)
