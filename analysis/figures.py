@@ -406,8 +406,9 @@ def effect_figure(runs: pd.DataFrame, key: str, keys: Sequence[str], path: Path,
         label = group_label(algorithm, setting)
         # each line its colour, line style and marker: two algorithms with the same bytes or
         # FLOPs a round (FedAvg and FedLC) draw one line over the other
-        style = {"color": f"C{i % 10}", "ls": LINE_STYLES[i % len(LINE_STYLES)],
-                 "marker": MARKERS[i % len(MARKERS)], "ms": 5.0, "fillstyle": "none"}
+        style: dict[str, Any] = {
+            "color": f"C{i % 10}", "ls": LINE_STYLES[i % len(LINE_STYLES)],
+            "marker": MARKERS[i % len(MARKERS)], "ms": 5.0, "fillstyle": "none"}
         for column, scale, ylabel in panels:
             ax = axes[column]
             per_seed = g.pivot_table(index="seed", columns=key, values=column, aggfunc="first")

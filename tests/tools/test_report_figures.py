@@ -85,3 +85,140 @@ def test_the_effect_figure_shows_uplink_and_downlink_each_and_no_line_hides_anot
     assert any("scala and fedavg: time per round crosses" in t for t in texts)
     (time_lines,) = [lines for label, lines in panels if label.startswith("simulated time")]
     assert [line[3] for line in time_lines].count("X") == 2   # (scala-fedavg, scala-fedlc)
+
+
+# --- the latency breakdown (analysis.plots.plot_run) -----------------------------------------
+def breakdown_drawn(run_dir, tmp_path):
+    """plot_run on `run_dir`: -> (the round panel's legend labels, the bar panel's labels)."""
+    from analysis.plots import plot_run
+
+    path = run_dir / "latency_breakdown.png"
+    kept = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, where, **kwargs):
+        if where == path:
+            rounds_ax, total_ax = fig.axes
+            kept["legend"] = [t.get_text() for t in rounds_ax.get_legend().get_texts()]
+            kept["bars"] = [t.get_text() for t in total_ax.get_xticklabels()]
+        return real_savefig(fig, where, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        plot_run(run_dir)
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert path.stat().st_size > 10_000
+    return kept["legend"], kept["bars"]
+
+
+FIVE = ["client compute", "uplink", "downlink", "server compute", "waiting"]
+
+
+def test_a_run_without_waits_keeps_its_five_parts_from_rounds_csv(tmp_path):
+    """The golden FedAvg run (paired bands, no radio columns): the breakdown is rounds.csv's
+    critical path as it was, five parts."""
+    import shutil
+
+    from analysis import read_rounds
+    from analysis.plots import critical_path_parts
+    from scala_netsim.core.columns import CRITICAL_PATH_COLUMNS
+
+    from conftest import ROOT
+
+    run = tmp_path / "fedavg"
+    shutil.copytree(ROOT / "tests" / "golden" / "fedavg", run)
+    rounds = read_rounds(run)
+    pd.testing.assert_frame_equal(critical_path_parts(run, rounds),
+                                  rounds[list(CRITICAL_PATH_COLUMNS)])
+    assert breakdown_drawn(run, tmp_path) == (FIVE, FIVE)
+
+
+def test_the_breakdown_shows_a_tdd_frames_waits_apart_and_still_sums_to_the_round(tmp_path):
+    """Issue 61: under network.duplex: tdd a transfer waits for its direction's symbols (an
+    upload for its grant, K2, too): events.csv's tdd_wait_s. The breakdown counted those
+    waits as uplink and downlink; now each direction's TDD wait is a part of its own, the
+    parts still add up to the round's time, each direction's air time and wait to rounds.csv's
+    time of that direction, and the rest are rounds.csv's. In FedAvg's round the critical path
+    is the last upload's client's download, local steps and upload: its two transfers'
+    tdd_wait_s are the waits."""
+    import scala_netsim as sn
+    from analysis import read_rounds
+    from scala_netsim import load_scenario
+
+    results = sn.run(load_scenario("tests/golden/scenario.yaml", {
+        "algorithms": ["fedavg"], "training.rounds": 2, "network.duplex": "tdd"}),
+        out=tmp_path, echo=False, estimate=False)
+    run = results.runs[0].folder
+    legend, bars = breakdown_drawn(run, tmp_path)
+    parts_shown = ["client compute", "uplink", "uplink: TDD wait", "downlink",
+                   "downlink: TDD wait", "server compute", "waiting"]
+    assert legend == bars == parts_shown
+    from analysis.plots import critical_path_parts
+
+    rounds = read_rounds(run)
+    parts = critical_path_parts(run, rounds)
+    assert list(parts.columns) == ["compute_time_s", "uplink_time_s", "uplink_tdd_wait_s",
+                                   "downlink_time_s", "downlink_tdd_wait_s", "server_time_s",
+                                   "idle_time_s"]
+    np.testing.assert_allclose(parts.sum(axis=1), rounds["round_time_s"], rtol=1e-12)
+    for direction in ("uplink", "downlink"):
+        np.testing.assert_allclose(
+            parts[f"{direction}_time_s"] + parts[f"{direction}_tdd_wait_s"],
+            rounds[f"{direction}_time_s"], rtol=1e-12)
+    for column in ("compute_time_s", "server_time_s", "idle_time_s"):
+        assert parts[column].tolist() == rounds[column].tolist()
+    events = results.events
+    for i, r in enumerate(rounds["round"]):
+        own = events[events["round"] == r]
+        last = own[own["kind"] == "model_upload"].sort_values("t_end_s").iloc[-1]
+        download = own[(own["kind"] == "model_download")
+                       & (own["client_id"] == last["client_id"])].iloc[0]
+        assert parts["uplink_tdd_wait_s"][i] == last["tdd_wait_s"] > 0
+        assert parts["downlink_tdd_wait_s"][i] == download["tdd_wait_s"] > 0
+        assert parts["uplink_time_s"][i] == pytest.approx(
+            8.0 * last["payload_bytes"] / last["rate_bps"], rel=1e-12)
+
+
+@pytest.mark.slow
+def test_the_breakdown_shows_harq_waits_stalls_and_the_backhaul_apart(tmp_path):
+    """Under the NR link abstraction in a TDD network with a backhaul, SCALA's transfers on
+    the critical path also wait for their last block's HARQ retransmissions (harq_wait_s),
+    stall below their lowest MCS (air time less the slots they sent in) and cross the
+    backhaul (backhaul_s, which tdd_wait_s holds too): each a part of its own, and the parts
+    add up to the round's time, each direction's to rounds.csv's."""
+    pytest.importorskip("sionna.sys", reason="the optional extra [sionna] (Python 3.11+)")
+    import scala_netsim as sn
+    from analysis import read_rounds
+    from analysis.plots import critical_path_parts
+    from scala_netsim import load_scenario
+
+    results = sn.run(load_scenario("tests/golden/scenario.yaml", {
+        "algorithms": ["scala"], "training.rounds": 2, "data.num_clients": 40,
+        "network.layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
+        "network.pathloss": "3gpp_38901_uma", "network.carrier_frequency_hz": 3.5e9,
+        "network.bs_tx_power_w": 40.0, "network.link_abstraction": "nr",
+        "network.duplex": "tdd", "network.backhaul": {"latency_s": 0.002}}),
+        out=tmp_path, echo=False, estimate=False)
+    run = results.runs[0].folder
+    rounds = read_rounds(run)
+    parts = critical_path_parts(run, rounds)
+    waits = [f"{d}_{w}_s" for d in ("uplink", "downlink")
+             for w in ("tdd_wait", "harq_wait", "backhaul")] + ["uplink_stalled_s"]
+    assert set(waits) <= set(parts.columns)
+    assert (parts[waits].sum() > 0).all()
+    legend, bars = breakdown_drawn(run, tmp_path)
+    assert legend == bars and {"uplink: HARQ wait", "uplink: stalled (NR)", "uplink: backhaul",
+                               "downlink: TDD wait", "downlink: backhaul"} <= set(legend)
+    np.testing.assert_allclose(parts.sum(axis=1), rounds["round_time_s"], rtol=1e-12)
+    for direction in ("uplink", "downlink"):
+        mine = [c for c in parts.columns if c.startswith(direction)]
+        np.testing.assert_allclose(parts[mine].sum(axis=1), rounds[f"{direction}_time_s"],
+                                   rtol=1e-12)
+    # no part is negative, and a direction's backhaul is at most its transfers' in the round
+    assert (parts >= 0).all().all()
+    events = results.events
+    for direction, kinds in (("uplink", ("activation_upload", "model_upload")),
+                             ("downlink", ("gradient_download", "model_download"))):
+        backhaul = events[events["kind"].isin(kinds)].groupby("round")["backhaul_s"].sum()
+        assert (parts[f"{direction}_backhaul_s"].to_numpy() <= backhaul.to_numpy()).all()
