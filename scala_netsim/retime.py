@@ -6,21 +6,32 @@ RUN_DIR is a run folder (OUT/<scenario>/<algorithm>/.../seed<k>/); DIR becomes a
 with the same files, timed under the new cell, its summary.json naming RUN_DIR in
 `retimed_from` (relative to DIR). Only network.* and compute.* may change. Where the new
 timeline changes what would be learned (SplitFedV2's or SFL with local loss's server steps in
-another order), the run is trained for real into DIR instead, and this says so. Exit status:
-0 done, 2 bad input (RUN_DIR not a finished run, damaged, a --set outside network/compute;
-an --out that holds a run, without --force). A re-timing trains nothing, so it runs on any
-machine whatever the record was trained on; --device matters only for a run trained for real.
+another order), the run cannot be re-timed: it is refused, DIR left as it was, with the
+command that trains it for real into DIR instead (the same with --train-if-diverged: as long
+as the source's training took, hours on a CPU for a study's run). Exit status: 0 done, 2 bad
+input (RUN_DIR not a finished run, damaged, a --set outside network/compute; an --out that
+holds a run, without --force; a timeline that diverged, without --train-if-diverged). A
+re-timing trains nothing, so it runs on any machine whatever the record was trained on;
+--device matters only for a run trained for real.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scala_netsim.core.exits import check_writable, fail
 from scala_netsim.core.files import SCENARIO_YAML, SUMMARY_JSON
+
+if TYPE_CHECKING:
+    from scala_netsim.runner.replay import Record
+    from scala_netsim.tools.sweep import SweepPoint
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -38,10 +49,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "--force)")
     parser.add_argument("--force", action="store_true",
                         help="replace the run that --out holds (all its files)")
+    parser.add_argument("--train-if-diverged", action="store_true",
+                        help="where the new timeline changes what is learned (the server takes "
+                             "the clients' steps in another order, and the algorithm's "
+                             "learning depends on it), train the run for real into --out, "
+                             "which takes as long as the source's training did (without it "
+                             "such a run is refused, exit 2, --out left as it was)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="device if the run must be trained for real, which a re-timing "
-                             "never does (default auto: cuda when present; the record's own "
-                             "device, which may be a GPU, does not matter)")
+                        help="device if the run is trained for real (--train-if-diverged), "
+                             "which a re-timing never is (default auto: cuda when present; "
+                             "the record's own device, which may be a GPU, does not matter)")
     return parser.parse_args(argv)
 
 
@@ -107,20 +124,57 @@ def main(argv: list[str] | None = None) -> int:
                     for key in dict.fromkeys(o.split("=", 1)[0].strip() for o in args.overrides))
     point = SweepPoint(record.algorithm, setting, scenario, out)
     try:
-        summary = run_point(point, device, source=record,
-                            retimed_from=os.path.relpath(source.resolve(), out.resolve()))
+        summary = replay_into(point, device, record, source)
         how = f"re-timed from {source}"
     except (RecordError, DataNotFoundError) as exc:
         return fail(str(exc))
     except TimelineDiverged as exc:
-        print(f"{source}: cannot be re-timed ({exc}); training it for real", flush=True)
+        if not args.train_if_diverged:
+            return fail(diverged(exc, record, sys.argv[1:] if argv is None else argv))
+        print(f"{source}: cannot be re-timed ({exc}); training it for real "
+              f"(--train-if-diverged)", flush=True)
         summary = run_point(point, device)
-        how = "trained for real"
+        how = "trained for real (--train-if-diverged)"
     plot_run(out, title=f"{scenario.name}: {record.algorithm} (re-timed)")
     print(f"{out}: {how}; simulated time {format_duration(summary['total_sim_time_s'])} "
           f"(was {format_duration(record.summary['total_sim_time_s'])}), final accuracy "
           f"{summary['final_acc']:.2%}, wall time {format_duration(summary['wall_time_s'])}")
     return 0
+
+
+def diverged(exc: Exception, record: Record, argv: list[str]) -> str:
+    """Why the run of `record` is not trained unasked (the re-timing's `argv` diverged with
+    `exc`), with the command that trains it."""
+    from scala_netsim.runner.estimate import format_duration
+
+    command = " ".join([shlex.quote(sys.executable), "-m", "scala_netsim.retime",
+                        *map(shlex.quote, argv), "--train-if-diverged"])
+    return (f"{record.folder}: cannot be re-timed ({exc}); training it would take about as "
+            f"long as its source's training did ({format_duration(record.summary['wall_time_s'])}"
+            f" for {record.num_rounds} rounds); nothing was written. To train it under the new "
+            f"settings:\n  {command}")
+
+
+def replay_into(point: SweepPoint, device: str, record: Record, source: Path) -> dict:
+    """Re-time `record` as `point` in a hidden folder beside its folder, then move the files
+    in (replacing a run there: --force), so that a replay that diverges or fails leaves the
+    folder as it was. -> the summary."""
+    from scala_netsim.core.results import remove_run_files
+    from scala_netsim.tools.sweep import run_point
+
+    out = point.folder
+    work = out.parent / f".{out.name}.retiming"
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        summary = run_point(replace(point, folder=work), device, source=record,
+                            retimed_from=os.path.relpath(source.resolve(), out.resolve()))
+        remove_run_files(out)
+        out.mkdir(parents=True, exist_ok=True)
+        for path in work.iterdir():
+            os.replace(path, out / path.name)
+        return summary
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ itself; a run whose learning depends on the order of its server's steps is not t
 command named re-time unless asked (--train-if-diverged)."""
 
 import shutil
+import sys
 
 import pytest
 
@@ -71,3 +72,25 @@ def test_a_source_without_its_scenario_says_what_a_source_needs(cli, trained, tm
     assert err == f"error: {run}: {needs}\n"
     assert not (tmp_path / "again").exists()
 
+
+def test_retime_refuses_to_train_a_run_whose_timeline_diverged_unless_asked(trained, tmp_path,
+                                                                           capsys):
+    source, out = trained / "splitfed_v2" / "seed3", tmp_path / "wide"
+    assert retime(source, *WIDE, "--out", out) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(
+        f"error: {source}: cannot be re-timed (round 2: the server takes client ")
+    assert ("splitfed_v2's learning depends on that order); training it would take about as "
+            "long as its source's training did (") in captured.err
+    assert " for 2 rounds); nothing was written." in captured.err
+    assert captured.err.endswith(
+        f"; nothing was written. To train it under the new settings:\n"
+        f"  {sys.executable} -m scala_netsim.retime {source} --set "
+        f"network.uplink_bandwidth_hz=20e6 "
+        f"--out {out} --train-if-diverged\n")
+    assert not out.exists()
+    assert retime(source, *WIDE, "--out", out, "--train-if-diverged") == 0
+    assert f"{out}: trained for real (--train-if-diverged);" in capsys.readouterr().out
+    # FedAvg's learning does not depend on the order: re-timed with or without the flag
+    assert retime(trained / "fedavg" / "seed3", *WIDE, "--out", tmp_path / "fedavg") == 0
+    assert "re-timed from" in capsys.readouterr().out
