@@ -1,7 +1,8 @@
 """The report's section on a network of cells (runs with a cells.csv): for each run, its cells'
 load and SINR, from the run's own records: clients.csv (each client's serving cell),
 demands.csv (who took part in each round) and events.csv (each transfer's SINR, its
-interference); one row per run, and the cells of the first network run one by one."""
+interference); one row per run, and the cells of every network run one by one, each row
+naming its run."""
 
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def network_lines(scenario_dir: Path, runs: pd.DataFrame, keys: Sequence[str]) -
     rows, tables = [], []
     for row, folder in folders:
         table = cell_table(folder)
-        tables.append(table)
         label = group_label(row["algorithm"], {k: row[k] for k in keys}) + f" seed {row['seed']}"
+        tables.append((label, table))
         rows.append({"run": label, "cells": len(table),
                      "clients per cell (min-max)": f"{table['clients'].min()}-"
                                                    f"{table['clients'].max()}",
@@ -78,7 +79,10 @@ def network_lines(scenario_dir: Path, runs: pd.DataFrame, keys: Sequence[str]) -
                                                                   .max()),
                      **{f"{d} SINR over cells (dB, min / mean / max)": _spread(table, d)
                         for d in ("uplink", "downlink")}})
-    detail = tables[0]   # the first run's cells, one by one
+    # every run's cells, each row naming its run (a run kept without its events: no SINR)
+    columns = list(dict.fromkeys(c for _, table in tables for c in table.columns))
+    detail = [[label, *(_cell(v) for v in cell)] for label, table in tables
+              for cell in table.reindex(columns=columns).itertuples(index=False)]
     return ["## The network's cells", "",
             "Runs in a network of cells (network.layout.kind: hexagonal): how the clients fell "
             "on the cells (clients.csv's serving cell: the strongest), how many took part in a "
@@ -86,10 +90,9 @@ def network_lines(scenario_dir: Path, runs: pd.DataFrame, keys: Sequence[str]) -
             "(events.csv's sinr_db, the SINR over a transfer's blocks and air time; "
             "interfered: the share of transfers some other cell's transfer overlapped).", "",
             markdown_table(list(rows[0]), [list(r.values()) for r in rows]), "",
-            f"The cells of {rows[0]['run']}, one by one:", "",
-            markdown_table([DETAIL_HEADER.get(c, c) for c in detail.columns],
-                           [[_cell(v) for v in row] for row in detail.itertuples(index=False)]),
-            ""]
+            f"The cells of every run, one by one ({len(rows)} run{'s' * (len(rows) > 1)}; "
+            f"run: as in the table above):", "",
+            markdown_table(["run", *(DETAIL_HEADER.get(c, c) for c in columns)], detail), ""]
 
 
 #: the per-cell table's columns as the report heads them
