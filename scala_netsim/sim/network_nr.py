@@ -63,9 +63,9 @@ class NrBlocks:
         blocks with no interference, in each direction: else its transfers would never end.
         None, or the problem: the first such clients of the first direction, their best SNR a
         block, the lowest MCS's threshold and what would let them."""
-        assert self.settings.nr is not None
-        s = self.settings
-        for direction, tables in s.nr.tables.items():
+        s, nr = self.settings, self.settings.nr
+        assert nr is not None
+        for direction, tables in nr.tables.items():
             snr_db = self.best_snr_db(direction)
             lowest = tables.lowest_sinr_db()[1:]
             never = np.flatnonzero(~(snr_db >= lowest[None, :]).any(axis=1))
@@ -81,9 +81,9 @@ class NrBlocks:
             else:
                 power = (f"raise network.power_control.p0_dbm ({s.power_control[0]:g} dBm) "
                          f"or alpha ({s.power_control[1]:g})")
-            table = "" if s.nr.mcs_table == "64qam" else "the 64qam table, "
+            table = "" if nr.mcs_table == "64qam" else "the 64qam table, "
             return (f"network.link_abstraction: nr: {len(never)} client(s) can decode no MCS "
-                    f"of the {s.nr.mcs_table} table on the {direction.value} even without "
+                    f"of the {nr.mcs_table} table on the {direction.value} even without "
                     f"interference, on any number of blocks (best SNR a block): {names}; the "
                     f"table's lowest MCS needs {lowest.min():.2f} dB at bler_target "
                     f"{tables.bler_target:g}; {power}, or use {table}a higher bler_target or "
