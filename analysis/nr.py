@@ -13,12 +13,17 @@ its report comes from the tables beside it:
   uploads' mean goodput, SINR and MCS, and its time busy per round it took part in;
 - report.md (what was run, the three answers, every number from those tables). The re-timed
   runs are kept slim: regenerate them first (python -m scala_netsim.tools.regenerate).
+
+The answers read scala's and fedavg's runs in each of the study's cases (CASES): another
+study's folder is refused, exit 2, naming the cases it needs and those found, before anything
+is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -306,13 +311,33 @@ def report(comparison: pd.DataFrame, table: pd.DataFrame, split: pd.DataFrame,
         "![accuracy against simulated time](figures/accuracy_vs_time.png)", ""])
 
 
-def main(argv: list[str] | None = None) -> None:
+def not_the_study(results: Path, found: list[tuple[str, str, int, Path]]) -> str | None:
+    """Why `results` is not the NR study's results folder (its algorithms' runs in each of
+    CASES, and comparison.csv), or None: the answers read every one of them."""
+    have = {(algorithm, case) for algorithm, case, _, _ in found}
+    if not all((algorithm, case) in have for algorithm in NAMES for case in CASES):
+        seen = (f"cases {', '.join(sorted({c for _, c in have}))} of "
+                f"{', '.join(sorted({a for a, _ in have}))}" if have else
+                "no run under <algorithm>/case=<name>/seed<k>/")
+        return (f"{results}: python -m analysis.nr writes the NR study's report "
+                f"(scenarios/nr.yaml): it needs runs of {' and '.join(NAMES)} in each of the "
+                f"study's cases (its sweep entry case): {', '.join(CASES)}; found {seen}")
+    if not (results / "comparison.csv").is_file():
+        return (f"{results}: no comparison.csv (the study's run writes it; python -m "
+                f"analysis.nr reads the NR study's results folder, OUT/nr)")
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="scenarios/nr.yaml's results")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
     found = runs(args.results)
+    if problem := not_the_study(args.results, found):   # (before anything is written)
+        print(f"error: {problem}; nothing was written", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
     comparison = pd.read_csv(args.results / "comparison.csv")
     table = times(comparison)
     split = pd.DataFrame([{"algorithm": a, "case": c, "seed": s, **time_split(f)}
@@ -324,7 +349,8 @@ def main(argv: list[str] | None = None) -> None:
     per_client.to_csv(args.out / "clients.csv", index=False)
     (args.out / "report.md").write_text(report(comparison, table, split, per_client))
     print(f"wrote times.csv, time_split.csv, clients.csv and report.md into {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

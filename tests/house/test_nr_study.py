@@ -47,3 +47,36 @@ def test_a_regenerated_run_gives_its_rows_of_the_split_and_client_tables(tmp_pat
                    & (clients["seed"] == 0)].drop(columns=["algorithm", "case", "seed"])
     pd.testing.assert_frame_equal(nr.clients(run), mine.reset_index(drop=True),
                                   check_exact=False, rtol=1e-12)
+
+
+def test_another_studys_results_are_refused_before_anything_is_written(tmp_path, capsys):
+    """Issue 61 (2): a study whose cases are not the NR study's raised KeyError after
+    writing three tables; it is refused first, exit 2, naming the cases it needs and found."""
+    results = tmp_path / "results"
+    rows = []
+    for algorithm in ("scala", "fedavg"):
+        for case in ("fast", "slow"):
+            (results / algorithm / f"case={case}" / "seed0").mkdir(parents=True)
+            rows.append({"algorithm": algorithm, "case": case, "seed": 0})
+    pd.DataFrame(rows).to_csv(results / "comparison.csv", index=False)
+    out = tmp_path / "report"
+    assert nr.main([str(results), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {results}: python -m analysis.nr writes the NR study's report "
+        f"(scenarios/nr.yaml): it needs runs of scala and fedavg in each of the study's cases "
+        f"(its sweep entry case): today, tdd, nr, round_robin, all_three; found cases fast, "
+        f"slow of fedavg, scala; nothing was written\n")
+    assert not out.exists()
+    # a folder of no sweep over cases at all; the study's runs without comparison.csv
+    assert nr.main([str(tmp_path / "nothing"), "--out", str(out)]) == 2
+    assert ("; found no run under <algorithm>/case=<name>/seed<k>/; nothing was written\n"
+            in capsys.readouterr().err)
+    nr_study = tmp_path / "nr"
+    for algorithm in ("scala", "fedavg"):
+        for case in nr.CASES:
+            (nr_study / algorithm / f"case={case}" / "seed0").mkdir(parents=True)
+    assert nr.main([str(nr_study), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {nr_study}: no comparison.csv (the study's run writes it; python -m "
+        f"analysis.nr reads the NR study's results folder, OUT/nr); nothing was written\n")
+    assert not out.exists()
