@@ -132,8 +132,10 @@ class NetworkLink:
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
         """Hand out each cell's blocks among its clients of the round, per direction: the
         allocator's shares of the cell's band made whole blocks (channel.network.whole_blocks),
-        contiguous from block 0 in the order of the demand; in a cell with more clients than
-        blocks, one block each, taken in turns (`_share_blocks`)."""
+        contiguous from block 0 in the order of the demand; under NR an upload's share is first
+        capped at the blocks it uses (NrBlocks.uplink_blocks) and the blocks placed by those,
+        what the caps leave idle above the last client's (docs/model/network.md, issue 61); in
+        a cell with more clients than blocks, one block each, taken in turns (`_share_blocks`)."""
         self.round = round_
         if self.fading is not None:
             self.fading.begin_round(round_)

@@ -86,11 +86,9 @@ def table_name(name: str) -> str | None:
 
 
 def kept_summary(run_dir: Path, summary: dict) -> dict:
-    """summary.json as kept: for a slim run, with the digests of every file its run wrote
-    (DIGESTED_FILES; a run written before clients.csv and cells.csv were digested gets theirs
-    now), what its regeneration is checked against."""
-    if not learns_elsewhere(summary):
-        return summary
+    """summary.json as kept: with the digests of every file its run wrote (DIGESTED_FILES; a
+    run written before clients.csv and cells.csv were digested gets theirs now, issue 61), what
+    a slim run's regeneration is checked against and what vouches for a trained run's copy."""
     digests = dict(summary.get("files_sha256", {}))
     for name in DIGESTED_FILES:
         path = run_file(run_dir, name)
@@ -124,7 +122,7 @@ def keep_run(run_dir: Path, target: Path) -> int:
         table = table_name(path.name)
         if slim and (table or path.name) not in SLIM_FILES:
             continue
-        if path.name == SUMMARY_JSON and slim:
+        if path.name == SUMMARY_JSON:
             write_json(target / SUMMARY_JSON, kept)
         elif table is not None:
             compress_file(path, target / (table + XZ))

@@ -98,11 +98,18 @@ def why_not(point: SweepPoint, kept: KeptRuns) -> str:
             f"{run}, differs in {shown}")
 
 
+def source_name(run: Path, folder: Path) -> str:
+    """A kept run as the user named its folder: `folder` (--retime-from) joined to the run's
+    place under it."""
+    return str(folder / run.resolve().relative_to(folder.resolve()))
+
+
 def matching_report(todo: Sequence[SweepPoint], plan: dict[Path, Path],
                     kept: KeptRuns) -> tuple[list[str], list[str]]:
     """(the report's lines, the points that will be trained with why: 'label: why'): how
     many of the points to run are re-timed from a run under the folder, how many from a point
-    this sweep trains, and each one trained, with why; then the kept folders skipped."""
+    this sweep trains, each one re-timed from a kept run with that run (issue 61), and each
+    one trained, with why; then the kept folders skipped."""
     under = kept.folder.resolve()
     from_kept = [c for c in todo if c.folder in plan and plan[c.folder].resolve()
                  .is_relative_to(under)]
@@ -112,6 +119,7 @@ def matching_report(todo: Sequence[SweepPoint], plan: dict[Path, Path],
                  f", {len(todo) - len(from_kept) - len(trained)} from a point this study trains"
                  if len(todo) - len(from_kept) - len(trained) else "")
              + (f"; {len(trained)} trained:" if trained else "")]
+    lines += [f"  {c.label} <- {source_name(plan[c.folder], kept.folder)}" for c in from_kept]
     lines += [f"  {line}" for line in trained]
     if kept.problems:
         lines.append(f"  skipped under {kept.folder} ({len(kept.problems)}):")

@@ -2,6 +2,7 @@
 deadlines, compression and split-point studies (issue 38) are their comparison tables',
 rebuilt from the run records kept in git and rounded as printed."""
 
+import json
 import re
 from pathlib import Path
 
@@ -203,3 +204,24 @@ def test_the_kept_run_records_stay_inside_their_budget():
     runs = [p for p in STUDIES.rglob("summary.json") if p.parent.name.startswith("seed")]
     size = sum(f.stat().st_size for run in runs for f in run.parent.iterdir())
     assert len(runs) >= 100 and size < 120e6, (len(runs), size / 1e6)
+
+
+def test_every_kept_run_digests_every_table_it_holds():
+    """Issue 61: summary.json's files_sha256 names every record table a kept run holds (96
+    trained runs kept before clients.csv was digested had none for it), and the digests of
+    the small tables (clients.csv, cells.csv) hold for the kept copies."""
+    from scala_netsim.core.files import CELLS_CSV, CLIENTS_CSV, DIGESTED_FILES, run_file
+    from scala_netsim.core.results import file_sha256
+
+    undigested, wrong = [], []
+    for summary_path in sorted(STUDIES.rglob("summary.json")):
+        digests = json.loads(summary_path.read_text()).get("files_sha256", {})
+        for name in DIGESTED_FILES:
+            path = run_file(summary_path.parent, name)
+            if not path.is_file():
+                continue
+            if name not in digests:
+                undigested.append(str(path.relative_to(STUDIES)))
+            elif name in (CLIENTS_CSV, CELLS_CSV) and file_sha256(path) != digests[name]:
+                wrong.append(str(path.relative_to(STUDIES)))
+    assert (undigested, wrong) == ([], [])

@@ -71,6 +71,8 @@ def test_retime_from_says_which_points_matched_and_retime_only_trains_none(cli, 
                          "--retime-only", *bandwidth)
     assert code == 0, err
     assert f"--retime-from {kept}: 2 of 2 point(s) to run re-timed from its runs" in out
+    for algorithm in ("scala", "fedavg"):   # each point with the kept run it came from
+        assert f"  {algorithm} <- {kept / algorithm / 'seed3'}\n" in out
     assert out.count(": re-timed, ") == 2
     # other learning settings: said before anything trains, each point with why; refused
     code, out, err = cli(SCENARIO, "--out", tmp_path / "b", "--retime-from", kept,

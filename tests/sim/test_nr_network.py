@@ -136,6 +136,19 @@ def test_a_power_limited_client_sends_on_fewer_blocks_than_granted(make_run):
         granted = int(round(down.loc[k, "bandwidth_hz"] / link.settings.block_hz))
         goodput = [tables.goodput_bps(np.full(m, snr[m - 1])) for m in range(1, granted + 1)]
         assert goodput[n - 1] == max(goodput) > goodput[granted - 1]
+    # placed by the blocks used (docs/model/network.md, issue 61): contiguous from block 0,
+    # what the caps leave idle above the cell's last client's blocks
+    total = link.settings.blocks[Direction.UPLINK]
+    held = pd.DataFrame(link.block_rows, columns=["round", "client", "direction", "cell",
+                                                  "first", "blocks"])
+    for _, cell in held[held["direction"] == Direction.UPLINK.value].groupby("cell"):
+        cell = cell.sort_values("first")
+        assert cell["first"].tolist() == [0, *np.cumsum(cell["blocks"]).tolist()[:-1]]
+        assert cell["blocks"].sum() <= total
+    capped = held[held["client"].isin(up["client_id"][fewer].tolist())
+                  & (held["direction"] == Direction.UPLINK.value)]
+    assert (held[held["cell"].isin(capped["cell"]) & (held["direction"] == Direction.UPLINK.value)]
+            .groupby("cell")["blocks"].sum() < total).all()
 
 
 def test_harq_waits_longer_with_more_transmissions_allowed():

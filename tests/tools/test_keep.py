@@ -69,6 +69,20 @@ def test_a_run_kept_gzipped_is_read_and_keeps_again_to_todays_bytes(golden_run, 
         keep_run(again, again)
 
 
+def test_a_trained_run_written_before_clients_csv_was_digested_is_kept_with_its_digest(
+        golden_run, tmp_path):
+    """Issue 61: 96 trained runs kept whole had no digest for their clients.csv; keeping such
+    a run gives its summary one (what its copy is checked against)."""
+    old = tmp_path / "old"
+    shutil.copytree(golden_run.run_dir("scala"), old, ignore=shutil.ignore_patterns("*.pt"))
+    summary = json.loads((old / "summary.json").read_text())
+    del summary["files_sha256"]["clients.csv"]
+    (old / "summary.json").write_text(json.dumps(summary, indent=2))
+    keep_run(old, tmp_path / "kept")
+    digests = json.loads((tmp_path / "kept" / "summary.json").read_text())["files_sha256"]
+    assert digests["clients.csv"] == file_sha256(old / "clients.csv")
+
+
 def test_keeping_again_copies_nothing_and_the_copy_is_the_same_bytes(golden_run, kept, tmp_path):
     assert keep_study(golden_run.out, kept) == []
     again = tmp_path / "again"
