@@ -61,13 +61,21 @@ def set_dotted(document: dict, key: str, value: Any) -> str | None:
 
 
 def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--set") -> dict:
-    """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document."""
+    """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document; a key
+    given twice is refused, as the YAML refuses a key twice in a mapping (the last would win
+    without a word)."""
     problems = []
+    values: dict[str, str] = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             problems.append(f"--set {item!r}: expected dotted.key=value")
             continue
+        if key in values:
+            problems.append(f"--set {key}: given twice ({values[key]!r} and {raw!r}); give it "
+                            f"once")
+            continue
+        values[key] = raw
         try:
             value = parse_yaml(raw)
         except yaml.YAMLError as exc:

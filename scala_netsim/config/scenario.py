@@ -31,6 +31,7 @@ from scala_netsim.config.documents import (
     apply_overrides,
     parse_yaml,
 )
+from scala_netsim.config.network import NetworkConfig
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.sections import (
     DATASET_CLASSES,
@@ -39,7 +40,6 @@ from scala_netsim.config.sections import (
     ComputeConfig,
     DataConfig,
     ModelConfig,
-    NetworkConfig,
     PrivacyConfig,
     QuantityPartition,
     ReportConfig,

@@ -18,9 +18,9 @@ import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.config import AlgorithmConfig
 from scala_netsim.books.duplexing import Duplexing
+from scala_netsim.config.network import NetworkConfig
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
-from scala_netsim.config.sections import NetworkConfig
 from scala_netsim.core.catalog import NATIVE_SIZE_ARCHS
 from scala_netsim.core.columns import CELL_COLUMNS, CLIENT_COLUMNS, CLIENT_TAIL_COLUMNS
 from scala_netsim.core.seeds import Seeds

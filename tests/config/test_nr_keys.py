@@ -64,3 +64,60 @@ def test_a_network_band_no_nr_carrier_has_is_refused_where_blocks_are_counted():
     single = load_scenario("scenarios/quickstart.yaml", {"network": {
         "subcarrier_spacing_hz": 15e3, "uplink_bandwidth_hz": 100e6}})
     assert single.network.uplink_bandwidth_hz == 100e6
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"duplex": {"kind": "fdd", "pattern": "DDSUU"}},
+     "network.duplex.pattern: only with kind tdd (paired bands have no frame), got DDSUU with "
+     "kind fdd; set network.duplex.kind: tdd, or leave pattern out"),
+    ({"duplex": {"kind": "fdd", "special_slot": [6, 4, 4]}},
+     "network.duplex.special_slot: only with kind tdd (paired bands have no frame), got "
+     "[6, 4, 4] with kind fdd"),
+    ({"duplex": {"kind": "fdd", "k2_slots": 2}},
+     "network.duplex.k2_slots: only with kind tdd (paired bands have no frame), got 2"),
+    # given alone, at its default: set on purpose all the same (as `--set network.layout.sites=7`)
+    ({"duplex": {"pattern": "DDDSU"}}, "network.duplex.pattern: only with kind tdd"),
+    ({**NETWORK, "bler_target": 0.2},
+     "network.bler_target: only with link_abstraction nr (the NR link abstraction's link "
+     "adaptation and HARQ read it), got 0.2 with link_abstraction shannon; set "
+     "network.link_abstraction: nr, or leave bler_target out (in a sweep: set it in the cases "
+     "that set nr)"),
+    ({**NETWORK, "mcs_table": "64qam"}, "network.mcs_table: only with link_abstraction nr"),
+    ({**NETWORK, "harq_max_transmissions": 2},
+     "network.harq_max_transmissions: only with link_abstraction nr"),
+    ({"harq_rtt_slots": 8}, "network.harq_rtt_slots: only with link_abstraction nr"),
+])
+def test_a_key_that_does_not_apply_is_refused_naming_what_it_needs(network, message):
+    """Issue 61 (4): as a layout key the layout's kind ignores, a TDD key under paired bands
+    and an NR key under Shannon rates are refused, not run without a word."""
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario("scenarios/quickstart.yaml", {"network": network})
+    assert message in str(refused.value)
+
+
+def test_keys_written_out_at_their_defaults_stand():
+    """A run's scenario.yaml, and a scenario file written in full (cellular_10pct.yaml), write
+    every key, those that do not apply at their defaults: read back, they stand."""
+    written = {"duplex": {"kind": "fdd", "pattern": "DDDSU", "special_slot": [10, 2, 2],
+                          "k2_slots": None},
+               "link_abstraction": "shannon", "bler_target": 0.1, "mcs_table": "256qam",
+               "harq_max_transmissions": 4, "harq_rtt_slots": None}
+    scenario = load_scenario("scenarios/quickstart.yaml", {"network": {**NETWORK, **written}})
+    assert scenario.network.duplex.kind == "fdd"
+    assert load_scenario("scenarios/cellular_10pct.yaml").network.bler_target == 0.1
+    # written in full, a value other than the default is refused all the same
+    with pytest.raises(ScenarioError, match=r"network\.duplex\.k2_slots: only with kind tdd"):
+        load_scenario("scenarios/cellular_10pct.yaml", ["network.duplex.k2_slots=3"])
+    with pytest.raises(ScenarioError, match=r"network\.mcs_table: only with link_abstraction"):
+        load_scenario("scenarios/cellular_10pct.yaml", ["network.mcs_table=64qam"])
+
+
+def test_a_key_given_twice_with_set_is_refused():
+    """Issue 61 (4): `--set a.b=1 --set a.b=2` is refused as the YAML refuses a key twice."""
+    with pytest.raises(ScenarioError, match=r"--set training\.rounds: given twice \('1' and "
+                                            r"'2'\); give it once"):
+        load_scenario("scenarios/quickstart.yaml", ["training.rounds=1", "training.rounds=2"])
+    # a section, then a key inside it: each given once
+    scenario = load_scenario("scenarios/quickstart.yaml", [
+        "network.layout={kind: hexagonal}", "network.layout.sites=1"])
+    assert scenario.network.layout.sites == 1

@@ -163,6 +163,14 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
      "hexagonal"),
     (["scenarios/quickstart.yaml", "--set", "network.fading={kind: rayleigh, coherence: time}"],
      "network.fading.coherence_s: required with coherence time"),
+    # issue 61 (4): a key given twice, a key that does not apply (the file writes every key)
+    (["scenarios/quickstart.yaml", "--set", "training.rounds=1", "--set", "training.rounds=2"],
+     "--set training.rounds: given twice ('1' and '2'); give it once"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.duplex.pattern=DDSUU"],
+     "network.duplex.pattern: only with kind tdd (paired bands have no frame), got DDSUU with "
+     "kind fdd; set network.duplex.kind: tdd, or leave pattern out"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.harq_rtt_slots=8"],
+     "network.harq_rtt_slots: only with link_abstraction nr"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"
