@@ -22,7 +22,9 @@ from scala_netsim.config.ranges import (
     CLIENT_POWER,
     COHERENCE,
     DISTANCE,
+    HARQ_RTT_SLOTS,
     HEIGHT,
+    K2_SLOTS,
     K_FACTOR,
     NOISE_FIGURE,
     NOISE_PSD,
@@ -172,13 +174,14 @@ class DuplexConfig(Strict):
     cell: uplink_bandwidth_hz and downlink_bandwidth_hz, each all the time), or `tdd`, one
     carrier whose slots follow `pattern` (D, S, U), the special slot's symbols split
     (downlink, guard, uplink) as `special_slot`; an uplink transfer starts no earlier than
-    `k2_slots` slots after it is ready (the grant delay K2 of TS 38.214 6.1.2.1; None: its
-    default time-domain table's j, 1 slot at 15 and 30 kHz, 2 at 60 kHz)."""
+    `k2_slots` slots after it is ready (the grant delay K2 of TS 38.214 6.1.2.1, 0 to 32 as
+    TS 38.331's k2; None: its default time-domain table's j, 1 slot at 15 and 30 kHz, 2 at
+    60 kHz)."""
 
     kind: Literal["fdd", "tdd"] = "fdd"
     pattern: str = "DDDSU"
     special_slot: tuple[int, int, int] = (10, 2, 2)
-    k2_slots: int | None = Field(default=None, ge=0)
+    k2_slots: Annotated[int, K2_SLOTS] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -253,12 +256,13 @@ class NetworkConfig(Strict):
     # SINR, or `nr`, the goodput of the MCS that link adaptation picks for `bler_target` from
     # `mcs_table` (TS 38.214 Table 5.1.3.1-2, 256QAM, or -1, 64QAM), with HARQ: at most
     # `harq_max_transmissions` of a transport block, `harq_rtt_slots` apart (None: 4 slots
-    # with paired bands, the pattern's period under TDD); Sionna's tables (the extra [sionna])
+    # with paired bands, the pattern's period under TDD; at most 32, the HARQ processes of
+    # TS 38.331 Rel-17: config.ranges.HARQ_RTT_SLOTS); Sionna's tables (the extra [sionna])
     link_abstraction: Literal["shannon", "nr"] = "shannon"
     bler_target: float = Field(default=0.1, gt=0, lt=1)
     mcs_table: Literal["256qam", "64qam"] = "256qam"
     harq_max_transmissions: int = Field(default=4, ge=1)
-    harq_rtt_slots: int | None = Field(default=None, ge=1)
+    harq_rtt_slots: Annotated[int, HARQ_RTT_SLOTS] | None = None
     # how a cell's blocks are handed out: `static`, to each client of the round for the round
     # (the allocator's shares), or `round_robin`, instant by instant among the transfers in
     # progress (work-conserving: a client with nothing to send holds nothing)

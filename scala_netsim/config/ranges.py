@@ -72,6 +72,17 @@ K_FACTOR = Physical(-40.0, 40.0, "dB", "9 dB is a strong line of sight")
 COHERENCE = Physical(1e-4, 1e3, "s", "a walker at 3 km/h on 3.5 GHz: about 0.04")
 #: P0 of open-loop power control: TS 38.331's p0-NominalWithGrant spans -202 to 24 dBm
 P0 = Physical(-202.0, 24.0, "dBm", "TS 38.331's p0-NominalWithGrant range")
+#: the grant delay K2 of an uplink transfer (TS 38.214 6.1.2.1): TS 38.331's
+#: PUSCH-TimeDomainResourceAllocation k2 is INTEGER (0..32) slots
+K2_SLOTS = Physical(0, 32, "slots", "TS 38.331's k2 of PUSCH-TimeDomainResourceAllocation, "
+                                    "INTEGER (0..32)")
+#: the HARQ round trip: every slot of a transfer sends a transport block (channel.nr_link), so a
+#: round trip of n slots keeps n HARQ processes busy; TS 38.331 allows at most 16 (Rel-15,
+#: nrofHARQ-ProcessesForPDSCH, -ForPUSCH) and 32 since Rel-17 (nrofHARQ-ProcessesForPDSCH-v1700,
+#: nrofHARQ-ProcessesForPUSCH-r17: n32)
+HARQ_RTT_SLOTS = Physical(1, 32, "slots", "every slot sends a transport block, so a round trip "
+                                          "of n slots needs n HARQ processes, at most 32 in "
+                                          "TS 38.331 Rel-17")
 #: a backhaul's one-way latency: fibre takes milliseconds, a geostationary hop 0.27 s; the clock
 #: of a run whose messages each wait longer would no longer resolve a microsecond transfer
 BACKHAUL_LATENCY = Physical(0.0, 1.0, "s, one way", "a geostationary satellite hop is 0.27")

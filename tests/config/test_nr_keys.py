@@ -121,3 +121,23 @@ def test_a_key_given_twice_with_set_is_refused():
     scenario = load_scenario("scenarios/quickstart.yaml", [
         "network.layout={kind: hexagonal}", "network.layout.sites=1"])
     assert scenario.network.layout.sites == 1
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"duplex": {"kind": "tdd", "k2_slots": 1000}},
+     "network.duplex.k2_slots: must be from 0 to 32 (slots; TS 38.331's k2 of "
+     "PUSCH-TimeDomainResourceAllocation, INTEGER (0..32)), got 1000"),
+    ({"duplex": {"kind": "tdd", "k2_slots": -1}}, "network.duplex.k2_slots: must be from 0 to 32"),
+    ({**NETWORK, "link_abstraction": "nr", "harq_rtt_slots": 1000000},
+     "network.harq_rtt_slots: must be from 1 to 32 (slots; every slot sends a transport block, "
+     "so a round trip of n slots needs n HARQ processes, at most 32 in TS 38.331 Rel-17), got "
+     "1e6"),
+])
+def test_the_grant_delay_and_the_harq_round_trip_are_bounded_by_the_standard(network, message):
+    """Issue 61 (5): K2 and the HARQ round trip had no upper bound (k2_slots: 1000 ran)."""
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario("scenarios/quickstart.yaml", {"network": network})
+    assert message in str(refused.value)
+    edge = {"duplex": {"kind": "tdd", "k2_slots": 32}} if "duplex" in network else {
+        **NETWORK, "link_abstraction": "nr", "harq_rtt_slots": 32}
+    assert load_scenario("scenarios/quickstart.yaml", {"network": edge}).network
