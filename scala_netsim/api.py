@@ -95,6 +95,7 @@ class Options:
     echo: bool = True             # print what the CLI prints (the plan, a line per run)
     drop_checkpoints: bool = False   # delete each run's checkpoint.pt once it has finished
     estimate: bool = True         # time training steps here for the run-time estimate
+    check: bool = False           # check and print the plan only: nothing run or written
     ray_slots: int = 0            # points the Ray cluster runs at once (known once connected)
 
 
@@ -164,6 +165,8 @@ def run_scenario(scenario: Scenario, out: Path, options: Options) -> Results:
     device = run_device(scenario)
     dataset = check_data(points, device)
     todo, plan, states = plan_points(scenario, points, out, dataset, device, options)
+    if options.check:   # (--check: every check passed, the plan printed)
+        return Results(out / scenario.name)
     from scala_netsim.tools.sweep import write_sweep_index
 
     write_sweep_index(scenario, points, out)

@@ -52,6 +52,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="skip the run-time estimate (it times a few training steps here "
                              "first, some seconds; under Ray, on this machine, not the "
                              "cluster's)")
+    add_retiming_flags(parser)
+    parser.add_argument("--check", action="store_true",
+                        help="check the scenario (with --set and the other flags) as a run "
+                             "would, print its plan (the runs to train, those re-timed or "
+                             "skipped) and the run-time estimate, and stop: nothing is run or "
+                             "written; exit 0 when it would run, 2 with the messages when not")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-report", action="store_true",
+                        help="do not write report.md and the study figures at the end")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="draw no figures, neither each run's (about a second per run; a "
+                             "sweep of re-timed runs spends most of its time on them) nor the "
+                             "comparison's; `python -m analysis.plots DIR` draws them later")
+    parser.add_argument("--drop-checkpoints", action="store_true",
+                        help="delete each run's checkpoint.pt once the run has finished (it "
+                             "only serves to resume an interrupted run; 19-39 MB for AlexNet)")
+    return parser.parse_args(argv)
+
+
+def add_retiming_flags(parser: argparse.ArgumentParser) -> None:
+    """--retime-from, --retime-only, --retime and --timing-only: what a run trains."""
     parser.add_argument("--retime-from", type=Path, metavar="DIR",
                         help="re-time the runs whose learning settings (all but network.*, "
                              "compute.*, the name and the device) match a finished training "
@@ -68,17 +89,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="time the protocols without training (= --set timing_only=true): "
                              "each step's bytes and FLOPs come from the real trainer's first "
                              "step of that batch size; no accuracy (scala_netsim.runner.timing)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--no-report", action="store_true",
-                        help="do not write report.md and the study figures at the end")
-    parser.add_argument("--no-figures", action="store_true",
-                        help="draw no figures, neither each run's (about a second per run; a "
-                             "sweep of re-timed runs spends most of its time on them) nor the "
-                             "comparison's; `python -m analysis.plots DIR` draws them later")
-    parser.add_argument("--drop-checkpoints", action="store_true",
-                        help="delete each run's checkpoint.pt once the run has finished (it "
-                             "only serves to resume an interrupted run; 19-39 MB for AlexNet)")
-    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,9 +146,12 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
                       retime_from=args.retime_from, retime_only=args.retime_only,
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report,
-                      drop_checkpoints=args.drop_checkpoints, estimate=not args.no_estimate)
+                      drop_checkpoints=args.drop_checkpoints, estimate=not args.no_estimate,
+                      check=args.check)
     try:
         run_scenario(scenario, Path(args.out), options)
+        if args.check:
+            print("--check: the scenario is valid, its plan above; nothing was run or written")
     except Error as exc:   # bad input, or a run refused as asked (scala_netsim.Error)
         return fail(str(exc))
     except OSError as exc:   # a results file that cannot be written (a full or read-only disk)

@@ -125,3 +125,34 @@ def test_sionna_is_found_without_importing_it(monkeypatch):
     assert channel.nr_link.have_sionna() is (importlib.util.find_spec("sionna") is not None)
     monkeypatch.setitem(sys.modules, "sionna", None)     # as if not installed
     assert channel.nr_link.have_sionna() is False
+
+
+def test_check_validates_and_plans_without_running_or_writing(cli, tmp_path):
+    """--check: the scenario checked as a run checks it, its plan and run-time estimate
+    printed, nothing run, nothing under --out; exit 0, or 2 with the messages."""
+    out = tmp_path / "out"
+    sweep = ["--set", "algorithms=[fedavg]",   # (a small model: the estimate times its steps)
+             "--set", "model.arch=alexnet14", "--set", "training.batch_size=20",
+             "--set", "sweep={network.uplink_bandwidth_hz: [2.0e6, 20.0e6]}"]
+    twenty = [a if a != "training.rounds=1" else "training.rounds=20" for a in SMALL]
+    code, printed, err = cli(QUICK, "--out", out, "--check", *twenty, *sweep)
+    assert code == 0, err
+    assert ("1 point(s) differ from another only in network.*/compute.*: they are re-timed "
+            "from its run, not trained") in printed
+    assert "estimated run time" in printed and ": completed" not in printed
+    assert printed.endswith("--check: the scenario is valid, its plan above; nothing was run "
+                            "or written\n")
+    assert not out.exists()
+    zero = [a if a != "training.rounds=1" else "training.rounds=0" for a in SMALL]
+    code, printed, err = cli(QUICK, "--out", out, "--check", *zero)
+    assert code == 2 and "training.rounds: must be >= 1, got 0" in err
+    assert not out.exists()
+    # refusals of the plan stage too: a folder holding a run of another scenario
+    other = out / "quickstart" / "fedavg" / "seed0"
+    other.mkdir(parents=True)
+    (other / "scenario.yaml").write_text("name: other\n")
+    code, printed, err = cli(QUICK, "--out", out, "--check", *SMALL, "--set",
+                             "algorithms=[fedavg]")
+    assert code == 2 and "these folders hold runs of another scenario" in err
+    assert sorted(p.name for p in out.rglob("*")) == ["fedavg", "quickstart", "scenario.yaml",
+                                                      "seed0"]
