@@ -156,3 +156,23 @@ def test_check_validates_and_plans_without_running_or_writing(cli, tmp_path):
     assert code == 2 and "these folders hold runs of another scenario" in err
     assert sorted(p.name for p in out.rglob("*")) == ["fedavg", "quickstart", "scenario.yaml",
                                                       "seed0"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX shells and signals")
+def test_every_guide_that_tells_of_ctrl_c_says_a_background_job_ignores_it():
+    """A job started with & by a non-interactive shell ignores SIGINT (checked here: Python
+    inherits SIG_IGN and installs no KeyboardInterrupt handler), so Ctrl-C and kill -INT do
+    not stop it; every guide that tells of Ctrl-C says so and what does (kill PID: SIGTERM,
+    which the command line turns into the same clean stop)."""
+    probe = f"{sys.executable} -c 'import signal; print(signal.getsignal(signal.SIGINT))'"
+    proc = subprocess.run(["sh", "-c", f"{probe} & wait"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.stdout.strip() == str(int(__import__("signal").SIG_IGN)), proc.stderr
+    guides = [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+              if "Ctrl-C" in p.read_text() and "studies" not in p.parts]
+    assert {p.name for p in guides} >= {"bad-input.md", "reproducibility.md",
+                                        "command-line.md"}
+    for guide in guides:
+        text = " ".join(guide.read_text().split())
+        assert "non-interactive shell" in text and "ignores SIGINT" in text, guide
+        assert "`kill PID`" in text, guide
