@@ -36,6 +36,17 @@ CASE_TEXT = {"today": "today's model (paired bands, Shannon, static blocks)",
              "tdd": "TDD (DDDSU, 10:2:2)", "nr": "NR link abstraction",
              "round_robin": "round robin", "all_three": "TDD + NR + round robin"}
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
+#: the TDD frame's sensitivity runs (issue 61; --patterns): cases of their own sweep
+PATTERNS = {"tdd_40mhz": "TDD (DDDSU, 10:2:2) on one 40 MHz carrier",
+            "tdd_dsuuu": "TDD (DSUUU, 10:2:2) on 20 MHz"}
+#: the uplink's share of a 5-slot frame's 70 symbols (U slots 14 each, S slot 2 of its 14)
+UPLINK_SYMBOLS = {"tdd": "16 of 70 (22.9 %)", "tdd_40mhz": "16 of 70 (22.9 %)",
+                  "tdd_dsuuu": "44 of 70 (62.9 %)"}
+PATTERN_COMMAND = ("python -m scala_netsim scenarios/nr.yaml --retime-from "
+                   "docs/studies/cellular_10pct --set 'sweep={case: {tdd_40mhz: "
+                   "{network.duplex: tdd, network.uplink_bandwidth_hz: 4.0e7, "
+                   "network.downlink_bandwidth_hz: 4.0e7}, tdd_dsuuu: {network.duplex: {kind: "
+                   "tdd, pattern: DSUUU}}}, seed: [0, 1, 2]}' --out RESULTS/nr_patterns")
 UPLINK = ("activation_upload", "model_upload")
 TRANSFERS = (*UPLINK, "gradient_download", "model_download")
 CLIENT_KINDS = ("model_download", "client_forward", "activation_upload", "gradient_download",
@@ -77,6 +88,25 @@ def times(comparison: pd.DataFrame) -> pd.DataFrame:
     order = {c: i for i, c in enumerate(CASES)}
     return table.sort_values(["algorithm", "case"], key=lambda s: s.map(order)
                              if s.name == "case" else s).reset_index(drop=True)
+
+
+def patterns(comparison: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The TDD frame's sensitivity runs (`comparison`: their comparison.csv): per algorithm
+    and case, the time to 80 % (mean, each seed) and its ratio to today's network and to the
+    study's DDDSU case on 20 MHz (`table`: times.csv; ratios of the seeds' means)."""
+    base = table.set_index(["algorithm", "case"])["time_to_0.8_s"]
+    rows = []
+    for (algorithm, case), group in comparison.groupby(["algorithm", "case"], sort=False):
+        values = group.sort_values("seed")["time_to_0.8_s"].astype(float)
+        rows.append({"algorithm": algorithm, "case": case, "seeds": len(values),
+                     "time_to_0.8_s": values.mean(),
+                     "time_to_0.8_s_per_seed": " ".join(f"{t:.1f}" for t in values),
+                     "vs_today_0.8": values.mean() / base[(algorithm, "today")],
+                     "vs_tdd_0.8": values.mean() / base[(algorithm, "tdd")]})
+    order = {c: i for i, c in enumerate(PATTERNS)}
+    return pd.DataFrame(rows).sort_values(
+        ["algorithm", "case"], key=lambda s: s.map(order) if s.name == "case" else s
+    ).reset_index(drop=True)
 
 
 def time_split(run: Path) -> dict[str, float]:
@@ -173,16 +203,42 @@ def first_answer(table: pd.DataFrame, split: pd.DataFrame) -> str:
     def moved(algorithm: str, case: str) -> float:
         return float(abs(np.log(t.loc[(algorithm, case), "vs_today_0.8"])))
     most = {a: max(CASES[1:4], key=functools.partial(moved, a)) for a in NAMES}
+    ratio = t["fedavg_over_scala_0.8"].xs("fedavg")
+    slower = [CASE_TEXT[c].split(" (")[0] for c in ("tdd", "nr")
+              if t.loc[("scala", c), "vs_today_0.8"] > t.loc[("fedavg", c), "vs_today_0.8"]]
+    trend = (f"{' and '.join(slower)} slow{'s' if len(slower) == 1 else ''} SCALA more than "
+             f"FedAvg in proportion, so SCALA's advantage shrinks" if slower else
+             "neither TDD nor NR slows SCALA more than FedAvg in proportion")
     return (f"Today FedAvg needs {t.loc[('fedavg', 'today'), 'fedavg_over_scala_0.8']:.1f}x "
             f"SCALA's time to 80 % ({t.loc[('scala', 'today'), 'time_to_0.8_s']:,.0f} s "
             f"against {t.loc[('fedavg', 'today'), 'time_to_0.8_s']:,.0f} s, means over the "
             f"seeds). " + "; ".join(parts) + ". Of the three alone, "
             f"{CASE_TEXT[most['scala']]} moves SCALA most and {CASE_TEXT[most['fedavg']]} "
-            f"FedAvg most; TDD and NR slow SCALA more than FedAvg in proportion, so SCALA's "
-            f"advantage shrinks (FedAvg/SCALA {_ratios(t)}) but stays above 20x. Round robin "
+            f"FedAvg most; {trend} (FedAvg/SCALA {_ratios(t)}; between "
+            f"{ratio.min():.1f}x and {ratio.max():.1f}x over the five cases, ratios of the "
+            f"seeds' means). Round robin "
             f"changes little: {_regranted(split)} With 10 clients a round over 21 cells most "
             f"cells hold one client of the round, who has all 51 blocks under either "
             f"scheduler.")
+
+
+def tdd_answer(table: pd.DataFrame, frames: pd.DataFrame | None) -> str:
+    """What TDD's cost depends on: the frame's uplink share, and the spectrum (FDD's two
+    paired bands against TDD's one carrier); with the sensitivity runs, their figures."""
+    t = table.set_index(["algorithm", "case"])["vs_today_0.8"]
+    text = (f"TDD's cost here is the DDDSU frame's: its uplink has {UPLINK_SYMBOLS['tdd']} "
+            f"symbols, and today's paired bands carry twice the spectrum (20 MHz each way) of "
+            f"the one 20 MHz TDD carrier, so the {t[('scala', 'tdd')]:.2f}x (SCALA) and "
+            f"{t[('fedavg', 'tdd')]:.2f}x (FedAvg) to 80 % depend on the pattern and the "
+            f"carrier")
+    if frames is None:
+        return text + "."
+    f = frames.set_index(["algorithm", "case"])
+    return text + ": " + "; ".join(
+        f"{PATTERNS[case]} (uplink {UPLINK_SYMBOLS[case]} symbols) takes SCALA "
+        f"{f.loc[('scala', case), 'vs_today_0.8']:.2f}x today's time to 80 % and FedAvg "
+        f"{f.loc[('fedavg', case), 'vs_today_0.8']:.2f}x" for case in PATTERNS) + (
+        " (ratios of the seeds' means, tdd_patterns.csv).")
 
 
 def second_answer(split: pd.DataFrame) -> str:
@@ -263,13 +319,18 @@ def _intro(comparison: pd.DataFrame) -> list[str]:
         "processor (their rounds' transmit energies moved by at most 2.4e-16 of a value, "
         "nothing else); numpy's AVX-512 paths off as `python -m "
         "scala_netsim.tools.regenerate` runs them, the last two processes at a time, the others "
-        "beside two training lanes), wall time summed per "
+        "beside two training lanes; FedAvg's 15 once more at commit 3aba57a, issue 61, from "
+        "the headline's own FedAvg, `optimizer_state: persistent` as the scenario now pins it, "
+        "where they had been re-timed from its per-round variant: every transfer the same to "
+        "the bit, their events, air, clients and cells tables equal to their earlier digests, "
+        "only the accuracies differ), wall time summed per "
         f"case over both algorithms and the seeds: {runs_text}.", ""]
 
 
 def report(comparison: pd.DataFrame, table: pd.DataFrame, split: pd.DataFrame,
-           per_client: pd.DataFrame) -> str:
-    """report.md: what was run, the three answers, then the tables they come from."""
+           per_client: pd.DataFrame, frames: pd.DataFrame | None = None) -> str:
+    """report.md: what was run, the three answers, then the tables they come from; `frames`:
+    the TDD frame's sensitivity runs (tdd_patterns.csv), when they were run."""
     cases = table.assign(case=table["case"].map(CASE_TEXT),
                          algorithm=table["algorithm"].map(NAMES))
     parts = split.groupby(["algorithm", "case"], sort=False).mean(numeric_only=True).drop(
@@ -283,7 +344,7 @@ def report(comparison: pd.DataFrame, table: pd.DataFrame, split: pd.DataFrame,
     return "\n".join([
         *_intro(comparison),
         "## Answers", "",
-        f"1. {first_answer(table, split)}", "",
+        f"1. {first_answer(table, split)} {tdd_answer(table, frames)}", "",
         f"2. {second_answer(split)}", "",
         f"3. {third_answer(per_client)}", "",
         "## Time to 70 and 80 % (times.csv)", "",
@@ -292,6 +353,13 @@ def report(comparison: pd.DataFrame, table: pd.DataFrame, split: pd.DataFrame,
                          "vs_today_0.8", "fedavg_over_scala_0.8", "round_time_s"]], 2), "",
         "Simulated seconds, the mean of the seeds then each seed's; vs_today: the mean's ratio "
         "to today's network; fedavg_over_scala: FedAvg's mean over SCALA's in the case.", "",
+        *([] if frames is None else [
+            "## The TDD frame (tdd_patterns.csv)", "",
+            _markdown(frames.assign(case=frames["case"].map(PATTERNS),
+                                    algorithm=frames["algorithm"].map(NAMES)), 2), "",
+            "The same re-timings under another TDD pattern or on a 40 MHz carrier (`"
+            + PATTERN_COMMAND + "`); vs_today: the mean's ratio to today's network (paired "
+            "20 MHz bands), vs_tdd: to the DDDSU case on 20 MHz.", ""]),
         "## Where a round's time goes (time_split.csv)", "",
         _markdown(parts, 3), "",
         "Per round (means over the rounds, then the seeds): the round's time and its critical "
@@ -332,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="scenarios/nr.yaml's results")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--patterns", type=Path, default=None,
+                        help="the TDD frame's sensitivity runs' results (their comparison.csv; "
+                             "issue 61): tdd_patterns.csv and its paragraph")
     args = parser.parse_args(argv)
     found = runs(args.results)
     if problem := not_the_study(args.results, found):   # (before anything is written)
@@ -344,10 +415,14 @@ def main(argv: list[str] | None = None) -> int:
                           for a, c, s, f in found])
     per_client = pd.concat([clients(f).assign(algorithm=a, case=c, seed=s)
                             for a, c, s, f in found], ignore_index=True)
+    frames = None
+    if args.patterns is not None:
+        frames = patterns(pd.read_csv(args.patterns / "comparison.csv"), table)
+        frames.to_csv(args.out / "tdd_patterns.csv", index=False)
     table.to_csv(args.out / "times.csv", index=False)
     split.to_csv(args.out / "time_split.csv", index=False)
     per_client.to_csv(args.out / "clients.csv", index=False)
-    (args.out / "report.md").write_text(report(comparison, table, split, per_client))
+    (args.out / "report.md").write_text(report(comparison, table, split, per_client, frames))
     print(f"wrote times.csv, time_split.csv, clients.csv and report.md into {args.out}")
     return 0
 

@@ -19,8 +19,35 @@ def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             *(pd.read_csv(STUDY / f"{name}.csv") for name in ("times", "time_split", "clients")))
 
 
+def frames() -> pd.DataFrame | None:
+    """The TDD frame's sensitivity table, where the study kept it (issue 61)."""
+    path = STUDY / "tdd_patterns.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
 def test_the_report_is_the_one_written_from_its_tables():
-    assert (STUDY / "report.md").read_text() == nr.report(*tables())
+    assert (STUDY / "report.md").read_text() == nr.report(*tables(), frames())
+
+
+def test_the_tdd_frames_table_is_the_one_written_from_its_kept_comparison():
+    kept = STUDY / "results_patterns" / "comparison.csv"
+    if not kept.is_file():
+        pytest.skip("the TDD frame's runs are not kept")
+    _, times, _, _ = tables()
+    pd.testing.assert_frame_equal(nr.patterns(pd.read_csv(kept), times), frames(),
+                                  check_exact=False, rtol=1e-12)
+    report = (STUDY / "report.md").read_text()
+    assert "depend on the pattern and the carrier" in report
+
+
+def test_the_fedavg_it_re_times_is_the_headlines_own():
+    """Issue 61: every FedAvg run of the study is re-timed from the headline's FedAvg (its
+    optimiser state kept, as cellular_10pct.yaml trains it), not the per-round variant."""
+    import json
+
+    sources = {json.loads(p.read_text())["retimed_from"].split("cellular_10pct/")[1]
+               for p in (STUDY / "results" / "fedavg").rglob("summary.json")}
+    assert sources == {f"results/fedavg/seed{s}" for s in range(3)}
 
 
 def test_times_are_the_ones_written_from_the_kept_comparison():
