@@ -30,6 +30,7 @@ from scala_netsim.core.exits import check_writable, fail
 from scala_netsim.core.files import SCENARIO_YAML, SUMMARY_JSON
 
 if TYPE_CHECKING:
+    from scala_netsim.config.scenario import Scenario
     from scala_netsim.runner.replay import Record
     from scala_netsim.tools.sweep import SweepPoint
 
@@ -80,6 +81,26 @@ def not_retimeable(source: Path) -> str | None:
     return None
 
 
+def refusal_before_writing(source: Path, out: Path, force: bool,
+                           scenario: Scenario) -> str | None:
+    """Why nothing may be written to `out` (the run folder itself, a folder that cannot be
+    written, one that holds a run, unless `force`; a drop whose clients decode no MCS under
+    the NR link abstraction, found as the run will drop them), or None."""
+    from scala_netsim.core.results import run_files
+    from scala_netsim.runner.world import undecodable_clients
+
+    if out.resolve() == source.resolve():
+        return "--out: must not be the run folder being re-timed"
+    if problem := check_writable(out):
+        return problem
+    if (earlier := run_files(out)) and not force:
+        names = ", ".join(p.name for p in earlier[:4]) + (", ..." if len(earlier) > 4 else "")
+        return (f"--out: {out} holds a run ({names}); choose another folder, or --force to "
+                f"replace it")
+    # (--force: the run removes the earlier run's files itself, as every fresh run does)
+    return undecodable_clients(scenario)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from scala_netsim.config.documents import ScenarioError
@@ -95,17 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         record.check_learns_as(scenario, record.algorithm)
     except (RecordError, ScenarioError) as exc:
         return fail(str(exc))
-    if out.resolve() == source.resolve():
-        return fail("--out: must not be the run folder being re-timed")
-    if problem := check_writable(out):
+    if problem := refusal_before_writing(source, out, args.force, scenario):
         return fail(problem)
-    from scala_netsim.core.results import run_files
-
-    if (earlier := run_files(out)) and not args.force:
-        names = ", ".join(p.name for p in earlier[:4]) + (", ..." if len(earlier) > 4 else "")
-        return fail(f"--out: {out} holds a run ({names}); choose another folder, or --force "
-                    f"to replace it")
-    # (--force: the run removes the earlier run's files itself, as every fresh run does)
 
     import torch
 

@@ -13,6 +13,7 @@ import scala_netsim as sn
 from scala_netsim.core.files import CELLS_CSV, SUMMARY_JSON
 from scala_netsim.tools.keep import keep_run
 
+from conftest import ROOT
 from golden_run import SCENARIO
 
 pytestmark = pytest.mark.slow
@@ -112,3 +113,21 @@ def test_a_damaged_kept_run_is_named_never_a_traceback(cli, kept, tmp_path, caps
     assert code == 2
     assert f"skipped under {kept} (1):" in err and "events.csv.xz: not readable" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_retiming_whose_clients_decode_nothing_is_refused_before_anything_is_written(
+        tmp_path, capsys):
+    """Issue 61 (1): as the command line's runs, a re-timing under the NR link abstraction
+    whose drop leaves clients below every MCS is bad input (exit 2, no traceback), refused
+    before --out is made."""
+    pytest.importorskip("sionna.sys", reason="the optional extra [sionna] (Python 3.11+)")
+    source = ROOT / "docs" / "studies" / "cellular_10pct" / "results" / "fedavg" / "seed0"
+    out = tmp_path / "out"
+    assert retime(source, "--out", out, "--set", "network.layout={kind: hexagonal, sites: 7, "
+                  "isd_m: 500.0, sectors: 3, wraparound: true}", "--set",
+                  "network.pathloss=3gpp_38901_uma", "--set", "network.carrier_frequency_hz=3.5e9",
+                  "--set", "network.link_abstraction=nr") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: network.link_abstraction: nr: 2 client(s) can decode no MCS "
+                          "of the 256qam table on the downlink") and "Traceback" not in err
+    assert not out.exists()
