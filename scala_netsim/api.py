@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -96,6 +95,7 @@ class Options:
     drop_checkpoints: bool = False   # delete each run's checkpoint.pt once it has finished
     estimate: bool = True         # time training steps here for the run-time estimate
     check: bool = False           # check and print the plan only: nothing run or written
+    train_if_diverged: bool = False   # train a point whose re-timing from retime_from diverged
     ray_slots: int = 0            # points the Ray cluster runs at once (known once connected)
 
 
@@ -104,18 +104,21 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path = "
         force: bool = False, figures: bool = False, report: bool = False, echo: bool = True,
         ray_address: str | None = None, ray_cpus_per_run: int = 1,
         retime_from: str | Path | None = None, retime_only: bool = False,
-        drop_checkpoints: bool = False, estimate: bool = True) -> Results:
+        train_if_diverged: bool = False, drop_checkpoints: bool = False,
+        estimate: bool = True) -> Results:
     """Run every point of `scenario` (its sweep x its algorithms) into OUT/<scenario>/ and
     write the study's comparison.csv; finished runs are skipped and interrupted ones resume
     (unless `force`). The keywords are the command line's flags (`retime_from`: re-time
     from the finished runs in that folder where they learn the same; `retime_only`: and
-    train nothing). -> the Results of OUT/<scenario>/."""
+    train nothing; `train_if_diverged`: train a point whose re-timing from one diverged, else
+    refused). -> the Results of OUT/<scenario>/."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     options = Options(jobs=jobs, executor=executor, ray_address=ray_address,
                       ray_cpus_per_run=ray_cpus_per_run, retime=retime,
                       retime_from=None if retime_from is None else Path(retime_from),
-                      retime_only=retime_only, progress=progress, force=force,
+                      retime_only=retime_only, train_if_diverged=train_if_diverged,
+                      progress=progress, force=force,
                       figures=figures, report=report, echo=echo,
                       drop_checkpoints=drop_checkpoints, estimate=estimate)
     for name, value in (("jobs", jobs), ("ray_cpus_per_run", ray_cpus_per_run)):
@@ -294,8 +297,7 @@ def run_points(trained: list[SweepPoint], retimed: list[SweepPoint], states: dic
               out: Path) -> None:
     """Train the points `trained` with the chosen executor, then re-time the points `retimed`
     from the point `plan` maps each to (training any that cannot be re-timed)."""
-    from scala_netsim.runner.replay import RecordError, TimelineDiverged
-    from scala_netsim.tools.sweep import finished_line, run_in_processes, run_on_ray, run_point
+    from scala_netsim.tools.sweep import finished_line, run_in_processes, run_on_ray
 
     def resume_of(point: SweepPoint) -> bool:
         return states[point.folder] == "partial"
@@ -330,24 +332,11 @@ def run_points(trained: list[SweepPoint], retimed: list[SweepPoint], states: dic
         for point in trained:
             report(point, run_one(point, device, options.progress, resume_of(point)))
     bar.close()
-    refused: list[str] = []
-    for point in retimed:
-        source = plan[point.folder]
-        try:
-            summary = run_point(point, str(device), source=source.resolve(),
-                               retimed_from=os.path.relpath(source, out))
-        except (RecordError, TimelineDiverged) as exc:
-            if options.retime_only:
-                refused.append(f"  {point.label}: not re-timed from {source}: {exc}")
-                continue
-            if options.echo:
-                print(f"{point.label}: not re-timed from {source}: {exc}; training it for "
-                      f"real", flush=True)
-            summary = run_one(point, device, options.progress)
-        report(point, summary)
-    if refused:
-        raise RefusedError("--retime-only: these points could not be re-timed and were not "
-                           "trained (the others are done):\n" + "\n".join(refused))
+    from scala_netsim.tools.retime_from import retime_points
+
+    retime_points(retimed, plan, out, str(device), lambda point: run_one(
+        point, device, options.progress), report, options.retime_only, None if
+        options.train_if_diverged else options.retime_from, options.echo)
 
 
 def run_one(point: SweepPoint, device: torch.device, show_progress: bool,

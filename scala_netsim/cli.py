@@ -80,6 +80,12 @@ def add_retiming_flags(parser: argparse.ArgumentParser) -> None:
                              "that run, training none of them")
     parser.add_argument("--retime-only", action="store_true", help="with --retime-from: "
                         "train nothing; refuse, before anything runs, a run matching none")
+    parser.add_argument("--train-if-diverged", action="store_true",
+                        help="with --retime-from: train a run whose re-timing from a kept run "
+                             "diverged (its learning depends on the order of the server's "
+                             "steps, which the new timeline changes), as long as its source's "
+                             "training took; without it such a run is refused, exit 2, once "
+                             "the others are done")
     parser.add_argument("--retime", choices=("on", "off"), default="on",
                         help="on (default): of the runs that differ only in network.* and "
                              "compute.*, train one per algorithm and learning settings and "
@@ -147,7 +153,7 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
                       progress=not args.no_progress, force=args.force,
                       figures=not args.no_figures, report=not args.no_report,
                       drop_checkpoints=args.drop_checkpoints, estimate=not args.no_estimate,
-                      check=args.check)
+                      check=args.check, train_if_diverged=args.train_if_diverged)
     try:
         run_scenario(scenario, Path(args.out), options)
         if args.check:

@@ -11,12 +11,13 @@ report names the nearest source of its algorithm and the keys they differ in."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import os
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from scala_netsim.config.scenario import differing_keys, learning_identity, validate_scenario
-from scala_netsim.core.errors import Error
+from scala_netsim.core.errors import Error, RefusedError
 from scala_netsim.core.files import FINISHED, SCENARIO_YAML, SUMMARY_JSON
 from scala_netsim.core.results import (
     SOURCE_NEEDS,
@@ -125,3 +126,43 @@ def matching_report(todo: Sequence[SweepPoint], plan: dict[Path, Path],
         lines.append(f"  skipped under {kept.folder} ({len(kept.problems)}):")
         lines += [f"    {problem}" for problem in kept.problems]
     return lines, trained
+
+
+def retime_points(points: Sequence[SweepPoint], plan: dict[Path, Path], out: Path, device: str,
+                  train: Callable[[SweepPoint], dict], report: Callable[[SweepPoint, dict], None],
+                  retime_only: bool, kept_folder: Path | None, echo: bool) -> None:
+    """Re-time each of `points` from the run folder `plan` maps it to (`report` is called with
+    its summary). One that cannot be re-timed is trained (`train`) instead, said first,
+    except under `retime_only` (none is), and one whose re-timing from a kept run under
+    `kept_folder` diverged (--retime-from without --train-if-diverged: training it takes as
+    long as its source's training did): those are refused together, RefusedError, once the
+    others are done."""
+    from scala_netsim.runner.replay import RecordError, TimelineDiverged
+    from scala_netsim.tools.sweep import run_point
+
+    refused: list[str] = []
+    for point in points:
+        source = plan[point.folder]
+        try:
+            summary = run_point(point, device, source=source.resolve(),
+                                retimed_from=os.path.relpath(source, out))
+        except (RecordError, TimelineDiverged) as exc:
+            if retime_only or (kept_folder is not None and isinstance(exc, TimelineDiverged)
+                               and source.resolve().is_relative_to(kept_folder.resolve())):
+                refused.append(f"  {point.label}: not re-timed from {source}: {exc}")
+                continue
+            if echo:
+                print(f"{point.label}: not re-timed from {source}: {exc}; training it for "
+                      f"real", flush=True)
+            summary = train(point)
+        report(point, summary)
+    if refused and retime_only:
+        raise RefusedError("--retime-only: these points could not be re-timed and were not "
+                           "trained (the others are done):\n" + "\n".join(refused))
+    if refused:
+        raise RefusedError(
+            "--retime-from: these points' re-timings from its runs diverged (their learning "
+            "depends on the order of the server's steps), and training them would take as long "
+            "as their sources' trainings did; they were not trained (the others are done):\n"
+            + "\n".join(refused) + "\nto train them, run the same command again with "
+            "--train-if-diverged (the finished points are skipped)")

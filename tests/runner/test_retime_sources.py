@@ -94,3 +94,30 @@ def test_retime_refuses_to_train_a_run_whose_timeline_diverged_unless_asked(trai
     # FedAvg's learning does not depend on the order: re-timed with or without the flag
     assert retime(trained / "fedavg" / "seed3", *WIDE, "--out", tmp_path / "fedavg") == 0
     assert "re-timed from" in capsys.readouterr().out
+
+
+def test_retime_from_refuses_to_train_a_point_whose_re_timing_diverged_unless_asked(
+        cli, trained, tmp_path):
+    """The CLI's --retime-from promises re-timings: a point whose re-timing from a kept run
+    diverges is not trained unasked either (--retime-only refused it already)."""
+    args = [SCENARIO, "--out", tmp_path / "out", "--retime-from", trained,
+            "--set", "algorithms=[fedavg, splitfed_v2]", *WIDE, *QUIET]
+    code, out, err = cli(*args)
+    assert code == 2
+    source = trained / "splitfed_v2" / "seed3"
+    assert err.startswith(
+        "error: --retime-from: these points' re-timings from its runs diverged (their learning "
+        "depends on the order of the server's steps), and training them would take as long as "
+        "their sources' trainings did; they were not trained (the others are done):\n"
+        f"  splitfed_v2: not re-timed from {source}: round 2: the server takes client ")
+    assert err.endswith("\nto train them, run the same command again with --train-if-diverged "
+                        "(the finished points are skipped)\n")
+    assert "fedavg: re-timed, " in out and "training it for real" not in out
+    run = tmp_path / "out" / "golden" / "splitfed_v2" / "seed3"
+    assert not (run / "summary.json").exists()
+    code, out, err = cli(*args, "--train-if-diverged")
+    assert code == 0, err
+    assert (f"splitfed_v2: not re-timed from {source}: round 2: the server takes client "
+            in out) and "; training it for real" in out
+    assert "fedavg: already completed, skipped" in out
+    assert (run / "summary.json").is_file()
