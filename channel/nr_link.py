@@ -9,7 +9,10 @@ modulation order Q_m and code rate R (TS 38.214 Table 5.1.3.1-1, 64QAM, or 5.1.3
 symbol of 12 resource elements a block that carries no data, no xOverhead), one layer; its
 code blocks' BLER from Sionna's tables (PUSCH for the uplink, PDSCH for the downlink) at
 (MCS, code block size, SINR_eff), on their grid of 0.1 dB and 100 bits (Sionna's nearest
-point); the transport block's error rate TBLER = 1 - (1 - BLER)^C for its C code blocks.
+point; its SINR grid runs from -5 to 30 dB: above it the BLER at 30 dB, below it, by more
+than half a step, 1: nothing decodes below -5.05 dB, where Sionna's lookup would clamp to
+the BLER at -5 dB, 0.93 for the 64QAM table's lowest MCS on one code block); the transport
+block's error rate TBLER = 1 - (1 - BLER)^C for its C code blocks.
 Link adaptation (Sionna's `InnerLoopLinkAdaptation`) takes the highest MCS with TBLER <= the
 target, and where none meets it the lowest MCS, at whatever TBLER that has: below the
 lowest MCS's curve (TBLER 1) the transfer delivers nothing until its SINR changes.
@@ -98,15 +101,16 @@ class LinkTables:
     def lowest_sinr_db(self) -> np.ndarray:
         """Per block count 0..max_blocks, the least SINR (dB, equal on every block) at which
         a transfer delivers anything (the lowest MCS's TBLER below 1): the lower edge of the
-        grid point where it first does (-inf where the grid's first does, inf where none
-        does, and at 0 blocks)."""
+        grid point where it first does (the grid's first point's, half a step below it,
+        where that one does: below the grid nothing decodes; inf where none does, and at 0
+        blocks)."""
         first, step, count = self.snr_db
         out = np.full(self.tb_bits.shape[1], np.inf)
         for n in range(1, len(out)):
             for col in range(count):
                 sinr = 10.0 ** ((first + col * step) / 10.0)
                 if self.goodput_bps(np.full(n, sinr)) > 0:
-                    out[n] = -np.inf if col == 0 else first + (col - 0.5) * step
+                    out[n] = first + (col - 0.5) * step
                     break
         return out
 
@@ -198,9 +202,10 @@ def effective_sinr(sinr: np.ndarray, beta: float) -> float:
 
 @numba.njit(cache=True)
 def grid_column(sinr_eff: float, snr_first: float, snr_step: float, count: int) -> int:
-    """The BLER grid's nearest SINR column to SINR_eff (linear): its ends where beyond them."""
+    """The BLER grid's nearest SINR column to SINR_eff (linear): its last above the grid,
+    -1 below it (no column is nearer than half a step: nothing decodes there)."""
     x = (10.0 * math.log10(sinr_eff) - snr_first) / snr_step
-    return min(max(int(np.rint(x)), 0), count - 1)
+    return max(min(int(np.rint(x)), count - 1), -1)
 
 
 @numba.njit(cache=True)
@@ -215,8 +220,11 @@ def transport_bler(row: int, n: int, sinr_eff: float, num_cb: np.ndarray,
                    cbs_row: np.ndarray, bler: np.ndarray, snr_first: float,
                    snr_step: float) -> float:
     """TBLER = 1 - (1 - BLER)^C of MCS row `row` on n blocks at SINR_eff (linear), the BLER
-    at the grid's nearest point (Sionna's lookup: its ends where beyond them)."""
+    at the grid's nearest point (Sionna's lookup: its last point above the grid); 1 below
+    the grid (`grid_column` -1: Sionna's tables say nothing there, and nothing decodes)."""
     col = grid_column(sinr_eff, snr_first, snr_step, bler.shape[2])
+    if col < 0:
+        return 1.0
     return _column_bler(row, n, col, num_cb, cbs_row, bler)
 
 

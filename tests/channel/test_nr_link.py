@@ -48,15 +48,19 @@ def test_bler_and_tbler_equal_phy_abstractions_lookup(direction):
     for row, mcs in enumerate(t.mcs.tolist()):
         for n in (1, 4, 51):
             sinr = 10 ** (rng.uniform(-6, 32, 8) / 10)
-            ours = [nr_link.transport_bler(row, n, s, t.num_cb, t.cbs_row, t.bler,
-                                           t.snr_db[0], t.snr_db[1]) for s in sinr]
+            ours = np.array([nr_link.transport_bler(row, n, s, t.num_cb, t.cbs_row, t.bler,
+                                                    t.snr_db[0], t.snr_db[1]) for s in sinr])
             *_, tbler, _ = phy(torch.full((8,), mcs, dtype=torch.int32),
                                sinr_eff=torch.as_tensor(sinr),
                                num_allocated_re=torch.full((8,), n * nr_link.RE_PER_BLOCK),
                                mcs_table_index=bler_index, mcs_category=category)
             # Sionna decodes the MCS of its own (category, index): the same Q_m and R as
             # ours for the 64QAM tables and for PDSCH table 2, whose numbers we read
-            np.testing.assert_allclose(ours, tbler.numpy(), rtol=1e-12, atol=0)
+            # below the grid (its first point -5 dB less half a step) nothing decodes,
+            # where Sionna's lookup clamps to the grid's first point (issue 61)
+            below = 10 * np.log10(sinr) < t.snr_db[0] - t.snr_db[1] / 2
+            assert (ours[below] == 1.0).all()
+            np.testing.assert_allclose(ours[~below], tbler.numpy()[~below], rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("direction", list(Direction))
@@ -106,6 +110,30 @@ def test_goodput_by_hand_and_no_mcs_below_the_tables():
     # a stricter target never picks a higher MCS
     strict = nr_link.tables(Direction.DOWNLINK, "256qam", MAX_BLOCKS, SLOT_S, 0.01)
     assert strict.choose(np.full(n, sinr))[0] <= mcs
+
+
+@pytest.mark.parametrize("direction", list(Direction))
+@pytest.mark.parametrize("mcs_table", ["64qam", "256qam"])
+def test_below_the_bler_grid_nothing_decodes(direction, mcs_table):
+    """Issue 61 (2): Sionna's BLER grid runs from -5 to 30 dB in 0.1 dB steps, read at the
+    nearest point; below its first point's half step (-5.05 dB) no MCS decodes (TBLER 1,
+    nothing delivered; Sionna's lookup would clamp to -5 dB), so the least SINR that
+    delivers anything is finite on every block count, for both tables."""
+    t = tables(direction, mcs_table)
+    first, step, count = t.snr_db
+    assert (first, step, count) == (-5.0, 0.1, 351)
+    edge_db = first - step / 2
+    for n in (1, 5, 51):
+        for sinr_db in (-10.2, edge_db - 1e-6):
+            sinr = np.full(n, 10 ** (sinr_db / 10))
+            assert t.choose(sinr)[:2] == (t.mcs[0], 1.0)
+            assert t.goodput_bps(sinr) == 0.0
+        # at the grid's first point: its first column's TBLER, 1 - (1 - BLER)^C
+        at_first = nr_link.transport_bler(0, n, 10 ** (first / 10), t.num_cb, t.cbs_row, t.bler,
+                                          first, step)
+        assert at_first == 1 - (1 - t.bler[0, t.cbs_row[0, n], 0]) ** t.num_cb[0, n]
+    lowest = t.lowest_sinr_db()[1:]
+    assert np.isfinite(lowest).all() and (lowest >= edge_db).all()
 
 
 def test_harq_tail_is_the_truncated_geometric_sum():

@@ -339,6 +339,13 @@ def test_the_ray_cpus_flag_keeps_its_earlier_name():
      "of the 256qam table on the uplink even without interference, on any number of blocks "
      "(best SNR a block): 29 (-5.4 dB), 95 (-6.8 dB); the table's lowest MCS needs -4.95 dB at "
      "bler_target 0.1; raise network.client_tx_power_w (0.2 W), or use the 64qam table"),
+    # issue 61 (2): the 64qam table's lowest MCS decodes at the BLER grid's first point, and
+    # below the grid nothing does: the refusal holds for it too
+    (["--set", "network.bs_tx_power_w=1", "--set", "network.mcs_table=64qam"],
+     "nr: 2 client(s) can decode no MCS of the 64qam table on the downlink even without "
+     "interference, on any number of blocks (best SNR a block): 24 (-6.0 dB), 55 (-5.5 dB); "
+     "the table's lowest MCS needs -5.05 dB at bler_target 0.1; raise network.bs_tx_power_w "
+     "(1 W), or use a higher bler_target or a smaller layout.isd_m"),
 ])
 def test_clients_that_decode_no_mcs_are_refused_before_anything_is_written(cli, tmp_path,
                                                                            overrides, message):
