@@ -155,12 +155,13 @@ def test_a_summary_that_is_not_an_object_is_named(tmp_path):
 
 
 def test_drop_checkpoints_deletes_a_finished_runs_checkpoint(cli, tmp_path):
-    every = ["--set", "training.checkpoint_every=1", "--set", "training.rounds=2"]
-    code, _, err = cli(QUICK, "--out", tmp_path, *SMALL, *every)
+    every = [a if a != "training.rounds=1" else "training.rounds=2" for a in SMALL] + [
+        "--set", "training.checkpoint_every=1"]      # (a key given once: issue 61)
+    code, _, err = cli(QUICK, "--out", tmp_path, *every)
     assert code == 0, err
     kept = tmp_path / "quickstart" / "scala" / "seed0" / "checkpoint.pt"
     assert kept.is_file()                       # by default a finished run keeps its own
-    code, _, err = cli(QUICK, "--out", tmp_path / "dropped", *SMALL, *every,
+    code, _, err = cli(QUICK, "--out", tmp_path / "dropped", *every,
                        "--drop-checkpoints")
     assert code == 0, err
     run = tmp_path / "dropped" / "quickstart" / "scala" / "seed0"
@@ -184,7 +185,8 @@ def test_ctrl_c_while_torch_imports_exits_130_naming_the_interpreter(cli, tmp_pa
 
 
 def test_a_resumed_run_says_so_and_counts_what_is_left(cli, tmp_path):
-    every = [*SMALL, "--set", "training.rounds=2", "--set", "training.checkpoint_every=1"]
+    every = [a if a != "training.rounds=1" else "training.rounds=2" for a in SMALL] + [
+        "--set", "training.checkpoint_every=1"]      # (a key given once: issue 61)
     code, _, err = cli(QUICK, "--out", tmp_path, *every)
     assert code == 0, err
     run = tmp_path / "quickstart" / "scala" / "seed0"
