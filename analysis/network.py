@@ -388,11 +388,9 @@ def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
         f"from the headline's kept SCALA and FedAvg trainings of {_seeds_text(stretch_table)} "
         "(the network changes no learning here), and the load question in timing-only runs of "
         "the 7-site network (scenarios/network_load.yaml). The model: [A network of cells]"
-        "(../../model/network.md). FedAvg is the headline's own (its optimiser state kept, "
-        "`optimizer_state: persistent`, pinned in the scenario): issue 61 re-timed its 15 runs "
-        "again from it, where they had been re-timed from the per-round variant; their events "
-        "equal the earlier ones to the digest, only the accuracies, and so the times to "
-        "accuracy, differ.",
+        "(../../model/network.md). FedAvg is the headline's own (`optimizer_state: "
+        "persistent`): issue 61 re-timed its 15 runs from it, not the per-round variant; "
+        "their events equal the earlier ones to the digest, only what they learn differs.",
         "",
         "    python -m scala_netsim scenarios/network.yaml --retime-from "
         "docs/studies/cellular_10pct",

@@ -123,7 +123,9 @@ def test_sionna_is_found_without_importing_it(monkeypatch):
     import channel
 
     assert channel.nr_link.have_sionna() is (importlib.util.find_spec("sionna") is not None)
-    monkeypatch.setitem(sys.modules, "sionna", None)     # as if not installed
+    # as if not installed (both: another test may have imported sionna.sys already)
+    monkeypatch.setitem(sys.modules, "sionna", None)
+    monkeypatch.setitem(sys.modules, "sionna.sys", None)
     assert channel.nr_link.have_sionna() is False
 
 
