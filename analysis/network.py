@@ -11,9 +11,8 @@ number in its report comes from the tables beside it:
   mean time busy per round it took part in (its own computations and transfers), its uplink
   transfers' mean SINR, LOS and indoor state;
 - spectrum.csv: per case and seed, the uplink band a round's client is granted on average;
-- figures/round_time_vs_load.png, figures/stragglers.png (analysis.network_figures), and
-  report.md (the answers, every number from those tables). The re-timed runs are kept slim:
-  regenerate them first (python -m scala_netsim.tools.regenerate).
+- figures/round_time_vs_load.png, figures/stragglers.png (analysis.network_figures), report.md
+  (every number from those tables). Regenerate the slim runs first (scala_netsim.tools.regenerate).
 """
 
 from __future__ import annotations
@@ -39,9 +38,8 @@ NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 UPLINK = ("activation_upload", "model_upload")
 CLIENT_KINDS = ("model_download", "client_forward", "activation_upload", "gradient_download",
                 "client_backward", "model_upload", "client_local_step")
-#: resource blocks of a load-study cell's band: 20 MHz at 30 kHz (TS 38.101-1 Table 5.3.2-1;
-#: analysis/ does not import channel/, a test checks this against channel.nr.resource_blocks)
-LOAD_BLOCKS = 51
+#: blocks of a load-study cell's 20 MHz at 30 kHz (TS 38.101-1 Table 5.3.2-1; tested
+LOAD_BLOCKS = 51   # against channel.nr.resource_blocks: analysis/ does not import channel/)
 
 
 def stretch(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -155,8 +153,8 @@ def findings(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.DataFr
 
 def _and(items: list) -> str:
     """'1, 2 and 5' (or '1 and 2', or '1')."""
-    words = [str(i) for i in items]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    *head, last = [str(i) for i in items]
+    return f"{', '.join(head)} and {last}" if head else last
 
 
 def _seeds_text(stretch_table: pd.DataFrame) -> str:
@@ -350,8 +348,9 @@ def summary_line(stretch_table: pd.DataFrame, load: pd.DataFrame, clients: pd.Da
             f"paper's spectrum per client the 7-site network takes "
             f"{st[('scala', 'uma_7sites_paper_spectrum')]:.2f}x. FedAvg's round stays "
             f"{min(ratios):.1f}-{max(ratios):.1f}x SCALA's at {shared[0]}-{shared[-1]} clients "
-            f"per cell (timing-only runs, seed 0). Indoor NLOS clients are the stragglers ({busy[(0, 1)]:.2f} s busy a "
-            f"round against {busy[(1, 0)]:.2f} s outdoors in LOS, seeds pooled).")
+            f"per cell (timing-only runs, seed 0). Indoor NLOS clients are the stragglers "
+            f"({busy[(0, 1)]:.2f} s busy a round against {busy[(1, 0)]:.2f} s outdoors in LOS, "
+            f"seeds pooled).")
 
 
 def _ratio_range(stretch_table: pd.DataFrame, algorithm: str = "scala",
@@ -388,9 +387,8 @@ def _intro(stretch_table: pd.DataFrame, load: pd.DataFrame) -> list[str]:
         f"from the headline's kept SCALA and FedAvg trainings of {_seeds_text(stretch_table)} "
         "(the network changes no learning here), and the load question in timing-only runs of "
         "the 7-site network (scenarios/network_load.yaml). The model: [A network of cells]"
-        "(../../model/network.md). FedAvg is the headline's own (`optimizer_state: "
-        "persistent`): issue 61 re-timed its 15 runs from it, not the per-round variant; "
-        "their events equal the earlier ones to the digest, only what they learn differs.",
+        "(../../model/network.md). FedAvg is the headline's own (persistent; issue 61): its "
+        "events equal those re-timed from the per-round variant to the digest.",
         "",
         "    python -m scala_netsim scenarios/network.yaml --retime-from "
         "docs/studies/cellular_10pct",
