@@ -225,3 +225,25 @@ def test_every_kept_run_digests_every_table_it_holds():
             elif name in (CLIENTS_CSV, CELLS_CSV) and file_sha256(path) != digests[name]:
                 wrong.append(str(path.relative_to(STUDIES)))
     assert (undigested, wrong) == ([], [])
+
+
+def kept_sizes_table() -> str:
+    """docs/results.md's table of what each study's kept run records take (issue 61: the
+    sizes it quoted went stale): runs and MB (10^6 bytes) per study, then all together."""
+    rows, runs_in_all, bytes_in_all = [], 0, 0
+    for study in sorted(p for p in STUDIES.iterdir() if p.is_dir()):
+        runs = [p.parent for p in study.rglob("summary.json") if p.parent.name.startswith("seed")]
+        if runs:
+            size = sum(f.stat().st_size for run in runs for f in run.iterdir())
+            rows.append(f"| {study.name} | {len(runs)} | {size / 1e6:.2f} |")
+            runs_in_all, bytes_in_all = runs_in_all + len(runs), bytes_in_all + size
+    return "\n".join(["| study | runs kept | MB |", "|---|---|---|", *rows,
+                      f"| all | {runs_in_all} | {bytes_in_all / 1e6:.2f} |"])
+
+
+def test_the_sizes_the_docs_quote_are_the_kept_records():
+    assert kept_sizes_table() in (ROOT / "docs" / "results.md").read_text()
+    headline = [p.parent for p in (STUDIES / "cellular_10pct" / "results").rglob("summary.json")]
+    size = sum(f.stat().st_size for run in headline for f in run.iterdir())
+    assert (f"`docs/studies/cellular_10pct/results/` ({size / 1e6:.1f} MB:"
+            in (STUDIES / "cellular_10pct" / "report.md").read_text())
