@@ -401,6 +401,20 @@ def not_the_study(results: Path, found: list[tuple[str, str, int, Path]]) -> str
     return None
 
 
+def not_the_patterns(folder: Path) -> str | None:
+    """Why `folder` is not the TDD frame's sensitivity runs (--patterns: comparison.csv with
+    runs of both algorithms in each of PATTERNS), or None."""
+    table = folder / "comparison.csv"
+    have = (set() if not table.is_file() else
+            set(map(tuple, pd.read_csv(table)[["algorithm", "case"]].to_numpy().tolist())))
+    if not all((algorithm, case) in have for algorithm in NAMES for case in PATTERNS):
+        return (f"{folder}: --patterns reads the TDD frame's runs (`{PATTERN_COMMAND}`): its "
+                f"comparison.csv with runs of {' and '.join(NAMES)} in each of the cases "
+                f"{', '.join(PATTERNS)}; found " + (", ".join(sorted(f"{a} {c}" for a, c in have))
+                                                    or "no comparison.csv"))
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="scenarios/nr.yaml's results")
@@ -410,7 +424,10 @@ def main(argv: list[str] | None = None) -> int:
                              "issue 61): tdd_patterns.csv and its paragraph")
     args = parser.parse_args(argv)
     found = runs(args.results)
-    if problem := not_the_study(args.results, found):   # (before anything is written)
+    problem = not_the_study(args.results, found)   # (before anything is written)
+    if problem is None and args.patterns is not None:
+        problem = not_the_patterns(args.patterns)
+    if problem:
         print(f"error: {problem}; nothing was written", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
@@ -428,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     split.to_csv(args.out / "time_split.csv", index=False)
     per_client.to_csv(args.out / "clients.csv", index=False)
     (args.out / "report.md").write_text(report(comparison, table, split, per_client, frames))
-    print(f"wrote times.csv, time_split.csv, clients.csv and report.md into {args.out}")
+    print(f"wrote times.csv, time_split.csv, clients.csv"
+          f"{'' if frames is None else ', tdd_patterns.csv'} and report.md into {args.out}")
     return 0
 
 

@@ -107,3 +107,22 @@ def test_another_studys_results_are_refused_before_anything_is_written(tmp_path,
         f"error: {nr_study}: no comparison.csv (the study's run writes it; python -m "
         f"analysis.nr reads the NR study's results folder, OUT/nr); nothing was written\n")
     assert not out.exists()
+
+
+def test_patterns_that_are_not_the_tdd_frames_runs_are_refused_before_anything_is_written(
+        tmp_path, capsys):
+    """--patterns is checked with the study's folder: a folder without the frame's cases (or
+    without comparison.csv) is refused, exit 2, nothing written (it raised KeyError after
+    writing four tables)."""
+    patterns = tmp_path / "patterns"
+    patterns.mkdir()
+    pd.DataFrame([{"algorithm": "scala", "case": "tdd_40mhz", "seed": 0}]).to_csv(
+        patterns / "comparison.csv", index=False)
+    out = tmp_path / "report"
+    for folder in (patterns, tmp_path / "nothing"):
+        assert nr.main([str(STUDY / "results"), "--out", str(out),
+                        "--patterns", str(folder)]) == 2
+        assert not out.exists()
+    err = capsys.readouterr().err
+    assert "found scala tdd_40mhz; nothing was written" in err
+    assert "found no comparison.csv; nothing was written" in err
