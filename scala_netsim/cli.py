@@ -113,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.retime_only and (args.retime_from is None or args.retime == "off"):
         return fail("--retime-only: re-times from the runs of --retime-from (with --retime on); "
                     "give --retime-from DIR")
+    if args.train_if_diverged and (args.retime_from is None or args.retime_only):
+        return fail("--train-if-diverged: trains the points whose re-timing from the runs of "
+                    "--retime-from diverged; it needs --retime-from DIR and not --retime-only "
+                    "(without --retime-from such points are trained anyway)")
     overrides = list(args.overrides) + ([f"device={args.device}"] if args.device else []) + (
         ["timing_only=true"] if args.timing_only else [])
     try:

@@ -137,6 +137,7 @@ def retime_points(points: Sequence[SweepPoint], plan: dict[Path, Path], out: Pat
     `kept_folder` diverged (--retime-from without --train-if-diverged: training it takes as
     long as its source's training did): those are refused together, RefusedError, once the
     others are done."""
+    from scala_netsim.core.results import remove_run_files
     from scala_netsim.runner.replay import RecordError, TimelineDiverged
     from scala_netsim.tools.sweep import run_point
 
@@ -149,6 +150,7 @@ def retime_points(points: Sequence[SweepPoint], plan: dict[Path, Path], out: Pat
         except (RecordError, TimelineDiverged) as exc:
             if retime_only or (kept_folder is not None and isinstance(exc, TimelineDiverged)
                                and source.resolve().is_relative_to(kept_folder.resolve())):
+                remove_run_files(point.folder)   # what the replay wrote before it diverged
                 refused.append(f"  {point.label}: not re-timed from {source}: {exc}")
                 continue
             if echo:
@@ -164,5 +166,6 @@ def retime_points(points: Sequence[SweepPoint], plan: dict[Path, Path], out: Pat
             "--retime-from: these points' re-timings from its runs diverged (their learning "
             "depends on the order of the server's steps), and training them would take as long "
             "as their sources' trainings did; they were not trained (the others are done):\n"
-            + "\n".join(refused) + "\nto train them, run the same command again with "
-            "--train-if-diverged (the finished points are skipped)")
+            + "\n".join(refused) + "\nno comparison or report was written; to train them, "
+            "run the same command again with --train-if-diverged (the finished points are "
+            "skipped)")

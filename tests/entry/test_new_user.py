@@ -32,6 +32,21 @@ def test_retime_only_with_timing_only_names_timing_only(cli, tmp_path, timing):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("flags", [[], ["--retime-only"]])
+def test_train_if_diverged_without_what_it_applies_to_is_refused(cli, tmp_path, flags):
+    """A flag that does not apply is refused, as a key that does not apply is (review of
+    issue 61): --train-if-diverged acts on --retime-from's points only, never with
+    --retime-only."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    source = ["--retime-from", kept] if flags else []
+    code, _, err = cli(QUICK, "--out", tmp_path / "out", "--train-if-diverged", *source,
+                       *flags, *SMALL)
+    assert code == 2
+    assert err.startswith("error: --train-if-diverged: trains the points whose re-timing")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_timing_only_point_under_retime_from_is_said_to_be_timing_only(tmp_path):
     """Without --retime-only (or through the API) the report names timing_only, not the
     network, as why the point is not re-timed."""
