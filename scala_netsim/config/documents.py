@@ -63,7 +63,7 @@ def set_dotted(document: dict, key: str, value: Any) -> str | None:
 def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--set") -> dict:
     """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document; a key
     given twice is refused, as the YAML refuses a key twice in a mapping (the last would win
-    without a word)."""
+    without a word), and so is a section given after one of its keys (it would drop it)."""
     problems = []
     values: dict[str, str] = {}
     for item in overrides:
@@ -74,6 +74,13 @@ def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--s
         if key in values:
             problems.append(f"--set {key}: given twice ({values[key]!r} and {raw!r}); give it "
                             f"once")
+            continue
+        dropped = [k for k in values if k.startswith(key + ".")]
+        if dropped:
+            them = "them" if len(dropped) > 1 else "it"
+            problems.append(f"--set {key}: replaces the whole section, dropping the earlier "
+                            f"--set {', '.join(dropped)}; give {them} after it, or inside its "
+                            f"value")
             continue
         values[key] = raw
         try:

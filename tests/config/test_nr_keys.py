@@ -121,6 +121,12 @@ def test_a_key_given_twice_with_set_is_refused():
     scenario = load_scenario("scenarios/quickstart.yaml", [
         "network.layout={kind: hexagonal}", "network.layout.sites=1"])
     assert scenario.network.layout.sites == 1
+    # a key, then its section: the section would drop the key without a word (review)
+    with pytest.raises(ScenarioError, match=r"--set network\.layout: replaces the whole "
+                                            r"section, dropping the earlier --set "
+                                            r"network\.layout\.sites"):
+        load_scenario("scenarios/quickstart.yaml", [
+            "network.layout.sites=1", "network.layout={kind: hexagonal}"])
 
 
 @pytest.mark.parametrize("network, message", [
