@@ -327,6 +327,19 @@ class NetworkConfig(Strict):
         return self
 
     @model_validator(mode="after")
+    def _harq_round_trip_in_range(self) -> NetworkConfig:
+        """Under TDD a null harq_rtt_slots is the pattern's period: held to the same bound as
+        one given (review of issue 61: a 40-slot pattern ran a 40-slot round trip)."""
+        period = len(self.duplex.pattern)
+        if (self.link_abstraction == "nr" and self.duplex.kind == "tdd"
+                and self.harq_rtt_slots is None and period > HARQ_RTT_SLOTS.high):
+            raise ValueError(f"harq_rtt_slots: null under tdd is the pattern's period, "
+                             f"{period} slots ({self.duplex.pattern}), above the "
+                             f"{HARQ_RTT_SLOTS.high:g} slots allowed (HARQ processes, TS 38.331 "
+                             f"Rel-17); give harq_rtt_slots, or a shorter pattern")
+        return self
+
+    @model_validator(mode="after")
     def _nr_keys_with_nr_only(self) -> NetworkConfig:
         """Shannon rates have no MCS and no HARQ: an NR key given on purpose (not_applying)
         under link_abstraction shannon is refused, not run without a word."""

@@ -147,3 +147,15 @@ def test_the_grant_delay_and_the_harq_round_trip_are_bounded_by_the_standard(net
     edge = {"duplex": {"kind": "tdd", "k2_slots": 32}} if "duplex" in network else {
         **NETWORK, "link_abstraction": "nr", "harq_rtt_slots": 32}
     assert load_scenario("scenarios/quickstart.yaml", {"network": edge}).network
+
+
+def test_a_tdd_patterns_period_is_held_to_the_harq_round_trips_bound():
+    """Review of issue 61: with harq_rtt_slots null under TDD the round trip is the
+    pattern's period, which had no bound (a 40-slot pattern ran a 40-slot round trip)."""
+    long = {**NETWORK, "link_abstraction": "nr",
+            "duplex": {"kind": "tdd", "pattern": "DDDDDDDSUU" * 4}}
+    with pytest.raises(ScenarioError, match=r"network.harq_rtt_slots: null under tdd is the "
+                                            r"pattern's period, 40 slots .* above the 32 slots"):
+        load_scenario("scenarios/quickstart.yaml", {"network": long})
+    given = {**long, "harq_rtt_slots": 8}
+    assert load_scenario("scenarios/quickstart.yaml", {"network": given}).network
