@@ -324,24 +324,30 @@ def test_the_ray_cpus_flag_keeps_its_earlier_name():
         assert parse_args(["s.yaml", flag, "3"]).ray_cpus_per_run == 3
 
 
+#: the NR study's nr case alone, seed 0
+NR_CASE = "sweep={case: {nr: {network.link_abstraction: nr}}, seed: [0]}"
+
+
 @pytest.mark.slow   # Sionna's tables: about 5 s to build, once a process
 @pytest.mark.parametrize("overrides, message", [
     # the paper cell's 1 W over 51 downlink blocks: two clients below the lowest MCS
-    (["--set", "network.bs_tx_power_w=1"],
+    (["--set", "network.bs_tx_power_w=1", "--set", NR_CASE],
      "error: scala case=nr seed=0: network.link_abstraction: nr: 2 client(s) can decode no MCS "
      "of the 256qam table on the downlink even without interference, on any number of blocks "
      "(best SNR a block): 24 (-6.0 dB), 55 (-5.5 dB); the table's lowest MCS needs -4.95 dB "
      "at bler_target 0.1; raise network.bs_tx_power_w (1 W), or use the 64qam table, a higher "
      "bler_target or a smaller layout.isd_m"),
     # one site of 3 sectors: clients at a sector's edge, 0.2 W spread over any blocks
-    (["--set", "network.layout={kind: hexagonal, sites: 1, sectors: 3}"],
+    (["--set", "network.layout={kind: hexagonal, sites: 1, sectors: 3}", "--set", NR_CASE],
      "error: scala case=nr seed=0: network.link_abstraction: nr: 2 client(s) can decode no MCS "
      "of the 256qam table on the uplink even without interference, on any number of blocks "
      "(best SNR a block): 29 (-5.4 dB), 95 (-6.8 dB); the table's lowest MCS needs -4.95 dB at "
      "bler_target 0.1; raise network.client_tx_power_w (0.2 W), or use the 64qam table"),
     # issue 61 (2): the 64qam table's lowest MCS decodes at the BLER grid's first point, and
-    # below the grid nothing does: the refusal holds for it too
-    (["--set", "network.bs_tx_power_w=1", "--set", "network.mcs_table=64qam"],
+    # below the grid nothing does: the refusal holds for it too (the table set in the NR case:
+    # under the base's Shannon link it does not apply)
+    (["--set", "network.bs_tx_power_w=1", "--set", "sweep={case: {nr: {network.link_abstraction: "
+      "nr, network.mcs_table: 64qam}}, seed: [0]}"],
      "nr: 2 client(s) can decode no MCS of the 64qam table on the downlink even without "
      "interference, on any number of blocks (best SNR a block): 24 (-6.0 dB), 55 (-5.5 dB); "
      "the table's lowest MCS needs -5.05 dB at bler_target 0.1; raise network.bs_tx_power_w "
@@ -352,7 +358,6 @@ def test_clients_that_decode_no_mcs_are_refused_before_anything_is_written(cli, 
     """Issue 61 (1): the drop's refusal answers as bad input (exit 2, no traceback) before a
     file is written, so that the corrected command may run into the same --out."""
     code, _, err = cli(ROOT / "scenarios" / "nr.yaml", "--out", tmp_path, *SMALL, *overrides,
-                       "--set", "sweep={case: {nr: {network.link_abstraction: nr}}, seed: [0]}",
                        "--set", "algorithms=[scala]", "--no-report", "--no-figures")
     assert code == 2, err
     assert message in err and err.startswith("error: ") and "Traceback" not in err
