@@ -80,7 +80,8 @@ class NrBlocks:
                 power = f"raise network.client_tx_power_w ({s.client_tx_power_w:g} W)"
             else:
                 power = (f"raise network.power_control.p0_dbm ({s.power_control[0]:g} dBm) "
-                         f"or alpha ({s.power_control[1]:g})")
+                         f"or alpha ({s.power_control[1]:g}), or network.client_tx_power_w "
+                         f"({s.client_tx_power_w:g} W), the power they are capped at")
             table = "" if nr.mcs_table == "64qam" else "the 64qam table, "
             return (f"network.link_abstraction: nr: {len(never)} client(s) can decode no MCS "
                     f"of the {nr.mcs_table} table on the {direction.value} even without "

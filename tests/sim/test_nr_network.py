@@ -116,6 +116,18 @@ def test_a_client_that_can_decode_nothing_is_named_at_the_drop(make_run):
                  network={**NR, "client_tx_power_w": 1e-6, "interference": False})
 
 
+def test_under_power_control_the_refusal_names_the_cap_too(make_run):
+    """A client whose open-loop power is at its cap gains nothing from p0 or alpha: the
+    refusal names client_tx_power_w beside them (review of issue 61)."""
+    with pytest.raises(ValueError, match=r"on the uplink .*raise network\.power_control\.p0_dbm "
+                                         r"\(-120 dBm\) or alpha \(0\.8\), or "
+                                         r"network\.client_tx_power_w \(1e-06 W\), the power "
+                                         r"they are capped at"):
+        make_run("fedavg", **SECTIONS,
+                 network={**NR, "client_tx_power_w": 1e-6, "interference": False,
+                          "power_control": {"p0_dbm": -120.0, "alpha": 0.8}})
+
+
 def test_a_power_limited_client_sends_on_fewer_blocks_than_granted(make_run):
     """With all of a cell's band to itself a cell-edge client's upload spreads its 0.2 W too
     thin to decode; it sends on the blocks that give it the best goodput instead."""
