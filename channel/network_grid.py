@@ -1,5 +1,5 @@
 """The rates of a network's transfers kept up to date block by block, for a clock that moves
-from one start or end of a transfer to the next (scala_netsim.sim.air).
+from one start or end of a transfer to the next (scala_netsim.sim.network.air).
 
 The state is a grid of the network's cells x blocks: which transfer holds each (cell, block)
 (within a cell a block carries one transfer at a time), with the interference its receiver

@@ -9,9 +9,10 @@ TYPE_CHECKING included, and finds no cycle):
     runner/    world, assembly, run loop, drivers, writer, checkpoints, execution, a run's
                checks; the re-timers (replay, timing, recorded), the run-time estimate
     config/    scenario (the schema; loads no torch), documents, registry (every algorithm:
-               classes by path, traits as data), async_checks
-    algorithms/ (trainers, their sections, client selection)  |  sim/ (cell, links, air,
-               pool, drops, stages, protocols: the SimPy engine)
+               classes by path, traits as data), async_checks  |  sim/network/ (the
+               network of cells: air, radio map, schedulers, link, fading, backhaul, NR)
+    algorithms/ (trainers, their sections, client selection)  |  sim/ (cell, links, drops,
+               stages, protocols: the SimPy engine)
     books/     a run's records built (rounds, radio, summary, tables) and checked
                (invariants, versions, blocks), from plain rows and tables
     learn/     messages, models, flops, losses, partition, data, compression, privacy,
@@ -20,7 +21,8 @@ TYPE_CHECKING included, and finds no cycle):
     core/      files (the run folder's files), columns (every record's columns), events,
                results, seeds, catalog, exits, version (no torch, simpy or pydantic)
 
-Layers side by side (learn, channel and analysis; algorithms and sim) do not import each other:
+Layers side by side (learn, channel and analysis; algorithms and sim; config and sim/network)
+do not import each other:
 the algorithms and the simulator meet only in the trainer contract below them.
 """
 

@@ -178,7 +178,7 @@ def run(args: argparse.Namespace, scenario: Scenario) -> int:
 def unsaved_runs(scenario: Scenario) -> list[str]:
     """The points of `scenario` that no checkpoint saves mid-run, so that an interrupted one
     starts again from its beginning: an asynchronous algorithm in a network of cells always
-    has a transfer in flight (scala_netsim.sim.network_link.NetworkLink.in_flight)."""
+    has a transfer in flight (scala_netsim.sim.network.link.NetworkLink.in_flight)."""
     from scala_netsim.config.registry import ALGORITHMS
     from scala_netsim.tools.sweep import expand_sweep
 

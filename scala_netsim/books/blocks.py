@@ -3,7 +3,7 @@ own blocks, or one block taken in turns), the turns taken, and the air record (a
 which blocks each transfer held, and when, core.columns.AIR_COLUMNS), from which every
 transfer's rate is derived again here with the reference formula
 (channel.network.transfer_rates), independently of the incremental air
-(scala_netsim.sim.air) that timed it."""
+(scala_netsim.sim.network.air) that timed it."""
 
 from __future__ import annotations
 
@@ -423,7 +423,7 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
 
 def _attempt_problems(each: pd.DataFrame, direction: str, settings: AirSettings,
                       rtol: float) -> list[str]:
-    """A fixed-rate link's attempts (scala_netsim.sim.network_arq), one row each with the
+    """A fixed-rate link's attempts (scala_netsim.sim.network.arq), one row each with the
     mutual information derived again over it (`bits`), checked against their verdicts: a
     transfer has attempts 1..attempts; each of a delivered one sent its payload at the
     recorded rate (rate x its time = 8 x payload_bytes); all but its last failed (their

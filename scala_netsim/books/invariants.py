@@ -139,7 +139,7 @@ def check_run(events: pd.DataFrame, rounds: pd.DataFrame, grants: pd.DataFrame,
     end, granted when it starts, not per round) the sub-bands are checked by
     scala_netsim.books.versions.check_asynchronous instead of round by round.
 
-    `band_grants` (a network's: scala_netsim.sim.network_link.NetworkLink.band_grant_rows,
+    `band_grants` (a network's: scala_netsim.sim.network.link.NetworkLink.band_grant_rows,
     where a block that clients take in turns counts once) are the grants summed over the band
     in place of `grants`; the events' sub-bands are then not summed over the band either (the
     link's own books check every cell's blocks, instant by instant). With `per_instant` (a

@@ -56,7 +56,7 @@ AIR_SHARED_COLUMNS = (*AIR_COLUMNS, "tx_power_w", "cap_blocks")
 #: index), its small-scale power gain |h|^2 on its link to every cell, cell by cell: its
 #: gains while on the air are the coupling gains (cells.csv, clients.csv) times these
 FADING_COLUMNS = ("event_index", "cell", "power_gain")
-#: a fixed-rate link's (network.link.mode: fixed_rate; scala_netsim.sim.network_arq): each
+#: a fixed-rate link's (network.link.mode: fixed_rate; scala_netsim.sim.network.arq): each
 #: attempt of a transfer its own rows, with its number (1, 2, ...), in both records (under
 #: per-transfer fading each attempt sees its own |h|^2)
 AIR_ATTEMPT_COLUMNS = (*AIR_COLUMNS, "attempt")

@@ -29,8 +29,8 @@ from scala_netsim.runner.world import (
 )
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Link, WirelessLink
-from scala_netsim.sim.network_fading import NetworkFading
-from scala_netsim.sim.network_link import NetworkLink
+from scala_netsim.sim.network.fading import NetworkFading
+from scala_netsim.sim.network.link import NetworkLink
 
 
 def make_trainer(scenario: Scenario, algorithm: str, world: World, device: torch.device,

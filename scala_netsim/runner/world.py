@@ -30,8 +30,8 @@ from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
 from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
-from scala_netsim.sim.network_nr import NrBlocks
-from scala_netsim.sim.network_settings import NetworkSettings, NrLink
+from scala_netsim.sim.network.nr import NrBlocks
+from scala_netsim.sim.network.settings import NetworkSettings, NrLink
 
 
 @dataclass
@@ -172,7 +172,7 @@ def draw_links(model: channel.pathloss.PathLossModel, d2d_m: np.ndarray,
 
 
 def network_settings(scenario: Scenario) -> NetworkSettings:
-    """What the network's link (scala_netsim.sim.network_link) takes from the scenario."""
+    """What the network's link (scala_netsim.sim.network.link) takes from the scenario."""
     net = scenario.network
     spacing = net.subcarrier_spacing_hz
     pc, backhaul = net.power_control, net.backhaul
@@ -283,7 +283,7 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
 
 def undecodable_clients(scenario: Scenario) -> str | None:
     """Under the NR link abstraction: the drop's clients that can decode no MCS even without
-    interference (scala_netsim.sim.network_nr.NrBlocks.undecodable), found by dropping them
+    interference (scala_netsim.sim.network.nr.NrBlocks.undecodable), found by dropping them
     as the run will (the same seed streams), so that the run is refused before any file is
     written. None where every client decodes, or under Shannon rates."""
     if scenario.network.link_abstraction != "nr":

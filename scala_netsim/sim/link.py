@@ -63,7 +63,7 @@ class TransferRate(NamedTuple):
 
 class Link(typing.Protocol):
     """What a protocol of synchronous rounds asks of a link: WirelessLink (one cell), or a
-    network's scala_netsim.sim.network_link.NetworkLink."""
+    network's scala_netsim.sim.network.link.NetworkLink."""
 
     round: int
     drops: Drops | None

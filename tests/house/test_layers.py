@@ -22,6 +22,7 @@ LAYERS = [
     ("books", 2, ["scala_netsim.books"]),
     ("algorithms", 3, ["scala_netsim.algorithms"]),
     ("sim", 3, ["scala_netsim.sim"]),
+    ("network", 4, ["scala_netsim.sim.network"]),
     ("config", 4, ["scala_netsim.config"]),
     ("runner", 5, ["scala_netsim.runner"]),
     ("tools", 6, ["scala_netsim.tools"]),

@@ -1,4 +1,4 @@
-"""The network's air (scala_netsim.sim.air, its numbers in channel.network_grid) against the
+"""The network's air (scala_netsim.sim.network.air, its numbers in channel.network_grid) against the
 reference: a pool that recomputes every rate in the network from all transfers in flight
 (channel.network.transfer_rates) whenever one starts or ends, as the network link did before
 the air kept its state block by block. Random networks, both directions, with and without
@@ -13,9 +13,9 @@ import simpy
 
 import channel
 from channel import network_grid as grid
-from scala_netsim.sim import air as air_module
-from scala_netsim.sim.air import Air
-from scala_netsim.sim.pool import Flow, Pool
+from scala_netsim.sim.network import air as air_module
+from scala_netsim.sim.network.air import Air
+from scala_netsim.sim.network.pool import Flow, Pool
 
 BLOCK_HZ = 360e3
 NOISE_W = 4e-21 * BLOCK_HZ            # -174 dBm/Hz over a block

@@ -1,5 +1,5 @@
 """Both links, the paper's cell's (scala_netsim.sim.link.WirelessLink) and a network's
-(scala_netsim.sim.network_link.NetworkLink), held to the one `Link` protocol by the same
+(scala_netsim.sim.network.link.NetworkLink), held to the one `Link` protocol by the same
 tests: what they offer, the books they keep after two rounds of the same algorithm, and the
 checks of those books, with `Run` asking neither which one it has."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from scala_netsim.core.columns import AIR_COLUMNS, EVENT_COLUMNS
 from scala_netsim.sim.link import Link, WirelessLink
-from scala_netsim.sim.network_link import NetworkLink
+from scala_netsim.sim.network.link import NetworkLink
 
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
            "pathloss": "3gpp_38901_uma"}

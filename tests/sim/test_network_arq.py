@@ -1,5 +1,5 @@
 """A fixed-rate link with retransmissions (ARQ) in a network of cells (issue 50, item 2;
-scala_netsim.sim.network_arq): by hand, an attempt that an interferer in the next cell
+scala_netsim.sim.network.arq): by hand, an attempt that an interferer in the next cell
 pushes into outage for part of its time and the retransmission that gets through alone, and
 a transfer lost after all its attempts; end to end, runs whose books balance with every
 attempt's verdict derived again from the air record."""
@@ -19,7 +19,7 @@ from scala_netsim.core.columns import EVENT_COLUMNS
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import TransferLost
-from scala_netsim.sim.network_link import NetworkLink, NetworkSettings
+from scala_netsim.sim.network.link import NetworkLink, NetworkSettings
 
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
            "pathloss": "3gpp_38901_uma"}

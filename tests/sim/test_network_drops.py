@@ -78,8 +78,8 @@ def test_a_transfer_cut_at_its_deadline_frees_blocks_that_the_other_then_uses():
     import simpy
     from test_round_robin import BLOCK_HZ, NOISE_W, quiet_rate
 
-    from scala_netsim.sim.air import Air, Shared
-    from scala_netsim.sim.pool import Flow
+    from scala_netsim.sim.network.air import Air, Shared
+    from scala_netsim.sim.network.pool import Flow
 
     env = simpy.Environment()
     gains = np.array([[1e-10], [3e-11]])
@@ -197,7 +197,7 @@ def test_an_upload_cut_in_its_k2_wait_never_joins_the_air():
     from scala_netsim.books.duplexing import Duplexing
     from scala_netsim.core.events import EventKind, EventLog
     from scala_netsim.sim.drops import Drops
-    from scala_netsim.sim.network_link import NetworkLink, NetworkSettings
+    from scala_netsim.sim.network.link import NetworkLink, NetworkSettings
 
     cell = two_cells(COUPLING_DB)
     env, log, drops = simpy.Environment(), EventLog(), Drops()

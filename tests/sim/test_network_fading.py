@@ -15,9 +15,9 @@ import channel
 from channel import Direction
 from scala_netsim.books.blocks import air_frame, air_rate_problems, fades_by_event
 from scala_netsim.config.scenario import ScenarioError
-from scala_netsim.sim.air import Air
-from scala_netsim.sim.network_fading import NetworkFading
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.air import Air
+from scala_netsim.sim.network.fading import NetworkFading
+from scala_netsim.sim.network.pool import Flow
 
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
            "pathloss": "3gpp_38901_uma"}
@@ -257,7 +257,7 @@ def test_a_gain_changed_mid_transfer_holds_when_round_robin_regrants_its_blocks(
     spread over them) from 0; at t1 its gain doubles; at t2 client 1 joins the cell and each
     gets one block. Client 0's block from then is rated at the doubled gain, not the one it
     joined with (a regrant takes the transfer's terms: Air.regain updates them)."""
-    from scala_netsim.sim.air import Shared
+    from scala_netsim.sim.network.air import Shared
 
     env = simpy.Environment()
     coupling = np.array([[1e-9], [1e-9]])

@@ -1,4 +1,4 @@
-"""The network's link (scala_netsim.sim.network_link) on hand-built cells: two interfering
+"""The network's link (scala_netsim.sim.network.link) on hand-built cells: two interfering
 uploads whose piecewise-constant rates and finish times are computed by hand, a backhaul
 shared by two transfers, power control, a cell with more clients than blocks whose clients
 take turns, and the blocks' books."""
@@ -14,7 +14,7 @@ import channel
 from channel import Direction
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.cell import Cell, NetworkView
-from scala_netsim.sim.network_link import (
+from scala_netsim.sim.network.link import (
     NetworkLink,
     NetworkSettings,
     block_problems,

@@ -21,8 +21,8 @@ from scala_netsim.books.blocks import air_frame, air_rate_problems
 from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.core.columns import EVENT_COLUMNS
 from scala_netsim.core.events import EventKind, EventLog
-from scala_netsim.sim.network_fading import NetworkFading
-from scala_netsim.sim.network_link import NetworkLink, NetworkSettings
+from scala_netsim.sim.network.fading import NetworkFading
+from scala_netsim.sim.network.link import NetworkLink, NetworkSettings
 
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
            "pathloss": "3gpp_38901_uma"}

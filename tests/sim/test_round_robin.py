@@ -14,8 +14,8 @@ import simpy
 from channel import network_grid as grid
 from channel.network import round_robin_shares
 from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
-from scala_netsim.sim.air import Air, Shared
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.air import Air, Shared
+from scala_netsim.sim.network.pool import Flow
 
 BLOCK_HZ = 360e3
 NOISE_W = 4e-21 * BLOCK_HZ            # -174 dBm/Hz over a block

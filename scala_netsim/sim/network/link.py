@@ -2,7 +2,7 @@
 per round by the scenario's allocator among the cell's clients of the round; transfers of
 different cells on the same blocks at the same time interfere. A transfer's rate is
 piecewise constant: the rates on the blocks of a transfer that starts or ends are recomputed
-(scala_netsim.sim.air, to channel.network.transfer_rates' numbers), and a transfer ends when
+(scala_netsim.sim.network.air, to channel.network.transfer_rates' numbers), and a transfer ends when
 the integral of its rate reaches its bits. Behind every cell a backhaul to the one server,
 when the scenario has one: a latency and a bandwidth shared equally by the cell's transfers
 crossing it at once (an upload crosses it after the air, a download before).
@@ -17,7 +17,7 @@ the block slot by slot, and the last transfer on a block would end at the same t
 
 That is the static scheduler (`scheduler: static`), whose blocks a client holds for the round,
 idle or not. Under `round_robin` nothing is granted for the round: the air splits each cell's
-blocks among the transfers in progress, instant by instant (scala_netsim.sim.air.Air.
+blocks among the transfers in progress, instant by instant (scala_netsim.sim.network.air.Air.
 add_shared), and a transfer's row records its blocks and power averaged over its air time.
 
 It offers what the synchronous protocols ask of scala_netsim.sim.link.WirelessLink (rounds,
@@ -37,18 +37,18 @@ import channel
 from channel import Direction
 from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
 from scala_netsim.core.events import EventKind, EventLog
-from scala_netsim.sim.air import Air, Shared
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message, TransferLost
-from scala_netsim.sim.network_arq import Attempts
-from scala_netsim.sim.network_backhaul import Backhaul
-from scala_netsim.sim.network_fading import NetworkFading, TimeFades
-from scala_netsim.sim.network_flight import Flight, cut
-from scala_netsim.sim.network_nr import NrBlocks
-from scala_netsim.sim.network_rows import air_rows
-from scala_netsim.sim.network_settings import NetworkSettings
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.air import Air, Shared
+from scala_netsim.sim.network.arq import Attempts
+from scala_netsim.sim.network.backhaul import Backhaul
+from scala_netsim.sim.network.fading import NetworkFading, TimeFades
+from scala_netsim.sim.network.flight import Flight, cut
+from scala_netsim.sim.network.nr import NrBlocks
+from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.rows import air_rows
+from scala_netsim.sim.network.settings import NetworkSettings
 
 
 class NetworkLink:
@@ -68,7 +68,7 @@ class NetworkLink:
         if model.outages and drops is None:
             raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
                              f"of drops (drops=Drops())")
-        #: a fixed-rate link's model (its rate and attempts: scala_netsim.sim.network_arq);
+        #: a fixed-rate link's model (its rate and attempts: scala_netsim.sim.network.arq);
         #: None for adaptive rates
         self.arq = model if model.outages else None
         #: the book of drops where clients can be dropped (deadlines, over-selection): a
@@ -80,7 +80,7 @@ class NetworkLink:
         #: the air record (air.csv, core.columns.AIR_COLUMNS): the blocks each transfer held
         #: over its air time
         self.air_rows: list[tuple] = [] if air_rows is None else air_rows
-        #: block fading (scala_netsim.sim.network_fading; None: none), and the fading record
+        #: block fading (scala_netsim.sim.network.fading; None: none), and the fading record
         #: (core.columns.FADING_COLUMNS): each transfer's |h|^2 to every cell
         self.fading = fading
         self.fade_rows: list[tuple] = [] if fade_rows is None else fade_rows
@@ -110,7 +110,7 @@ class NetworkLink:
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block with no interference (dB):
-        scala_netsim.sim.network_nr.NrBlocks.best_snr_db."""
+        scala_netsim.sim.network.nr.NrBlocks.best_snr_db."""
         return self._nr_blocks.best_snr_db(direction, client)
 
     def _cap(self, direction: Direction, k: int) -> int:
@@ -415,7 +415,7 @@ class NetworkLink:
 
     def _cut(self, flight: Flight, message: Message, kind: EventKind, local_iter: int,
              direction: Direction) -> None:
-        """A drop cuts the transfer now (scala_netsim.sim.network_flight.cut)."""
+        """A drop cuts the transfer now (scala_netsim.sim.network.flight.cut)."""
         k = message.client_id
         cut(flight, self._air[direction], self.env.now,
             (flight.start, local_iter, k, kind, message.payload_bytes, int(self.net.serving[k]),

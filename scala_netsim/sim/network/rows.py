@@ -1,14 +1,14 @@
 """A network transfer's rows of the air record (core.columns.AIR_COLUMNS, or under round
 robin AIR_SHARED_COLUMNS; a fixed-rate link's with each row's attempt), as
-scala_netsim.sim.network_link records a transfer that is over."""
+scala_netsim.sim.network.link records a transfer that is over."""
 
 from __future__ import annotations
 
 import math
 
 from channel import Direction
-from scala_netsim.sim.network_arq import Attempts
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.arq import Attempts
+from scala_netsim.sim.network.pool import Flow
 
 
 def air_rows(index: int, air: Flow, c: int, direction: Direction, first: int, blocks: int,

@@ -11,7 +11,7 @@ and round (the channel constant over a round: every transfer of it sees the same
 a transfer starts: the row is set before it joins the air, and a client has one transfer of
 a direction on the air at a time. `time` (`coherence_s`): a fresh row per client and direction
 for every block [i T_c, (i + 1) T_c) of the clock, set on the air at the block's boundary
-while the client's transfer is in flight (scala_netsim.sim.network_link, Air.regain): the
+while the client's transfer is in flight (scala_netsim.sim.network.link, Air.regain): the
 rates change there too, its own and those of the others that hear it.
 
 Every row is drawn from its own child of the fading stream, named by (client, round or chunk
@@ -29,9 +29,9 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.sim.air import Air
 from scala_netsim.sim.link import child_rng
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.air import Air
+from scala_netsim.sim.network.pool import Flow
 
 #: fading in blocks of time: the blocks whose rows a client's direction draws at once
 BLOCKS_A_DRAW = 64

@@ -1,6 +1,6 @@
-"""A fixed-rate link's retransmissions (ARQ) in a network of cells (scala_netsim.sim.
-network_link): the paper's cell's outage, capacity below the rate, where the capacity
-changes while an attempt is on the air.
+"""A fixed-rate link's retransmissions (ARQ) in a network of cells
+(scala_netsim.sim.network.link): the paper's cell's outage, capacity below the rate, where the
+capacity changes while an attempt is on the air.
 
 An attempt sends the payload's bits at the link's fixed rate R, so it lasts 8 x bytes / R
 whatever its blocks (of its direction's symbols, under a TDD frame); it holds its blocks and
@@ -30,10 +30,10 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.sim.air import Air
 from scala_netsim.sim.link import share_done
-from scala_netsim.sim.network_fading import NetworkFading
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.air import Air
+from scala_netsim.sim.network.fading import NetworkFading
+from scala_netsim.sim.network.pool import Flow
 
 
 class Attempts:

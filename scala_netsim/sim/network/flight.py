@@ -1,5 +1,5 @@
 """A network transfer that a drop may cut, followed through its stages
-(scala_netsim.sim.network_link: `_transfer` starts it, `_cut` ends it wherever it is)."""
+(scala_netsim.sim.network.link: `_transfer` starts it, `_cut` ends it wherever it is)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import simpy
 
-from scala_netsim.sim.air import Air
-from scala_netsim.sim.pool import Flow, Pool
+from scala_netsim.sim.network.air import Air
+from scala_netsim.sim.network.pool import Flow, Pool
 
 
 @dataclass

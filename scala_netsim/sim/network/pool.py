@@ -1,9 +1,9 @@
 """A resource shared at rates that change only when a user joins or leaves: a backhaul (its
 bandwidth shared equally), or anything whose rates a function of all the users in flight
-gives (the tests' reference for the network's air, which scala_netsim.sim.air keeps block by
+gives (the tests' reference for the network's air, which scala_netsim.sim.network.air keeps block by
 block). Each user is a `Flow` of bits; the `Pool` advances every flow's bits at its rate
 between such instants and finishes a flow when its bits reach zero, in SimPy's style: one
-timeout for the next finish, replaced whenever a flow joins. (scala_netsim.sim.network_link
+timeout for the next finish, replaced whenever a flow joins. (scala_netsim.sim.network.link
 uses it for the backhaul.)"""
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ class Flow:
         self.bits, self.start, self.done = bits, start, done
         self.end = self.rate = self.sinr = self.interference_w = math.nan
         #: the time it crossed in: end - start, or under a TDD frame its direction's
-        #: symbols' time in [start, end) (scala_netsim.sim.air)
+        #: symbols' time in [start, end) (scala_netsim.sim.network.air)
         self.held_s = math.nan
         self.sinr_area = self.interference_area = 0.0
         self.varied = False
-        #: under the NR link abstraction (scala_netsim.sim.air): the integrals of its MCS and
-        #: TBLER over the time it sent, that time, and its TBLER at its end
+        #: under the NR link abstraction (scala_netsim.sim.network.air): the integrals of its
+        #: MCS and TBLER over the time it sent, that time, and its TBLER at its end
         self.mcs_area = self.tbler_area = self.sending_s = 0.0
         self.tbler = math.nan
-        #: under a round-robin scheduler (scala_netsim.sim.air.Air.add_shared) the blocks it
+        #: under a round-robin scheduler (scala_netsim.sim.network.air.Air.add_shared) the blocks it
         #: held over time: [first block, blocks, from, to, power radiated over them (W), the
         #: most blocks it can use]
         self.stretches: list[list] = []

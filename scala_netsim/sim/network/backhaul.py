@@ -1,6 +1,6 @@
 """The backhaul behind each cell of a network (network.backhaul): a latency and a bandwidth
 shared equally by the cell's transfers crossing it at once, per direction (an upload crosses
-it after the air, a download before: scala_netsim.sim.network_link)."""
+it after the air, a download before: scala_netsim.sim.network.link)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import simpy
 
 from channel import Direction
-from scala_netsim.sim.network_flight import Flight
-from scala_netsim.sim.pool import Flow, Pool, Rated
+from scala_netsim.sim.network.flight import Flight
+from scala_netsim.sim.network.pool import Flow, Pool, Rated
 
 
 class Backhaul:

@@ -1,4 +1,4 @@
-"""What a network's link is given beyond its cells (scala_netsim.sim.network_link): the
+"""What a network's link is given beyond its cells (scala_netsim.sim.network.link): the
 blocks, noise and powers of its bands, interference, power control, the backhaul, the TDD
 frame, the NR link abstraction and the scheduler."""
 
@@ -49,7 +49,7 @@ class NetworkSettings:
     duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
     nr: NrLink | None = None             # the NR link abstraction; None: Shannon rates
     #: `static`: each client's blocks granted for the round; `round_robin`: split instant by
-    #: instant among the transfers in progress (scala_netsim.sim.air)
+    #: instant among the transfers in progress (scala_netsim.sim.network.air)
     scheduler: str = "static"
 
     @property

@@ -1,6 +1,6 @@
 """A network's clients under the NR link abstraction with no interference: each one's SNR a
 block on 1..N blocks, the blocks a power-limited client's uploads use, and the refusal at the
-drop of a client that can decode nothing (scala_netsim.sim.network_link)."""
+drop of a client that can decode nothing (scala_netsim.sim.network.link)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import channel
 from channel import Direction
 from scala_netsim.sim.cell import Cell
-from scala_netsim.sim.network_settings import NetworkSettings
+from scala_netsim.sim.network.settings import NetworkSettings
 
 
 class NrBlocks:

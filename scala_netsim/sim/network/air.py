@@ -1,6 +1,6 @@
 """One direction of a network's air as a SimPy resource: transfers join it on their cell's
 blocks, cross it at rates set by everyone else on the same blocks in other cells, and leave
-when their bits have crossed (scala_netsim.sim.network_link uses one per direction).
+when their bits have crossed (scala_netsim.sim.network.link uses one per direction).
 
 The numbers live in channel.network_grid's state (a cells x blocks grid and a row per slot of
 a transfer in flight); a start or an end recomputes the blocks it touches, and all starts of
@@ -38,7 +38,7 @@ from channel import network as channel_network
 from channel import network_grid as grid
 from channel.nr_link import LinkTables
 from channel.tdd import TddFrame
-from scala_netsim.sim.pool import Flow
+from scala_netsim.sim.network.pool import Flow
 
 
 @dataclass
@@ -113,7 +113,7 @@ class Air:
 
     def fade(self, client: int, gains: np.ndarray) -> None:
         """Client's gains to every cell from now on (a fading block that begins with its
-        transfer: it has none of this direction on the air; scala_netsim.sim.network_fading)."""
+        transfer: it has none of this direction on the air; scala_netsim.sim.network.fading)."""
         self.gains[client] = gains
 
     def regain(self, client: int, gains: np.ndarray) -> None:
@@ -258,7 +258,7 @@ class Air:
     def gathered(self, flow: Flow) -> float:
         """What flow's blocks could carry (its rate's integral) since it joined or this was
         last asked, counted again from now: a fixed-rate attempt's mutual information
-        (scala_netsim.sim.network_arq; its bits are infinite, so the air never ends it)."""
+        (scala_netsim.sim.network.arq; its bits are infinite, so the air never ends it)."""
         h = self._flow.index(flow)
         grid.advance(h, self.tau(self.env.now), self.flows)
         got = float(self.flows[h, grid.GOT])
