@@ -18,6 +18,7 @@ import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.config import AlgorithmConfig
 from scala_netsim.books.duplexing import Duplexing
+from scala_netsim.config.link_budget import undecodable_problem
 from scala_netsim.config.network import NetworkConfig
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
@@ -283,13 +284,21 @@ def cell_edge_warning(scenario: Scenario) -> str | None:
 
 def undecodable_clients(scenario: Scenario) -> str | None:
     """Under the NR link abstraction: the drop's clients that can decode no MCS even without
-    interference (scala_netsim.sim.network.nr.NrBlocks.undecodable), found by dropping them
-    as the run will (the same seed streams), so that the run is refused before any file is
-    written. None where every client decodes, or under Shannon rates."""
+    interference (the rule: scala_netsim.config.link_budget.undecodable_problem), found by
+    dropping them as the run will (the same seed streams), so that the run is refused before
+    any file is written. None where every client decodes, or under Shannon rates."""
     if scenario.network.link_abstraction != "nr":
         return None
-    return NrBlocks(network_cell(scenario, Seeds(scenario.seed)),
-                    network_settings(scenario)).undecodable()
+    settings = network_settings(scenario)
+    assert settings.nr is not None
+    blocks = NrBlocks(network_cell(scenario, Seeds(scenario.seed)), settings)
+    for direction, tables in settings.nr.tables.items():
+        problem = undecodable_problem(scenario.network, direction,
+                                      blocks.best_snr_db(direction),
+                                      tables.lowest_sinr_db()[1:])
+        if problem is not None:
+            return problem
+    return None
 
 
 def undecodable_drops(points: list[tuple[str, Scenario]]) -> list[str]:

@@ -1,8 +1,8 @@
 """The NR link abstraction in a network of cells (network.link_abstraction: nr, issue 49 item
 2): each transfer moves at the goodput of the MCS link adaptation picks at its blocks' SINRs
 (channel.nr_link), waits for its last block's HARQ retransmissions, and records its MCS,
-BLER and transmissions; the air record's rates derive again under the same tables; a
-transfer that can decode nothing is named; the keys' bad values are refused."""
+BLER and transmissions; the air record's rates derive again under the same tables. (A drop
+whose clients decode nothing is refused before the run: tests/config/test_link_budget.py.)"""
 
 import math
 
@@ -109,23 +109,15 @@ def test_nr_is_slower_than_shannon_at_high_snr_where_the_mcs_caps_the_rate(make_
     assert (capped["rate_bps_nr"] < capped["rate_bps_shannon"]).all()
 
 
-def test_a_client_that_can_decode_nothing_is_named_at_the_drop(make_run):
-    with pytest.raises(ValueError, match=r"nr: \d+ client\(s\) can decode no MCS of the "
-                                         r"256qam table on the uplink .*: 0 \(-"):
-        make_run("fedavg", **SECTIONS,
-                 network={**NR, "client_tx_power_w": 1e-6, "interference": False})
-
-
-def test_under_power_control_the_refusal_names_the_cap_too(make_run):
-    """A client whose open-loop power is at its cap gains nothing from p0 or alpha: the
-    refusal names client_tx_power_w beside them (review of issue 61)."""
-    with pytest.raises(ValueError, match=r"on the uplink .*raise network\.power_control\.p0_dbm "
-                                         r"\(-120 dBm\) or alpha \(0\.8\), or "
-                                         r"network\.client_tx_power_w \(1e-06 W\), the power "
-                                         r"they are capped at"):
-        make_run("fedavg", **SECTIONS,
-                 network={**NR, "client_tx_power_w": 1e-6, "interference": False,
-                          "power_control": {"p0_dbm": -120.0, "alpha": 0.8}})
+def test_a_run_built_past_the_drops_refusal_stops_naming_the_transfers(make_run):
+    """The drop's refusal is asked before a run is written (tests/config/test_link_budget.py);
+    a run built without it (as here) does not hang: the air stops it at run time, naming the
+    transfers that deliver nothing with no interference."""
+    run = make_run("fedavg", **SECTIONS,
+                   network={**NR, "client_tx_power_w": 1e-6, "interference": False})
+    with pytest.raises(RuntimeError, match=r"uplink transfer\(s\) deliver nothing under the "
+                                           r"NR link abstraction .*with no interference"):
+        run.step()
 
 
 def test_a_power_limited_client_sends_on_fewer_blocks_than_granted(make_run):

@@ -105,8 +105,6 @@ class NetworkLink:
         #: each transfer started and not recorded yet (by its record's id): its start
         self._open: dict[int, float] = {}
         self._nr_blocks = NrBlocks(cell, settings)
-        if settings.nr is not None:
-            self._nr_blocks.refuse_undecodable()
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block with no interference (dB):

@@ -1,6 +1,7 @@
 """A network's clients under the NR link abstraction with no interference: each one's SNR a
-block on 1..N blocks, the blocks a power-limited client's uploads use, and the refusal at the
-drop of a client that can decode nothing (scala_netsim.sim.network.link)."""
+block on 1..N blocks and the blocks a power-limited client's uploads use
+(scala_netsim.sim.network.link). A drop whose clients can decode nothing is refused before
+the run (scala_netsim.config.link_budget)."""
 
 from __future__ import annotations
 
@@ -57,43 +58,3 @@ class NrBlocks:
                 [tables.goodput_bps(np.full(n, snr[n - 1])) for n in range(1, len(snr) + 1)])
         best = goodput[:granted]
         return int(np.flatnonzero(best == best.max())[-1]) + 1
-
-    def undecodable(self) -> str | None:
-        """Under the NR link abstraction every client must decode some MCS on some number of
-        blocks with no interference, in each direction: else its transfers would never end.
-        None, or the problem: the first such clients of the first direction, their best SNR a
-        block, the lowest MCS's threshold and what would let them."""
-        s, nr = self.settings, self.settings.nr
-        assert nr is not None
-        for direction, tables in nr.tables.items():
-            snr_db = self.best_snr_db(direction)
-            lowest = tables.lowest_sinr_db()[1:]
-            never = np.flatnonzero(~(snr_db >= lowest[None, :]).any(axis=1))
-            if not len(never):
-                continue
-            best = snr_db[never].max(axis=1)
-            names = ", ".join(f"{k} ({b:.1f} dB)" for k, b in
-                              zip(never[:5].tolist(), best[:5].tolist(), strict=True))
-            if direction is Direction.DOWNLINK:
-                power = f"raise network.bs_tx_power_w ({s.bs_tx_power_w:g} W)"
-            elif s.power_control is None:
-                power = f"raise network.client_tx_power_w ({s.client_tx_power_w:g} W)"
-            else:
-                power = (f"raise network.power_control.p0_dbm ({s.power_control[0]:g} dBm) "
-                         f"or alpha ({s.power_control[1]:g}), or network.client_tx_power_w "
-                         f"({s.client_tx_power_w:g} W), the power they are capped at")
-            table = "" if nr.mcs_table == "64qam" else "the 64qam table, "
-            return (f"network.link_abstraction: nr: {len(never)} client(s) can decode no MCS "
-                    f"of the {nr.mcs_table} table on the {direction.value} even without "
-                    f"interference, on any number of blocks (best SNR a block): {names}; the "
-                    f"table's lowest MCS needs {lowest.min():.2f} dB at bler_target "
-                    f"{tables.bler_target:g}; {power}, or use {table}a higher bler_target or "
-                    f"a smaller layout.isd_m")
-        return None
-
-    def refuse_undecodable(self) -> None:
-        """ValueError with `undecodable`'s problem, where there is one (the run's own check;
-        scala_netsim.runner.world.undecodable_clients asks before anything is written)."""
-        problem = self.undecodable()
-        if problem is not None:
-            raise ValueError(problem)
