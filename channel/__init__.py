@@ -1,8 +1,14 @@
-"""Radio and compute models of one cell: pure math over numbers (NumPy/SciPy only).
+"""Radio and compute models of the paper's cell and of a network of cells: pure math over
+numbers. The engine asks these models for rates, shares and durations and turns them into
+simulated time. Swappable models are registered by the name a scenario uses:
+`PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
 
-Nothing here knows about SimPy or torch; the engine asks these models for rates, shares and
-durations and turns them into simulated time. Swappable models are registered by the name a
-scenario uses: `PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
+What it imports: NumPy; SciPy (`scipy.optimize.brentq` and `scipy.special.lambertw` for the
+min-max latency allocator, `scipy.special.exp1` for the ergodic Rayleigh capacity); numba, the
+compiled kernels of `network_grid` and `nr_link`; the standard library (plugins by
+`importlib.metadata` entry points). Torch and Sionna only inside `nr_link.sionna_tables` and
+`nr_link.tables`, on first use under the NR link abstraction, to read Sionna's tables into
+NumPy once a process (the optional extra `[sionna]`). Never SimPy, pydantic or scala_netsim.
 """
 
 from channel import layout, network, nr, nr_link, tdd, tr38901

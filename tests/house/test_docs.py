@@ -103,3 +103,34 @@ def test_every_file_the_architecture_page_names_exists():
                              or ("/" not in name and name in modules)))
     assert len(named) >= 40
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_channel_imports_what_its_docstring_says():
+    """Issue 62 (5): channel/__init__.py's docstring says what channel imports. At module level
+    NumPy, SciPy and numba only (besides the standard library); torch and Sionna only inside
+    functions of nr_link; nothing of scala_netsim, SimPy or pydantic anywhere."""
+    import ast
+
+    import channel
+
+    said = " ".join(channel.__doc__.split())
+    for name in ("NumPy", "SciPy", "numba", "Torch and Sionna only inside",
+                 "Never SimPy, pydantic or scala_netsim"):
+        assert name in said, name
+    top, inside = set(), set()
+    for path in sorted((ROOT / "channel").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        nested = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                  for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            roots = {n.split(".")[0] for n in names} - set(sys.stdlib_module_names) - {
+                "channel"}
+            (inside if id(node) in nested else top).update((r, path.name) for r in roots)
+    assert {r for r, _ in top} == {"numpy", "scipy", "numba"}
+    assert inside == {("torch", "nr_link.py"), ("sionna", "nr_link.py")}
