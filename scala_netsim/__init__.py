@@ -9,7 +9,7 @@ TYPE_CHECKING included, and finds no cycle):
     runner/    world, assembly, run loop, drivers, writer, checkpoints, execution, a run's
                checks; the re-timers (replay, timing, recorded), the run-time estimate
     config/    scenario (the schema; loads no torch), documents, registry (every algorithm:
-               classes by path, traits as data), async_checks  |  sim/network/ (the
+               classes by path, traits as data), async_checks, link_budget  |  sim/network/ (the
                network of cells: air, radio map, schedulers, link, fading, backhaul, NR)
     algorithms/ (trainers, their sections, client selection)  |  sim/ (cell, links, drops,
                stages, protocols: the SimPy engine)
