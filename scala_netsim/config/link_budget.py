@@ -1,13 +1,16 @@
-"""The network's one rule that needs its drop (where each client stands): under the NR link
-abstraction every client must decode some MCS, on some number of blocks with no
-interference, in each direction, else its transfers would never end. The drop's numbers come
-from scala_netsim.runner.world.undecodable_clients, which asks before anything is written
-(the command line's and the Python API's runs, the re-timer's)."""
+"""The link budget's rules, asked before anything is written with the run's own numbers
+(scala_netsim.runner.world: the command line's and the Python API's runs, the re-timer's):
+the refusal of a drop (where each client stands) whose clients cannot decode under the NR
+link abstraction (`undecodable_problem`), and the warning of a fixed-rate link whose target
+a client at the cell edge cannot reach (`edge_rate_warning`)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+import channel
 from channel import Direction
 from scala_netsim.config.network import NetworkConfig
 
@@ -40,3 +43,33 @@ def undecodable_problem(network: NetworkConfig, direction: Direction, snr_db: np
             f"on any number of blocks (best SNR a block): {names}; the table's lowest MCS "
             f"needs {lowest_db.min():.2f} dB at bler_target {network.bler_target:g}; {power}, "
             f"or use {table}a higher bler_target or a smaller layout.isd_m")
+
+
+def edge_rate_warning(network: NetworkConfig, model: channel.LinkModel,
+                      pathloss: channel.PathLossModel) -> str | None:
+    """For a fixed-rate link (`model`, the run's): a warning when a client at the cell edge
+    (radius_m; in a hexagonal layout a site's corner, isd_m / sqrt 3, with no interference and
+    no O2I loss; no shadowing, no fading; its loss by `pathloss`, the run's) could not reach
+    network.link.target_rate_bps even on the whole band of a direction; it would then lose
+    every transfer unless fading lifts its channel. None otherwise. (A warning, not a
+    refusal: with fading or shadowing such a cell can work.)"""
+    target_bps = network.link.target_rate_bps
+    if (network.link.mode != "fixed_rate" or not isinstance(model, channel.AdaptiveShannonLink)
+            or target_bps is None):
+        return None   # (fixed_rate is a Shannon link with a target rate)
+    # the edge: the paper's cell's radius, or a hexagonal site's corner (isd / sqrt 3)
+    single = network.layout.kind == "single"
+    edge_m = network.radius_m if single else network.layout.isd_m / math.sqrt(3)
+    gain = float(channel.db_to_linear(-pathloss.pathloss_db(edge_m)))
+    short = []
+    for direction, band_hz in ((Direction.UPLINK, network.uplink_bandwidth_hz),
+                               (Direction.DOWNLINK, network.downlink_bandwidth_hz)):
+        capacity = model.capacity_bps(direction, gain, band_hz)
+        if capacity < target_bps:
+            short.append(f"{direction.value} {capacity:.4g} bit/s on all {band_hz:.4g} Hz")
+    if not short:
+        return None
+    quiet = "" if single else ", no interference, no O2I loss"
+    return (f"network.link.target_rate_bps: {target_bps:.4g} bit/s is above what a client at "
+            f"the cell edge ({edge_m:.4g} m, no fading{quiet}) can reach: {'; '.join(short)}; "
+            f"such clients lose every transfer unless fading lifts them")

@@ -4,7 +4,6 @@ per process, with deterministic kernels."""
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import channel
 from scala_netsim.algorithms.common import ClientData, SGDSettings, TrainerSetup
 from scala_netsim.algorithms.config import AlgorithmConfig
 from scala_netsim.books.duplexing import Duplexing
-from scala_netsim.config.link_budget import undecodable_problem
+from scala_netsim.config.link_budget import edge_rate_warning, undecodable_problem
 from scala_netsim.config.network import NetworkConfig
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario
@@ -252,34 +251,12 @@ def link_model(scenario: Scenario) -> channel.LinkModel:
 
 
 def cell_edge_warning(scenario: Scenario) -> str | None:
-    """For a fixed-rate link: a warning when a client at the cell edge (radius_m; in a
-    hexagonal layout a site's corner, isd_m / sqrt 3, with no interference and no O2I loss;
-    no shadowing, no fading) could not reach network.link.target_rate_bps even on the whole
-    band of a direction; it would then lose every transfer unless fading lifts its channel.
-    None otherwise. (A warning, not a refusal: with fading or shadowing such a cell can work.)"""
-    net = scenario.network
-    if net.link.mode != "fixed_rate":
+    """For a fixed-rate link, scala_netsim.config.link_budget.edge_rate_warning read with the
+    run's own link and path-loss models; None otherwise."""
+    if scenario.network.link.mode != "fixed_rate":
         return None
-    model = link_model(scenario)
-    target_bps = net.link.target_rate_bps
-    if not isinstance(model, channel.AdaptiveShannonLink) or target_bps is None:
-        return None   # (fixed_rate is a Shannon link with a target rate)
-    # the edge: the paper's cell's radius, or a hexagonal site's corner (isd / sqrt 3)
-    edge_m = net.radius_m if net.layout.kind == "single" else net.layout.isd_m / math.sqrt(3)
-    edge_pathloss_db = pathloss_model(net).pathloss_db(edge_m)
-    gain = float(channel.db_to_linear(-edge_pathloss_db))
-    short = []
-    for direction, band_hz in ((channel.Direction.UPLINK, net.uplink_bandwidth_hz),
-                               (channel.Direction.DOWNLINK, net.downlink_bandwidth_hz)):
-        capacity = model.capacity_bps(direction, gain, band_hz)
-        if capacity < target_bps:
-            short.append(f"{direction.value} {capacity:.4g} bit/s on all {band_hz:.4g} Hz")
-    if not short:
-        return None
-    quiet = "" if net.layout.kind == "single" else ", no interference, no O2I loss"
-    return (f"network.link.target_rate_bps: {net.link.target_rate_bps:.4g} bit/s is above what "
-            f"a client at the cell edge ({edge_m:.4g} m, no fading{quiet}) can reach: "
-            f"{'; '.join(short)}; such clients lose every transfer unless fading lifts them")
+    return edge_rate_warning(scenario.network, link_model(scenario),
+                             pathloss_model(scenario.network))
 
 
 def undecodable_clients(scenario: Scenario) -> str | None:

@@ -2,13 +2,16 @@
 under the NR link abstraction a client that can decode no MCS on any number of blocks without
 interference is refused, naming the field, the clients and what would let them. The rule's
 text lives in config/; scala_netsim.runner.world.undecodable_clients drops the clients as the
-run will and asks it before anything is written. The network's link no longer checks it."""
+run will and asks it before anything is written. The network's link no longer checks it.
+And the warning of a fixed-rate link whose target a client at the cell edge cannot reach."""
+
+import math
 
 import numpy as np
 import pytest
 
 from channel import Direction
-from scala_netsim.config.link_budget import undecodable_problem
+from scala_netsim.config.link_budget import edge_rate_warning, undecodable_problem
 
 from conftest import tiny_scenario
 
@@ -77,3 +80,29 @@ def test_under_power_control_the_refusal_names_the_cap_too():
     assert problem is not None and "on the uplink " in problem
     assert ("raise network.power_control.p0_dbm (-120 dBm) or alpha (0.8), or "
             "network.client_tx_power_w (1e-06 W), the power they are capped at") in problem
+
+
+# --- a fixed-rate link's target at the cell edge ------------------------------------------
+def test_a_target_above_the_cell_edges_capacity_is_warned_of():
+    """The paper's cell (500 m, 2 GHz, 20 MHz each way, 0.2 W and 1 W, -174 dBm/Hz): at the
+    edge PL = 128.1 + 37.6 log10(0.5) = 116.78 dB (TR 36.814), capacity B log2(1 + P g /
+    (N0 B)) by hand; 200 Mbit/s is above both directions', 1 Mbit/s above neither."""
+    from scala_netsim.runner.world import cell_edge_warning, link_model, pathloss_model
+
+    def scenario(rate_bps: float, mode: str = "fixed_rate"):
+        link = {"mode": mode, **({"target_rate_bps": rate_bps} if mode != "adaptive" else {})}
+        return tiny_scenario("fedavg", network={"link": link})
+
+    gain = 10.0 ** (-(128.1 + 37.6 * math.log10(0.5)) / 10.0)
+    noise_w = 10.0 ** ((-174.0 - 30.0) / 10.0) * 20e6
+    up, down = (20e6 * math.log2(1.0 + p * gain / noise_w) for p in (0.2, 1.0))
+    high = scenario(2e8)
+    assert edge_rate_warning(high.network, link_model(high), pathloss_model(high.network)) == (
+        f"network.link.target_rate_bps: 2e+08 bit/s is above what a client at the cell edge "
+        f"(500 m, no fading) can reach: uplink {up:.4g} bit/s on all 2e+07 Hz; downlink "
+        f"{down:.4g} bit/s on all 2e+07 Hz; such clients lose every transfer unless fading "
+        f"lifts them")
+    assert cell_edge_warning(high) == edge_rate_warning(high.network, link_model(high),
+                                                        pathloss_model(high.network))
+    assert cell_edge_warning(scenario(1e6)) is None
+    assert cell_edge_warning(scenario(0.0, "adaptive")) is None
