@@ -1,7 +1,8 @@
 """Shared fixtures and builders: a fixed seed for every test; tiny datasets, the real
 Fashion-MNIST slice, tiny cells; runs built from the registry (`make_run`); the engine stack
-on a tiny cell (`simulate`, `two_client_scala`); the golden end-to-end run (one CLI subprocess
-of every algorithm that several test modules read); the command line in-process (`cli`)."""
+on a tiny cell (`simulate`, `two_client_scala`); the 7-site network section (`NETWORK`) and a
+run's events as a table (`events_of`); the golden end-to-end run (one CLI subprocess of every
+algorithm that several test modules read); the command line in-process (`cli`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ if "NPY_DISABLE_CPU_FEATURES" not in os.environ:
     os.environ["NPY_DISABLE_CPU_FEATURES"] = PINNED_ENV["NPY_DISABLE_CPU_FEATURES"]
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import simpy  # noqa: E402
 import torch  # noqa: E402
@@ -255,6 +257,19 @@ def two_client_scala(protocol: type[Protocol] = ConcatSplitProtocol) -> Simulati
     trainer = SCALA(*split_parts(), data, SGDSettings(8, 0.01, 0.9), 0)
     cell = tiny_cell(DIST_M, FLOPS_PER_S, W_UL, W_DL, SERVER_FLOPS_PER_S)
     return simulate(trainer, protocol, cell, LOCAL_ITERS, P_UE, P_BS)
+
+
+# --- a network of cells ---------------------------------------------------------------
+#: The network section most network tests run: 7 hexagonal sites of 3 sectors, 500 m apart,
+#: 3GPP 38.901 UMa path loss (tests vary it as {**NETWORK, key: value}; never changed in place).
+NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
+           "pathloss": "3gpp_38901_uma"}
+
+
+def events_of(run: Run) -> pd.DataFrame:
+    """A run's event table, one row per event, its declared columns."""
+    names, rows = run.event_table()
+    return pd.DataFrame(rows, columns=list(names))
 
 
 # --- the command line -----------------------------------------------------------------

@@ -18,7 +18,7 @@ from scala_netsim.core.events import EventKind
 from scala_netsim.runner.loop import Run
 from scala_netsim.runner.world import build_world
 
-from conftest import N0_DBM_PER_HZ, ROOT, tiny_cell, tiny_scenario
+from conftest import N0_DBM_PER_HZ, ROOT, events_of, tiny_cell, tiny_scenario
 
 # Three clients on a line from the base station: two near, one at the cell edge; equal FLOP/s,
 # so the far client's slow radio alone makes it late.
@@ -36,11 +36,6 @@ def three_client_run(fashion_slice, algorithm: str, training: dict | None = None
     world = build_world(scenario, fashion_slice)
     world.cell = tiny_cell(DISTANCES_M, (1e10,) * 3)
     return Run(scenario, algorithm, world, torch.device("cpu"))
-
-
-def events_of(run: Run) -> pd.DataFrame:
-    columns, rows = run.event_table()
-    return pd.DataFrame(rows, columns=list(columns))
 
 
 def ends(run: Run, kind: EventKind) -> dict[int, float]:

@@ -11,6 +11,8 @@ from channel import Direction
 from scala_netsim import load_scenario
 from scala_netsim.config.scenario import ScenarioError
 
+from conftest import NETWORK
+
 TDD = {"duplex": {"kind": "tdd", "pattern": "DDDSU", "special_slot": [10, 2, 2]}}
 
 
@@ -130,10 +132,6 @@ def test_a_tdd_run_is_re_timed_under_paired_bands(tmp_path):
     assert retimed.summary["total_sim_time_s"].tolist() == trained.summary[
         "total_sim_time_s"].tolist()
     assert tdd.summary["total_sim_time_s"].iloc[0] > trained.summary["total_sim_time_s"].iloc[0]
-
-
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
 
 
 @pytest.mark.parametrize("algorithm", ["scala", "fedavg"])

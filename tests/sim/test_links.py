@@ -11,8 +11,7 @@ from scala_netsim.core.columns import AIR_COLUMNS, EVENT_COLUMNS
 from scala_netsim.sim.link import Link, WirelessLink
 from scala_netsim.sim.network.link import NetworkLink
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
+from conftest import NETWORK
 
 
 def protocol_members() -> set[str]:

@@ -21,8 +21,8 @@ from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import TransferLost
 from scala_netsim.sim.network.link import NetworkLink, NetworkSettings
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
+from conftest import NETWORK, events_of
+
 RATE_BPS = 20e6
 PAYLOAD = 400_000
 
@@ -137,11 +137,6 @@ def arq_run(make_run, scheduler: str = "static", fading: str = "none", **trainin
                              "fading": {"kind": fading, "coherence": "transfer"},
                              "link": {"mode": "fixed_rate", "target_rate_bps": 2e7,
                                       "max_attempts": 3}})
-
-
-def events_of(run) -> pd.DataFrame:
-    names, rows = run.event_table()
-    return pd.DataFrame(rows, columns=list(names))
 
 
 @pytest.mark.parametrize("scheduler, fading", [("static", "none"), ("round_robin", "none"),

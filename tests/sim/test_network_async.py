@@ -8,13 +8,10 @@ import pytest
 
 from scala_netsim.config.scenario import ScenarioError
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "scheduler": "round_robin"}
+from conftest import NETWORK as SEVEN_SITES
+from conftest import events_of
 
-
-def events_of(run) -> pd.DataFrame:
-    names, rows = run.event_table()
-    return pd.DataFrame(rows, columns=list(names))
+NETWORK = {**SEVEN_SITES, "scheduler": "round_robin"}
 
 
 @pytest.mark.parametrize("algorithm, sections", [

@@ -4,16 +4,9 @@ recorded as not completed with the bytes it got through, and the rules of docs/m
 hold, with every rate derived again from the air record."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
-
-
-def events_of(run) -> pd.DataFrame:
-    names, rows = run.event_table()
-    return pd.DataFrame(rows, columns=list(names))
+from conftest import NETWORK, events_of
 
 
 @pytest.mark.parametrize("algorithm, training, scheduler", [

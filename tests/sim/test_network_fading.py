@@ -19,19 +19,13 @@ from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.fading import NetworkFading
 from scala_netsim.sim.network.pool import Flow
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
+from conftest import NETWORK, events_of
 
 
 def faded_run(make_run, algorithm="scala", coherence="round", **network):
     return make_run(algorithm, data={"num_clients": 40}, training={"participation": 0.3},
                     network={**NETWORK, "fading": {"kind": "rayleigh", "coherence": coherence},
                              **network})
-
-
-def events_of(run) -> pd.DataFrame:
-    names, rows = run.event_table()
-    return pd.DataFrame(rows, columns=list(names))
 
 
 @pytest.mark.parametrize("coherence, scheduler", [("round", "static"),

@@ -13,8 +13,7 @@ from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.core import columns
 from scala_netsim.runner.world import cells_frame, clients_frame
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
+from conftest import NETWORK
 
 
 def network_run(make_run, algorithm="scala", **network):

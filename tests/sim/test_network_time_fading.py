@@ -24,8 +24,8 @@ from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.network.fading import NetworkFading
 from scala_netsim.sim.network.link import NetworkLink, NetworkSettings
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma"}
+from conftest import NETWORK, events_of
+
 COHERENCE_S = 0.05
 PAYLOAD = 400_000
 
@@ -105,11 +105,6 @@ def test_a_faded_interferer_changes_a_victims_rate_at_a_block_boundary():
     problems = air_rate_problems(air_frame(record.rows), events,
                                  dataclasses.replace(record.settings, draw_block=halved))
     assert {p.split(" ")[1] for p in problems} == {"0", "1"}
-
-
-def events_of(run) -> pd.DataFrame:
-    names, rows = run.event_table()
-    return pd.DataFrame(rows, columns=list(names))
 
 
 @pytest.mark.parametrize("network", [

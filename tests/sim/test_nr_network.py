@@ -13,11 +13,12 @@ import pytest
 from channel import Direction
 from scala_netsim import load_scenario
 
+from conftest import NETWORK as SEVEN_SITES
+
 pytest.importorskip("sionna.sys", reason="the optional extra [sionna] (Python 3.11+)")
 pytestmark = pytest.mark.slow     # Sionna's tables: about 5 s to build, once a process
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
+NETWORK = {**SEVEN_SITES, "carrier_frequency_hz": 3.5e9,
            "bs_tx_power_w": 40.0}   # 46 dBm: at the paper cell's 1 W some decode nothing
 NR = {**NETWORK, "link_abstraction": "nr"}
 SECTIONS = {"data": {"num_clients": 40}, "training": {"participation": 0.3}}

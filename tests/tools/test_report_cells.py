@@ -3,8 +3,9 @@ gives the cells of every network run, each row naming its run."""
 
 from analysis.cells import DETAIL_HEADER, _cell, cell_table
 
-NETWORK = {"network.layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "network.pathloss": "3gpp_38901_uma"}
+from conftest import NETWORK as SEVEN_SITES
+
+NETWORK = {f"network.{key}": value for key, value in SEVEN_SITES.items()}
 
 
 def markdown_rows(block: str) -> list[list[str]]:
