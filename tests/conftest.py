@@ -25,6 +25,11 @@ if "NPY_DISABLE_CPU_FEATURES" not in os.environ:
     assert "numpy" not in sys.modules, "numpy was imported before tests/conftest.py pinned it"
     os.environ["NPY_DISABLE_CPU_FEATURES"] = PINNED_ENV["NPY_DISABLE_CPU_FEATURES"]
 
+# OpenMP threads that wait spin by default: beside another busy process (xdist's other worker,
+# a subprocess) they take the cores that process needs. Set before torch's import, so the
+# workers and every process they start wait asleep (results are the same; PINNED_ENV too).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
