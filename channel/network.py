@@ -243,6 +243,32 @@ def round_robin_shares(total: int, caps: list[int]) -> list[int]:
     return out
 
 
+def proportional_fair_shares(total: int, caps: list[int], metrics: list[float]) -> list[int]:
+    """A proportional-fair scheduler's whole blocks for the transfers in progress in a cell:
+    the `total` blocks go to the transfers in order of their metric (the highest first; ties
+    in the order given), each taking as many as it can use (its cap) of those left; a
+    transfer that comes after the blocks ran out gets none and waits. With a flat channel
+    (every block of a transfer at one SINR) the per-block argmax of instantaneous over
+    averaged rate (Sionna's PFSchedulerSUMIMO, 5G-LENA's PF) is this: the best transfer
+    wins every block it can use."""
+    if len(caps) != len(metrics):
+        raise ValueError(f"{len(caps)} caps for {len(metrics)} metrics")
+    out = [0] * len(caps)
+    left = total
+    for i in sorted(range(len(caps)), key=lambda i: -metrics[i]):   # (stable: ties in order)
+        out[i] = min(caps[i], left)
+        left -= out[i]
+    return out
+
+
+def proportional_fair_average(average: float, rate: float, beta: float, slots: float) -> float:
+    """A proportional-fair scheduler's averaged rate after `slots` slots (a real number: time
+    over the slot) at the constant rate `rate`: T <- beta T + (1 - beta) r a slot, in closed
+    form, T beta^n + r (1 - beta^n)."""
+    keep = beta ** slots
+    return average * keep + rate * (1.0 - keep)
+
+
 @dataclass(frozen=True)
 class LinkLosses:
     """What each client's links to the sites drew (clients x sites, or per client): the basic

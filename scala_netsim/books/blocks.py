@@ -130,8 +130,11 @@ def air_problems(air: pd.DataFrame, blocks: Mapping[str, int]) -> list[str]:
     transfers of one direction at once: on each block, its air times in order of start (then
     end), each ends before the next one starts. Swept cell by cell over the rows in time
     order (`_clashes`), one entry a block: a round-robin record's millions of stretches of
-    tens of blocks are never spread out a row a block."""
+    tens of blocks are never spread out a row a block. A per-instant scheduler's stretch with
+    no block (first -1: proportional fair left the transfer parked on the air) holds none."""
     problems = []
+    if "cap_blocks" in air:     # a per-instant scheduler's parked stretches: no block held
+        air = air[(air["blocks"] != 0) | (air["first_block"] != -1)]
     total = air["direction"].map(blocks).to_numpy()
     outside = ((air["blocks"] < 1) | (air["first_block"] < 0)
                | (air["first_block"] + air["blocks"] > total)).to_numpy()
@@ -325,7 +328,7 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
     held = settings.held_s(direction, instants[:-1], instants[1:])
     for t0, t1, dt in zip(instants[:-1].tolist(), instants[1:].tolist(), held.tolist(),
                           strict=True):
-        on = np.flatnonzero((start <= t0) & (end >= t1))
+        on = np.flatnonzero((start <= t0) & (end >= t1) & (count > 0))   # (not parked)
         if not len(on):
             continue
         if coherence_s is not None:

@@ -65,9 +65,10 @@ def network_problems(scenario: Any) -> list[str]:
                             "link rates a transfer at its start: allowed round or transfer")
         return problems
     found = [a for a in scenario.algorithms if ALGORITHMS[a].traits.asynchronous]
-    if found and scenario.network.scheduler != "round_robin":
+    if found and scenario.network.scheduler == "static":
         problems.append(f"network.scheduler: {scenario.network.scheduler} grants a network's "
                         f"blocks per round, and {', '.join(found)} "
                         f"{'has' if len(found) == 1 else 'have'} no round (asynchronous); "
-                        f"allowed with them: round_robin (blocks per transfer)")
+                        f"allowed with them: round_robin or proportional_fair (blocks per "
+                        f"transfer)")
     return problems

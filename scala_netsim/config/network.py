@@ -264,10 +264,13 @@ class NetworkConfig(Strict):
     harq_max_transmissions: int = Field(default=4, ge=1)
     harq_rtt_slots: Annotated[int, HARQ_RTT_SLOTS] | None = None
     # how a cell's blocks are handed out: `static`, to each client of the round for the round
-    # (the allocator's shares), or `round_robin`, instant by instant among the transfers in
-    # progress (work-conserving: a client with nothing to send holds nothing)
-    # (`proportional_fair` is refused: without per-block fading it would be round robin)
+    # (the allocator's shares), or instant by instant among the transfers in progress
+    # (work-conserving: a client with nothing to send holds nothing), `round_robin` (equal
+    # shares) or `proportional_fair` (instantaneous over averaged rate, the average's weight
+    # a slot `pf_beta`, Sionna's and 5G-LENA's 0.98 by default; scala_netsim.sim.network.
+    # schedulers)
     scheduler: Literal["static", "round_robin", "proportional_fair"] = "static"
+    pf_beta: float = Field(default=0.98, gt=0, lt=1)
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -370,12 +373,15 @@ class NetworkConfig(Strict):
 
     @model_validator(mode="after")
     def _a_scheduler_of_the_network(self) -> NetworkConfig:
-        if self.scheduler == "proportional_fair":
-            raise ValueError("scheduler: proportional_fair ranks a cell's transfers by their "
-                             "rate on each block against their past rate; with no per-block "
-                             "fading (a network's fading is flat: one |h|^2 a link over every "
-                             "block) every block of a transfer has the same SINR and it gives "
-                             "round_robin's shares; use 'static' or 'round_robin'")
+        if self.scheduler == "proportional_fair" and self.link.mode == "fixed_rate":
+            raise ValueError("scheduler: proportional_fair may leave a transfer with no block "
+                             "for a while, and a fixed-rate link's attempt (network.link.mode: "
+                             "fixed_rate) lasts its air time whatever its blocks; allowed "
+                             "with fixed_rate: static or round_robin")
+        if self.pf_beta != 0.98 and self.scheduler != "proportional_fair":
+            raise ValueError(f"pf_beta: {self.pf_beta:g} weighs a proportional-fair "
+                             f"scheduler's average; only with scheduler: proportional_fair "
+                             f"(got {self.scheduler})")
         if self.scheduler != "static" and self.layout.kind == "single":
             raise ValueError(f"scheduler: {self.scheduler} hands out a network's resource "
                              f"blocks (network.layout.kind: hexagonal, sites: 1 for one "

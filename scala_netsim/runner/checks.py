@@ -75,8 +75,8 @@ def run_problems(run: Checked) -> list[str]:
                          slots=run.driver.slots,
                          band_grants=None if band_rows is None else grants_frame(band_rows),
                          duplexing=run.duplexing(),
-                         per_instant=getattr(getattr(run.link, "settings", None), "scheduler",
-                                             "static") == "round_robin")
+                         per_instant=getattr(getattr(run.link, "settings", None), "per_instant",
+                                             False))
     problems.extend(run.driver.problems(events, rounds, transfers, band_hz))
     problems.extend(run.link.problems())
     air = run.link.air_record()
@@ -87,7 +87,7 @@ def run_problems(run: Checked) -> list[str]:
         # kept whole: the transfers that end later were the others' interferers)
         until = getattr(run.link, "recorded_until", math.inf)
         problems.extend(air_problems(frame, air.settings.blocks))
-        if "cap_blocks" in frame:           # round robin: work-conserving, instant by instant
+        if "cap_blocks" in frame:           # per instant: work-conserving, instant by instant
             problems.extend(round_robin_problems(frame, air.settings.blocks, until))
         air_rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
         if air_rate_work(frame, air_rounds,

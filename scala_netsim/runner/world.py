@@ -31,6 +31,7 @@ from scala_netsim.learn.partition import label_counts, make_partition
 from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
 from scala_netsim.sim.network.nr import NrBlocks
+from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.settings import NetworkSettings, NrLink
 
 
@@ -190,7 +191,8 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
         interference=net.interference,
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
         backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps),
-        duplexing=duplexing(scenario), nr=nr_link(scenario), scheduler=net.scheduler)
+        duplexing=duplexing(scenario), nr=nr_link(scenario), scheduler=net.scheduler,
+        pf_beta=net.pf_beta, slot_s=channel.tdd.slot_s(spacing))
 
 
 #: the HARQ round trip with paired bands where network.harq_rtt_slots is not given (slots)
@@ -268,7 +270,7 @@ def undecodable_clients(scenario: Scenario) -> str | None:
         return None
     settings = network_settings(scenario)
     assert settings.nr is not None
-    blocks = NrBlocks(network_cell(scenario, Seeds(scenario.seed)), settings)
+    blocks = NrBlocks(RadioMap.of(network_cell(scenario, Seeds(scenario.seed))), settings)
     for direction, tables in settings.nr.tables.items():
         problem = undecodable_problem(scenario.network, direction,
                                       blocks.best_snr_db(direction),

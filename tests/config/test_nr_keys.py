@@ -34,12 +34,25 @@ def test_nr_in_the_paper_cell_is_refused():
         load_scenario("scenarios/quickstart.yaml", {"network": {"link_abstraction": "nr"}})
 
 
-def test_proportional_fair_is_refused_saying_why():
-    with pytest.raises(ScenarioError, match=r"network\.scheduler: .*proportional_fair .* no "
-                                            r"per-block fading .* use 'static' or "
-                                            r"'round_robin'"):
+def test_proportional_fair_loads_and_its_combinations_are_refused_saying_why():
+    scenario = load_scenario("scenarios/quickstart.yaml",
+                             {"network": {**NETWORK, "scheduler": "proportional_fair",
+                                          "pf_beta": 0.9}})
+    assert (scenario.network.scheduler, scenario.network.pf_beta) == ("proportional_fair", 0.9)
+    with pytest.raises(ScenarioError, match=r"network\.scheduler: proportional_fair may leave "
+                                            r".* fixed_rate.* allowed with fixed_rate: static "
+                                            r"or round_robin"):
         load_scenario("scenarios/quickstart.yaml",
-                      {"network": {**NETWORK, "scheduler": "proportional_fair"}})
+                      {"network": {**NETWORK, "scheduler": "proportional_fair",
+                                   "link": {"mode": "fixed_rate", "target_rate_bps": 1e6}}})
+    with pytest.raises(ScenarioError, match=r"pf_beta: 0\.9 weighs .* only with scheduler: "
+                                            r"proportional_fair \(got round_robin\)"):
+        load_scenario("scenarios/quickstart.yaml",
+                      {"network": {**NETWORK, "scheduler": "round_robin", "pf_beta": 0.9}})
+    with pytest.raises(ScenarioError, match=r"network\.pf_beta"):
+        load_scenario("scenarios/quickstart.yaml",
+                      {"network": {**NETWORK, "scheduler": "proportional_fair",
+                                   "pf_beta": 1.0}})
 
 
 def test_round_robin_in_the_paper_cell_is_refused():

@@ -16,6 +16,7 @@ from channel import network_grid as grid
 from scala_netsim.sim.network import air as air_module
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow, Pool
+from scala_netsim.sim.network.radio_map import RadioMap
 
 BLOCK_HZ = 360e3
 NOISE_W = 4e-21 * BLOCK_HZ            # -174 dBm/Hz over a block
@@ -71,7 +72,7 @@ def run(queues: list[list[tuple]], gains: np.ndarray, blocks: int, uplink: bool,
             return out.rate_bps, out.sinr, out.interference_w
         pool = ExactPool(env, rates, 6)
     else:
-        air = Air(env, gains, blocks, BLOCK_HZ, NOISE_W, uplink, interference)
+        air = Air(env, RadioMap(gains), blocks, BLOCK_HZ, NOISE_W, uplink, interference)
     flows: list[Flow] = []
 
     def serve(queue: list[tuple]):
@@ -140,7 +141,7 @@ def test_the_interference_on_every_block_is_the_long_double_sum(uplink):
     gains = 10.0 ** (-rng.uniform(120.0, 160.0, (cells, cells)) / 10.0)
     np.fill_diagonal(gains, 10.0 ** (-4.5))        # 115 dB above the others at most
     env = simpy.Environment()
-    air = Air(env, gains, blocks, BLOCK_HZ, NOISE_W, uplink, True)
+    air = Air(env, RadioMap(gains), blocks, BLOCK_HZ, NOISE_W, uplink, True)
     for c in range(cells):
         air.add(Flow(1e9, 0.0, lambda _: None), c, c, 0, blocks, float(rng.uniform(0.1, 1)),
                 float(gains[c, c]))
@@ -162,7 +163,7 @@ def test_the_starts_of_one_instant_are_settled_once(monkeypatch):
                         lambda *args: calls.append(args[0]) or settle(*args))
     gains = network(3, clients=20, cells=4)
     env = simpy.Environment()
-    air = Air(env, gains, 10, BLOCK_HZ, NOISE_W, True, True)
+    air = Air(env, RadioMap(gains), 10, BLOCK_HZ, NOISE_W, True, True)
     ends = []
     for k in range(20):          # 5 clients a cell, 2 blocks each, all at 0
         c = k % 4
@@ -178,7 +179,7 @@ def test_the_starts_of_one_instant_are_settled_once(monkeypatch):
 def test_a_transfer_on_a_block_its_cell_has_given_away_is_refused():
     gains = network(4, clients=3, cells=2)
     env = simpy.Environment()
-    air = Air(env, gains, 4, BLOCK_HZ, NOISE_W, True, True)
+    air = Air(env, RadioMap(gains), 4, BLOCK_HZ, NOISE_W, True, True)
     air.add(Flow(1e5, 0.0, lambda _: None), 0, 0, 0, 3, 0.2, float(gains[0, 0]))
     with pytest.raises(RuntimeError, match="blocks 2..3 of cell 0, not all free"):
         air.add(Flow(1e5, 0.0, lambda _: None), 1, 0, 2, 2, 0.2, float(gains[1, 0]))

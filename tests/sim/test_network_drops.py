@@ -71,18 +71,20 @@ def test_a_transfer_cut_at_its_deadline_frees_blocks_that_the_other_then_uses():
     import simpy
     from test_round_robin import BLOCK_HZ, NOISE_W, quiet_rate
 
-    from scala_netsim.sim.network.air import Air, Shared
+    from scala_netsim.sim.network.air import Air
     from scala_netsim.sim.network.pool import Flow
+    from scala_netsim.sim.network.radio_map import RadioMap
+    from scala_netsim.sim.network.schedulers import Request
 
     env = simpy.Environment()
     gains = np.array([[1e-10], [3e-11]])
-    air = Air(env, gains, 8, BLOCK_HZ, NOISE_W, True, True)
+    air = Air(env, RadioMap(gains), 8, BLOCK_HZ, NOISE_W, True, True)
     power, bits, t_cut = 0.2, 3e6, 0.01
     ended: dict[str, float] = {}
     flows = {}
     for name, k in (("a", 0), ("b", 1)):
         flows[name] = Flow(bits, 0.0, lambda f, name=name: ended.__setitem__(name, env.now))
-        air.add_shared(Shared(flows[name], k, 0, float(gains[k, 0]),
+        air.request(Request(flows[name], k, 0, float(gains[k, 0]),
                               lambda n: (power, power / n), 8))
     moved = {}
     cut = env.timeout(t_cut)

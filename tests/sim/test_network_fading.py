@@ -18,6 +18,7 @@ from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.fading import NetworkFading
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
 
 from conftest import NETWORK, events_of
 
@@ -106,7 +107,8 @@ def test_a_faded_interferer_changes_the_victims_rate_where_its_next_block_begins
     env = simpy.Environment()
     coupling = np.array([[1e-9, 1e-11], [2e-11, 1e-9]])   # clients x cells
     noise_w, block_hz, power_w = 1e-13, 360e3, 0.1
-    air = Air(env, coupling.copy(), 1, block_hz, noise_w, uplink=True, interference=True)
+    air = Air(env, RadioMap(coupling), 1, block_hz, noise_w, uplink=True,
+              interference=True)
     ends: dict[str, float] = {}
     victim_bits = 2e6
 
@@ -115,13 +117,13 @@ def test_a_faded_interferer_changes_the_victims_rate_where_its_next_block_begins
 
     def second(_: Flow) -> None:
         ends["first"] = env.now
-        air.fade(1, coupling[1] * 2.0)
+        air.radio.post(air.direction, 1, np.full(coupling.shape[1], 2.0))
         air.add(Flow(1e5, env.now, lambda f: ends.setdefault("second", f.end)), 1, 1, 0, 1,
                 power_w, coupling[1, 1] * 2.0)
 
     air.add(Flow(victim_bits, 0.0, lambda f: ends.setdefault("victim", f.end)), 0, 0, 0, 1,
             power_w, coupling[0, 0])
-    air.fade(1, coupling[1] * 0.5)
+    air.radio.post(air.direction, 1, np.full(coupling.shape[1], 0.5))
     air.add(Flow(1e5, 0.0, second), 1, 1, 0, 1, power_w, coupling[1, 1] * 0.5)
     env.run()
     signal = power_w * coupling[0, 0]
@@ -201,13 +203,15 @@ def test_a_gain_that_changes_mid_transfer_rerates_it_and_what_the_others_hear(up
     env = simpy.Environment()
     coupling = np.array([[1e-9, 3e-11], [2e-11, 1e-9]])
     noise_w, block_hz, power_w, t1, bits = 1e-13, 360e3, 0.1, 0.01, 5e6
-    air = Air(env, coupling.copy(), 1, block_hz, noise_w, uplink=uplink, interference=True)
+    air = Air(env, RadioMap(coupling), 1, block_hz, noise_w, uplink=uplink,
+              interference=True)
     ends: dict[int, float] = {}
     for k in (0, 1):
         air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, 0, 1,
                 power_w, coupling[k, k])
     later = env.timeout(t1)
-    later.callbacks.append(lambda _: air.regain(1, coupling[1] * 2.0))
+    later.callbacks.append(
+        lambda _: air.radio.post(air.direction, 1, np.full(coupling.shape[1], 2.0)))
     env.run()
 
     def rate(signal_w: float, interference_w: float) -> float:
@@ -251,20 +255,22 @@ def test_a_gain_changed_mid_transfer_holds_when_round_robin_regrants_its_blocks(
     spread over them) from 0; at t1 its gain doubles; at t2 client 1 joins the cell and each
     gets one block. Client 0's block from then is rated at the doubled gain, not the one it
     joined with (a regrant takes the transfer's terms: Air.regain updates them)."""
-    from scala_netsim.sim.network.air import Shared
+    from scala_netsim.sim.network.schedulers import Request
 
     env = simpy.Environment()
     coupling = np.array([[1e-9], [1e-9]])
     noise_w, block_hz, power_w, t1, t2, bits = 1e-13, 360e3, 0.1, 0.01, 0.02, 2e6
-    air = Air(env, coupling.copy(), 2, block_hz, noise_w, uplink=True, interference=False)
+    air = Air(env, RadioMap(coupling), 2, block_hz, noise_w, uplink=True,
+              interference=False)
     ends: dict[int, float] = {}
 
     def join(k: int) -> None:
         flow = Flow(bits * (1 + 9 * k), env.now, lambda f: ends.setdefault(k, f.end))
-        air.add_shared(Shared(flow, k, 0, coupling[k, 0],
+        air.request(Request(flow, k, 0, coupling[k, 0],
                               lambda n: (power_w, power_w / n), 2))
     join(0)
-    env.timeout(t1).callbacks.append(lambda _: air.regain(0, coupling[0] * 2.0))
+    env.timeout(t1).callbacks.append(
+        lambda _: air.radio.post(air.direction, 0, np.full(coupling.shape[1], 2.0)))
     env.timeout(t2).callbacks.append(lambda _: join(1))
     env.run()
 

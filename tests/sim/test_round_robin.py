@@ -14,8 +14,10 @@ import simpy
 from channel import network_grid as grid
 from channel.network import round_robin_shares
 from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
-from scala_netsim.sim.network.air import Air, Shared
+from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
+from scala_netsim.sim.network.schedulers import Request
 
 BLOCK_HZ = 360e3
 NOISE_W = 4e-21 * BLOCK_HZ            # -174 dBm/Hz over a block
@@ -44,13 +46,13 @@ def test_two_transfers_one_starting_later_end_at_hand_computed_times():
     4 blocks each; A ends, then B has all 8 again. The ends by hand."""
     env = simpy.Environment()
     gains = np.array([[1e-10], [3e-11]])
-    air = Air(env, gains, 8, BLOCK_HZ, NOISE_W, True, True)
+    air = Air(env, RadioMap(gains), 8, BLOCK_HZ, NOISE_W, True, True)
     power, bits_a, bits_b, t1 = 0.2, 2e6, 3e6, 0.01
     ended: dict[str, float] = {}
 
     def start(name: str, k: int, bits: float) -> Flow:
         flow = Flow(bits, env.now, lambda f: ended.__setitem__(name, env.now))
-        air.add_shared(Shared(flow, k, 0, float(gains[k, 0]), lambda n: (power, power / n), 8))
+        air.request(Request(flow, k, 0, float(gains[k, 0]), lambda n: (power, power / n), 8))
         return flow
 
     a = start("a", 0, bits_a)
@@ -79,12 +81,12 @@ def test_a_cells_split_recomputes_other_cells_only_where_what_it_sends_changed(u
     rng = np.random.default_rng(11)
     gains = 10.0 ** (-rng.uniform(90.0, 130.0, (4, 3)) / 10.0)
     env = simpy.Environment()
-    air = Air(env, gains, 6, BLOCK_HZ, NOISE_W, uplink, True)
+    air = Air(env, RadioMap(gains), 6, BLOCK_HZ, NOISE_W, uplink, True)
     power = 0.2 if uplink else 1.0
 
     def start(k: int, c: int) -> None:
         flow = Flow(1e9, env.now, lambda _: None)
-        air.add_shared(Shared(flow, k, c, float(gains[k, c]),
+        air.request(Request(flow, k, c, float(gains[k, c]),
                               lambda n: (power * n / 6, power / n if uplink else power / 6),
                               6))
     for k in range(3):
@@ -107,11 +109,11 @@ def test_a_cells_split_recomputes_other_cells_only_where_what_it_sends_changed(u
 def test_a_transfer_beyond_the_cells_blocks_waits_for_one():
     env = simpy.Environment()
     gains = np.array([[1e-10]] * 3)
-    air = Air(env, gains, 2, BLOCK_HZ, NOISE_W, True, True)
+    air = Air(env, RadioMap(gains), 2, BLOCK_HZ, NOISE_W, True, True)
     ended: dict[int, float] = {}
     for k in range(3):
         flow = Flow(1e6, 0.0, lambda f, k=k: ended.__setitem__(k, env.now))
-        air.add_shared(Shared(flow, k, 0, 1e-10, lambda n: (0.2, 0.2 / n), 2))
+        air.request(Request(flow, k, 0, 1e-10, lambda n: (0.2, 0.2 / n), 2))
     env.run()
     one = 1e6 / quiet_rate(1, 0.2, 1e-10)
     assert ended[0] == pytest.approx(one, rel=1e-12) and ended[1] == ended[0]

@@ -14,57 +14,44 @@ U^-1(tau_end), the earliest at which that much symbol time has passed. Without o
 the same numbers to the bit.
 
 Blocks are handed out in one of two ways. `add` takes the blocks the link granted the
-transfer for the round (the static scheduler). `add_shared` (round robin, work-conserving)
-leaves them to the air: at every instant a cell's blocks are split among its transfers in
-progress (channel.network.round_robin_shares: whole blocks, equal shares in the order they
-joined, none above a transfer's cap), split again whenever one starts or ends; a transfer
-that finds as many transfers in progress as blocks waits, first come first served, for the
-next block to come free (the time shares of a slot scheduler are not modelled). Each
+transfer for the round (the static scheduler). `request` leaves them to the air's per-instant
+scheduler (scala_netsim.sim.network.schedulers: round robin, proportional fair), asked again
+for the cell's blocks whenever one of its transfers starts or ends (and, where it looks at
+the channel, whenever one's gains change): a transfer it gives no block waits, before it
+joins the air or on it (parked, its bits where they were), until it gives it some. Each
 transfer's blocks over time are its `stretches`."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
 from channel import Direction
-from channel import network as channel_network
 from channel import network_grid as grid
 from channel.nr_link import LinkTables
 from channel.tdd import TddFrame
 from scala_netsim.sim.network.pool import Flow
-
-
-@dataclass
-class Shared:
-    """A round-robin transfer's terms: its flow, client, cell, receive gain, the power it
-    radiates on n blocks and on each of them (`powers(n)`: on the downlink the cell's power
-    a block, whatever n), and the most blocks it can use (`cap`)."""
-
-    flow: Flow
-    client: int
-    cell: int
-    gain: float
-    powers: Callable[[int], tuple[float, float]]
-    cap: int
+from scala_netsim.sim.network.radio_map import RadioMap
+from scala_netsim.sim.network.schedulers import Request, RoundRobin, Scheduler
 
 
 class Air:
     """The air of one direction of a network: its cells' `num_blocks` blocks of `block_hz`,
-    the noise a block's receiver hears (`noise_w`), the coupling gains (clients x cells,
-    linear), with or without interference between cells (see the module's docstring)."""
+    the noise a block's receiver hears (`noise_w`), the gains of the radio map `radio` in its
+    direction (clients x cells, linear), with or without interference between cells (see the
+    module's docstring)."""
 
-    def __init__(self, env: simpy.Environment, gains: np.ndarray, num_blocks: int,
+    def __init__(self, env: simpy.Environment, radio: RadioMap, num_blocks: int,
                  block_hz: float, noise_w: float, uplink: bool, interference: bool,
                  frame: TddFrame | None = None, link: LinkTables | None = None,
-                 fades_in_time: bool = False) -> None:
+                 fades_in_time: bool = False, scheduler: Scheduler | None = None) -> None:
         self.env = env
+        self.radio = radio
+        #: the per-instant scheduler of `request`ed transfers (None: round robin)
+        self.scheduler: Scheduler = RoundRobin(num_blocks) if scheduler is None else scheduler
         self.frame = frame
         #: the NR link abstraction's lookups (channel.nr_link; None: Shannon rates)
         self.link = link
@@ -73,7 +60,9 @@ class Air:
         #: delivers nothing under the NR abstraction then waits for the next block
         self.fades_in_time = fades_in_time
         self.direction = Direction.UPLINK if uplink else Direction.DOWNLINK
-        self.gains = np.ascontiguousarray(gains, dtype=float)
+        #: the map's gains in force in this direction (its live array: posts change it)
+        self.gains = radio.gains(self.direction)
+        radio.watch(self.direction, self.regained)
         self.block_hz, self.noise_w = block_hz, noise_w
         self.uplink, self.interference = uplink, interference
         num_cells = self.gains.shape[1]
@@ -95,11 +84,24 @@ class Air:
         self._wake: simpy.Event | None = None
         self._wake_at = math.inf
         self.num_blocks = num_blocks
-        #: round robin: each cell's transfers on the air (slots, in the order they joined),
-        #: those waiting for a block, and each slot's terms
+        #: the scheduler's: each cell's transfers on the air (slots, in the order they
+        #: joined), those waiting for a block, each slot's request, and the flows that have
+        #: waited on the air with no block (parked)
         self._on_cell: dict[int, list[int]] = {}
-        self._waiting: dict[int, deque[Shared]] = {}
-        self._shared: dict[int, Shared] = {}
+        self._waiting: dict[int, deque[Request]] = {}
+        self._shared: dict[int, Request] = {}
+        self._parked: set[int] = set()
+        #: each client's slots in flight (a watcher's post concerns the air only where any)
+        self._clients: dict[int, int] = {}
+
+    def quiet_rate(self, request: Request, n: int) -> float:
+        """Request's rate on n blocks of its cell at its gain now with no interference
+        (bit/s): Shannon's, or under the NR abstraction the goodput of the MCS it would pick
+        (a per-instant scheduler's instantaneous rate)."""
+        snr = request.powers(n)[1] * request.gain / self.noise_w
+        if self.link is None:
+            return n * self.block_hz * math.log2(1.0 + snr)
+        return float(self.link.goodput_bps(np.full(n, snr)))
 
     def tau(self, t: float) -> float:
         """The direction's symbol time at instant t (t itself without a frame)."""
@@ -111,21 +113,22 @@ class Air:
             return tau
         return self.frame.finish(self.direction, 0.0, tau)
 
-    def fade(self, client: int, gains: np.ndarray) -> None:
-        """Client's gains to every cell from now on (a fading block that begins with its
-        transfer: it has none of this direction on the air; scala_netsim.sim.network.fading)."""
-        self.gains[client] = gains
-
-    def regain(self, client: int, gains: np.ndarray) -> None:
-        """Client's gains to every cell change now, mid-transfer (the seam for mobility:
-        docs/model/network.md): its transfer in flight in this direction, if any, has its bits
-        taken up to now at its old rate, its signal set from the new gain to its cell, and
-        its blocks re-rated at the next settle; on the uplink every other cell's holder of
-        those blocks too (what they hear of it changed: the block's sender is marked unknown
-        so that the settle re-rates all of them). One waiting for a block (round robin) joins
-        at the new gain. Its serving cell stays (a handover is a new transfer, not a new
-        gain)."""
-        self.gains[client] = gains
+    def regained(self, client: int) -> None:
+        """Client's gains to every cell changed now on the radio map (RadioMap.post): its
+        transfer in flight in this direction, if any, has its bits taken up to now at its old
+        rate, its signal set from the new gain to its cell, and its blocks re-rated at the
+        next settle; on the uplink every other cell's holder of those blocks too (what they
+        hear of it changed: the block's sender is marked unknown so that the settle re-rates
+        all of them). One waiting for a block (round robin) joins at the new gain. A client
+        with nothing of this direction in flight (a fading block that begins with its
+        transfer) changes nothing here until it joins. Its serving cell stays (a handover is a
+        new transfer, not a new gain: the seam for mobility, docs/model/network.md)."""
+        if not self._clients.get(client) and not any(
+                shared.client == client for waiting in self._waiting.values()
+                for shared in waiting):
+            return
+        gains = self.gains[client]
+        cells = []          # (the cells whose scheduler decides again, where it reacts)
         now = self.tau(self.env.now)
         used = self.flows[:self._used]
         for h in np.flatnonzero((self.ints[:self._used, grid.CLIENT] == client)
@@ -137,8 +140,9 @@ class Air:
             count = int(self.ints[h, grid.COUNT])
             self.flows[h, grid.SIGNAL] = self.flows[h, grid.PER_BLOCK_W] * gains[cell]
             term = self._shared.get(h)
-            if term is not None:      # (round robin: its blocks regranted at the new gain)
+            if term is not None:      # (per instant: its blocks regranted at the new gain)
                 term.gain = float(gains[cell])
+                cells.append(cell)
             self.dirty[first:first + count, cell] = True
             if self.uplink:
                 self.grids[grid.SENT_CLIENT_GRID, cell, first:first + count] = -1.0
@@ -146,6 +150,10 @@ class Air:
             for shared in waiting:
                 if shared.client == client:
                     shared.gain = float(gains[shared.cell])
+                    cells.append(shared.cell)
+        if self.scheduler.reacts_to_gains:
+            for cell in dict.fromkeys(cells):
+                self._reassign(cell)
         self._changed = True
         if not self._settling:
             self._settling = True
@@ -174,6 +182,7 @@ class Air:
             raise RuntimeError(f"client {client}'s transfer asks for blocks {first}.."
                                f"{first + count - 1} of cell {cell}, not all free in its band")
         self._free.pop()
+        self._clients[client] = self._clients.get(client, 0) + 1
         self._last_joined = h
         self._tau_start[h] = now
         self._joined += 1
@@ -186,51 +195,69 @@ class Air:
         if flow.on_air is not None:   # (a fixed-rate attempt's clock starts)
             flow.on_air(flow)
 
-    def add_shared(self, shared: Shared) -> None:
-        """A round-robin transfer joins its cell now: the cell's blocks are split again among
-        its transfers in progress (see the module's docstring)."""
-        shared.flow.stretches = []
-        self._waiting.setdefault(shared.cell, deque()).append(shared)
-        self._reassign(shared.cell)
+    def request(self, request: Request) -> None:
+        """A transfer asks its cell's scheduler for blocks now: the cell's blocks are handed
+        out again among its transfers in progress (see the module's docstring)."""
+        request.flow.stretches = []
+        self._waiting.setdefault(request.cell, deque()).append(request)
+        self._reassign(request.cell)
         self._changed = True
         if not self._settling:
             self._settling = True
             self.env.timeout(0).callbacks.append(self._settle_instant)
 
     def _reassign(self, cell: int) -> None:
-        """Cell's blocks split again among its transfers on the air and those waiting that
-        now fit (one block each at least): every slot whose blocks change gives them up, then
-        all take their new ones, contiguous in the order they joined."""
+        """Cell's blocks handed out again by the scheduler among its transfers on the air and
+        those waiting: every slot whose blocks change gives them up, then all take their new
+        ones (a slot given none is parked: `_park`), then those waiting that got some join."""
         on = self._on_cell.setdefault(cell, [])
         waiting = self._waiting.get(cell, deque())
-        admitted = [waiting.popleft() for _ in range(min(len(waiting),
-                                                         self.num_blocks - len(on)))]
-        terms = [self._shared[h] for h in on] + admitted
-        counts = channel_network.round_robin_shares(self.num_blocks, [t.cap for t in terms])
-        firsts = [0, *itertools.accumulate(counts[:-1])]
+        requests = [self._shared[h] for h in on] + list(waiting)
+        blocks = self.scheduler.assign(cell, requests, len(on), self.env.now)
         now, t = self.tau(self.env.now), self.env.now
+        held = [(int(self.ints[h, grid.FIRST]), int(self.ints[h, grid.COUNT])) for h in on]
         moved = [i for i, h in enumerate(on)
-                 if (self.ints[h, grid.FIRST], self.ints[h, grid.COUNT]) != (firsts[i],
-                                                                            counts[i])]
+                 if held[i] != blocks[i] and (held[i][1] > 0 or blocks[i][1] > 0)]
         for i in moved:
-            grid.release(on[i], now, self.holder, self.dirty, self.ints, self.flows)
-            terms[i].flow.stretches[-1][3] = t
+            if held[i][1] > 0:
+                grid.release(on[i], now, self.holder, self.dirty, self.ints, self.flows)
+            requests[i].flow.stretches[-1][3] = t
         for i in moved:
-            term = terms[i]
-            power_w, per_block_w = term.powers(counts[i])
-            if not grid.regrant(on[i], firsts[i], counts[i], per_block_w, term.gain,
+            (first, count), term = blocks[i], requests[i]
+            if count == 0:
+                self._park(on[i])
+                term.flow.stretches.append([-1, 0, t, math.nan, 0.0, term.cap])
+                continue
+            power_w, per_block_w = term.powers(count)
+            if not grid.regrant(on[i], first, count, per_block_w, term.gain,
                                 self.holder, self.dirty, self.ints, self.flows):
-                raise RuntimeError(f"round robin: cell {cell}'s blocks {firsts[i]}.."
-                                   f"{firsts[i] + counts[i] - 1} not free")
-            term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
-        for i, term in enumerate(admitted, start=len(on)):
-            power_w, per_block_w = term.powers(counts[i])
-            self.add(term.flow, term.client, cell, firsts[i], counts[i], power_w, term.gain,
+                raise RuntimeError(f"{self.scheduler.name}: cell {cell}'s blocks {first}.."
+                                   f"{first + count - 1} not free")
+            term.flow.stretches.append([first, count, t, math.nan, power_w, term.cap])
+        joining = [i for i in range(len(on), len(requests)) if blocks[i][1] > 0]
+        if joining:
+            self._waiting[cell] = deque(r for i, r in enumerate(requests[len(on):], len(on))
+                                        if blocks[i][1] == 0)
+        for i in joining:
+            (first, count), term = blocks[i], requests[i]
+            power_w, per_block_w = term.powers(count)
+            self.add(term.flow, term.client, cell, first, count, power_w, term.gain,
                      per_block_w)
             h = self._last_joined
             self._shared[h] = term
             on.append(h)
-            term.flow.stretches.append([firsts[i], counts[i], t, math.nan, power_w, term.cap])
+            term.flow.stretches.append([first, count, t, math.nan, power_w, term.cap])
+
+    def _park(self, h: int) -> None:
+        """Slot h, released, stays on the air with no block (its bits where they are): no
+        rate, no end, no SINR or interference integrated until it gets blocks again (its
+        stretch meanwhile: no block, first -1, no power)."""
+        self.flows[h, grid.RATE] = self.flows[h, grid.SINR] = 0.0
+        self.flows[h, grid.INTERFERENCE] = 0.0
+        self.flows[h, grid.FINISH] = math.inf
+        flow = self._flow[h]
+        assert flow is not None
+        self._parked.add(id(flow))
 
     def remove(self, flow: Flow) -> float | None:
         """Flow leaves now, before its bits have crossed (a deadline cut it): its numbers up
@@ -250,7 +277,8 @@ class Air:
         term = self._shared.pop(h, None)
         if term is not None:
             self._on_cell[term.cell].remove(h)
-            term.flow.stretches[-1][3] = self.env.now
+            if term.flow.stretches and math.isnan(term.flow.stretches[-1][3]):
+                term.flow.stretches[-1][3] = self.env.now     # (not parked: it held some)
             self._reassign(term.cell)
         self._settle()
         return moved
@@ -296,7 +324,7 @@ class Air:
         if self.fades_in_time:           # its channel changes at the next block's boundary
             return
         flows = self.flows[:self._used]
-        stopped = flows[:, grid.RATE] == 0.0
+        stopped = (flows[:, grid.RATE] == 0.0) & (self.ints[:self._used, grid.COUNT] > 0)
         quiet = stopped & (flows[:, grid.INTERFERENCE] == 0.0)
         if not quiet.any() and not (math.isinf(end) and stopped.any()):
             return
@@ -359,10 +387,15 @@ class Air:
         """Slot h's numbers into its Flow, now it has crossed, and its blocks freed."""
         f = self._flow[h]
         assert f is not None
+        self._clients[int(self.ints[h, grid.CLIENT])] -= 1
         f.end, now = self.env.now, self.tau(self.env.now)
         # (from when it got its blocks: a round-robin transfer may have waited for one)
         began = f.stretches[0][2] if f.stretches else f.start
         f.held_s = f.end - began if self.frame is None else now - self._tau_start[h]
+        if id(f) in self._parked:     # (parked a while: the part of it it held blocks)
+            self._parked.discard(id(f))
+            f.blocks_s = math.fsum(self.tau(f.end if math.isnan(t1) else t1) - self.tau(t0)
+                                   for _, n, t0, t1, _, _ in f.stretches if n > 0)
         out, nr = grid.leave(h, now, self.holder, self.dirty, self.ints, self.flows)
         f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area, f.varied = out
         f.mcs_area, f.tbler_area, f.sending_s, f.tbler = nr

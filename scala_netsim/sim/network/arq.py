@@ -13,7 +13,7 @@ once on the same blocks (the air's flow stays, its mutual information counted ag
 Air.gathered), up to the link's max_attempts in all; a transfer whose every attempt failed
 is lost (its client dropped from the round, as in the cell). Under fading with one block per
 transfer each attempt sees a fresh row on every link (NetworkFading.row, set mid-transfer by
-Air.regain); with one per round the same; in blocks of time, the blocks' rows (TimeFades).
+RadioMap.post); with one per round the same; in blocks of time, the blocks' rows (TimeFades).
 
 The air record gives each attempt its own rows (an `attempt` column), and a faded run's
 fading record each attempt's row, so that books.blocks derives each attempt's mutual
@@ -34,25 +34,26 @@ from scala_netsim.sim.link import share_done
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.fading import NetworkFading
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
 
 
 class Attempts:
     """One transfer's attempts, of client k in `direction` (see the module's docstring), at
     the rate of the fixed-rate link `model`. The first is on the fading row `fade` (None: no
     fading, or fading in blocks of time); each after it on `fading`'s next row for the client
-    (NetworkFading.row): under one fading block a transfer a fresh row, set on the air
-    mid-transfer from the client's `coupling` gains to every cell; under one a round the
-    same row."""
+    (NetworkFading.row): under one fading block a transfer a fresh row, posted mid-transfer
+    on the radio map `radio` (its coupling gains times the row); under one a round the same
+    row."""
 
     def __init__(self, env: simpy.Environment, air: Air, bits: float,
                  model: channel.LinkModel, fade: np.ndarray | None,
                  fading: NetworkFading | None, direction: Direction, k: int,
-                 coupling: np.ndarray) -> None:
+                 radio: RadioMap) -> None:
         self.env, self.air, self.bits = env, air, bits
         self.rate_bps = model.rate_bps(direction, math.nan, math.nan, env.now, None)
         self.max_attempts = model.max_attempts
         self.airtime_s = bits / self.rate_bps
-        self._fading, self._direction, self._k, self._coupling = fading, direction, k, coupling
+        self._fading, self._direction, self._k, self._radio = fading, direction, k, radio
         #: the attempt on the air (1, 2, ...), whether all failed, when the first began, the
         #: instants at which one ended and the next began, each attempt's fading row
         self.attempt = 1
@@ -107,7 +108,7 @@ class Attempts:
         if fading is not None and not fading.fading.per_time:
             fade = fading.row(self._direction, self._k)
             if not fading.fading.per_round:
-                air.regain(self._k, self._coupling * fade)
+                self._radio.post(self._direction, self._k, fade)
             self.fades.append(fade)
         self._arm()
 

@@ -4,14 +4,15 @@ A transfer of client k in one direction sees its own |h|^2 on its link to every 
 of the cells' count, channel.fading.fading_power_gain, E|h|^2 = 1): on the uplink the rows
 of the clients on the air say what each hears at every base station, its own included; on
 the downlink a client's row says what it hears from every base station. The coupling gains
-(clients x cells) times the row are the transfer's gains while it is on the air (Air.fade).
+(clients x cells) times the row are the transfer's gains while it is on the air, posted on
+the radio map (RadioMap.post).
 `coherence` as in the paper's cell (channel.Fading): `round`, one row per client, direction
 and round (the channel constant over a round: every transfer of it sees the same row);
 `transfer`, a fresh row for every transfer. The rates change at those boundaries only, where
 a transfer starts: the row is set before it joins the air, and a client has one transfer of
 a direction on the air at a time. `time` (`coherence_s`): a fresh row per client and direction
 for every block [i T_c, (i + 1) T_c) of the clock, set on the air at the block's boundary
-while the client's transfer is in flight (scala_netsim.sim.network.link, Air.regain): the
+while the client's transfer is in flight (RadioMap.post, which the air re-rates): the
 rates change there too, its own and those of the others that hear it.
 
 Every row is drawn from its own child of the fading stream, named by (client, round or chunk
@@ -22,7 +23,9 @@ see the same channel in a round where they move the same transfers."""
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import simpy
@@ -30,8 +33,8 @@ import simpy
 import channel
 from channel import Direction
 from scala_netsim.sim.link import child_rng
-from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
 
 #: fading in blocks of time: the blocks whose rows a client's direction draws at once
 BLOCKS_A_DRAW = 64
@@ -89,17 +92,17 @@ class NetworkFading:
 
 class TimeFades:
     """A transfer's fading blocks of time (coherence: time), client k's in `direction` on the
-    air `air`: its row of the block it joins in, set before it joins (`begin`), and at every
-    boundary of a block while it is on the air (or waiting for a block: round robin) the next
-    block's, set mid-transfer (Air.regain, on its `coupling` gains to every cell), until it
-    leaves the air or its record is written (`stop`). The rows are not kept: each is a
-    function of the stream, the client, the block and the direction (`row_in_block`), which
-    the checks draw again."""
+    radio map `radio`: its row of the block it joins in, set before it joins (`begin`), and
+    at every boundary of a block while it is on the air (or waiting for a block: round robin)
+    the next block's, posted mid-transfer (RadioMap.post, on its coupling gains to every
+    cell), until it leaves the air or its record is written (`stop`). The rows are not kept:
+    each is a function of the stream, the client, the block and the direction
+    (`row_in_block`), which the checks draw again."""
 
-    def __init__(self, env: simpy.Environment, fading: NetworkFading, air: Air,
-                 direction: Direction, k: int, coupling: np.ndarray) -> None:
-        self.env, self.fading, self.air = env, fading, air
-        self.direction, self.k, self.coupling = direction, k, coupling
+    def __init__(self, env: simpy.Environment, fading: NetworkFading, radio: RadioMap,
+                 direction: Direction, k: int) -> None:
+        self.env, self.fading, self.radio = env, fading, radio
+        self.direction, self.k = direction, k
         #: the row of the last block it saw (None: it never joined the air)
         self.last: np.ndarray | None = None
         self._flow: Flow | None = None
@@ -123,9 +126,22 @@ class TimeFades:
         if self._over or flow is None or not math.isnan(flow.end):   # off the air
             return
         self.last = self.fading.row_in_block(self.direction, self.k, block)
-        self.air.regain(self.k, self.coupling * self.last)
+        self.radio.post(self.direction, self.k, self.last)
         self._arm(block + 1)
 
     def stop(self) -> None:
         """No more blocks: its record is written (a drop may have cut it off the air)."""
         self._over = True
+
+
+def blocks_of_time(network_fading: NetworkFading | None
+                   ) -> tuple[float | None, Callable[[int, int, str], np.ndarray] | None]:
+    """Fading in blocks of time: their length and how a block's row is drawn again
+    (books.blocks.AirSettings.coherence_s, draw_block); None, None otherwise."""
+    if network_fading is None or not network_fading.fading.per_time:
+        return None, None
+
+    @functools.lru_cache(maxsize=1 << 16)     # (a block spans several intervals)
+    def draw(client: int, block: int, direction: str) -> np.ndarray:
+        return network_fading.row_in_block(Direction(direction), client, block)
+    return network_fading.fading.coherence_s, draw

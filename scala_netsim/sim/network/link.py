@@ -26,7 +26,6 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
@@ -40,14 +39,17 @@ from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message, TransferLost
-from scala_netsim.sim.network.air import Air, Shared
+from scala_netsim.sim.network import schedulers
+from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.arq import Attempts
 from scala_netsim.sim.network.backhaul import Backhaul
-from scala_netsim.sim.network.fading import NetworkFading, TimeFades
+from scala_netsim.sim.network.fading import NetworkFading, TimeFades, blocks_of_time
 from scala_netsim.sim.network.flight import Flight, cut
 from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.rows import air_rows
+from scala_netsim.sim.network.schedulers import Request
 from scala_netsim.sim.network.settings import NetworkSettings
 
 
@@ -93,18 +95,24 @@ class NetworkLink:
         #: the round's clients that take turns on a block, with the block's queue
         self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
         self._radio = {d: model.allocation_radio(d) for d in Direction}
-        coupling = self.net.coupling_linear   # (each air its own, rows faded, with fading)
-        self._air = {d: Air(env, coupling if self.fading is None else coupling.copy(),
-                            settings.blocks[d],
+        #: the one owner of every client's gains and serving cell (fading posts its rows there)
+        self.radio = RadioMap.of(cell)
+        self._air = {d: Air(env, self.radio, settings.blocks[d],
                             settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
                             d is Direction.UPLINK, settings.interference, settings.frame,
                             None if settings.nr is None else settings.nr.tables[d],
                             fading is not None and fading.fading.per_time)
                      for d in Direction}
+        for d, air in self._air.items():     # (under static, none: the grants of the round)
+            scheduler = schedulers.per_instant(settings.scheduler, settings.blocks[d],
+                                               air.quiet_rate, settings.pf_beta,
+                                               settings.slot_s)
+            if scheduler is not None:
+                air.scheduler = scheduler
         self._backhaul = Backhaul(env, settings.backhaul)
         #: each transfer started and not recorded yet (by its record's id): its start
         self._open: dict[int, float] = {}
-        self._nr_blocks = NrBlocks(cell, settings)
+        self._nr_blocks = NrBlocks(self.radio, settings)
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block with no interference (dB):
@@ -137,7 +145,7 @@ class NetworkLink:
         self.round = round_
         if self.fading is not None:
             self.fading.begin_round(round_)
-        if self.settings.scheduler == "round_robin":   # nothing held between transfers
+        if self.settings.per_instant:       # nothing held between transfers
             return
         block_hz = self.settings.block_hz
         for direction, demand in demands.items():
@@ -145,7 +153,7 @@ class NetworkLink:
             demand = demand.with_radio(self._radio[direction])
             held = self._blocks[direction] = {}
             self._turns[direction] = {}
-            serving = self.net.serving[demand.client_ids]
+            serving = self.radio.serving[demand.client_ids]
             for c in np.unique(serving).tolist():
                 mine = serving == c
                 if np.count_nonzero(mine) > total:
@@ -184,9 +192,7 @@ class NetworkLink:
             self.fading.begin_round(number)
 
     def assign(self, k: int, shares: dict[Direction, float], record: bool = True) -> None:
-        """An asynchronous run's slot for client k: none, the round-robin air splitting each
-        cell's blocks among the transfers in progress (the only scheduler asynchronous
-        algorithms run with in a network)."""
+        """An asynchronous run's slot for client k: none (its air's per-instant scheduler)."""
         del k, shares, record
 
     @property
@@ -232,33 +238,21 @@ class NetworkLink:
         return AirRecord(self.air_rows, AirSettings(
             {d.value: n for d, n in s.blocks.items()}, s.block_hz,
             {d.value: s.noise_w_per_hz(d) * s.block_hz for d in Direction}, s.interference,
-            self.net.coupling_linear, s.frame,
+            self.radio.coupling, s.frame,
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
-            self.fade_rows, "attempt" if self.arq is not None else "", *self._blocks_of_time()))
-
-    def _blocks_of_time(self) -> tuple[float | None, Callable[[int, int, str], np.ndarray]
-                                       | None]:
-        """Fading in blocks of time: their length and how a block's row is drawn again
-        (AirSettings.coherence_s, draw_block); None, None otherwise."""
-        network_fading = self.fading
-        if network_fading is None or not network_fading.fading.per_time:
-            return None, None
-
-        @functools.lru_cache(maxsize=1 << 16)     # (a block spans several intervals)
-        def draw(client: int, block: int, direction: str) -> np.ndarray:
-            return network_fading.row_in_block(Direction(direction), client, block)
-        return network_fading.fading.coherence_s, draw
+            self.fade_rows, "attempt" if self.arq is not None else "",
+            *blocks_of_time(self.fading)))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
         """What client k's transfer radiates on its `blocks` blocks (NetworkSettings.power_w,
         at its coupling gain to its serving cell)."""
-        return self.settings.power_w(direction, float(self.cell.gain_linear[k]), blocks)
+        return self.settings.power_w(direction, self.radio.serving_gain(k), blocks)
 
     def powers(self, direction: Direction, k: int, blocks: int) -> tuple[float, float]:
         """What client k's transfer radiates on its `blocks` blocks and on each of them
         (NetworkSettings.powers)."""
-        return self.settings.powers(direction, float(self.cell.gain_linear[k]), blocks)
+        return self.settings.powers(direction, self.radio.serving_gain(k), blocks)
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
@@ -273,7 +267,7 @@ class NetworkLink:
             self._send(message, kind, local_iter, direction, ended, lambda _: None, flight)
         else:
             turn, round_ = queue.request(), self.round
-            block, c = self._blocks[direction][k][0], int(self.net.serving[k])
+            block, c = self._blocks[direction][k][0], self.radio.serving_cell(k)
 
             def free(start: float) -> None:
                 queue.release(turn)
@@ -295,12 +289,12 @@ class NetworkLink:
         under fading blocks of time, the row of the block it joins in), its first block,
         blocks and power (-1, 0, NaN under round robin: its stretches say)."""
         air = self._air[direction]
-        if self.settings.scheduler == "round_robin":   # the air hands out the blocks
+        if self.settings.per_instant:       # the air's scheduler hands out the blocks
             first, blocks, power_w = -1, 0, math.nan
             powers, cap = (lambda n: self.powers(direction, k, n)), self._cap(direction, k)
 
             def add(flow: Flow, gain: float) -> None:
-                air.add_shared(Shared(flow, k, c, gain, powers, cap))
+                air.request(Request(flow, k, c, gain, powers, cap))
         else:
             first, blocks = self._blocks[direction][k]
             power_w = self.power_w(direction, k, blocks)
@@ -311,8 +305,8 @@ class NetworkLink:
         def join(flow: Flow) -> None:
             row = fade.begin(flow) if isinstance(fade, TimeFades) else fade
             if row is not None:
-                air.fade(k, self.net.coupling_linear[k] * row)
-            add(flow, gain if row is None else float(self.cell.gain_linear[k] * row[c]))
+                self.radio.post(direction, k, row)
+            add(flow, self.radio.faded(k, row))
         return join, first, blocks, power_w
 
     def _send(self, message: Message, kind: EventKind, local_iter: int, direction: Direction,
@@ -322,14 +316,14 @@ class NetworkLink:
         air; `free(its start)` when its air time is over; `ended` fires when it has crossed
         both. `flight` (clients can be dropped) follows it."""
         k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
-        c = int(self.net.serving[k])
-        fade, gain = self._faded(direction, k, c)
+        c = self.radio.serving_cell(k)
+        fade, gain = self._faded(direction, k)
         add, first, blocks, power_w = self._joiner(direction, k, c, gain, fade)
         bits = 8.0 * payload_bytes
         arq = None if self.arq is None else Attempts(   # a fixed-rate transfer's attempts
             self.env, self._air[direction], bits, self.arq,
             None if isinstance(fade, TimeFades) else fade, self.fading, direction, k,
-            self.net.coupling_linear[k])
+            self.radio)
         info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
                 gain, fade, arq)
         self._open[id(info)] = start
@@ -376,18 +370,18 @@ class NetworkLink:
                             backhaul_s))
             self._backhaul.cross(backhaul, bits, after_backhaul, flight)
 
-    def _faded(self, direction: Direction, k: int,
-               c: int) -> tuple[np.ndarray | TimeFades | None, float]:
+    def _faded(self, direction: Direction,
+               k: int) -> tuple[np.ndarray | TimeFades | None, float]:
         """Client k's transfer's fading block on every link (None: no fading; its blocks of
-        time, whose rows come as it is on the air) and its gain to its serving cell c
+        time, whose rows come as it is on the air) and its gain to its serving cell
         (large-scale times its fade; the large-scale alone under blocks of time)."""
         if self.fading is None:
-            return None, float(self.cell.gain_linear[k])
+            return None, self.radio.serving_gain(k)
         if self.fading.fading.per_time:
-            return TimeFades(self.env, self.fading, self._air[direction], direction, k,
-                             self.net.coupling_linear[k]), float(self.cell.gain_linear[k])
+            return (TimeFades(self.env, self.fading, self.radio, direction, k),
+                    self.radio.serving_gain(k))
         fade = self.fading.row(direction, k)
-        return fade, float(self.cell.gain_linear[k] * fade[c])
+        return fade, self.radio.faded(k, fade)
 
     def _granted(self, then: Callable[[], None], flight: Flight | None) -> None:
         """`then()` when an upload's grant comes: now, or under TDD K2 later, unless a drop
@@ -416,12 +410,13 @@ class NetworkLink:
         """A drop cuts the transfer now (scala_netsim.sim.network.flight.cut)."""
         k = message.client_id
         cut(flight, self._air[direction], self.env.now,
-            (flight.start, local_iter, k, kind, message.payload_bytes, int(self.net.serving[k]),
-             direction, -1, 0, math.nan, float(self.cell.gain_linear[k]), None, None),
+            (flight.start, local_iter, k, kind, message.payload_bytes,
+             self.radio.serving_cell(k), direction, -1, 0, math.nan,
+             self.radio.serving_gain(k), None, None),
             self._record)
 
     def _fade_record(self, index: int, fade: np.ndarray | TimeFades | None,
-                     arq: Attempts | None, k: int, c: int, gain: float) -> float:
+                     arq: Attempts | None, k: int, gain: float) -> float:
         """The transfer's rows of the fading record (its own row, or each attempt's; none for
         blocks of time); -> its gain to its serving cell c as it ended (large-scale times the fade
         of its last attempt or block; `gain` where that is its only one)."""
@@ -434,7 +429,7 @@ class NetworkLink:
             last = arq.fades[-1] if arq.fades else None
         elif fade is not None:
             self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
-        return gain if last is None else float(self.cell.gain_linear[k] * last[c])
+        return gain if last is None else self.radio.faded(k, last)
 
     def _record(self, info: tuple, air: Flow | None, backhaul_s: float,
                 done: tuple[int, float] | None = None) -> None:
@@ -458,8 +453,10 @@ class NetworkLink:
             if air_s > 0:
                 rate = bits / air_s
                 if air.varied:   # else the last values, exactly (not an average of equal ones)
-                    sinr = air.sinr_area / air_s
-                    interference_w = air.interference_area / air_s
+                    # (over the time it held blocks: parked, it had no SINR)
+                    held_s = air_s if math.isnan(air.blocks_s) else air.blocks_s
+                    sinr = air.sinr_area / held_s
+                    interference_w = air.interference_area / held_s
             rows, blocks, power_w, start = air_rows(index, air, c, direction, first, blocks,
                                                     power_w, start, arq)
             self.air_rows.extend(rows)
@@ -470,7 +467,7 @@ class NetworkLink:
                 done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
         interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
                             else -math.inf)
-        gain = self._fade_record(index, fade, arq, k, c, gain)
+        gain = self._fade_record(index, fade, arq, k, gain)
         row: tuple = (index, blocks * self.settings.block_hz, rate, attempts, gain, power_w,
                       10.0 * math.log10(sinr), interference_dbm, backhaul_s)
         nr = self.settings.nr

@@ -9,15 +9,16 @@ import numpy as np
 
 import channel
 from channel import Direction
-from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.settings import NetworkSettings
 
 
 class NrBlocks:
-    """The numbers above for a network's `cell` and link `settings`."""
+    """The numbers above for a network's radio map `radio` (each client's large-scale gain
+    to its serving cell) and link `settings`."""
 
-    def __init__(self, cell: Cell, settings: NetworkSettings) -> None:
-        self.cell, self.settings = cell, settings
+    def __init__(self, radio: RadioMap, settings: NetworkSettings) -> None:
+        self.radio, self.settings = radio, settings
         #: under the NR abstraction, each client's uplink goodput on 1..N blocks, quiet
         self._goodput: dict[int, np.ndarray] = {}
 
@@ -26,7 +27,7 @@ class NrBlocks:
         and no interference (dB): on the uplink its power (power_w) spread over them, on the
         downlink the base station's a block, the same for every n. One client's row alone
         where `client` is given."""
-        s, gain = self.settings, np.asarray(self.cell.gain_linear, float)
+        s, gain = self.settings, self.radio.serving_gains
         if client is not None:
             gain = gain[[client]]
         n = np.arange(1, s.blocks[direction] + 1, dtype=float)

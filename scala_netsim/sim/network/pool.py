@@ -21,7 +21,7 @@ class Flow:
 
     __slots__ = ("bits", "done", "start", "end", "rate", "sinr", "interference_w",
                  "sinr_area", "interference_area", "varied", "held_s", "mcs_area",
-                 "tbler_area", "sending_s", "tbler", "stretches", "on_air")
+                 "tbler_area", "sending_s", "tbler", "stretches", "on_air", "blocks_s")
 
     def __init__(self, bits: float, start: float, done: Callable[[Flow], None]) -> None:
         self.bits, self.start, self.done = bits, start, done
@@ -29,13 +29,16 @@ class Flow:
         #: the time it crossed in: end - start, or under a TDD frame its direction's
         #: symbols' time in [start, end) (scala_netsim.sim.network.air)
         self.held_s = math.nan
+        #: of that, the time it held blocks, where a scheduler left it on the air with none
+        #: a while (proportional fair: parked); NaN: all of it
+        self.blocks_s = math.nan
         self.sinr_area = self.interference_area = 0.0
         self.varied = False
         #: under the NR link abstraction (scala_netsim.sim.network.air): the integrals of its
         #: MCS and TBLER over the time it sent, that time, and its TBLER at its end
         self.mcs_area = self.tbler_area = self.sending_s = 0.0
         self.tbler = math.nan
-        #: under a round-robin scheduler (scala_netsim.sim.network.air.Air.add_shared) the blocks it
+        #: under a per-instant scheduler (scala_netsim.sim.network.air.Air.request) the blocks it
         #: held over time: [first block, blocks, from, to, power radiated over them (W), the
         #: most blocks it can use]
         self.stretches: list[list] = []

@@ -48,9 +48,18 @@ class NetworkSettings:
     downlink_noise_psd_w_per_hz: float | None = None     # at the client; None: the same
     duplexing: Duplexing | None = None   # a TDD frame and K2; None: paired bands
     nr: NrLink | None = None             # the NR link abstraction; None: Shannon rates
-    #: `static`: each client's blocks granted for the round; `round_robin`: split instant by
-    #: instant among the transfers in progress (scala_netsim.sim.network.air)
+    #: `static`: each client's blocks granted for the round; `round_robin` or
+    #: `proportional_fair`: handed out instant by instant among the transfers in progress
+    #: (scala_netsim.sim.network.schedulers)
     scheduler: str = "static"
+    #: proportional fair: the average's weight a slot, and the slot (s: the numerology's)
+    pf_beta: float = 0.98
+    slot_s: float = 1e-3
+
+    @property
+    def per_instant(self) -> bool:
+        """Are blocks handed out per transfer (not granted for the round)?"""
+        return self.scheduler != "static"
 
     @property
     def frame(self) -> TddFrame | None:

@@ -1,0 +1,101 @@
+"""The network's radio map: the one owner of every client's gains to every cell and of who
+serves whom (docs/model/network.md).
+
+It holds the drop's large-scale coupling gains (clients x cells, linear: path loss,
+shadowing, O2I loss and antenna gain, channel.network.drop_network) and each client's serving
+cell, and per direction the gains in force now: the coupling times the fading row a client's
+transfer sees (scala_netsim.sim.network.fading: one a round, a transfer, an attempt, or a
+block of time). Fading posts a client's row here (`post`); whatever reads a gain reads it
+here: the air of each direction (its kernels read `gains(direction)`, the live array),
+power control and the NR blocks (`serving_gain`, the large-scale gain to the serving cell),
+the link's records, and the books (`coupling`, which the re-derivation of rates multiplies by
+the recorded or re-drawn rows, as the air did). A post that lands while the client has a
+transfer on the air re-rates it there (the air watches the map: Air.regained); the next
+changes of gain over time (mobility, a handover's new serving cell) post here too.
+
+Each post is recorded in the run's files (the fading record's rows) or drawn again from the
+seed (fading in blocks of time), so the map the air used can be rebuilt from the files alone;
+the coupling itself is the drop's (clients.csv's serving link, and every cell's in the
+network's records)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from channel import Direction
+from scala_netsim.sim.cell import Cell
+
+#: what a watcher of a direction is told: the client whose gains changed now
+Watcher = Callable[[int], None]
+
+
+class RadioMap:
+    """Every client's gains to every cell, and its serving cell (see the module's docstring).
+    `coupling`: the drop's large-scale gains (clients x cells, linear); `serving`: each
+    client's serving cell (None: the strongest, as the drop serves)."""
+
+    def __init__(self, coupling: np.ndarray, serving: np.ndarray | None = None) -> None:
+        self.coupling = np.ascontiguousarray(coupling, dtype=float)
+        self.coupling.setflags(write=False)
+        self.serving = (np.argmax(self.coupling, axis=1) if serving is None
+                        else np.asarray(serving, dtype=np.int64))
+        if self.serving.shape != (self.coupling.shape[0],):
+            raise ValueError(f"the radio map's serving cells ({self.serving.shape}) do not "
+                             f"match its coupling gains ({self.coupling.shape})")
+        self._clients = np.arange(len(self.serving))
+        #: the large-scale gain of each client to its serving cell
+        self.serving_gains = self.coupling[self._clients, self.serving]
+        self._now = {d: self.coupling.copy() for d in Direction}
+        self._watchers: dict[Direction, list[Watcher]] = {d: [] for d in Direction}
+
+    @classmethod
+    def of(cls, cell: Cell) -> RadioMap:
+        """The map of a network's dropped clients (Cell.network: its coupling and serving)."""
+        if cell.network is None:
+            raise ValueError("a radio map needs a cell of a network (Cell.network)")
+        return cls(cell.network.coupling_linear, cell.network.serving)
+
+    @property
+    def num_clients(self) -> int:
+        return int(self.coupling.shape[0])
+
+    @property
+    def num_cells(self) -> int:
+        return int(self.coupling.shape[1])
+
+    def gains(self, direction: Direction) -> np.ndarray:
+        """The gains in force now in `direction` (clients x cells, linear): the array itself,
+        which the air's kernels read as posts change it (do not write it)."""
+        return self._now[direction]
+
+    def serving_cell(self, client: int) -> int:
+        return int(self.serving[client])
+
+    def serving_gain(self, client: int) -> float:
+        """Client's large-scale gain to its serving cell (what power control answers to)."""
+        return float(self.serving_gains[client])
+
+    def gain(self, direction: Direction, client: int) -> float:
+        """Client's gain to its serving cell in force now in `direction` (faded)."""
+        return float(self._now[direction][client, self.serving[client]])
+
+    def faded(self, client: int, row: np.ndarray | None) -> float:
+        """Client's gain to its serving cell under fading row `row` (None: the large-scale
+        gain), without posting it."""
+        gain = self.serving_gains[client]
+        return float(gain if row is None else gain * row[self.serving[client]])
+
+    def watch(self, direction: Direction, watcher: Watcher) -> None:
+        """`watcher(client)` after every post of `direction` (the air: it re-rates the
+        client's transfer in flight, if any)."""
+        self._watchers[direction].append(watcher)
+
+    def post(self, direction: Direction, client: int, row: np.ndarray | None) -> None:
+        """Client's gains to every cell in `direction` from now on: the coupling times the
+        fading row `row` (|h|^2 to every cell; None: the coupling alone); its watchers told."""
+        now = self._now[direction]
+        now[client] = self.coupling[client] if row is None else self.coupling[client] * row
+        for watcher in self._watchers[direction]:
+            watcher(client)

@@ -1,0 +1,159 @@
+"""The schedulers of a network's air, behind one door: who holds which of a cell's blocks.
+
+`static` grants each of the round's clients its blocks for the round (the allocator's shares
+made whole blocks, in the link: scala_netsim.sim.network.link.NetworkLink.begin_round); it is
+asked for a transfer's blocks as the transfer starts (`Static.grant`), and its client holds
+them, idle or not, until the round ends.
+
+The others are work-conserving and per instant: the air asks `assign(cell, requests, on_air,
+now)` whenever one of the cell's transfers starts or ends (and, for a scheduler that looks at
+the channel, `reacts_to_gains`, whenever the gains of one change on the radio map), and
+gets each transfer in progress its blocks, a contiguous range (count 0: none now):
+
+- `round_robin`: equal shares, in the order the transfers joined, none above a transfer's cap
+  (channel.network.round_robin_shares); a transfer that finds as many transfers on the air as
+  blocks waits, first come first served, and one on the air always keeps a block.
+- `proportional_fair`: the blocks to the transfers in order of instantaneous over averaged
+  rate (channel.network.proportional_fair_shares), each taking what it can use; the average of
+  each client is updated slot by slot, T <- beta T + (1 - beta) r (beta 0.98 by default, as
+  Sionna's PFSchedulerSUMIMO and 5G-LENA's PF), in closed form over the time between two
+  decisions at the rate its allocation gave it (channel.network.proportional_fair_average).
+  A transfer may lose every block to a better one and wait on the air (parked) until it wins
+  again.
+
+Between two decisions an allocation stands: the time shares of a slot scheduler, which decides
+again every slot, are not modelled; the decisions come at the starts and ends of transfers and,
+for proportional fair, at every change of gain (fading in blocks of time: each block's
+boundary)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from channel import network as channel_network
+from scala_netsim.sim.network.pool import Flow
+
+#: a transfer's blocks of its cell: (first block, count); count 0: none now
+Blocks = tuple[int, int]
+
+
+@dataclass
+class Request:
+    """A transfer that asks a per-instant scheduler for its cell's blocks: its flow, client,
+    cell, receive gain (its serving cell's, faded, now), the power it radiates on n blocks
+    and on each of them (`powers(n)`: on the downlink the cell's power a block, whatever n),
+    and the most blocks it can use (`cap`)."""
+
+    flow: Flow
+    client: int
+    cell: int
+    gain: float
+    powers: Callable[[int], tuple[float, float]]
+    cap: int
+
+
+#: a request's rate (bit/s) on n blocks of its cell at its gain now, with no interference
+RateOn = Callable[[Request, int], float]
+
+
+class Scheduler:
+    """A per-instant scheduler (see the module's docstring): `assign` gives each request of a
+    cell its blocks, the first `on_air` of them on the air (in the order they joined), the
+    rest waiting (first come first served)."""
+
+    #: the scenario's name for it (network.scheduler)
+    name = ""
+    #: does it decide again when a transfer's gains change (RadioMap.post)?
+    reacts_to_gains = False
+
+    def assign(self, cell: int, requests: Sequence[Request], on_air: int,
+               now: float) -> list[Blocks]:
+        raise NotImplementedError
+
+    @staticmethod
+    def placed(counts: Sequence[int]) -> list[Blocks]:
+        """Counts as contiguous ranges from block 0, in the order given."""
+        if not counts:
+            return []
+        firsts = itertools.accumulate(counts[:-1], initial=0)
+        return list(zip(firsts, counts, strict=True))
+
+
+class RoundRobin(Scheduler):
+    """Equal shares among the transfers on the air and those waiting that now fit (see the
+    module's docstring)."""
+
+    name = "round_robin"
+
+    def __init__(self, num_blocks: int) -> None:
+        self.num_blocks = num_blocks
+
+    def assign(self, cell: int, requests: Sequence[Request], on_air: int,
+               now: float) -> list[Blocks]:
+        del cell, now
+        admitted = min(len(requests) - on_air, self.num_blocks - on_air)
+        taking = requests[:on_air + admitted]
+        counts = channel_network.round_robin_shares(self.num_blocks, [r.cap for r in taking])
+        return self.placed(counts) + [(0, 0)] * (len(requests) - len(taking))
+
+
+class ProportionalFair(Scheduler):
+    """Instantaneous over averaged rate (see the module's docstring). `rate_on(request, n)`:
+    a request's rate on n blocks at its gain now, with no interference (the air's: Shannon or
+    the NR goodput); `beta`: the average's weight a slot; `slot_s`: the slot. A client's
+    average starts, at its first request, at its rate on the blocks it can use (its metric
+    1), and moves at every decision of its cell over the time since the last: toward the rate
+    its allocation gave it, toward 0 while it has none."""
+
+    name = "proportional_fair"
+    reacts_to_gains = True
+
+    def __init__(self, num_blocks: int, rate_on: RateOn, beta: float = 0.98,
+                 slot_s: float = 1e-3) -> None:
+        self.num_blocks, self.rate_on, self.beta, self.slot_s = (
+            num_blocks, rate_on, beta, slot_s)
+        #: each cell's clients: their average (bit/s), the rate their allocation gives them
+        #: and since when
+        self.averages: dict[int, dict[int, list[float]]] = {}
+
+    def assign(self, cell: int, requests: Sequence[Request], on_air: int,
+               now: float) -> list[Blocks]:
+        del on_air
+        averages = self.averages.setdefault(cell, {})
+        for state in averages.values():         # every client of the cell, up to now
+            state[0] = channel_network.proportional_fair_average(
+                state[0], state[1], self.beta, (now - state[2]) / self.slot_s)
+            state[1], state[2] = 0.0, now
+        usable = [min(r.cap, self.num_blocks) for r in requests]
+        rates = [self.rate_on(r, n) for r, n in zip(requests, usable, strict=True)]
+        for r, rate in zip(requests, rates, strict=True):
+            averages.setdefault(r.client, [rate, 0.0, now])
+        metrics = [rate / averages[r.client][0] if averages[r.client][0] > 0 else math.inf
+                   for r, rate in zip(requests, rates, strict=True)]
+        counts = channel_network.proportional_fair_shares(self.num_blocks, usable, metrics)
+        for r, n, usable_n, rate in zip(requests, counts, usable, rates, strict=True):
+            if n > 0:
+                averages[r.client][1] = rate if n == usable_n else self.rate_on(r, n)
+        return self.placed(counts)
+
+    def average(self, cell: int, client: int) -> float:
+        """Client's average as last updated (bit/s; NaN: never asked)."""
+        state = self.averages.get(cell, {}).get(client)
+        return math.nan if state is None else state[0]
+
+
+def per_instant(name: str, num_blocks: int, rate_on: RateOn, beta: float = 0.98,
+                slot_s: float = 1e-3) -> Scheduler | None:
+    """The per-instant scheduler network.scheduler names for a direction's `num_blocks`
+    blocks (None for `static`, whose grants are the round's)."""
+    if name == "static":
+        return None
+    if name == RoundRobin.name:
+        return RoundRobin(num_blocks)
+    if name == ProportionalFair.name:
+        return ProportionalFair(num_blocks, rate_on, beta, slot_s)
+    raise ValueError(f"network.scheduler: {name!r} is not a scheduler (allowed: static, "
+                     f"{RoundRobin.name}, {ProportionalFair.name})")
