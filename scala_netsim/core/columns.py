@@ -7,7 +7,8 @@ untracked by the garbage collector and a third of an object's size); the typed v
 
 "Record" names one thing in this package: a table of a run's books, a row of which is one
 event, round, demand, grant, transfer, block, turn or air time. A run folder's files that hold
-records are core.files.RECORD_FILES (and clients.csv, cells.csv: the drop and the cells)."""
+records are core.files.RECORD_FILES (and clients.csv, cells.csv, coupling.csv: the drop, the
+cells and the gains between them)."""
 
 # --- events.csv --------------------------------------------------------------------------
 #: one row per timed step (core.events.Event)
@@ -54,7 +55,7 @@ AIR_COLUMNS = ("event_index", "cell", "direction", "first_block", "blocks", "sta
 AIR_SHARED_COLUMNS = (*AIR_COLUMNS, "tx_power_w", "cap_blocks")
 #: fading.csv, a network with block fading (network.fading): for each transfer (its event
 #: index), its small-scale power gain |h|^2 on its link to every cell, cell by cell: its
-#: gains while on the air are the coupling gains (cells.csv, clients.csv) times these
+#: gains while on the air are the coupling gains (coupling.csv) times these
 FADING_COLUMNS = ("event_index", "cell", "power_gain")
 #: a fixed-rate link's (network.link.mode: fixed_rate; scala_netsim.sim.network.arq): each
 #: attempt of a transfer its own rows, with its number (1, 2, ...), in both records (under
@@ -80,13 +81,19 @@ DROP_COLUMNS = ("num_selected", "num_contributing", "num_dropped")
 #: then the test metrics (NaN test_acc in rounds not evaluated), acc_class_<c> per class after
 TEST_COLUMNS = ("test_acc", "test_loss")
 
-# --- clients.csv, cells.csv ----------------------------------------------------------------
+# --- clients.csv, cells.csv, coupling.csv ----------------------------------------------------
 #: the drop: each client's place and loss (then shadowing_db, o2i_db, antenna_gain_db and what
 #: the cell drew, where it has them), then CLIENT_TAIL_COLUMNS, then label_<c> per class
 CLIENT_COLUMNS = ("client_id", "distance_m", "pathloss_db")
 CLIENT_TAIL_COLUMNS = ("flops_per_s", "num_samples")
 #: a network's cells: site, position and boresight
 CELL_COLUMNS = ("cell", "site", "x_m", "y_m", "azimuth_deg")
+#: coupling.csv, a network's: each client's large-scale coupling gain to every cell at the
+#: drop (linear: path loss, shadowing, O2I loss and antenna gain; the radio map's coupling),
+#: client by client, cell by cell, each gain written to the bit (Python's shortest repr):
+#: with the events' powers, air.csv and fading.csv every interfered rate derives again from
+#: the files alone (scala_netsim.runner.air_files.air_settings_of)
+COUPLING_COLUMNS = ("client_id", "cell", "coupling_linear")
 
 # --- the books a run keeps in memory and checks (not written) -------------------------------
 #: the sub-band a client holds in one direction for one round (sim.link.Grant)

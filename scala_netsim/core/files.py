@@ -6,6 +6,7 @@ from pathlib import Path
 SCENARIO_YAML = "scenario.yaml"   # the resolved scenario, every default filled in
 CLIENTS_CSV = "clients.csv"       # the drop: distance, path loss, FLOP/s, samples, labels
 CELLS_CSV = "cells.csv"           # a network's cells: site, position, boresight
+COUPLING_CSV = "coupling.csv"     # a network's: each client's coupling gain to every cell
 ROUNDS_CSV = "rounds.csv"         # one row per round
 EVENTS_CSV = "events.csv"         # one row per timed event
 DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, per round
@@ -44,10 +45,11 @@ def run_file(folder: Path | str, name: str) -> Path:
 
 #: the per-round records a checkpoint must agree with when a run resumes
 RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)
-#: the files summary.json's `files_sha256` vouches for, each where the run wrote it (cells.csv
-#: and air.csv: a network's; a run written before clients.csv, cells.csv and air.csv were
-#: digested has the first three, one before air.csv was written has no air.csv)
-DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, AIR_CSV, FADING_CSV)
+#: the files summary.json's `files_sha256` vouches for, each where the run wrote it (cells.csv,
+#: coupling.csv and air.csv: a network's; a run written before clients.csv, cells.csv and
+#: air.csv were digested has the first three, one before air.csv or coupling.csv was written
+#: has none: its digests name what it has, and only that is checked)
+DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, AIR_CSV, FADING_CSV)
 #: what a re-timed or timing-only run keeps in git (scala_netsim.tools.keep): its other files
 #: come back, to the same digests, from `python -m scala_netsim.tools.regenerate`
 SLIM_FILES = (SCENARIO_YAML, SUMMARY_JSON, ROUNDS_CSV)
@@ -57,8 +59,8 @@ FINISHED = ("completed", "diverged")
 #: every file a run (or a re-timing, or the attack after it) writes in its folder: a fresh run
 #: first removes those an earlier run left (scala_netsim.core.results.remove_run_files), so
 #: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
-RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, *RECORD_FILES, AIR_CSV, FADING_CSV,
-              SUMMARY_JSON,
+RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, *RECORD_FILES, AIR_CSV,
+              FADING_CSV, SUMMARY_JSON,
               CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES)
 
 

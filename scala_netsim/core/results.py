@@ -233,7 +233,7 @@ def damaged_record(folder: Path, digests: dict, slim: bool = False) -> str | Non
     """What is wrong with a finished run folder's record files, checked against summary.json's
     `files_sha256` (`digests`): the first one missing, or not the file its run wrote; None
     when every one is (a kept copy's compressed tables included: run_file, file_sha256).
-    clients.csv and cells.csv are checked where the digests name them; `slim`: only the
+    clients.csv and a network's files are checked where the digests name them; `slim`: only the
     files a slim kept run keeps (rounds.csv)."""
     names = [n for n in DIGESTED_FILES if n in RECORD_FILES or n in digests]
     for name in names:

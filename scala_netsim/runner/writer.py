@@ -12,11 +12,12 @@ import torch
 
 from scala_netsim.books.blocks import air_columns, fading_columns
 from scala_netsim.config.scenario import Scenario, scenario_yaml
-from scala_netsim.core.columns import DEMAND_COLUMNS
+from scala_netsim.core.columns import COUPLING_COLUMNS, DEMAND_COLUMNS
 from scala_netsim.core.files import (
     AIR_CSV,
     CELLS_CSV,
     CLIENTS_CSV,
+    COUPLING_CSV,
     DEMANDS_CSV,
     DIGESTED_FILES,
     EVENTS_CSV,
@@ -35,6 +36,7 @@ from scala_netsim.core.results import (
     write_text,
 )
 from scala_netsim.learn.contract import Trainer
+from scala_netsim.runner.air_files import coupling_rows
 from scala_netsim.runner.world import World, cells_frame, clients_frame
 
 if TYPE_CHECKING:
@@ -57,9 +59,9 @@ def save_final_model(path: Path, trainer: Trainer) -> None:
 
 
 class RunWriter:
-    """The files of one run folder: scenario.yaml and clients.csv (a network's cells.csv) at
-    the start, rounds.csv, events.csv, demands.csv (a network's air.csv) rewritten
-    (atomically) as the run goes, summary.json at the end.
+    """The files of one run folder: scenario.yaml and clients.csv (a network's cells.csv and
+    coupling.csv) at the start, rounds.csv, events.csv, demands.csv (a network's air.csv)
+    rewritten (atomically) as the run goes, summary.json at the end.
 
     Each rewrite writes the whole table, which grows with the run: `flush(run)` (after an
     evaluated round) is skipped while less than FLUSH_PACE times the last rewrite's duration
@@ -78,6 +80,9 @@ class RunWriter:
         cells = cells_frame(world.cell)
         if cells is not None:
             write_csv(self.folder / CELLS_CSV, cells)
+        coupling = coupling_rows(world.cell)
+        if coupling is not None:
+            write_rows_csv(self.folder / COUPLING_CSV, COUPLING_COLUMNS, coupling)
         self._next_flush = 0.0   # perf_counter time before which a flush is skipped
 
     def flush(self, run: Run, now: bool = False) -> None:

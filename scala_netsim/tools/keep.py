@@ -87,8 +87,9 @@ def table_name(name: str) -> str | None:
 
 def kept_summary(run_dir: Path, summary: dict) -> dict:
     """summary.json as kept: with the digests of every file its run wrote (DIGESTED_FILES; a
-    run written before clients.csv and cells.csv were digested gets theirs now, issue 61), what
-    a slim run's regeneration is checked against and what vouches for a trained run's copy."""
+    run written before clients.csv and cells.csv were digested gets theirs now, issue 61; one
+    written before coupling.csv existed has none, and keeps none), what a slim run's
+    regeneration is checked against and what vouches for a trained run's copy."""
     digests = dict(summary.get("files_sha256", {}))
     for name in DIGESTED_FILES:
         path = run_file(run_dir, name)

@@ -9,9 +9,10 @@ KEPT (a kept run folder, or a study's folder of them) this re-times the trained 
 re-timed from (its summary's `retimed_from`, found in this checkout's docs/studies/) under
 the run's scenario, or runs the timing-only scenario again, into OUT at the same relative
 path, and checks every file its summary vouches for (`files_sha256`: rounds, events,
-demands, clients and, for a network, cells) against the regenerated one, numpy's SIMD paths
-pinned (PINNED_NUMPY) as when the run was kept. The study's index (sweep.json) is copied
-beside them, so that `python -m analysis OUT` rebuilds its report.
+demands, clients and, for a network, cells, coupling, air and fading; only those it names: a
+run kept before coupling.csv was written has none for it) against the regenerated one,
+numpy's SIMD paths pinned (PINNED_NUMPY) as when the run was kept. The study's index
+(sweep.json) is copied beside them, so that `python -m analysis OUT` rebuilds its report.
 Exit status: 0 every run regenerated to its digests, 2 bad input or a digest that differs.
 """
 

@@ -46,9 +46,13 @@ def test_the_re_timed_and_timing_only_studies_are_kept_slim():
 @pytest.mark.slow
 @pytest.mark.parametrize("run", SLIM_CELLS, ids=lambda p: p.parts[-4])
 def test_a_slim_kept_run_regenerates_to_its_digests(tmp_path, run):
+    """A network run kept before coupling.csv was written (issue 62) regenerates to the
+    digests it has: its regeneration writes coupling.csv, which its summary does not name."""
     regenerate_run(run, tmp_path / "run")
-    assert {"events.csv", "demands.csv", "clients.csv"} <= {
-        p.name for p in (tmp_path / "run").iterdir()}
+    written = {p.name for p in (tmp_path / "run").iterdir()}
+    assert {"events.csv", "demands.csv", "clients.csv"} <= written
+    assert ("coupling.csv" in written) == ("cells.csv" in written)   # a network's
+    assert "coupling.csv" not in json.loads((run / "summary.json").read_text())["files_sha256"]
 
 
 def test_a_regeneration_that_differs_is_refused_naming_the_file(tmp_path):

@@ -1,0 +1,87 @@
+"""A network's air as its run folder records it: coupling.csv, each client's coupling gain to
+every cell at the drop (written with cells.csv: `coupling_rows`), and what deriving every
+transfer's rate again needs (books.blocks.AirSettings), read back from the folder's files
+alone (`air_settings_of`): scenario.yaml (the bands, the noise, interference, the TDD frame,
+the NR tables, the fading and its seed), coupling.csv (the gains) and fading.csv (each
+transfer's |h|^2 to every cell), the same settings the run's link checked itself with
+(NetworkLink.air_record), the coupling to the bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import channel
+from scala_netsim.books.blocks import AirSettings
+from scala_netsim.config.scenario import validate_scenario
+from scala_netsim.core.columns import COUPLING_COLUMNS, FADING_ATTEMPT_COLUMNS
+from scala_netsim.core.errors import DamagedRunError
+from scala_netsim.core.files import COUPLING_CSV, FADING_CSV, SCENARIO_YAML, run_file
+from scala_netsim.core.results import damaged_hint, read_record, read_written_yaml
+from scala_netsim.core.seeds import Seeds
+from scala_netsim.runner.world import network_settings
+from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.network.fading import NetworkFading, blocks_of_time
+
+
+def coupling_rows(cell: Cell) -> list[tuple[int, int, float]] | None:
+    """coupling.csv's rows (core.columns.COUPLING_COLUMNS) of a network's drop: client by
+    client, cell by cell, each coupling gain as the float the radio map holds (written with
+    Python's shortest repr, which reads back to the same bits); None: one cell."""
+    if cell.network is None:
+        return None
+    coupling = np.ascontiguousarray(cell.network.coupling_linear, dtype=float)
+    clients, cells = coupling.shape
+    return list(zip(np.repeat(np.arange(clients), cells).tolist(),
+                    np.tile(np.arange(cells), clients).tolist(), coupling.ravel().tolist(),
+                    strict=True))
+
+
+def read_coupling(folder: Path | str) -> np.ndarray:
+    """A network run's coupling gains (clients x cells, linear) from its coupling.csv;
+    DamagedRunError when the file is missing or not a whole table of clients by cells in
+    order."""
+    table = read_record(folder, COUPLING_CSV)
+    path = run_file(folder, COUPLING_CSV)
+    if tuple(table.columns) != COUPLING_COLUMNS:
+        raise DamagedRunError(f"{path}: columns {list(table.columns)}, not "
+                              f"{list(COUPLING_COLUMNS)}; {damaged_hint(folder)}")
+    client, cell = table["client_id"].to_numpy(), table["cell"].to_numpy()
+    cells = int(cell.max()) + 1 if len(table) else 0
+    clients = len(table) // cells if cells else 0
+    if (not len(table) or clients * cells != len(table)
+            or not np.array_equal(client, np.repeat(np.arange(clients), cells))
+            or not np.array_equal(cell, np.tile(np.arange(cells), clients))):
+        raise DamagedRunError(f"{path}: not every client's gain to every cell, client by "
+                              f"client and cell by cell; {damaged_hint(folder)}")
+    return table["coupling_linear"].to_numpy(dtype=float).reshape(clients, cells)
+
+
+def air_settings_of(folder: Path | str) -> AirSettings:
+    """What deriving a network run's rates again needs (books.blocks.air_rate_problems, with
+    air.csv and events.csv), from its folder's files alone: NetworkLink.air_record's
+    settings, built from scenario.yaml, coupling.csv and fading.csv (its rows, where the run
+    faded by the round or the transfer), and under fading in blocks of time each block's
+    row drawn again from the scenario's seed, as the run drew it."""
+    folder = Path(folder)
+    scenario = validate_scenario(read_written_yaml(folder / SCENARIO_YAML))
+    s = network_settings(scenario)
+    coupling = read_coupling(folder)
+    section = scenario.network.fading
+    fading = channel.Fading(section.kind, section.k_factor_db, section.coherence,
+                            section.coherence_s)
+    fades: list[tuple] = []
+    fade_key = ""
+    if run_file(folder, FADING_CSV).is_file():
+        table = read_record(folder, FADING_CSV)
+        fades = list(table.itertuples(index=False, name=None))
+        fade_key = "attempt" if tuple(table.columns) == FADING_ATTEMPT_COLUMNS else ""
+    network_fading = (NetworkFading(fading, Seeds(scenario.seed).sequence("fading"),
+                                    coupling.shape[1]) if fading.fades else None)
+    return AirSettings(
+        {d.value: n for d, n in s.blocks.items()}, s.block_hz,
+        {d.value: s.noise_w_per_hz(d) * s.block_hz for d in channel.Direction},
+        s.interference, coupling, s.frame,
+        None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
+        fades, fade_key, *blocks_of_time(network_fading))
