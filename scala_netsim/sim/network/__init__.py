@@ -1,4 +1,5 @@
 """The network of cells' floor: its air (`air`), the radio map (`radio_map`), the schedulers
-(`schedulers`), a transfer's life (`link`, `arq`, `backhaul`, `pool`, `flight`, `rows`),
-fading (`fading`), the NR blocks (`nr`) and the link's settings (`settings`). It stands on
-the simulator's floor (the cell, the link's messages, the drops) and beside config/."""
+(`schedulers`), a transfer's life (`transfer`, walked by `link`; `arq`, `backhaul`, `pool`,
+`rows`), fading (`fading`), the NR blocks (`nr`) and the link's settings (`settings`). It
+stands on the simulator's floor (the cell, the link's messages, the drops) and beside
+config/."""

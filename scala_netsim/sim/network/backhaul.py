@@ -11,8 +11,8 @@ import numpy as np
 import simpy
 
 from channel import Direction
-from scala_netsim.sim.network.flight import Flight
 from scala_netsim.sim.network.pool import Flow, Pool, Rated
+from scala_netsim.sim.network.transfer import Transfer
 
 
 class Backhaul:
@@ -43,7 +43,7 @@ class Backhaul:
         return self._pools[key]
 
     def cross(self, pool: Pool | None, bits: float, then: Callable[[float], None],
-              flight: Flight | None = None) -> None:
+              transfer: Transfer | None = None) -> None:
         """The bits cross the cell's backhaul `pool` (their share of its bandwidth, then its
         latency); `then(seconds it took)`, unless a drop cut the transfer meanwhile."""
         if pool is None or self.settings is None:
@@ -54,9 +54,9 @@ class Backhaul:
         def crossed(_: Flow) -> None:
             arrived = self.env.timeout(latency_s)
             arrived.callbacks.append(
-                lambda _: None if flight is not None and flight.cut else then(
+                lambda _: None if transfer is not None and transfer.is_cut else then(
                     self.env.now - start))
         flow = Flow(bits, start, crossed)
-        if flight is not None:
-            flight.pool = (pool, flow)
+        if transfer is not None:
+            transfer.pool = (pool, flow)
         pool.add(flow, ())

@@ -27,7 +27,6 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import simpy
@@ -44,13 +43,13 @@ from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.arq import Attempts
 from scala_netsim.sim.network.backhaul import Backhaul
 from scala_netsim.sim.network.fading import NetworkFading, TimeFades, blocks_of_time
-from scala_netsim.sim.network.flight import Flight, cut
 from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
-from scala_netsim.sim.network.rows import air_rows
+from scala_netsim.sim.network.rows import TransferBooks
 from scala_netsim.sim.network.schedulers import Request
 from scala_netsim.sim.network.settings import NetworkSettings
+from scala_netsim.sim.network.transfer import Stage, Transfer
 
 
 class NetworkLink:
@@ -110,8 +109,8 @@ class NetworkLink:
             if scheduler is not None:
                 air.scheduler = scheduler
         self._backhaul = Backhaul(env, settings.backhaul)
-        #: each transfer started and not recorded yet (by its record's id): its start
-        self._open: dict[int, float] = {}
+        self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
+                                    self.air_rows, self.fade_rows)
         self._nr_blocks = NrBlocks(self.radio, settings)
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
@@ -199,7 +198,7 @@ class NetworkLink:
     def recorded_until(self) -> float:
         """The instant up to which the books hold every transfer: the earliest start of those
         not recorded yet (an asynchronous run stops with some in flight), else inf."""
-        return min(self._open.values(), default=math.inf)
+        return min(self._books.open.values(), default=math.inf)
 
     @property
     def in_flight(self) -> int:
@@ -256,119 +255,117 @@ class NetworkLink:
 
     def _transfer(self, message: Message, kind: EventKind, local_iter: int,
                   direction: Direction) -> simpy.Event:
-        """The transfer's event; it starts now, or on a block taken in turns when the block
-        is free (and frees it when its air time is over). Where clients can be dropped its
-        Flight says where its bits are, so that a drop cuts it there (`_cut`)."""
-        ended = self.env.event()
+        """The transfer's event; it is sent now, or on a block taken in turns when the block
+        is free (and frees it when its air time is over). Where clients can be dropped a drop
+        cuts it wherever it is (Transfer.cut)."""
         k = message.client_id
-        flight = None if self.drops is None else Flight(self.env.now)
+        t = Transfer(message, kind, local_iter, direction, self.radio.serving_cell(k),
+                     self.radio.serving_gain(k), self.env.event(), self.env.now)
         queue = self._turns[direction].get(k)
         if queue is None:
-            self._send(message, kind, local_iter, direction, ended, lambda _: None, flight)
+            self._send(t)
         else:
             turn, round_ = queue.request(), self.round
-            block, c = self._blocks[direction][k][0], self.radio.serving_cell(k)
+            t.stage, t.turn, block = Stage.TURN, turn, self._blocks[direction][k][0]
 
             def free(start: float) -> None:
                 queue.release(turn)
-                self.turn_rows.append((round_, direction.value, c, block, k, start,
+                self.turn_rows.append((round_, direction.value, t.cell, block, k, start,
                                        self.env.now))
-            turn.callbacks.append(lambda _: self._send(message, kind, local_iter, direction,
-                                                       ended, free, flight))
-            if flight is not None:
-                flight.turn, flight.free = turn, free
-        if self.drops is None or flight is None:
-            return ended
-        return self.drops.track(k, ended, lambda _: None, lambda: self._cut(
-            flight, message, kind, local_iter, direction), local_iter)
+            t.free = free
+            turn.callbacks.append(lambda _: self._send(t))
+        if self.drops is None:
+            return t.ended
+        return self.drops.track(k, t.ended, lambda _: None, lambda: t.cut(
+            self._air[direction], self.env.now, self._record), local_iter)
 
-    def _joiner(self, direction: Direction, k: int, c: int, gain: float,
-                fade: np.ndarray | TimeFades | None
-                ) -> tuple[Callable[[Flow], None], int, int, float]:
-        """How client k's transfer joins the air of `direction` (its fading row set first:
-        under fading blocks of time, the row of the block it joins in), its first block,
-        blocks and power (-1, 0, NaN under round robin: its stretches say)."""
-        air = self._air[direction]
-        if self.settings.per_instant:       # the air's scheduler hands out the blocks
-            first, blocks, power_w = -1, 0, math.nan
-            powers, cap = (lambda n: self.powers(direction, k, n)), self._cap(direction, k)
-
-            def add(flow: Flow, gain: float) -> None:
-                air.request(Request(flow, k, c, gain, powers, cap))
-        else:
-            first, blocks = self._blocks[direction][k]
-            power_w = self.power_w(direction, k, blocks)
-
-            def add(flow: Flow, gain: float) -> None:
-                air.add(flow, k, c, first, blocks, power_w, gain)
-
-        def join(flow: Flow) -> None:
-            row = fade.begin(flow) if isinstance(fade, TimeFades) else fade
-            if row is not None:
-                self.radio.post(direction, k, row)
-            add(flow, self.radio.faded(k, row))
-        return join, first, blocks, power_w
-
-    def _send(self, message: Message, kind: EventKind, local_iter: int, direction: Direction,
-              ended: simpy.Event, free: Callable[[float], None],
-              flight: Flight | None = None) -> None:
-        """The transfer from now: up, the air then the backhaul; down, the backhaul then the
-        air; `free(its start)` when its air time is over; `ended` fires when it has crossed
-        both. `flight` (clients can be dropped) follows it."""
-        k, start, payload_bytes = message.client_id, self.env.now, message.payload_bytes
-        c = self.radio.serving_cell(k)
-        fade, gain = self._faded(direction, k)
-        add, first, blocks, power_w = self._joiner(direction, k, c, gain, fade)
-        bits = 8.0 * payload_bytes
-        arq = None if self.arq is None else Attempts(   # a fixed-rate transfer's attempts
-            self.env, self._air[direction], bits, self.arq,
-            None if isinstance(fade, TimeFades) else fade, self.fading, direction, k,
-            self.radio)
-        info = (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
-                gain, fade, arq)
-        self._open[id(info)] = start
-        backhaul = self._backhaul.pool(direction, c)
-        join = add
-        if flight is not None:
-            flight.info = info
-
-            def join(flow: Flow) -> None:
-                flight.air = flow
-                add(flow)
-
-        def record(crossed: Flow, backhaul_s: float) -> None:
-            if flight is not None:
-                flight.done = True
-            self._record(info, crossed, backhaul_s)
-            ended.succeed()
-
-        def lost(flow: Flow, backhaul_s: float) -> None:   # every attempt failed
-            free(start)
-            if flight is not None:
-                flight.done = True
-            self._record(info, flow, backhaul_s, (payload_bytes, bits))
-            ended.fail(TransferLost(k, kind.value, self.round))
-
-        def on_air(crossed: Callable[[Flow], None], backhaul_s: float = 0.0) -> Flow:
-            if arq is None:
-                return Flow(bits, self.env.now, crossed)
-            return arq.new_flow(crossed, lambda flow: lost(flow, backhaul_s))
-
+    def _send(self, t: Transfer) -> None:
+        """Transfer t from now: its fading block and grant; up, the grant (K2), the air, its
+        HARQ wait, then the backhaul; down, the backhaul, the air, its HARQ wait."""
+        direction, k = t.direction, t.client
+        t.sent, t.start = True, self.env.now
+        t.fade, t.gain = self._faded(direction, k)
+        if not self.settings.per_instant:          # the round's grant
+            t.first, t.blocks = self._blocks[direction][k]
+            t.power_w = self.power_w(direction, k, t.blocks)
+        if self.arq is not None:                   # a fixed-rate transfer's attempts
+            t.arq = Attempts(self.env, self._air[direction], t.bits, self.arq,
+                             None if isinstance(t.fade, TimeFades) else t.fade, self.fading,
+                             direction, k, self.radio)
+        self._books.open[id(t)] = t.start
+        t.backhaul = self._backhaul.pool(direction, t.cell)
         if direction is Direction.UPLINK:
-            def after_air(crossed: Flow) -> None:
-                free(start)
-                self._after_harq(crossed, lambda: self._backhaul.cross(
-                    backhaul, bits, lambda s: record(crossed, s), flight), flight)
-            self._granted(lambda: join(on_air(after_air)), flight)
+            t.stage = Stage.GRANT
+            self._granted(t)
         else:
-            def after_downlink_air(crossed: Flow, backhaul_s: float) -> None:
-                free(start)
-                self._after_harq(crossed, lambda: record(crossed, backhaul_s), flight)
+            t.stage = Stage.BACKHAUL
+            self._backhaul.cross(t.backhaul, t.bits, lambda s: self._join(t, s), t)
 
-            def after_backhaul(backhaul_s: float) -> None:
-                join(on_air(lambda crossed: after_downlink_air(crossed, backhaul_s),
-                            backhaul_s))
-            self._backhaul.cross(backhaul, bits, after_backhaul, flight)
+    def _granted(self, t: Transfer) -> None:
+        """An upload joins the air when its grant comes: now, or under TDD K2 later, unless
+        a drop cut it meanwhile (it then never joins the air)."""
+        duplexing = self.settings.duplexing
+        if duplexing is not None and duplexing.k2_s > 0:
+            self.env.timeout(duplexing.k2_s).callbacks.append(
+                lambda _: None if t.is_cut else self._join(t))
+        else:
+            self._join(t)
+
+    def _join(self, t: Transfer, backhaul_s: float = 0.0) -> None:
+        """Transfer t joins the air of its direction now (its fading row posted first: under
+        fading blocks of time, the row of the block it joins in): on its grant, or asking the
+        air's scheduler for blocks."""
+        t.stage, direction, k = Stage.AIR, t.direction, t.client
+        if t.arq is None:
+            flow = Flow(t.bits, self.env.now, lambda f: self._air_over(t, f, backhaul_s))
+        else:
+            flow = t.arq.new_flow(lambda f: self._air_over(t, f, backhaul_s),
+                                  lambda f: self._lost(t, f, backhaul_s))
+        t.air = flow
+        row = t.fade.begin(flow) if isinstance(t.fade, TimeFades) else t.fade
+        if row is not None:
+            self.radio.post(direction, k, row)
+        gain, air = self.radio.faded(k, row), self._air[direction]
+        if self.settings.per_instant:       # the air's scheduler hands out the blocks
+            air.request(Request(flow, k, t.cell, gain,
+                                lambda n: self.powers(direction, k, n), self._cap(direction, k)))
+        else:
+            air.add(flow, k, t.cell, t.first, t.blocks, t.power_w, gain)
+
+    def _air_over(self, t: Transfer, crossed: Flow, backhaul_s: float) -> None:
+        """Its bits have crossed the air: its turn freed, then its HARQ wait (NrLink.tail_s:
+        none with Shannon rates), then up the backhaul, or down recorded."""
+        t.free(t.start)
+        t.stage = Stage.HARQ
+        tail_s = 0.0 if self.settings.nr is None else self.settings.nr.tail_s(crossed.tbler)
+        if tail_s <= 0.0:
+            self._decoded(t, crossed, backhaul_s)
+            return
+        self.env.timeout(tail_s).callbacks.append(
+            lambda _: None if t.is_cut else self._decoded(t, crossed, backhaul_s))
+
+    def _decoded(self, t: Transfer, crossed: Flow, backhaul_s: float) -> None:
+        if t.direction is Direction.UPLINK:
+            t.stage = Stage.BACKHAUL
+            self._backhaul.cross(t.backhaul, t.bits, lambda s: self._done(t, crossed, s), t)
+        else:
+            self._done(t, crossed, backhaul_s)
+
+    def _done(self, t: Transfer, crossed: Flow, backhaul_s: float) -> None:
+        t.stage = Stage.DONE
+        self._record(t, crossed, backhaul_s)
+        t.ended.succeed()
+
+    def _lost(self, t: Transfer, flow: Flow, backhaul_s: float) -> None:
+        """Every attempt of a fixed-rate transfer failed: recorded whole, and lost."""
+        t.free(t.start)
+        t.stage = Stage.DONE
+        self._record(t, flow, backhaul_s, (t.message.payload_bytes, t.bits))
+        t.ended.fail(TransferLost(t.client, t.kind.value, self.round))
+
+    def _record(self, t: Transfer, air: Flow | None, backhaul_s: float,
+                done: tuple[int, float] | None = None) -> None:
+        self._books.record(t, air, backhaul_s, self.round, done)
 
     def _faded(self, direction: Direction,
                k: int) -> tuple[np.ndarray | TimeFades | None, float]:
@@ -382,108 +379,3 @@ class NetworkLink:
                     self.radio.serving_gain(k))
         fade = self.fading.row(direction, k)
         return fade, self.radio.faded(k, fade)
-
-    def _granted(self, then: Callable[[], None], flight: Flight | None) -> None:
-        """`then()` when an upload's grant comes: now, or under TDD K2 later, unless a drop
-        cut the transfer meanwhile (`flight`: it then never joins the air)."""
-        duplexing = self.settings.duplexing
-        if duplexing is not None and duplexing.k2_s > 0:
-            self.env.timeout(duplexing.k2_s).callbacks.append(
-                lambda _: None if flight is not None and flight.cut else then())
-        else:
-            then()
-
-    def _after_harq(self, crossed: Flow, then: Callable[[], None],
-                    flight: Flight | None = None) -> None:
-        """`then()` once the transfer's last transport block has been decoded: at once with
-        Shannon rates, else after its expected HARQ retransmissions (NrLink.tail_s); not
-        where a drop has cut the transfer meanwhile."""
-        tail_s = 0.0 if self.settings.nr is None else self.settings.nr.tail_s(crossed.tbler)
-        if tail_s <= 0.0:
-            then()
-            return
-        self.env.timeout(tail_s).callbacks.append(
-            lambda _: None if flight is not None and flight.cut else then())
-
-    def _cut(self, flight: Flight, message: Message, kind: EventKind, local_iter: int,
-             direction: Direction) -> None:
-        """A drop cuts the transfer now (scala_netsim.sim.network.flight.cut)."""
-        k = message.client_id
-        cut(flight, self._air[direction], self.env.now,
-            (flight.start, local_iter, k, kind, message.payload_bytes,
-             self.radio.serving_cell(k), direction, -1, 0, math.nan,
-             self.radio.serving_gain(k), None, None),
-            self._record)
-
-    def _fade_record(self, index: int, fade: np.ndarray | TimeFades | None,
-                     arq: Attempts | None, k: int, gain: float) -> float:
-        """The transfer's rows of the fading record (its own row, or each attempt's; none for
-        blocks of time); -> its gain to its serving cell c as it ended (large-scale times the fade
-        of its last attempt or block; `gain` where that is its only one)."""
-        last = None
-        if isinstance(fade, TimeFades):     # (its rows are drawn again, not recorded)
-            fade.stop()
-            last = fade.last
-        elif arq is not None:
-            self.fade_rows.extend(arq.fade_rows(index))
-            last = arq.fades[-1] if arq.fades else None
-        elif fade is not None:
-            self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
-        return gain if last is None else self.radio.faded(k, last)
-
-    def _record(self, info: tuple, air: Flow | None, backhaul_s: float,
-                done: tuple[int, float] | None = None) -> None:
-        """The transfer's rows of the link's books and its event: the air's mean rate (bits
-        over air time), its time-averaged SINR and interference, the backhaul's time; the
-        blocks it held over its air time. `done` (a drop cut it): the bytes and the bits it
-        got through the air; `air` None, or never on the air, where it got none."""
-        (start, local_iter, k, kind, payload_bytes, c, direction, first, blocks, power_w,
-         gain, fade, arq) = info
-        bits = 8.0 * payload_bytes if done is None else done[1]
-        index = len(self.log)
-        self._open.pop(id(info), None)
-        if air is not None and math.isnan(air.end):     # cut while waiting for a block
-            air = None
-        rate = sinr = interference_w = math.nan
-        if air is None:
-            blocks, power_w = 0, math.nan
-        else:
-            air_s = air.held_s      # (its direction's symbols' time, under TDD)
-            rate, sinr, interference_w = air.rate, air.sinr, air.interference_w
-            if air_s > 0:
-                rate = bits / air_s
-                if air.varied:   # else the last values, exactly (not an average of equal ones)
-                    # (over the time it held blocks: parked, it had no SINR)
-                    held_s = air_s if math.isnan(air.blocks_s) else air.blocks_s
-                    sinr = air.sinr_area / held_s
-                    interference_w = air.interference_area / held_s
-            rows, blocks, power_w, start = air_rows(index, air, c, direction, first, blocks,
-                                                    power_w, start, arq)
-            self.air_rows.extend(rows)
-        attempts = 1
-        if arq is not None:     # its fixed rate, and what a drop cut records as sent
-            attempts, rate = arq.attempt, math.nan if air is None else arq.rate_bps
-            if done is not None:
-                done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
-        interference_dbm = (10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
-                            else -math.inf)
-        gain = self._fade_record(index, fade, arq, k, gain)
-        row: tuple = (index, blocks * self.settings.block_hz, rate, attempts, gain, power_w,
-                      10.0 * math.log10(sinr), interference_dbm, backhaul_s)
-        nr = self.settings.nr
-        if nr is not None:    # NR_TRANSFER_COLUMNS: the MCS and TBLER over the time it sent
-            slot_s = nr.tables[direction].slot_s
-            sending = 0.0 if air is None else air.sending_s
-            harq_s = 0.0 if air is None else nr.tail_s(air.tbler)
-            if done is not None and air is not None:    # the part it waited before the cut
-                harq_s = min(harq_s, self.env.now - air.end)
-            row += ((air.mcs_area / sending, air.tbler_area / sending)
-                    if air is not None and sending > 0 else (math.nan, math.nan)) + (
-                sending / slot_s, harq_s)
-        self.transfer_rows.append(row)
-        if done is None:
-            self.log.record(start, self.env.now, self.round, local_iter, k, kind,
-                            payload_bytes)
-        else:
-            self.log.record_cut(start, self.env.now, self.round, local_iter, k, kind,
-                                done[0])

@@ -1,14 +1,27 @@
-"""A network transfer's rows of the air record (core.columns.AIR_COLUMNS, or under round
-robin AIR_SHARED_COLUMNS; a fixed-rate link's with each row's attempt), as
-scala_netsim.sim.network.link records a transfer that is over."""
+"""A network transfer's rows of the books, as scala_netsim.sim.network.link records a transfer
+that is over: its rows of the air record (core.columns.AIR_COLUMNS, or per instant
+AIR_SHARED_COLUMNS; a fixed-rate link's with each row's attempt), of the transfer record and of
+the fading record, and its event (`TransferBooks`)."""
 
 from __future__ import annotations
 
 import math
 
+import simpy
+
 from channel import Direction
+from scala_netsim.core.columns import (
+    NETWORK_TRANSFER_COLUMNS,
+    NR_TRANSFER_COLUMNS,
+    TRANSFER_COLUMNS,
+)
+from scala_netsim.core.events import EventLog
 from scala_netsim.sim.network.arq import Attempts
+from scala_netsim.sim.network.fading import TimeFades
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
+from scala_netsim.sim.network.settings import NetworkSettings
+from scala_netsim.sim.network.transfer import Transfer
 
 
 def air_rows(index: int, air: Flow, c: int, direction: Direction, first: int, blocks: int,
@@ -46,3 +59,100 @@ def _time_averaged(stretches: list[list]) -> tuple[float, float]:
     if all(p == powers[0] for p in powers):
         return blocks, float(powers[0])
     return blocks, math.fsum(s * p for s, p in zip(spans, powers, strict=True)) / total
+
+
+class TransferBooks:
+    """The link's books of its transfers (scala_netsim.sim.network.link): the event log, the
+    transfer record (core.columns TRANSFER_COLUMNS, NETWORK_TRANSFER_COLUMNS and under NR
+    NR_TRANSFER_COLUMNS: each row built by column name, in the declared order), the air
+    record and the fading record; and the transfers sent and not recorded yet (`open`)."""
+
+    def __init__(self, env: simpy.Environment, log: EventLog, settings: NetworkSettings,
+                 radio: RadioMap, transfer_rows: list[tuple], air_rows: list[tuple],
+                 fade_rows: list[tuple]) -> None:
+        self.env, self.log, self.settings, self.radio = env, log, settings, radio
+        self.transfer_rows, self.air_rows, self.fade_rows = transfer_rows, air_rows, fade_rows
+        nr = () if settings.nr is None else NR_TRANSFER_COLUMNS
+        self.columns = (*TRANSFER_COLUMNS, *NETWORK_TRANSFER_COLUMNS, *nr)
+        #: each transfer sent and not recorded yet (by id): its start
+        self.open: dict[int, float] = {}
+
+    def record(self, t: Transfer, air: Flow | None, backhaul_s: float, round_: int,
+               done: tuple[int, float] | None = None) -> None:
+        """Transfer t's rows of the books and its event of `round_`: the air's mean rate
+        (bits over air time), its time-averaged SINR and interference (over the time it
+        held blocks), the backhaul's time; the blocks it held over its air time. `done` (a
+        drop cut it): the bytes and the bits it got through the air; `air` None, or never
+        on the air, where it got none."""
+        payload_bytes, direction, arq = t.message.payload_bytes, t.direction, t.arq
+        bits = t.bits if done is None else done[1]
+        index, start, blocks, power_w = len(self.log), t.start, t.blocks, t.power_w
+        mean_blocks: int | float = blocks
+        self.open.pop(id(t), None)
+        if air is not None and math.isnan(air.end):     # cut while waiting for a block
+            air = None
+        values = dict(event_index=index, rate_bps=math.nan, attempts=1,
+                      backhaul_s=backhaul_s)
+        sinr = interference_w = math.nan
+        if air is None:
+            mean_blocks, power_w = 0, math.nan
+        else:
+            air_s = air.held_s      # (its direction's symbols' time, under TDD)
+            values["rate_bps"], sinr, interference_w = air.rate, air.sinr, air.interference_w
+            if air_s > 0:
+                values["rate_bps"] = bits / air_s
+                if air.varied:   # else the last values, exactly (not an average of equal ones)
+                    held_s = air_s if math.isnan(air.blocks_s) else air.blocks_s
+                    sinr = air.sinr_area / held_s
+                    interference_w = air.interference_area / held_s
+            rows, mean_blocks, power_w, start = air_rows(index, air, t.cell, direction,
+                                                         t.first, blocks, power_w, start, arq)
+            self.air_rows.extend(rows)
+        if arq is not None:     # its fixed rate, and what a drop cut records as sent
+            values["attempts"] = arq.attempt
+            values["rate_bps"] = math.nan if air is None else arq.rate_bps
+            if done is not None:
+                done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
+        values.update(
+            bandwidth_hz=mean_blocks * self.settings.block_hz, tx_power_w=power_w,
+            gain_linear=self._fade_record(t, index), sinr_db=10.0 * math.log10(sinr),
+            interference_dbm=(10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
+                              else -math.inf))
+        if self.settings.nr is not None:
+            values.update(self._nr_values(t, air, done is not None))
+        self.transfer_rows.append(tuple(values[c] for c in self.columns))
+        if done is None:
+            self.log.record(start, self.env.now, round_, t.local_iter, t.client, t.kind,
+                            payload_bytes)
+        else:
+            self.log.record_cut(start, self.env.now, round_, t.local_iter, t.client, t.kind,
+                                done[0])
+
+    def _nr_values(self, t: Transfer, air: Flow | None, cut: bool) -> dict[str, float]:
+        """NR_TRANSFER_COLUMNS: the MCS and TBLER over the time it sent, its transmissions,
+        and its last block's HARQ wait (a cut one's: the part it waited before the cut)."""
+        nr = self.settings.nr
+        assert nr is not None
+        sending = 0.0 if air is None else air.sending_s
+        harq_s = 0.0 if air is None else nr.tail_s(air.tbler)
+        if cut and air is not None:
+            harq_s = min(harq_s, self.env.now - air.end)
+        mcs, bler = ((air.mcs_area / sending, air.tbler_area / sending)
+                     if air is not None and sending > 0 else (math.nan, math.nan))
+        return dict(mcs=mcs, bler=bler,
+                    transmissions=sending / nr.tables[t.direction].slot_s, harq_wait_s=harq_s)
+
+    def _fade_record(self, t: Transfer, index: int) -> float:
+        """Its rows of the fading record (its own row, or each attempt's; none for blocks of
+        time); -> its gain to its serving cell as it ended (large-scale times the fade of its
+        last attempt or block; its gain where that is its only one)."""
+        fade, arq, last = t.fade, t.arq, None
+        if isinstance(fade, TimeFades):     # (its rows are drawn again, not recorded)
+            fade.stop()
+            last = fade.last
+        elif arq is not None:
+            self.fade_rows.extend(arq.fade_rows(index))
+            last = arq.fades[-1] if arq.fades else None
+        elif fade is not None:
+            self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
+        return t.gain if last is None else self.radio.faded(t.client, last)
