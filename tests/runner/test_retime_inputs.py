@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 import scala_netsim as sn
-from scala_netsim.core.files import CELLS_CSV, SUMMARY_JSON
+from scala_netsim.core.files import CELLS_CSV, COUPLING_CSV, SUMMARY_JSON
 from scala_netsim.tools.keep import keep_run
 
 from conftest import ROOT
@@ -27,20 +27,20 @@ def retime(*args):
 
 def test_an_out_that_holds_a_run_is_refused_and_force_leaves_nothing_of_it(golden_run,
                                                                           tmp_path, capsys):
-    """A re-timing into a network writes cells.csv; one into the paper's cell, --force'd
-    over it, must not leave that cells.csv beside its own files (the report read it)."""
+    """A re-timing into a network writes cells.csv (and coupling.csv); one into the paper's
+    cell, --force'd over it, must not leave them beside its own files (the report read it)."""
     source, out = golden_run.run_dir("fedavg"), tmp_path / "out"
     network = ["--set", "network.layout={kind: hexagonal, sites: 1, sectors: 3}",
                "--set", "network.pathloss=3gpp_38901_uma"]
     assert retime(source, *network, "--out", out) == 0
-    assert (out / CELLS_CSV).is_file()
+    assert (out / CELLS_CSV).is_file() and (out / COUPLING_CSV).is_file()
     written = {p.name: p.read_bytes() for p in out.iterdir()}
     assert retime(source, "--set", "network.uplink_bandwidth_hz=5e6", "--out", out) == 2
     assert "holds a run (scenario.yaml" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == written     # nothing touched
     assert retime(source, "--set", "network.uplink_bandwidth_hz=5e6", "--out", out,
                   "--force") == 0
-    assert not (out / CELLS_CSV).exists()
+    assert not (out / CELLS_CSV).exists() and not (out / COUPLING_CSV).exists()
     summary = json.loads((out / SUMMARY_JSON).read_text())
     assert summary["setting"] == {"network.uplink_bandwidth_hz": 5e6}
 
