@@ -79,9 +79,10 @@ def air_settings_of(folder: Path | str) -> AirSettings:
         fade_key = "attempt" if tuple(table.columns) == FADING_ATTEMPT_COLUMNS else ""
     network_fading = (NetworkFading(fading, Seeds(scenario.seed).sequence("fading"),
                                     coupling.shape[1]) if fading.fades else None)
+    coherence_s, draw_block = blocks_of_time(network_fading)
     return AirSettings(
-        {d.value: n for d, n in s.blocks.items()}, s.block_hz,
-        {d.value: s.noise_w_per_hz(d) * s.block_hz for d in channel.Direction},
-        s.interference, coupling, s.frame,
-        None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
-        fades, fade_key, *blocks_of_time(network_fading))
+        blocks={d.value: n for d, n in s.blocks.items()}, block_hz=s.block_hz,
+        noise_w={d.value: s.noise_w_per_hz(d) * s.block_hz for d in channel.Direction},
+        interference=s.interference, coupling=coupling, frame=s.frame,
+        nr=None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
+        fades=fades, fade_key=fade_key, coherence_s=coherence_s, draw_block=draw_block)
