@@ -209,12 +209,16 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
                 out[i] += p * row[i]
             for i in range(j + 1, n):
                 out[i] += p * row[i]
-    elif uplink:
+    elif uplink:      # summed over every cell's receiver, contiguous, and the holders' read
+        every = np.zeros(holder.shape[0])
         for j in range(n):
-            row, p = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W]
-            for i in range(n):
-                if i != j:
-                    out[i] += p * row[cells[i]]
+            row, p, own = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W], cells[j]
+            for c in range(own):
+                every[c] += p * row[c]
+            for c in range(own + 1, holder.shape[0]):
+                every[c] += p * row[c]
+        for i in range(n):
+            out[i] = every[cells[i]]
     else:
         for i in range(n):
             out[i] = _heard(cells[i], b, holder, gains, ints, flows, False)
@@ -393,6 +397,20 @@ def due(now: float, ints: np.ndarray, flows: np.ndarray) -> np.ndarray:
             n += 1
     out = out[:n]
     return out[np.argsort(ints[out, SEQ], kind="mergesort")]
+
+
+@numba.njit(cache=True)
+def stopped(ints: np.ndarray, flows: np.ndarray) -> tuple[bool, bool]:
+    """Whether any slot on blocks has rate 0 (under the NR abstraction: below the lowest
+    MCS's curve), and whether any such has no interference. `flows` may be the rows up to
+    the last slot in use."""
+    any_stopped = any_quiet = False
+    for h in range(flows.shape[0]):
+        if flows[h, RATE] == 0.0 and ints[h, COUNT] > 0:
+            any_stopped = True
+            if flows[h, INTERFERENCE] == 0.0:
+                any_quiet = True
+    return any_stopped, any_quiet
 
 
 @numba.njit(cache=True)

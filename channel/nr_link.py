@@ -192,7 +192,13 @@ def effective_sinr(sinr: np.ndarray, beta: float) -> float:
     """EESM over the blocks' SINRs (linear), in the form that cannot underflow (the least
     SINR taken out of the exponentials), clipped as Sionna clips it; equal SINRs give it
     exactly."""
-    low = sinr.min()
+    return _eesm(sinr, sinr.min(), beta)
+
+
+@numba.njit(cache=True)
+def _eesm(sinr: np.ndarray, low: float, beta: float) -> float:
+    """`effective_sinr` with the least SINR `low` given (`choose` takes it once for every
+    row it looks up)."""
     total = 0.0
     for s in sinr:
         total += math.exp(-(s - low) / beta)
@@ -268,16 +274,19 @@ def choose(sinr: np.ndarray, beta: np.ndarray, tb_bits: np.ndarray, num_cb: np.n
     it (the same choice, TBLER and SINR as looking every row up)."""
     n = len(sinr)
     count = bler.shape[2]
-    equal = sinr.min() == sinr.max()
+    least, most, total = sinr[0], sinr[0], 0.0     # (one pass: the mean summed in order)
+    for s in sinr:
+        least, most, total = min(least, s), max(most, s), total + s
+    equal = least == most
     low, high = 10.0 ** (SINR_EFF_DB[0] / 10.0), 10.0 ** (SINR_EFF_DB[1] / 10.0)
-    top = grid_column(min(max(sinr.mean() * (1.0 + BOUND_MARGIN), low), high),
+    top = grid_column(min(max(total / n * (1.0 + BOUND_MARGIN), low), high),
                       snr_first, snr_step, count)
     for row in range(len(beta) - 1, 0, -1):
         if meets[row, n] > top:
             continue                               # fails at any SINR_eff up to the mean
-        eff = min(max(sinr[0], low), high) if equal else effective_sinr(sinr, beta[row])
+        eff = min(max(sinr[0], low), high) if equal else _eesm(sinr, least, beta[row])
         p = transport_bler(row, n, eff, num_cb, cbs_row, bler, snr_first, snr_step)
         if p <= target:
             return row, p, eff
-    eff = min(max(sinr[0], low), high) if equal else effective_sinr(sinr, beta[0])
+    eff = min(max(sinr[0], low), high) if equal else _eesm(sinr, least, beta[0])
     return 0, transport_bler(0, n, eff, num_cb, cbs_row, bler, snr_first, snr_step), eff

@@ -83,6 +83,7 @@ class Air:
         self._changed = self._settling = False
         self._wake: simpy.Event | None = None
         self._wake_at = math.inf
+        self._tau_at = (math.nan, math.nan)     # (an instant, its symbol time: `tau`)
         self.num_blocks = num_blocks
         #: the scheduler's: each cell's transfers on the air (slots, in the order they
         #: joined), those waiting for a block, each slot's request, and the flows that have
@@ -104,8 +105,13 @@ class Air:
         return float(self.link.goodput_bps(np.full(n, snr)))
 
     def tau(self, t: float) -> float:
-        """The direction's symbol time at instant t (t itself without a frame)."""
-        return t if self.frame is None else self.frame.cumulative(self.direction, t)
+        """The direction's symbol time at instant t (t itself without a frame; the last
+        instant's kept, as an instant is asked for several times)."""
+        if self.frame is None:
+            return t
+        if t != self._tau_at[0]:
+            self._tau_at = (t, self.frame.cumulative(self.direction, t))
+        return self._tau_at[1]
 
     def instant(self, tau: float) -> float:
         """The earliest instant at which the symbol time is `tau` (its inverse)."""
@@ -324,10 +330,11 @@ class Air:
         if self.fades_in_time:           # its channel changes at the next block's boundary
             return
         flows = self.flows[:self._used]
+        any_stopped, any_quiet = grid.stopped(self.ints, flows)
+        if not any_quiet and not (math.isinf(end) and any_stopped):
+            return
         stopped = (flows[:, grid.RATE] == 0.0) & (self.ints[:self._used, grid.COUNT] > 0)
         quiet = stopped & (flows[:, grid.INTERFERENCE] == 0.0)
-        if not quiet.any() and not (math.isinf(end) and stopped.any()):
-            return
         stuck = np.flatnonzero(quiet if quiet.any() else stopped)
         names = []
         for h in stuck[:5].tolist():
