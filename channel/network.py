@@ -227,6 +227,10 @@ def round_robin_shares(total: int, caps: list[int]) -> list[int]:
     are left only when every transfer holds its cap."""
     if len(caps) > total:
         raise ValueError(f"{len(caps)} transfers for {total} blocks: at most one each")
+    if caps:              # no cap below its equal share: the loop's first pass, at once
+        each, extra = divmod(total, len(caps))
+        if min(caps) >= each + (extra > 0):
+            return [each + (j < extra) for j in range(len(caps))]
     out = [0] * len(caps)
     left, open_ = total, list(range(len(caps)))
     while open_ and left > 0:

@@ -199,24 +199,18 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
         if h >= 0:
             cells[n], slots[n] = c, h
             n += 1
-    # uplink: summed in the order of the cells, each transmitter's row of gains read once;
+    # uplink: summed in the order of the cells, each transmitter's row of gains read once,
+    # into every cell's receiver at once (the sender's own put back: it hears the others);
     # downlink: each holder's sum alone (_heard), its own client's row
     out[:n] = 0.0
-    if uplink and n == holder.shape[0]:      # every cell holds b: rows read in order
-        for j in range(n):
-            row, p = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W]
-            for i in range(j):
-                out[i] += p * row[i]
-            for i in range(j + 1, n):
-                out[i] += p * row[i]
-    elif uplink:      # summed over every cell's receiver, contiguous, and the holders' read
+    if uplink:
         every = np.zeros(holder.shape[0])
         for j in range(n):
             row, p, own = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W], cells[j]
-            for c in range(own):
+            kept = every[own]
+            for c in range(holder.shape[0]):
                 every[c] += p * row[c]
-            for c in range(own + 1, holder.shape[0]):
-                every[c] += p * row[c]
+            every[own] = kept
         for i in range(n):
             out[i] = every[cells[i]]
     else:
