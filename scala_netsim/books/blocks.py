@@ -74,16 +74,13 @@ def turn_problems(shared_rows: Sequence[tuple], turn_rows: Sequence[tuple],
     return problems
 
 
-def air_columns(air_rows: Sequence[tuple]) -> tuple[str, ...]:
-    """The air record's columns: AIR_SHARED_COLUMNS under a round-robin scheduler (its rows
-    are stretches with their power and cap), else AIR_COLUMNS; with a fixed-rate link's
-    attempt after them (AIR_ATTEMPT_COLUMNS, AIR_SHARED_ATTEMPT_COLUMNS)."""
-    width = len(air_rows[0]) if len(air_rows) else len(AIR_COLUMNS)
-    for columns in (AIR_COLUMNS, AIR_SHARED_COLUMNS, AIR_ATTEMPT_COLUMNS,
-                    AIR_SHARED_ATTEMPT_COLUMNS):
-        if len(columns) == width:
-            return columns
-    raise ValueError(f"an air record's rows have {width} fields: none of its layouts")
+def air_columns(per_instant: bool, attempts: bool) -> tuple[str, ...]:
+    """The air record's declared columns: AIR_SHARED_COLUMNS under a per-instant scheduler
+    (its rows are stretches with their power and cap), else AIR_COLUMNS; with a fixed-rate
+    link's attempt after them (AIR_ATTEMPT_COLUMNS, AIR_SHARED_ATTEMPT_COLUMNS)."""
+    if per_instant:
+        return AIR_SHARED_ATTEMPT_COLUMNS if attempts else AIR_SHARED_COLUMNS
+    return AIR_ATTEMPT_COLUMNS if attempts else AIR_COLUMNS
 
 
 def fading_columns(key: str) -> tuple[str, ...]:
@@ -92,9 +89,9 @@ def fading_columns(key: str) -> tuple[str, ...]:
     return {"": FADING_COLUMNS, "attempt": FADING_ATTEMPT_COLUMNS}[key]
 
 
-def air_frame(air_rows: Sequence[tuple]) -> pd.DataFrame:
-    """The air record's rows as a table (air.csv)."""
-    return pd.DataFrame(list(air_rows), columns=list(air_columns(air_rows)))
+def air_frame(air_rows: Sequence[tuple], columns: Sequence[str]) -> pd.DataFrame:
+    """The air record's rows as a table (air.csv) of its declared `columns` (air_columns)."""
+    return pd.DataFrame(list(air_rows), columns=list(columns))
 
 
 def round_robin_problems(air: pd.DataFrame, blocks: Mapping[str, int],
@@ -210,7 +207,7 @@ class AirSettings:
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:
         """The fading record by (event index, attempt), read once, where the rates are
         derived again."""
-        return fades_by_event(self.fades, self.coupling.shape[1])
+        return fades_by_event(self.fades, self.coupling.shape[1], self.fade_key == "attempt")
 
     def gains(self, event_index: np.ndarray, client: np.ndarray,
               key: np.ndarray | None = None) -> np.ndarray:
@@ -253,11 +250,16 @@ class AirSettings:
 
 @dataclass(frozen=True)
 class AirRecord:
-    """A network link's air record (core.columns.AIR_COLUMNS rows) with what deriving its
-    rates again needs."""
+    """A network link's air record (its rows, of the declared `columns`: air_columns) with
+    what deriving its rates again needs."""
 
     rows: list[tuple]
     settings: AirSettings
+    columns: tuple[str, ...] = AIR_COLUMNS
+
+    def frame(self) -> pd.DataFrame:
+        """Its rows as a table (air.csv)."""
+        return air_frame(self.rows, self.columns)
 
     @property
     def fades(self) -> Sequence[tuple]:
@@ -265,16 +267,16 @@ class AirRecord:
         return self.settings.fades
 
 
-def fades_by_event(rows: Sequence[tuple], num_cells: int
+def fades_by_event(rows: Sequence[tuple], num_cells: int, attempts: bool = False
                    ) -> dict[tuple[int, int], np.ndarray] | None:
-    """The fading record's rows (event index, cell, |h|^2[, attempt]), every cell of a
-    transfer (or attempt) in order, as each one's row of |h|^2 by (event index, attempt: 1
-    where the record has none) (None: no rows)."""
+    """The fading record's rows (event index, cell, |h|^2[, attempt]: fading_columns, the
+    attempt where `attempts`), every cell of a transfer (or attempt) in order, as each one's
+    row of |h|^2 by (event index, attempt: 1 where the record has none) (None: no rows)."""
     if not rows:
         return None
-    width = len(rows[0])
+    width = len(FADING_ATTEMPT_COLUMNS if attempts else FADING_COLUMNS)
     table = np.asarray(rows, dtype=float).reshape(-1, num_cells, width)
-    keys = table[:, 0, 3] if width > 3 else np.ones(len(table))
+    keys = table[:, 0, 3] if attempts else np.ones(len(table))
     return {(int(e), int(a)): r for e, a, r in zip(table[:, 0, 0].tolist(), keys.tolist(),
                                                    table[:, :, 2], strict=True)}
 

@@ -12,7 +12,6 @@ import pandas as pd
 
 from scala_netsim.books.blocks import (
     AIR_RATES_CHECKED_UP_TO,
-    air_frame,
     air_problems,
     air_rate_problems,
     air_rate_work,
@@ -81,7 +80,7 @@ def run_problems(run: Checked) -> list[str]:
     problems.extend(run.link.problems())
     air = run.link.air_record()
     if air is not None and air.rows:      # (none where every transfer was cut before it)
-        frame = air_frame(air.rows)
+        frame = air.frame()
         # an asynchronous run stops with transfers in flight, not in the books: the air
         # after the earliest of their starts is checked no further (what was recorded is
         # kept whole: the transfers that end later were the others' interferers)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from scala_netsim.books.blocks import air_columns, fading_columns
+from scala_netsim.books.blocks import fading_columns
 from scala_netsim.config.scenario import Scenario, scenario_yaml
 from scala_netsim.core.columns import COUPLING_COLUMNS, DEMAND_COLUMNS
 from scala_netsim.core.files import (
@@ -102,7 +102,7 @@ class RunWriter:
         write_rows_csv(self.folder / DEMANDS_CSV, DEMAND_COLUMNS, run.log.demands)
         air = run.link.air_record()
         if air is not None:
-            write_rows_csv(self.folder / AIR_CSV, air_columns(air.rows), air.rows)
+            write_rows_csv(self.folder / AIR_CSV, air.columns, air.rows)
             if air.fades:
                 write_rows_csv(self.folder / FADING_CSV, fading_columns(air.settings.fade_key),
                                air.fades)

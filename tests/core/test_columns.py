@@ -3,7 +3,7 @@ its declared fields in its declared order, and the tables the books build use th
 
 import dataclasses
 
-from scala_netsim.books.blocks import air_frame
+from scala_netsim.books.blocks import air_columns, air_frame
 from scala_netsim.books.rounds import round_row
 from scala_netsim.books.tables import aggregations_frame, grants_frame, transfers_frame
 from scala_netsim.core import columns
@@ -28,7 +28,12 @@ def test_the_tables_take_the_declared_columns():
         == columns.TRANSFER_COLUMNS
     network = transfers_frame([(0, 1e6, 2e6, 1, 1e-9, 0.2, 3.0, -100.0, 0.0)], network=True)
     assert tuple(network.columns) == columns.TRANSFER_COLUMNS + columns.NETWORK_TRANSFER_COLUMNS
-    assert tuple(air_frame([(0, 2, "uplink", 0, 4, 0.0, 1.0)]).columns) == columns.AIR_COLUMNS
+    assert tuple(air_frame([(0, 2, "uplink", 0, 4, 0.0, 1.0)], air_columns(False, False))
+                 .columns) == columns.AIR_COLUMNS
+    # the layouts are declared (the scheduler, a fixed-rate link), never read off a row's width
+    assert air_columns(True, False) == columns.AIR_SHARED_COLUMNS
+    assert air_columns(False, True) == columns.AIR_ATTEMPT_COLUMNS
+    assert air_columns(True, True) == columns.AIR_SHARED_ATTEMPT_COLUMNS
     assert tuple(aggregations_frame([(1, "client", 3, 0.5)]).columns) \
         == columns.AGGREGATION_COLUMNS
 

@@ -14,7 +14,7 @@ from test_network_link import BLOCK_HZ, COUPLING_DB, Message, two_cells
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import air_frame, air_rate_problems
+from scala_netsim.books.blocks import air_rate_problems
 from scala_netsim.core.columns import EVENT_COLUMNS
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.drops import Drops
@@ -98,7 +98,7 @@ def test_an_attempt_an_interferer_pushes_into_outage_is_sent_again_and_gets_thro
     assert ends[0] == pytest.approx(2 * t, rel=1e-12)
     rows = {log.rows[r[0]][4]: r for r in link.transfer_rows}
     assert [rows[k][2:4] for k in (0, 1)] == [(RATE_BPS, 2), (RATE_BPS, 1)]
-    air = air_frame(link.air_rows)
+    air = link.air_record().frame()
     assert list(air.columns)[-1] == "attempt"
     mine = air[air["event_index"] == rows[0][0]]
     assert mine["attempt"].tolist() == [1, 2]
@@ -127,7 +127,7 @@ def test_a_transfer_whose_every_attempt_fails_is_lost_and_recorded_whole_and_cut
     assert (lost["completed"], lost["payload_bytes"], lost["attempts"]) == (0, PAYLOAD, 1)
     assert lost["t_end_s"] == pytest.approx(t, rel=1e-12)
     record = link.air_record()
-    assert air_rate_problems(air_frame(link.air_rows), events, record.settings) == []
+    assert air_rate_problems(link.air_record().frame(), events, record.settings) == []
 
 
 def arq_run(make_run, scheduler: str = "static", fading: str = "none", **training):
@@ -155,7 +155,7 @@ def test_a_network_with_a_fixed_rate_link_keeps_its_invariants(make_run, schedul
     assert (moved["rate_bps"] == 2e7).all()
     assert (moved["attempts"] > 1).any()
     assert (events["kind"] == "client_dropped").any()
-    air = air_frame(run.link.air_record().rows)
+    air = run.link.air_record().frame()
     per_event = air.groupby("event_index")["attempt"].max()
     assert (per_event == moved.loc[per_event.index, "attempts"]).all()
     if fading != "none":

@@ -55,14 +55,14 @@ def test_a_stop_with_transfers_in_flight_leaves_the_air_before_it_checkable(make
     recorded that end later as its interferers (which they were). Dropping those too, as the
     checks once did, lost interference a transfer had met and failed a study's GAS run. Each
     transfer's start (up to the run's own stop's) is taken as the earliest in flight."""
-    from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
+    from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
 
     run = make_run("async_sfl", data={"num_clients": 40},
                    training={"participation": 0.3, "rounds": 30}, network=NETWORK)
     for _ in range(30):
         run.step()
     record, events = run.link.air_record(), events_of(run)
-    frame = air_frame(record.rows)
+    frame = record.frame()
     first = frame.groupby("event_index")["start_s"].transform("min").to_numpy()
     last = frame.groupby("event_index")["end_s"].transform("max").to_numpy()
     dropped_too = 0

@@ -13,7 +13,7 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import air_frame, air_rate_problems, fades_by_event
+from scala_netsim.books.blocks import air_rate_problems, fades_by_event
 from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.fading import NetworkFading
@@ -68,7 +68,7 @@ def test_the_rates_derived_again_need_the_fades_the_run_saw(make_run):
     run.step()
     events = events_of(run)
     record = run.link.air_record()
-    air = air_frame(record.rows)
+    air = record.frame()
     assert air_rate_problems(air, events, record.settings) == []
     event = int(air["event_index"].iloc[0])
     fades = [(e, c, h2 / 2 if e == event else h2) for e, c, h2 in record.settings.fades]

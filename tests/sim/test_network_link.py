@@ -255,7 +255,7 @@ def test_an_asynchronous_upload_in_one_cell_interferes_with_a_transfer_in_the_ne
     rates derive again."""
     import pandas as pd
 
-    from scala_netsim.books.blocks import air_frame, air_rate_problems
+    from scala_netsim.books.blocks import air_rate_problems
 
     cell = two_cells(COUPLING_DB)
     env, log = simpy.Environment(), EventLog()
@@ -295,5 +295,5 @@ def test_an_asynchronous_upload_in_one_cell_interferes_with_a_transfer_in_the_ne
     record = link.air_record()
     events = events.assign(tx_power_w=0.2, rate_bps=[r[2] for r in link.transfer_rows],
                            completed=1)
-    assert air_rate_problems(air_frame(record.rows), events, record.settings) == []
+    assert air_rate_problems(record.frame(), events, record.settings) == []
     assert link.problems() == []

@@ -151,7 +151,6 @@ def test_the_air_record_gives_every_rate_again_and_catches_a_moved_block(make_ru
     other blocks, or held longer, no longer adds up, and two transfers of one cell on one
     block at once are caught."""
     from scala_netsim.books.blocks import (
-        air_frame,
         air_problems,
         air_rate_problems,
         air_rate_work,
@@ -162,7 +161,7 @@ def test_the_air_record_gives_every_rate_again_and_catches_a_moved_block(make_ru
     columns, rows = run.event_table()
     events = pd.DataFrame(rows, columns=list(columns))
     record = run.link.air_record()
-    air = air_frame(record.rows)
+    air = record.frame()
     moved = events.iloc[air["event_index"]]
     assert moved["kind"].isin(["model_download", "activation_upload", "gradient_download",
                                "model_upload"]).all()

@@ -17,7 +17,7 @@ from test_network_link import BLOCK_HZ, COUPLING_DB, Message, two_cells
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import air_frame, air_rate_problems
+from scala_netsim.books.blocks import air_rate_problems
 from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.core.columns import EVENT_COLUMNS
 from scala_netsim.core.events import EventKind, EventLog
@@ -96,13 +96,13 @@ def test_a_faded_interferer_changes_a_victims_rate_at_a_block_boundary():
                            completed=1)
     record = link.air_record()
     assert record.fades == [] and record.settings.coherence_s == COHERENCE_S
-    assert air_rate_problems(air_frame(record.rows), events, record.settings) == []
+    assert air_rate_problems(record.frame(), events, record.settings) == []
     # the interferer's row of block 1 halved: its bits and the victim's no longer add up
     draw = record.settings.draw_block
 
     def halved(k: int, block: int, direction: str) -> np.ndarray:
         return draw(k, block, direction) / (2.0 if (k, block) == (1, 1) else 1.0)
-    problems = air_rate_problems(air_frame(record.rows), events,
+    problems = air_rate_problems(record.frame(), events,
                                  dataclasses.replace(record.settings, draw_block=halved))
     assert {p.split(" ")[1] for p in problems} == {"0", "1"}
 
@@ -127,7 +127,7 @@ def test_a_network_faded_in_blocks_of_time_keeps_its_invariants(make_run, networ
     assert run.problems() == []
     record = run.link.air_record()
     assert record.fades == []              # drawn again by the checks, not recorded
-    air = air_frame(record.rows)
+    air = record.frame()
     assert ((air["end_s"] - air["start_s"]) > 2 * COHERENCE_S).any()   # across blocks
 
 

@@ -33,7 +33,7 @@ def transfers(run) -> pd.DataFrame:
 @pytest.mark.parametrize("algorithm, duplex", [("scala", "fdd"), ("fedavg", "tdd")])
 def test_transfers_move_at_the_goodput_of_the_mcs_link_adaptation_picks(make_run, algorithm,
                                                                        duplex):
-    from scala_netsim.books.blocks import air_frame, air_rate_problems
+    from scala_netsim.books.blocks import air_rate_problems
 
     run = make_run(algorithm, **SECTIONS, network={**NR, "duplex": duplex,
                                                    "backhaul": {"latency_s": 0.002}})
@@ -67,7 +67,7 @@ def test_transfers_move_at_the_goodput_of_the_mcs_link_adaptation_picks(make_run
     record = run.link.air_record()
     columns, rows = run.event_table()
     events = pd.DataFrame(rows, columns=list(columns))
-    assert air_rate_problems(air_frame(record.rows), events, record.settings) == []
+    assert air_rate_problems(record.frame(), events, record.settings) == []
 
 
 def test_a_lone_transfer_ends_at_its_goodput_by_hand(make_run):
@@ -197,7 +197,7 @@ def test_an_nr_tdd_run_is_re_timed_under_shannon_and_back(tmp_path):
 def test_tdd_nr_and_round_robin_together_keep_every_invariant(make_run, algorithm):
     """All three of issue 49 at once: every invariant, the air record's rates derived again
     from its stretches under the frame and the tables, no block idle."""
-    from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
+    from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
 
     run = make_run(algorithm, **SECTIONS, network={**NR, "duplex": "tdd",
                                                    "scheduler": "round_robin"})
@@ -205,7 +205,7 @@ def test_tdd_nr_and_round_robin_together_keep_every_invariant(make_run, algorith
     run.step()
     assert run.problems() == []
     record = run.link.air_record()
-    frame = air_frame(record.rows)
+    frame = record.frame()
     columns, rows = run.event_table()
     events = pd.DataFrame(rows, columns=list(columns))
     assert air_rate_problems(frame, events, record.settings) == []

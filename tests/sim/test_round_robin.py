@@ -13,7 +13,7 @@ import simpy
 
 from channel import network_grid as grid
 from channel.network import round_robin_shares
-from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
+from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
@@ -132,7 +132,7 @@ def test_a_network_run_keeps_every_invariant_and_no_block_idles(make_run, algori
         r.step()
     assert run.problems() == []
     record = run.link.air_record()
-    frame = air_frame(record.rows)
+    frame = record.frame()
     columns, rows = run.event_table()
     events = pd.DataFrame(rows, columns=list(columns))
     assert air_rate_problems(frame, events, record.settings) == []
@@ -155,7 +155,7 @@ def test_transfers_beyond_a_cells_blocks_wait_and_the_books_balance(make_run):
     run.step()
     assert set(run.link.settings.blocks.values()) == {5}
     assert run.problems() == []
-    frame = air_frame(run.link.air_record().rows)
+    frame = run.link.air_record().frame()
     assert (frame["blocks"] == 1).any()
 
 
@@ -164,7 +164,7 @@ def test_the_invariant_catches_an_idle_block(make_run):
     run = make_run("fedavg", data={"num_clients": 40}, training={"participation": 0.5},
                    network=NETWORK)
     run.step()
-    frame = air_frame(run.link.air_record().rows)
+    frame = run.link.air_record().frame()
     one = frame.index[frame["blocks"] > 1][0]
     broken = frame.copy()
     broken.loc[one, "blocks"] -= 1

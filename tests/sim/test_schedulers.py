@@ -13,7 +13,7 @@ import simpy
 
 from channel import Direction
 from channel.network import proportional_fair_average, proportional_fair_shares
-from scala_netsim.books.blocks import air_frame, air_rate_problems, round_robin_problems
+from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
@@ -139,7 +139,7 @@ def test_a_network_run_under_proportional_fair_keeps_every_invariant(make_run):
         r.step()
     assert run.problems() == []
     record = run.link.air_record()
-    frame = air_frame(record.rows)
+    frame = record.frame()
     columns, rows = run.event_table()
     events = pd.DataFrame(rows, columns=list(columns))
     assert air_rate_problems(frame, events, record.settings) == []

@@ -33,7 +33,13 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import AirRecord, AirSettings, block_problems, turn_problems
+from scala_netsim.books.blocks import (
+    AirRecord,
+    AirSettings,
+    air_columns,
+    block_problems,
+    turn_problems,
+)
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.drops import Drops
@@ -240,7 +246,7 @@ class NetworkLink:
             self.radio.coupling, s.frame,
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
             self.fade_rows, "attempt" if self.arq is not None else "",
-            *blocks_of_time(self.fading)))
+            *blocks_of_time(self.fading)), air_columns(s.per_instant, self.arq is not None))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
