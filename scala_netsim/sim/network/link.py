@@ -96,10 +96,6 @@ class NetworkLink:
         self.block_rows: list[tuple] = []
         self.shared_rows: list[tuple] = []
         self.turn_rows: list[tuple] = []
-        self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
-        #: the round's clients that take turns on a block, with the block's queue
-        self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
-        self._radio = {d: model.allocation_radio(d) for d in Direction}
         #: the one owner of every client's gains and serving cell (fading posts its rows there)
         self.radio = RadioMap.of(cell)
         self._air = {d: Air(env, self.radio, settings.blocks[d],
@@ -118,6 +114,12 @@ class NetworkLink:
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
                                     self.air_rows, self.fade_rows)
         self._nr_blocks = NrBlocks(self.radio, settings)
+        #: the static scheduler: the round's grants (unused under a per-instant one)
+        self._static = schedulers.Static(
+            env, settings, self.radio, allocator,
+            {d: model.allocation_radio(d) for d in Direction},
+            None if settings.nr is None else self._nr_blocks.uplink_blocks, self.grant_rows,
+            self.block_rows, self.shared_rows)
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block with no interference (dB):
@@ -141,53 +143,14 @@ class NetworkLink:
         del states
 
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
-        """Hand out each cell's blocks among its clients of the round, per direction: the
-        allocator's shares of the cell's band made whole blocks (channel.network.whole_blocks),
-        contiguous from block 0 in the order of the demand; under NR an upload's share is first
-        capped at the blocks it uses (NrBlocks.uplink_blocks) and the blocks placed by those,
-        what the caps leave idle above the last client's (docs/model/network.md, issue 61); in
-        a cell with more clients than blocks, one block each, taken in turns (`_share_blocks`)."""
+        """The round begins: its fading, and under the static scheduler each cell's blocks
+        handed out among its clients of the round (schedulers.Static.begin_round)."""
         self.round = round_
         if self.fading is not None:
             self.fading.begin_round(round_)
         if self.settings.per_instant:       # nothing held between transfers
             return
-        block_hz = self.settings.block_hz
-        for direction, demand in demands.items():
-            total = self.settings.blocks[direction]
-            demand = demand.with_radio(self._radio[direction])
-            held = self._blocks[direction] = {}
-            self._turns[direction] = {}
-            serving = self.radio.serving[demand.client_ids]
-            for c in np.unique(serving).tolist():
-                mine = serving == c
-                if np.count_nonzero(mine) > total:
-                    self._share_blocks(direction, c, demand.client_ids[mine].tolist())
-                    continue
-                part = demand.subset(mine)
-                shares = self.allocator.allocate_hz(total * block_hz, part)
-                blocks = channel.network.whole_blocks(shares, total, block_hz)
-                if self.settings.nr is not None and direction is Direction.UPLINK:
-                    blocks = np.array([self._nr_blocks.uplink_blocks(k, n) for k, n in zip(
-                        part.client_ids.tolist(), blocks.tolist(), strict=True)], np.int64)
-                first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
-                for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
-                                   strict=True):
-                    held[k] = (f, n)
-                    self.grant_rows.append((round_, k, direction.value, n * block_hz))
-                    self.block_rows.append((round_, k, direction.value, c, f, n))
-
-    def _share_blocks(self, direction: Direction, c: int, clients: list[int]) -> None:
-        """Cell c's clients, more than its blocks: client i gets block i mod N_RB, one queue
-        (a SimPy resource) a block for the round."""
-        total = self.settings.blocks[direction]
-        queues = [simpy.Resource(self.env) for _ in range(total)]
-        for i, k in enumerate(clients):
-            block = i % total
-            self._blocks[direction][k] = (block, 1)
-            self._turns[direction][k] = queues[block]
-            self.grant_rows.append((self.round, k, direction.value, self.settings.block_hz))
-            self.shared_rows.append((self.round, k, direction.value, c, block))
+        self._static.begin_round(round_, demands)
 
     def begin_version(self, number: int) -> None:
         """An asynchronous run builds global version `number` from now: the round its
@@ -267,12 +230,12 @@ class NetworkLink:
         k = message.client_id
         t = Transfer(message, kind, local_iter, direction, self.radio.serving_cell(k),
                      self.radio.serving_gain(k), self.env.event(), self.env.now)
-        queue = self._turns[direction].get(k)
+        queue = self._static.turn(direction, k)
         if queue is None:
             self._send(t)
         else:
             turn, round_ = queue.request(), self.round
-            t.stage, t.turn, block = Stage.TURN, turn, self._blocks[direction][k][0]
+            t.stage, t.turn, block = Stage.TURN, turn, self._static.grant(direction, k)[0]
 
             def free(start: float) -> None:
                 queue.release(turn)
@@ -292,7 +255,7 @@ class NetworkLink:
         t.sent, t.start = True, self.env.now
         t.fade, t.gain = self._faded(direction, k)
         if not self.settings.per_instant:          # the round's grant
-            t.first, t.blocks = self._blocks[direction][k]
+            t.first, t.blocks = self._static.grant(direction, k)
             t.power_w = self.power_w(direction, k, t.blocks)
         if self.arq is not None:                   # a fixed-rate transfer's attempts
             t.arq = Attempts(self.env, self._air[direction], t.bits, self.arq,

@@ -1,9 +1,10 @@
 """The schedulers of a network's air, behind one door: who holds which of a cell's blocks.
 
-`static` grants each of the round's clients its blocks for the round (the allocator's shares
-made whole blocks, in the link: scala_netsim.sim.network.link.NetworkLink.begin_round); it is
+`static` (`Static`) grants each of the round's clients its blocks for the round (the
+allocator's shares made whole blocks, `Static.begin_round`, as the link's round begins); it is
 asked for a transfer's blocks as the transfer starts (`Static.grant`), and its client holds
-them, idle or not, until the round ends.
+them, idle or not, until the round ends; in a cell with more of the round's clients than
+blocks each gets one block, taken in turns (`Static.turn`: a SimPy resource a block).
 
 The others are work-conserving and per instant: the air asks `assign(cell, requests, on_air,
 now)` whenever one of the cell's transfers starts or ends (and, for a scheduler that looks at
@@ -32,9 +33,17 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+import simpy
+
+import channel
+from channel import Direction
 from channel import network as channel_network
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
+from scala_netsim.sim.network.settings import NetworkSettings
 
 #: a transfer's blocks of its cell: (first block, count); count 0: none now
 Blocks = tuple[int, int]
@@ -157,3 +166,77 @@ def per_instant(name: str, num_blocks: int, rate_on: RateOn, beta: float = 0.98,
         return ProportionalFair(num_blocks, rate_on, beta, slot_s)
     raise ValueError(f"network.scheduler: {name!r} is not a scheduler (allowed: static, "
                      f"{RoundRobin.name}, {ProportionalFair.name})")
+
+
+class Static:
+    """The static scheduler of a network's link (see the module's docstring): each round's
+    grants, recorded in `grant_rows` (GRANT_COLUMNS), `block_rows` (BLOCK_GRANT_COLUMNS) and
+    `shared_rows` (SHARED_GRANT_COLUMNS). `radios[direction]`: what the allocator is told of
+    each client's radio (LinkModel.allocation_radio); `uplink_blocks(k, n)`: the blocks of n
+    granted an upload uses under NR (NrBlocks.uplink_blocks; None: all of them)."""
+
+    name = "static"
+
+    def __init__(self, env: simpy.Environment, settings: NetworkSettings, radio: RadioMap,
+                 allocator: channel.BandwidthAllocator, radios: dict[Direction, Any],
+                 uplink_blocks: Callable[[int, int], int] | None, grant_rows: list[tuple],
+                 block_rows: list[tuple], shared_rows: list[tuple]) -> None:
+        self.env, self.settings, self.radio, self.allocator = env, settings, radio, allocator
+        self.radios, self.uplink_blocks = radios, uplink_blocks
+        self.grant_rows, self.block_rows, self.shared_rows = grant_rows, block_rows, shared_rows
+        self._blocks: dict[Direction, dict[int, Blocks]] = {d: {} for d in Direction}
+        #: the round's clients that take turns on a block, with the block's queue
+        self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
+
+    def grant(self, direction: Direction, client: int) -> Blocks:
+        """Client's blocks of the round in `direction`."""
+        return self._blocks[direction][client]
+
+    def turn(self, direction: Direction, client: int) -> simpy.Resource | None:
+        """The queue of client's block where it takes turns on it (None: its own blocks)."""
+        return self._turns[direction].get(client)
+
+    def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
+        """Hand out each cell's blocks among its clients of the round, per direction: the
+        allocator's shares of the cell's band made whole blocks (channel.network.whole_blocks),
+        contiguous from block 0 in the order of the demand; under NR an upload's share is first
+        capped at the blocks it uses (`uplink_blocks`) and the blocks placed by those, what the
+        caps leave idle above the last client's (docs/model/network.md, issue 61); in a cell
+        with more clients than blocks, one block each, taken in turns (`_share_blocks`)."""
+        block_hz = self.settings.block_hz
+        for direction, demand in demands.items():
+            total = self.settings.blocks[direction]
+            demand = demand.with_radio(self.radios[direction])
+            held = self._blocks[direction] = {}
+            self._turns[direction] = {}
+            serving = self.radio.serving[demand.client_ids]
+            for c in np.unique(serving).tolist():
+                mine = serving == c
+                if np.count_nonzero(mine) > total:
+                    self._share_blocks(round_, direction, c, demand.client_ids[mine].tolist())
+                    continue
+                part = demand.subset(mine)
+                shares = self.allocator.allocate_hz(total * block_hz, part)
+                blocks = channel.network.whole_blocks(shares, total, block_hz)
+                if self.uplink_blocks is not None and direction is Direction.UPLINK:
+                    blocks = np.array([self.uplink_blocks(k, n) for k, n in zip(
+                        part.client_ids.tolist(), blocks.tolist(), strict=True)], np.int64)
+                first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
+                for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
+                                   strict=True):
+                    held[k] = (f, n)
+                    self.grant_rows.append((round_, k, direction.value, n * block_hz))
+                    self.block_rows.append((round_, k, direction.value, c, f, n))
+
+    def _share_blocks(self, round_: int, direction: Direction, c: int,
+                      clients: list[int]) -> None:
+        """Cell c's clients, more than its blocks: client i gets block i mod N_RB, one queue
+        (a SimPy resource) a block for the round."""
+        total = self.settings.blocks[direction]
+        queues = [simpy.Resource(self.env) for _ in range(total)]
+        for i, k in enumerate(clients):
+            block = i % total
+            self._blocks[direction][k] = (block, 1)
+            self._turns[direction][k] = queues[block]
+            self.grant_rows.append((round_, k, direction.value, self.settings.block_hz))
+            self.shared_rows.append((round_, k, direction.value, c, block))
