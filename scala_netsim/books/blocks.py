@@ -394,35 +394,49 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
                      cut=(moved["completed"].to_numpy() == 0) if "completed" in moved
                      else np.zeros(len(moved), dtype=bool))
     air = air.assign(group=overlapping(air))
-    # a fixed-rate link's attempts each on their own (their verdicts: _attempt_problems)
+    bits, slack = np.zeros(len(air)), np.zeros(len(air))
+    groups = air.groupby(["group", "direction"], sort=True).indices
+    for at in groups.values():
+        rows = air.iloc[at]
+        uplink = rows["direction"].iloc[0] == channel.Direction.UPLINK.value
+        bits[at], slack[at] = air_bits(rows, rows["power_w"].to_numpy(),
+                                       rows["client"].to_numpy(), uplink, settings)
+    # a transfer's stretches (per instant) summed: its bits over its whole air time, all
+    # transfers at once (a fixed-rate link's attempts each on their own: _attempt_problems)
     keys = ["event_index", "attempt"] if "attempt" in air else ["event_index"]
-    for (_, direction), rows in air.groupby(["group", "direction"], sort=True):
-        bits, slack = air_bits(rows, rows["power_w"].to_numpy(), rows["client"].to_numpy(),
-                               direction == channel.Direction.UPLINK.value, settings)
-        # a transfer's stretches (round robin) summed: its bits over its whole air time
-        each = rows.assign(bits=bits, slack=slack).groupby(keys, sort=False).agg(
-            bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
-            end_s=("end_s", "max"), payload=("payload", "first"),
-            recorded=("recorded", "first"), attempts=("attempts", "first"),
-            cut=("cut", "first")).reset_index()
-        each = each[each["end_s"].to_numpy() <= until]
+    every = air.assign(bits=bits, slack=slack).groupby(["direction", *keys], sort=False).agg(
+        bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
+        end_s=("end_s", "max"), payload=("payload", "first"), recorded=("recorded", "first"),
+        attempts=("attempts", "first"), cut=("cut", "first")).reset_index()
+    every = every[every["end_s"].to_numpy() <= until]
+    for direction, each in every.groupby("direction", sort=True):
         if "attempt" in each:
-            problems.extend(_attempt_problems(each, str(direction), settings, rtol))
-            continue
-        rows, bits, slack = each, each["bits"].to_numpy(), each["slack"].to_numpy()
-        recorded = rows["recorded"].to_numpy() * settings.held_s(
-            str(direction), rows["start_s"].to_numpy(), rows["end_s"].to_numpy())
-        # a transfer cut short (completed 0) got its payload's whole bytes through, and
-        # less than one more
-        cut = rows["cut"].to_numpy(bool)
-        payload = rows["payload"].to_numpy()
-        payload = np.where(cut, np.clip(bits, payload, payload + 8.0), payload)
-        for label, got in (("payload", payload), ("recorded rate", recorded)):
-            wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)
-            for i in wrong[:5].tolist():
-                problems.append(f"event {int(rows['event_index'].iloc[i])} ({direction}): "
-                                f"{bits[i]:.6g} bits derived from the air record, "
-                                f"{got[i]:.6g} by its {label}")
+            problems.extend(_attempt_problems(each.reset_index(drop=True), str(direction),
+                                              settings, rtol))
+        else:
+            problems.extend(_transfer_problems(each, str(direction), settings, rtol))
+    return problems
+
+
+def _transfer_problems(each: pd.DataFrame, direction: str, settings: AirSettings,
+                       rtol: float) -> list[str]:
+    """Each transfer's bits derived again (`bits`, over its rows) against its payload and
+    against its recorded rate times its air time (air_rate_problems)."""
+    problems = []
+    bits, slack = each["bits"].to_numpy(), each["slack"].to_numpy()
+    recorded = each["recorded"].to_numpy() * settings.held_s(
+        direction, each["start_s"].to_numpy(), each["end_s"].to_numpy())
+    # a transfer cut short (completed 0) got its payload's whole bytes through, and less
+    # than one more
+    cut = each["cut"].to_numpy(bool)
+    payload = each["payload"].to_numpy()
+    payload = np.where(cut, np.clip(bits, payload, payload + 8.0), payload)
+    for label, got in (("payload", payload), ("recorded rate", recorded)):
+        wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)
+        for i in wrong[:5].tolist():
+            problems.append(f"event {int(each['event_index'].iloc[i])} ({direction}): "
+                            f"{bits[i]:.6g} bits derived from the air record, "
+                            f"{got[i]:.6g} by its {label}")
     return problems
 
 
