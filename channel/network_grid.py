@@ -200,10 +200,11 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
             cells[n], slots[n] = c, h
             n += 1
     # uplink: summed in the order of the cells, each transmitter's row of gains read once,
-    # into every cell's receiver at once (the sender's own put back: it hears the others);
-    # downlink: each holder's sum alone (_heard), its own client's row
+    # where most cells hold b into every cell's receiver at once (contiguous; the sender's
+    # own put back: it hears the others); downlink: each holder's sum alone (_heard), its
+    # own client's row
     out[:n] = 0.0
-    if uplink:
+    if uplink and 2 * n >= holder.shape[0]:   # most cells hold b: every receiver at once
         every = np.zeros(holder.shape[0])
         for j in range(n):
             row, p, own = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W], cells[j]
@@ -213,6 +214,12 @@ def _sum_interference(b: int, holder: np.ndarray, gains: np.ndarray, ints: np.nd
             every[own] = kept
         for i in range(n):
             out[i] = every[cells[i]]
+    elif uplink:                              # a few: the holders' receivers alone
+        for j in range(n):
+            row, p = gains[ints[slots[j], CLIENT]], flows[slots[j], PER_BLOCK_W]
+            for i in range(n):
+                if i != j:
+                    out[i] += p * row[cells[i]]
     else:
         for i in range(n):
             out[i] = _heard(cells[i], b, holder, gains, ints, flows, False)
