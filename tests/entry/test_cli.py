@@ -153,7 +153,8 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     (["scenarios/quickstart.yaml", "--set", "network.layout={kind: hexagonal}", "--set",
       "algorithms=[fedasync]"],
      "network.scheduler: static grants a network's blocks per round, and fedasync has no "
-     "round (asynchronous); allowed with them: round_robin (blocks per transfer)"),
+     "round (asynchronous); allowed with them: round_robin or proportional_fair (blocks per "
+     "transfer)"),
     (["scenarios/quickstart.yaml", "--set", "network.duplex={kind: tdd}", "--set",
       "network.downlink_bandwidth_hz=20e6", "--set", "training.deadline_s=5"],
      "network.duplex: tdd in the paper's cell times whole transfers only: no deadlines"),
