@@ -277,6 +277,18 @@ def events_of(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(names))
 
 
+def per_instant_air(run: Run) -> pd.DataFrame:
+    """A per-instant scheduler's network run's air record as a table, once its rates have
+    derived again from it and no block idled (books.blocks.air_rate_problems,
+    round_robin_problems)."""
+    from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
+    record = run.link.air_record()
+    frame = record.frame()
+    assert air_rate_problems(frame, events_of(run), record.settings) == []
+    assert round_robin_problems(frame, record.settings.blocks) == []
+    return frame
+
+
 # --- the command line -----------------------------------------------------------------
 @dataclass
 class GoldenRun:

@@ -64,7 +64,7 @@ def test_a_faded_interferer_changes_a_victims_rate_at_a_block_boundary():
     done) they give both ends, to 1e-12. The interferer's fade changes the victim's rate at
     every boundary: its rate in block 1 differs from block 0 by the interferer's row alone."""
     link, log, ends = timed_pair()
-    coupling = link.net.coupling_linear
+    coupling = link.radio.coupling
     again = NetworkFading(channel.Fading("rayleigh", None, "time", COHERENCE_S),
                           np.random.SeedSequence(7), 2)
     fade = {(k, b): again.row_in_block(Direction.UPLINK, k, b) for k in (0, 1)

@@ -14,6 +14,7 @@ from channel import Direction
 from scala_netsim import load_scenario
 
 from conftest import NETWORK as SEVEN_SITES
+from conftest import per_instant_air
 
 pytest.importorskip("sionna.sys", reason="the optional extra [sionna] (Python 3.11+)")
 pytestmark = pytest.mark.slow     # Sionna's tables: about 5 s to build, once a process
@@ -197,18 +198,11 @@ def test_an_nr_tdd_run_is_re_timed_under_shannon_and_back(tmp_path):
 def test_tdd_nr_and_round_robin_together_keep_every_invariant(make_run, algorithm):
     """All three of issue 49 at once: every invariant, the air record's rates derived again
     from its stretches under the frame and the tables, no block idle."""
-    from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
-
     run = make_run(algorithm, **SECTIONS, network={**NR, "duplex": "tdd",
                                                    "scheduler": "round_robin"})
     run.step()
     run.step()
     assert run.problems() == []
-    record = run.link.air_record()
-    frame = record.frame()
-    columns, rows = run.event_table()
-    events = pd.DataFrame(rows, columns=list(columns))
-    assert air_rate_problems(frame, events, record.settings) == []
-    assert round_robin_problems(frame, record.settings.blocks) == []
+    per_instant_air(run)
     moved = transfers(run)
     assert (moved["transmissions"] > 0).all() and (moved["tdd_wait_s"] >= -1e-12).all()

@@ -69,9 +69,7 @@ class NetworkLink:
                  fade_rows: list[tuple] | None = None, drops: Drops | None = None) -> None:
         if cell.network is None:
             raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
-        self.env, self.cell, self.settings, self.allocator, self.log = (
-            env, cell, settings, allocator, log)
-        self.net = cell.network
+        self.env, self.cell, self.settings = env, cell, settings
         if model.outages and drops is None:
             raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
                              f"of drops (drops=Drops())")

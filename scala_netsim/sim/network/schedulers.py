@@ -29,6 +29,7 @@ boundary)."""
 
 from __future__ import annotations
 
+import abc
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -68,7 +69,7 @@ class Request:
 RateOn = Callable[[Request, int], float]
 
 
-class Scheduler:
+class Scheduler(abc.ABC):
     """A per-instant scheduler (see the module's docstring): `assign` gives each request of a
     cell its blocks, the first `on_air` of them on the air (in the order they joined), the
     rest waiting (first come first served)."""
@@ -78,9 +79,10 @@ class Scheduler:
     #: does it decide again when a transfer's gains change (RadioMap.post)?
     reacts_to_gains = False
 
+    @abc.abstractmethod
     def assign(self, cell: int, requests: Sequence[Request], on_air: int,
                now: float) -> list[Blocks]:
-        raise NotImplementedError
+        """Each request's blocks of `cell` from `now` (count 0: none)."""
 
     @staticmethod
     def placed(counts: Sequence[int]) -> list[Blocks]:
