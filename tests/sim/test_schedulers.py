@@ -1,8 +1,11 @@
 """The proportional-fair scheduler (network.scheduler: proportional_fair, issue 62 item 3): its
 shares and average; by hand, two clients of one cell whose gains alternate in blocks of time,
 the scheduler's choices and both transfers' ends in closed form, and round robin's ends
-against them; in a network run under fading in blocks of time, every invariant, no block idle
-while a transfer of its cell waits, and the air record's rates derived again."""
+against them; the book of its decisions checked (pf_book), and a book tampered with (a block
+idle while a request waits, an average off its closed form, the blocks out of order)
+reported; in a network run under fading in blocks of time, every invariant, its own from its
+book among them, no block idle while a transfer of its cell waits, and the air record's rates
+derived again."""
 
 import math
 
@@ -12,6 +15,7 @@ import simpy
 
 from channel import Direction
 from channel.network import proportional_fair_average, proportional_fair_shares
+from scala_netsim.sim.network import pf_book
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
@@ -124,6 +128,73 @@ def test_round_robin_splits_the_blocks_whatever_the_gains_and_ends_later():
     assert equal[0] > fair[0] and equal[1] > fair[1]
 
 
+def decided() -> ProportionalFair:
+    """A scheduler of 4 blocks at 1 bit/s a block times a client's gain, after four decisions
+    of cell 0: clients 0 (cap 4) and 1 (cap 2) at 0 (a tie: client 0 takes all 4); 0, 1 and 2
+    (cap 3) at 10 ms (2 blocks to 1, 2 to 0, none to 2); 1 and 2 at 20 ms (3 to 2, 1 to 1;
+    client 0's average moves on meanwhile); 0, 1 and 2 at 30 ms (all 4 to 0)."""
+    scheduler = ProportionalFair(BLOCKS, lambda r, n: n * r.gain, BETA, SLOT_S)
+    caps, gains = {0: 4, 1: 2, 2: 3}, {0: 3.0, 1: 2.0, 2: 5.0}
+    for now, clients in ((0.0, (0, 1)), (0.01, (0, 1, 2)), (0.02, (1, 2)), (0.03, (0, 1, 2))):
+        requests = [Request(Flow(1.0, now, lambda f: None), k, 0, gains[k] * (1 + now),
+                            lambda n: (POWER_W, POWER_W / n), caps[k]) for k in clients]
+        scheduler.assign(0, requests, 0, now)
+    return scheduler
+
+
+def tamper(scheduler: ProportionalFair, row: int, column: int, value: float) -> None:
+    scheduler.book.rows[row * len(pf_book.ROW_COLUMNS) + column] = value
+
+
+def test_the_book_of_decisions_keeps_every_invariant():
+    scheduler = decided()
+    assert len(scheduler.book) == 4
+    table = scheduler.book.table()
+    assert table[:, pf_book.BLOCKS].tolist() == [4, 0, 2, 2, 0, 1, 3, 4, 0, 0]
+    assert scheduler.problems() == []
+
+
+def test_a_block_left_idle_while_a_request_waits_is_reported():
+    scheduler = decided()
+    tamper(scheduler, 0, pf_book.BLOCKS, 3)     # client 0 got 3 of 4, client 1 (cap 2) none
+    assert scheduler.problems() == [
+        "proportional fair, cell 0 at 0.0 s: 3 blocks handed out of 4, where the requests' "
+        "caps [4, 2] use 4"]
+
+
+def test_an_average_off_its_closed_form_is_reported():
+    scheduler = decided()
+    table = scheduler.book.table()
+    average = table[3, pf_book.AFTER] * 1.001   # client 1 at 10 ms; its metric follows it
+    tamper(scheduler, 3, pf_book.AFTER, average)
+    tamper(scheduler, 3, pf_book.METRIC, table[3, pf_book.RATE] / average)
+    problems = scheduler.problems()
+    assert problems and all("as stated" in p for p in problems)
+    assert problems[0].startswith("proportional fair, cell 0 at 0.01 s: client 1's average "
+                                  "after the update is")
+    assert any(p.startswith("proportional fair, cell 0 at 0.02 s: client 1's average before")
+               for p in problems)
+
+
+def test_blocks_out_of_order_and_a_metric_not_the_rate_over_the_average_are_reported():
+    scheduler = decided()
+    tamper(scheduler, 3, pf_book.METRIC, 1e-3)     # client 1 at 10 ms got 2, below client 0's
+    problems = scheduler.problems()
+    assert any("client 0 (request 0, metric 1.01) got 2 of its 4 blocks while client 1 "
+               "(request 1, metric 0.001) got 2" in p for p in problems)
+    assert any("client 1's metric is 0.001, not its rate" in p for p in problems)
+
+
+def test_the_problems_listed_stop_at_five_and_say_how_many():
+    scheduler = decided()
+    for row in range(len(scheduler.book.table())):
+        tamper(scheduler, row, pf_book.METRIC, -1.0)
+    problems = scheduler.problems()
+    assert len(problems) == 6 and problems[-1].startswith("proportional fair: ")
+    assert problems[-1].endswith("problems in all")
+    assert pf_book.decision_problems(scheduler.book, BLOCKS, BETA, SLOT_S) == problems
+
+
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
            "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
            "scheduler": "proportional_fair",
@@ -138,7 +209,16 @@ def test_a_network_run_under_proportional_fair_keeps_every_invariant(make_run):
     for r in (run, robin):
         r.step()
     assert run.problems() == []
+    # the proportional-fair scheduler's own invariants, from the book of its decisions
+    for direction in Direction:
+        scheduler = run.link.scheduler(direction)
+        assert isinstance(scheduler, ProportionalFair) and len(scheduler.book) > 0
+        assert scheduler.problems() == []
     frame = per_instant_air(run)
     # it chose differently from round robin: some transfer held all its cell's blocks
     assert (frame["blocks"] == frame["cap_blocks"]).any()
     assert run.env.now != robin.env.now
+    # and the run's check reports a broken one: a metric that is not the rate over the average
+    run.link.scheduler(Direction.UPLINK).book.rows[pf_book.METRIC] = -1.0
+    assert any(p.startswith("uplink: proportional fair, cell ") and "metric is -1.0" in p
+               for p in run.problems())

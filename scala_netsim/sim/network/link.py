@@ -182,10 +182,18 @@ class NetworkLink:
 
     def problems(self) -> list[str]:
         """Broken invariants of the blocks handed out so far and of the turns taken on shared
-        ones (block_problems, turn_problems)."""
+        ones (block_problems, turn_problems), and of each direction's per-instant scheduler's
+        decisions (schedulers.Scheduler.problems: proportional fair's book)."""
         blocks = {d.value: n for d, n in self.settings.blocks.items()}
+        decisions = [f"{d.value}: {p}" for d in Direction if (s := self.scheduler(d)) is not None
+                     for p in s.problems()]
         return (block_problems(self.block_rows, blocks)
-                + turn_problems(self.shared_rows, self.turn_rows, self.block_rows, blocks))
+                + turn_problems(self.shared_rows, self.turn_rows, self.block_rows, blocks)
+                + decisions)
+
+    def scheduler(self, direction: Direction) -> schedulers.Scheduler | None:
+        """The per-instant scheduler of `direction`'s air (None under static)."""
+        return self._air[direction].scheduler if self.settings.per_instant else None
 
     def band_grant_rows(self) -> list[tuple]:
         """The grants as (round, client, direction, Hz) with a block taken in turns counted

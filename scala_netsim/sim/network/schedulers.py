@@ -42,6 +42,7 @@ import simpy
 import channel
 from channel import Direction
 from channel import network as channel_network
+from scala_netsim.sim.network.pf_book import DecisionBook, decision_problems
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.settings import NetworkSettings
@@ -84,6 +85,10 @@ class Scheduler(abc.ABC):
                now: float) -> list[Blocks]:
         """Each request's blocks of `cell` from `now` (count 0: none)."""
 
+    def problems(self) -> list[str]:
+        """Broken invariants of its decisions so far (none checked here)."""
+        return []
+
     @staticmethod
     def placed(counts: Sequence[int]) -> list[Blocks]:
         """Counts as contiguous ranges from block 0, in the order given."""
@@ -117,7 +122,8 @@ class ProportionalFair(Scheduler):
     the NR goodput); `beta`: the average's weight a slot; `slot_s`: the slot. A client's
     average starts, at its first request, at its rate on the blocks it can use (its metric
     1), and moves at every decision of its cell over the time since the last: toward the rate
-    its allocation gave it, toward 0 while it has none."""
+    its allocation gave it, toward 0 while it has none. Every decision goes in its `book`
+    (scala_netsim.sim.network.pf_book), which `problems` checks."""
 
     name = "proportional_fair"
     reacts_to_gains = True
@@ -129,11 +135,15 @@ class ProportionalFair(Scheduler):
         #: each cell's clients: their average (bit/s), the rate their allocation gives them
         #: and since when
         self.averages: dict[int, dict[int, list[float]]] = {}
+        #: every decision: the instant, the cell and per request the numbers behind it
+        self.book = DecisionBook()
 
     def assign(self, cell: int, requests: Sequence[Request], on_air: int,
                now: float) -> list[Blocks]:
         del on_air
         averages = self.averages.setdefault(cell, {})
+        before = [averages[r.client][0] if r.client in averages else math.nan
+                  for r in requests]
         for state in averages.values():         # every client of the cell, up to now
             state[0] = channel_network.proportional_fair_average(
                 state[0], state[1], self.beta, (now - state[2]) / self.slot_s)
@@ -145,10 +155,23 @@ class ProportionalFair(Scheduler):
         metrics = [rate / averages[r.client][0] if averages[r.client][0] > 0 else math.inf
                    for r, rate in zip(requests, rates, strict=True)]
         counts = channel_network.proportional_fair_shares(self.num_blocks, usable, metrics)
-        for r, n, usable_n, rate in zip(requests, counts, usable, rates, strict=True):
+        given = [0.0 if n == 0 else rate if n == usable_n else self.rate_on(r, n)
+                 for r, n, usable_n, rate in zip(requests, counts, usable, rates, strict=True)]
+        for r, n, rate in zip(requests, counts, given, strict=True):
             if n > 0:
-                averages[r.client][1] = rate if n == usable_n else self.rate_on(r, n)
+                averages[r.client][1] = rate
+        self.book.record(now, cell, [
+            (r.client, usable_n, rate, was, averages[r.client][0], metric, n, rate_given)
+            for r, usable_n, rate, was, metric, n, rate_given
+            in zip(requests, usable, rates, before, metrics, counts, given, strict=True)])
         return self.placed(counts)
+
+    def problems(self) -> list[str]:
+        """Broken invariants of its decisions so far, from its book alone
+        (pf_book.decision_problems): no block idle while a transfer of the cell waits, the
+        blocks in order of metric, each metric the rate over the average, each average moved
+        as stated."""
+        return decision_problems(self.book, self.num_blocks, self.beta, self.slot_s)
 
     def average(self, cell: int, client: int) -> float:
         """Client's average as last updated (bit/s; NaN: never asked)."""
