@@ -4,10 +4,10 @@ shadowing and O2I loss, the sector antenna's gain), the serving cell, and the SI
 rate of transfers that share resource blocks across cells.
 
 Conventions. Gains are linear power gains (received power / transmitted power), losses in dB.
-A cell's band is `num_blocks` resource blocks of `block_hz` each; a transfer holds a contiguous
-range of blocks of its cell and spreads its power evenly over them. Within a cell the blocks of
-two transfers never overlap (the allocator's ranges are disjoint); across cells they may, and
-then the transfers interfere on the blocks they share (frequency reuse 1).
+A cell's band is `num_blocks` resource blocks of `block_hz` each; a transfer holds a set of
+blocks of its cell (the static and round-robin schedulers' a contiguous range) and spreads its
+power evenly over them. Within a cell the blocks of two transfers never overlap; across cells
+they may, and then the transfers interfere on the blocks they share (frequency reuse 1).
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def whole_blocks(shares_hz: np.ndarray, num_blocks: int, block_hz: float) -> np.
 @dataclass(frozen=True)
 class Transfers:
     """The transfers in flight in one direction, one entry per transfer: its cell, its blocks
-    (first, count), the power it radiates in all (W; spread evenly over its blocks), its
+    (first, count: a range; or, where `held` is given, the set it marks, first its lowest and
+    count its size), the power it radiates in all (W; spread evenly over its blocks), its
     receiver's gain from its transmitter, and `client_gains[i]`: the coupling gain between
     transfer i's client and every cell (clients x cells rows: on the uplink what each cell
     hears of i's client, on the downlink what i's client hears of each cell)."""
@@ -139,9 +140,13 @@ class Transfers:
     power_w: np.ndarray
     gain: np.ndarray
     client_gains: np.ndarray
+    #: (transfers, blocks) True where a transfer holds a block, for sets that are not ranges
+    held: np.ndarray | None = None
 
     def occupancy(self, total_blocks: int) -> np.ndarray:
         """(transfers, blocks) True where a transfer holds a block."""
+        if self.held is not None:
+            return self.held
         blocks = np.arange(total_blocks)
         return ((blocks[None, :] >= self.first_block[:, None])
                 & (blocks[None, :] < (self.first_block + self.num_blocks)[:, None]))
@@ -262,6 +267,31 @@ def proportional_fair_shares(total: int, caps: list[int], metrics: list[float]) 
     for i in sorted(range(len(caps)), key=lambda i: -metrics[i]):   # (stable: ties in order)
         out[i] = min(caps[i], left)
         left -= out[i]
+    return out
+
+
+def kept_blocks(total: int, held: list[np.ndarray], counts: list[int]) -> list[np.ndarray]:
+    """Where a scheduler that has decided how many of a cell's `total` blocks each transfer
+    gets (`counts`) places them, moving as few as it can: each transfer keeps the lowest
+    min(count, its own) of the blocks it holds (`held`, increasing; empty for one that
+    waits), and those that need more take the lowest of the blocks left free, in the order
+    given. -> each transfer's set (increasing; not always a range: a transfer that grows
+    takes free blocks wherever they lie)."""
+    if len(held) != len(counts) or sum(counts) > total:
+        raise ValueError(f"{len(counts)} counts summing to {sum(counts)} for {len(held)} "
+                         f"transfers and {total} blocks")
+    kept = [h[:n] for h, n in zip(held, counts, strict=True)]
+    free = np.ones(total, dtype=bool)
+    for h in kept:
+        free[h] = False
+    spare = np.flatnonzero(free)
+    out, taken = [], 0
+    for h, n in zip(kept, counts, strict=True):
+        more = n - len(h)
+        if more > 0:
+            h = np.sort(np.concatenate([h, spare[taken:taken + more]]))
+            taken += more
+        out.append(h.astype(np.int64))
     return out
 
 

@@ -2,7 +2,8 @@
 from one start or end of a transfer to the next (scala_netsim.sim.network.air).
 
 The state is a grid of the network's cells x blocks: which transfer holds each (cell, block)
-(within a cell a block carries one transfer at a time), with the interference its receiver
+(within a cell a block carries one transfer at a time; a transfer holds a set of its cell's
+blocks, contiguous or not), with the interference its receiver
 gets there and its SINR. A transfer that starts, ends or moves changes only the (cell,
 block)s it holds. Where what such a (cell, block) sends as the other cells hear it changes
 (its power a block, and on the uplink its client), the interference of every holder of the
@@ -35,8 +36,9 @@ import numpy as np
 
 from channel import nr_link
 
-# a slot's integers, the columns of `ints`: its client, cell, first block, blocks, and when it
-# joined (a count)
+# a slot's integers, the columns of `ints`: its client, cell, first (lowest) block, blocks, and
+# when it joined (a count); its blocks themselves, a set of its cell's in increasing order, are
+# owned[slot, :blocks] (a contiguous range, or any set a scheduler hands out)
 CLIENT, CELL, FIRST, COUNT, SEQ = range(5)
 INT_FIELDS = 5
 # a slot's numbers, the columns of `flows`: bits left at MARK (the time of its last change of
@@ -106,13 +108,14 @@ def clear_all(flows: np.ndarray) -> None:
 
 
 @numba.njit(cache=True)
-def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count: int,
+def join(h: int, now: float, seq: int, client: int, cell: int, blocks: np.ndarray,
          per_block_w: float, gain: float, bits: float, holder: np.ndarray, dirty: np.ndarray,
-         ints: np.ndarray, flows: np.ndarray) -> bool:
-    """Slot h takes blocks first..first+count-1 of `cell` for client's `bits` from `now`,
-    radiating `per_block_w` on each, received through `gain`; False (and nothing changed)
-    if a block is not free or not in the band. Its blocks are dirty: `settle` rates it."""
-    if not _take(h, cell, first, count, per_block_w, gain, holder, dirty, ints, flows):
+         ints: np.ndarray, owned: np.ndarray, flows: np.ndarray) -> bool:
+    """Slot h takes `blocks` of `cell` (a set: block indices, in increasing order) for
+    client's `bits` from `now`, radiating `per_block_w` on each, received through `gain`;
+    False (and nothing changed) if a block is not free or not in the band. Its blocks are
+    dirty: `settle` rates it."""
+    if not _take(h, cell, blocks, per_block_w, gain, holder, dirty, ints, owned, flows):
         return False
     ints[h, CLIENT], ints[h, CELL], ints[h, SEQ] = client, cell, seq
     flows[h, BITS], flows[h, MARK] = bits, now
@@ -120,54 +123,68 @@ def join(h: int, now: float, seq: int, client: int, cell: int, first: int, count
 
 
 @numba.njit(cache=True)
-def _take(h: int, cell: int, first: int, count: int, per_block_w: float, gain: float,
-          holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray, flows: np.ndarray) -> bool:
-    """Slot h holds blocks first..first+count-1 of `cell` (dirty), radiating `per_block_w`
-    on each, received through `gain`; False (and nothing changed) if a block is not free or
-    not in the band."""
-    if count < 1 or first < 0 or first + count > holder.shape[1]:
+def _take(h: int, cell: int, blocks: np.ndarray, per_block_w: float, gain: float,
+          holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray, owned: np.ndarray,
+          flows: np.ndarray) -> bool:
+    """Slot h holds `blocks` of `cell` (dirty; its set in owned[h, :count], in increasing
+    order), radiating `per_block_w` on each, received through `gain`; False (and nothing
+    changed) if a block is not free, not in the band, or the set is empty or not
+    increasing."""
+    count = len(blocks)
+    if count < 1 or blocks[0] < 0 or blocks[count - 1] >= holder.shape[1]:
         return False
-    for b in range(first, first + count):
-        if holder[cell, b] >= 0:
+    for k in range(count):
+        if (k > 0 and blocks[k] <= blocks[k - 1]) or holder[cell, blocks[k]] >= 0:
             return False
-    for b in range(first, first + count):
+    for k in range(count):
+        b = blocks[k]
         holder[cell, b] = h
         dirty[b, cell] = True
-    ints[h, FIRST], ints[h, COUNT] = first, count
+        owned[h, k] = b
+    ints[h, FIRST], ints[h, COUNT] = blocks[0], count
     flows[h, PER_BLOCK_W] = per_block_w
     flows[h, SIGNAL] = per_block_w * gain
     return True
 
 
 @numba.njit(cache=True)
-def release(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
-            flows: np.ndarray) -> None:
-    """Slot h gives up its blocks (a scheduler moves it): its bits and integrals taken up to
-    `now` at its rate, its blocks freed (dirty); it keeps its bits to go (`regrant` gives it
-    others)."""
-    advance(h, now, flows)
-    first, cell = ints[h, FIRST], ints[h, CELL]
-    for b in range(first, first + ints[h, COUNT]):
+def _vacate(h: int, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
+          owned: np.ndarray) -> None:
+    """Slot h's blocks freed (dirty); it holds none."""
+    cell = ints[h, CELL]
+    for k in range(ints[h, COUNT]):
+        b = owned[h, k]
         holder[cell, b] = -1
         dirty[b, cell] = True
     ints[h, COUNT] = 0
 
 
 @numba.njit(cache=True)
-def regrant(h: int, first: int, count: int, per_block_w: float, gain: float,
-            holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
+def release(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
+            owned: np.ndarray, flows: np.ndarray) -> None:
+    """Slot h gives up its blocks (a scheduler moves it): its bits and integrals taken up to
+    `now` at its rate, its blocks freed (dirty); it keeps its bits to go (`regrant` gives it
+    others)."""
+    advance(h, now, flows)
+    _vacate(h, holder, dirty, ints, owned)
+
+
+@numba.njit(cache=True)
+def regrant(h: int, blocks: np.ndarray, per_block_w: float, gain: float,
+            holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray, owned: np.ndarray,
             flows: np.ndarray) -> bool:
-    """Slot h, released, takes blocks first..first+count-1 of its cell, radiating
+    """Slot h, released, takes `blocks` of its cell (a set, increasing), radiating
     `per_block_w` on each; False (and nothing changed) if a block is not free or not in the
     band."""
-    return _take(h, ints[h, CELL], first, count, per_block_w, gain, holder, dirty, ints,
+    return _take(h, ints[h, CELL], blocks, per_block_w, gain, holder, dirty, ints, owned,
                  flows)
 
 
 @numba.njit(cache=True)
 def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.ndarray,
-          flows: np.ndarray) -> tuple[tuple[float, float, float, float, float, bool],
-                                      tuple[float, float, float, float]]:
+          owned: np.ndarray, flows: np.ndarray
+          ) -> tuple[tuple[float, float, float, float, float, bool],
+                     tuple[float, float, float, float]]:
     """Slot h's numbers now that it has crossed (rate, SINR, interference, their integrals
     up to `now`, whether its SINR changed; and the NR numbers: the integrals of its MCS and
     TBLER while sending, its time sending, its last TBLER), and its blocks freed (dirty) and
@@ -177,10 +194,7 @@ def leave(h: int, now: float, holder: np.ndarray, dirty: np.ndarray, ints: np.nd
     out = (row[RATE], row[SINR], row[INTERFERENCE], row[SINR_AREA], row[INTERFERENCE_AREA],
            row[VARIED] != 0.0)
     nr = (row[MCS_AREA], row[TBLER_AREA], row[SENDING], row[TBLER])
-    first, cell = ints[h, FIRST], ints[h, CELL]
-    for b in range(first, first + ints[h, COUNT]):
-        holder[cell, b] = -1
-        dirty[b, cell] = True
+    _vacate(h, holder, dirty, ints, owned)
     clear(flows, h)
     return out, nr
 
@@ -269,8 +283,8 @@ def _heard(c: int, b: int, holder: np.ndarray, gains: np.ndarray, ints: np.ndarr
 
 @numba.njit(cache=True)
 def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
-           gains: np.ndarray, ints: np.ndarray, flows: np.ndarray, noise_w: float,
-           block_hz: float, uplink: bool, interference: bool, nr: Nr) -> float:
+           gains: np.ndarray, ints: np.ndarray, owned: np.ndarray, flows: np.ndarray,
+           noise_w: float, block_hz: float, uplink: bool, interference: bool, nr: Nr) -> float:
     """Recompute the dirty (cell, block)s (then clean) and the transfers that hold them: each
     such transfer's bits and integrals are first taken up to `now` at its old rate (none for
     one that has just joined), then its rate, mean SINR, interference and the time its bits
@@ -319,7 +333,7 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
                 n_affected += 1
     scratch = np.empty(num_blocks)
     for i in range(n_affected):
-        _rerate(affected[i], now, grids, ints, flows, noise_w, block_hz, nr, scratch)
+        _rerate(affected[i], now, grids, ints, owned, flows, noise_w, block_hz, nr, scratch)
     return soonest(flows)[0]
 
 
@@ -342,18 +356,20 @@ def advance(h: int, now: float, flows: np.ndarray) -> None:
 
 
 @numba.njit(cache=True)
-def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, flows: np.ndarray,
-            noise_w: float, block_hz: float, nr: Nr, scratch: np.ndarray) -> None:
+def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, owned: np.ndarray,
+            flows: np.ndarray, noise_w: float, block_hz: float, nr: Nr,
+            scratch: np.ndarray) -> None:
     advance(h, now, flows)
-    c, first, n = ints[h, CELL], ints[h, FIRST], ints[h, COUNT]
+    c, n = ints[h, CELL], ints[h, COUNT]
     shannon = len(nr.beta) == 0
     logs = sinrs = received = 0.0
-    for b in range(first, first + n):
+    for k in range(n):         # its blocks in increasing order (a range: as they always were)
+        b = owned[h, k]
         sinr_b = grids[SINR_GRID, c, b]
         if shannon:
             logs += math.log2(1.0 + sinr_b)
         sinrs += sinr_b
-        scratch[b - first] = sinr_b
+        scratch[k] = sinr_b
         received += grids[INTERFERENCE_GRID, c, b]
     if received == 0.0:   # nobody interferes: the SNR and rate in closed form
         sinr = flows[h, SIGNAL] / noise_w

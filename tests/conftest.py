@@ -279,9 +279,10 @@ def events_of(run: Run) -> pd.DataFrame:
 
 def per_instant_air(run: Run) -> pd.DataFrame:
     """A per-instant scheduler's network run's air record as a table, once its rates have
-    derived again from it and no block idled (books.blocks.air_rate_problems,
+    derived again from it and no block idled (books.air_rates.air_rate_problems,
     round_robin_problems)."""
-    from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
+    from scala_netsim.books.air_rates import air_rate_problems
+    from scala_netsim.books.blocks import round_robin_problems
     record = run.link.air_record()
     frame = record.frame()
     assert air_rate_problems(frame, events_of(run), record.settings) == []

@@ -47,11 +47,14 @@ DEMAND_COLUMNS = ("round", "client_id", "upload_bytes", "download_bytes", "compu
 #: which blocks each transfer held, and when: one row per transfer's air time (the event at
 #: position event_index of events.csv), its serving cell, direction, blocks
 #: [first_block, first_block + blocks) and [start_s, end_s); with the events' powers and the
-#: network's gains, every rate can be derived again from it (books.blocks.air_rate_problems)
+#: network's gains, every rate can be derived again from it (books.air_rates.air_rate_problems)
 AIR_COLUMNS = ("event_index", "cell", "direction", "first_block", "blocks", "start_s", "end_s")
-#: under a round-robin scheduler (network.scheduler) a transfer's blocks change while it is
-#: on the air: one row per stretch of constant blocks, with the power it radiated over them
-#: and the most blocks it could use (its cap: books.blocks.round_robin_problems)
+#: under a per-instant scheduler (network.scheduler: round robin, proportional fair) a
+#: transfer's blocks change while it is on the air: one row per stretch of constant blocks,
+#: with the power it radiated over them and the most blocks it could use (its cap:
+#: books.blocks.round_robin_problems); a stretch's blocks are a set, one row for each run of
+#: consecutive blocks in it (the rows of one stretch share its event and times; round robin's
+#: sets are ranges, proportional fair's need not be), a parked stretch one row, first -1, none
 AIR_SHARED_COLUMNS = (*AIR_COLUMNS, "tx_power_w", "cap_blocks")
 #: fading.csv, a network with block fading (network.fading): for each transfer (its event
 #: index), its small-scale power gain |h|^2 on its link to every cell, cell by cell: its

@@ -59,7 +59,7 @@ def read_coupling(folder: Path | str) -> np.ndarray:
 
 
 def air_settings_of(folder: Path | str) -> AirSettings:
-    """What deriving a network run's rates again needs (books.blocks.air_rate_problems, with
+    """What deriving a network run's rates again needs (books.air_rates.air_rate_problems, with
     air.csv and events.csv), from its folder's files alone: NetworkLink.air_record's
     settings, built from scenario.yaml, coupling.csv and fading.csv (its rows, where the run
     faded by the round or the transfer), and under fading in blocks of time each block's

@@ -10,13 +10,8 @@ from typing import Protocol as Structural
 
 import pandas as pd
 
-from scala_netsim.books.blocks import (
-    AIR_RATES_CHECKED_UP_TO,
-    air_problems,
-    air_rate_problems,
-    air_rate_work,
-    round_robin_problems,
-)
+from scala_netsim.books.air_rates import AIR_RATES_CHECKED_UP_TO, air_rate_problems, air_rate_work
+from scala_netsim.books.blocks import air_problems, round_robin_problems
 from scala_netsim.books.duplexing import Duplexing
 from scala_netsim.books.invariants import (
     DropSettings,

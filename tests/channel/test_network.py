@@ -209,3 +209,17 @@ def test_shadowing_correlated_between_sites():
                            independent.shadowing_db[:, 2] / sigma[:, 2])[0, 1]) < 0.03
     macro = pathloss.Macro3gpp36814().draw_links(d2d, stream, 8.0, site_correlation=1.0)
     assert np.allclose(macro.shadowing_db[:, 0], macro.shadowing_db[:, 1])   # rho = 1: one
+
+
+def test_kept_blocks_move_as_few_as_they_can_and_a_growing_transfer_takes_free_ones():
+    """Four transfers on 8 blocks, two ranges each; the first and third end (none left), the
+    second keeps its two, the fourth grows to four: it keeps its own and takes the lowest
+    free, 0 and 1, a set that is not a range; a newcomer takes the rest."""
+    held = [np.array([0, 1]), np.array([2, 3]), np.array([4, 5]), np.array([6, 7]),
+            np.zeros(0, np.int64)]
+    out = network.kept_blocks(8, held, [0, 2, 0, 4, 2])
+    assert [o.tolist() for o in out] == [[], [2, 3], [], [0, 1, 6, 7], [4, 5]]
+    shrunk = network.kept_blocks(8, held[:4], [1, 1, 1, 1])      # each keeps its lowest
+    assert [o.tolist() for o in shrunk] == [[0], [2], [4], [6]]
+    with pytest.raises(ValueError, match="summing to 9"):
+        network.kept_blocks(8, held[:4], [3, 2, 2, 2])

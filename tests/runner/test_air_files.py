@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from scala_netsim.books.blocks import air_rate_problems
+from scala_netsim.books.air_rates import air_rate_problems
 from scala_netsim.core.columns import COUPLING_COLUMNS
 from scala_netsim.core.errors import DamagedRunError
 from scala_netsim.core.files import AIR_CSV, COUPLING_CSV, EVENTS_CSV, SUMMARY_JSON

@@ -38,22 +38,23 @@ class ExactPool(Pool):
 
 
 def schedule(seed: int, gains: np.ndarray, blocks: int, slices: int = 2,
-             transfers: tuple[int, int] = (2, 6)) -> list[list[tuple]]:
+             transfers: tuple[int, int] = (2, 6), scattered: bool = False) -> list[list[tuple]]:
     """Per (cell, slice of its blocks): transfers one after another, each (gap before it s,
-    client, first block, blocks, power W, bits)."""
+    client, its blocks, power W, bits). A slice is a range of blocks, or (`scattered`) a set
+    drawn at random, not a range."""
     rng = np.random.default_rng(seed + 1)
     queues = []
     for c in range(gains.shape[1]):
         cuts = np.sort(rng.choice(np.arange(1, blocks), slices - 1, replace=False))
         edges = [0, *cuts.tolist(), blocks]
+        order = rng.permutation(blocks) if scattered else np.arange(blocks)
         for first, end in zip(edges[:-1], edges[1:], strict=True):
-            count = end - first
+            mine = np.sort(order[first:end])
             queue = []
             for _ in range(int(rng.integers(*transfers))):
                 k = int(rng.integers(len(gains)))
-                queue.append((float(rng.choice([0.0, rng.uniform(0, 0.02)])), k, c, first,
-                              count, float(rng.uniform(0.05, 0.2)),
-                              float(rng.uniform(1e4, 2e6))))
+                queue.append((float(rng.choice([0.0, rng.uniform(0, 0.02)])), k, c, mine,
+                              float(rng.uniform(0.05, 0.2)), float(rng.uniform(1e4, 2e6))))
             queues.append(queue)
     return queues
 
@@ -61,35 +62,42 @@ def schedule(seed: int, gains: np.ndarray, blocks: int, slices: int = 2,
 def run(queues: list[list[tuple]], gains: np.ndarray, blocks: int, uplink: bool,
         interference: bool, reference: bool) -> list[Flow]:
     env = simpy.Environment()
+    sets = [mine for queue in queues for _, _, _, mine, _, _ in queue]
+    held = np.zeros((len(sets), blocks), dtype=bool)      # each transfer's blocks, a row
+    for i, mine in enumerate(sets):
+        held[i, mine] = True
     if reference:
         def rates(static: np.ndarray):
             client = static[:, 0].astype(np.int64)
+            mine = held[static[:, 2].astype(np.int64)]
             transfers = channel.network.Transfers(
-                static[:, 1].astype(np.int64), static[:, 2].astype(np.int64),
-                static[:, 3].astype(np.int64), static[:, 4], static[:, 5], gains[client])
+                static[:, 1].astype(np.int64), mine.argmax(axis=1), mine.sum(axis=1),
+                static[:, 3], static[:, 4], gains[client], mine)
             out = channel.network.transfer_rates(transfers, blocks, BLOCK_HZ,
                                                  NOISE_W / BLOCK_HZ, interference, uplink)
             return out.rate_bps, out.sinr, out.interference_w
-        pool = ExactPool(env, rates, 6)
+        pool = ExactPool(env, rates, 5)
     else:
         air = Air(env, RadioMap(gains), blocks, BLOCK_HZ, NOISE_W, uplink, interference)
     flows: list[Flow] = []
 
-    def serve(queue: list[tuple]):
-        for gap, k, c, first, count, power_w, bits in queue:
+    def serve(queue: list[tuple], index: int):
+        for i, (gap, k, c, mine, power_w, bits) in enumerate(queue, index):
             yield env.timeout(gap)
             done = env.event()
             flow = Flow(bits, env.now, lambda _, done=done: done.succeed())
             flows.append(flow)
             gain = float(gains[k, c])
             if reference:
-                pool.add(flow, (k, c, first, count, power_w, gain))
+                pool.add(flow, (k, c, i, power_w, gain))
             else:
-                air.add(flow, k, c, first, count, power_w, gain)
+                air.add(flow, k, c, mine, power_w, gain)
             yield done
 
+    index = 0
     for queue in queues:
-        env.process(serve(queue))
+        env.process(serve(queue, index))
+        index += len(queue)
     env.run()
     return flows
 
@@ -112,6 +120,22 @@ def test_every_transfer_crosses_as_the_whole_network_recomputed_says(seed, uplin
             assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-9, abs=1e-30)
         if not interference:   # alone on its blocks: the closed-form Shannon rate, exactly
             assert a.interference_w == 0.0 and not a.varied
+
+
+@pytest.mark.parametrize("uplink", [True, False])
+def test_transfers_on_sets_of_blocks_not_ranges_cross_as_the_network_recomputed_says(uplink):
+    """Each slice of a cell's blocks a set drawn at random (a scheduler's allocation need
+    not be a range): the same agreement, interfered, on 12 blocks in 3 slices."""
+    gains, blocks = network(5), 12
+    queues = schedule(5, gains, blocks, slices=3, scattered=True)
+    assert any(np.ptp(q[0][3]) >= len(q[0][3]) for q in queues)       # some not a range
+    ours = run(queues, gains, blocks, uplink, True, reference=False)
+    theirs = run(queues, gains, blocks, uplink, True, reference=True)
+    assert len(ours) == len(theirs) == sum(map(len, queues))
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.end == pytest.approx(b.end, rel=1e-9)
+        for name in ("rate", "sinr", "interference_w", "sinr_area", "interference_area"):
+            assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-9, abs=1e-30)
 
 
 @pytest.mark.parametrize("uplink", [True, False])
@@ -143,7 +167,7 @@ def test_the_interference_on_every_block_is_the_long_double_sum(uplink):
     env = simpy.Environment()
     air = Air(env, RadioMap(gains), blocks, BLOCK_HZ, NOISE_W, uplink, True)
     for c in range(cells):
-        air.add(Flow(1e9, 0.0, lambda _: None), c, c, 0, blocks, float(rng.uniform(0.1, 1)),
+        air.add(Flow(1e9, 0.0, lambda _: None), c, c, np.arange(blocks), float(rng.uniform(0.1, 1)),
                 float(gains[c, c]))
     env.run(until=1e-3)
     got = air.grids[grid.INTERFERENCE_GRID]
@@ -167,8 +191,8 @@ def test_the_starts_of_one_instant_are_settled_once(monkeypatch):
     ends = []
     for k in range(20):          # 5 clients a cell, 2 blocks each, all at 0
         c = k % 4
-        air.add(Flow(1e5 * (k + 1), 0.0, lambda f: ends.append(f.end)), k, c, 2 * (k // 4), 2,
-                0.2, float(gains[k, c]))
+        air.add(Flow(1e5 * (k + 1), 0.0, lambda f: ends.append(f.end)), k, c,
+                np.arange(2 * (k // 4), 2 * (k // 4) + 2), 0.2, float(gains[k, c]))
     assert len(air) == 20
     env.run()
     assert len(ends) == 20 and len(air) == 0
@@ -180,11 +204,16 @@ def test_a_transfer_on_a_block_its_cell_has_given_away_is_refused():
     gains = network(4, clients=3, cells=2)
     env = simpy.Environment()
     air = Air(env, RadioMap(gains), 4, BLOCK_HZ, NOISE_W, True, True)
-    air.add(Flow(1e5, 0.0, lambda _: None), 0, 0, 0, 3, 0.2, float(gains[0, 0]))
-    with pytest.raises(RuntimeError, match="blocks 2..3 of cell 0, not all free"):
-        air.add(Flow(1e5, 0.0, lambda _: None), 1, 0, 2, 2, 0.2, float(gains[1, 0]))
-    with pytest.raises(RuntimeError, match="blocks 3..4 of cell 1"):
-        air.add(Flow(1e5, 0.0, lambda _: None), 1, 1, 3, 2, 0.2, float(gains[1, 1]))
-    air.add(Flow(1e5, 0.0, lambda _: None), 1, 1, 0, 4, 0.2, float(gains[1, 1]))
+    air.add(Flow(1e5, 0.0, lambda _: None), 0, 0, np.arange(3), 0.2, float(gains[0, 0]))
+    with pytest.raises(RuntimeError, match=r"blocks \[2, 3\] of cell 0, not all free"):
+        air.add(Flow(1e5, 0.0, lambda _: None), 1, 0, np.array([2, 3]), 0.2,
+                float(gains[1, 0]))
+    with pytest.raises(RuntimeError, match=r"blocks \[3, 4\] of cell 1"):
+        air.add(Flow(1e5, 0.0, lambda _: None), 1, 1, np.array([3, 4]), 0.2,
+                float(gains[1, 1]))
+    with pytest.raises(RuntimeError, match=r"blocks \[2, 1\] of cell 1"):   # not increasing
+        air.add(Flow(1e5, 0.0, lambda _: None), 1, 1, np.array([2, 1]), 0.2,
+                float(gains[1, 1]))
+    air.add(Flow(1e5, 0.0, lambda _: None), 1, 1, np.arange(4), 0.2, float(gains[1, 1]))
     env.run()
     assert len(air) == 0 and math.isinf(grid.soonest(air.flows)[0])

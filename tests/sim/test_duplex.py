@@ -140,7 +140,7 @@ def test_a_network_of_cells_runs_on_the_frame(make_run, algorithm):
     its grant to its end (less its backhaul) give its bits at its recorded rate, its end lies
     in its direction's symbols, the air record's rates derived again (with the frame) match,
     and the invariants hold; the round takes longer than with paired bands."""
-    from scala_netsim.books.blocks import air_rate_problems
+    from scala_netsim.books.air_rates import air_rate_problems
 
     sections = {"data": {"num_clients": 40}, "training": {"participation": 0.3}}
     fdd = make_run(algorithm, **sections, network=NETWORK)

@@ -55,7 +55,8 @@ def test_a_stop_with_transfers_in_flight_leaves_the_air_before_it_checkable(make
     recorded that end later as its interferers (which they were). Dropping those too, as the
     checks once did, lost interference a transfer had met and failed a study's GAS run. Each
     transfer's start (up to the run's own stop's) is taken as the earliest in flight."""
-    from scala_netsim.books.blocks import air_rate_problems, round_robin_problems
+    from scala_netsim.books.air_rates import air_rate_problems
+    from scala_netsim.books.blocks import round_robin_problems
 
     run = make_run("async_sfl", data={"num_clients": 40},
                    training={"participation": 0.3, "rounds": 30}, network=NETWORK)

@@ -13,7 +13,8 @@ import simpy
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import air_rate_problems, fades_by_event
+from scala_netsim.books.air_rates import air_rate_problems
+from scala_netsim.books.blocks import fades_by_event
 from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.fading import NetworkFading
@@ -21,6 +22,9 @@ from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
 
 from conftest import NETWORK, events_of
+
+#: the one block of a one-block band
+ONE = np.array([0])
 
 
 def faded_run(make_run, algorithm="scala", coherence="round", **network):
@@ -118,13 +122,13 @@ def test_a_faded_interferer_changes_the_victims_rate_where_its_next_block_begins
     def second(_: Flow) -> None:
         ends["first"] = env.now
         air.radio.post(air.direction, 1, np.full(coupling.shape[1], 2.0))
-        air.add(Flow(1e5, env.now, lambda f: ends.setdefault("second", f.end)), 1, 1, 0, 1,
+        air.add(Flow(1e5, env.now, lambda f: ends.setdefault("second", f.end)), 1, 1, ONE,
                 power_w, coupling[1, 1] * 2.0)
 
-    air.add(Flow(victim_bits, 0.0, lambda f: ends.setdefault("victim", f.end)), 0, 0, 0, 1,
+    air.add(Flow(victim_bits, 0.0, lambda f: ends.setdefault("victim", f.end)), 0, 0, ONE,
             power_w, coupling[0, 0])
     air.radio.post(air.direction, 1, np.full(coupling.shape[1], 0.5))
-    air.add(Flow(1e5, 0.0, second), 1, 1, 0, 1, power_w, coupling[1, 1] * 0.5)
+    air.add(Flow(1e5, 0.0, second), 1, 1, ONE, power_w, coupling[1, 1] * 0.5)
     env.run()
     signal = power_w * coupling[0, 0]
     t1 = 1e5 / rate(power_w * coupling[1, 1] * 0.5, power_w * coupling[0, 1])
@@ -207,7 +211,7 @@ def test_a_gain_that_changes_mid_transfer_rerates_it_and_what_the_others_hear(up
               interference=True)
     ends: dict[int, float] = {}
     for k in (0, 1):
-        air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, 0, 1,
+        air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, ONE,
                 power_w, coupling[k, k])
     later = env.timeout(t1)
     later.callbacks.append(

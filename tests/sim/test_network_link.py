@@ -255,7 +255,7 @@ def test_an_asynchronous_upload_in_one_cell_interferes_with_a_transfer_in_the_ne
     rates derive again."""
     import pandas as pd
 
-    from scala_netsim.books.blocks import air_rate_problems
+    from scala_netsim.books.air_rates import air_rate_problems
 
     cell = two_cells(COUPLING_DB)
     env, log = simpy.Environment(), EventLog()

@@ -147,14 +147,11 @@ def test_a_cell_with_more_clients_than_blocks_keeps_its_invariants(make_run, alg
 def test_the_air_record_gives_every_rate_again_and_catches_a_moved_block(make_run):
     """Issue 48: the air record (air.csv) says which blocks each transfer held and when; with
     the events' powers and the network's gains, the reference formula gives every transfer's
-    bits and recorded rate again (books.blocks.air_rate_problems). A transfer moved onto
+    bits and recorded rate again (books.air_rates.air_rate_problems). A transfer moved onto
     other blocks, or held longer, no longer adds up, and two transfers of one cell on one
     block at once are caught."""
-    from scala_netsim.books.blocks import (
-        air_problems,
-        air_rate_problems,
-        air_rate_work,
-    )
+    from scala_netsim.books.air_rates import air_rate_problems, air_rate_work
+    from scala_netsim.books.blocks import air_problems
 
     run = network_run(make_run)
     run.step()

@@ -17,7 +17,7 @@ from test_network_link import BLOCK_HZ, COUPLING_DB, Message, two_cells
 
 import channel
 from channel import Direction
-from scala_netsim.books.blocks import air_rate_problems
+from scala_netsim.books.air_rates import air_rate_problems
 from scala_netsim.config.scenario import ScenarioError
 from scala_netsim.core.columns import EVENT_COLUMNS
 from scala_netsim.core.events import EventKind, EventLog

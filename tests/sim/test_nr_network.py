@@ -34,7 +34,7 @@ def transfers(run) -> pd.DataFrame:
 @pytest.mark.parametrize("algorithm, duplex", [("scala", "fdd"), ("fedavg", "tdd")])
 def test_transfers_move_at_the_goodput_of_the_mcs_link_adaptation_picks(make_run, algorithm,
                                                                        duplex):
-    from scala_netsim.books.blocks import air_rate_problems
+    from scala_netsim.books.air_rates import air_rate_problems
 
     run = make_run(algorithm, **SECTIONS, network={**NR, "duplex": duplex,
                                                    "backhaul": {"latency_s": 0.002}})

@@ -67,7 +67,8 @@ def test_two_transfers_one_starting_later_end_at_hand_computed_times():
     b_end = a_end + left_b / quiet_rate(8, power, gb)
     assert ended["a"] == pytest.approx(a_end, rel=1e-12)
     assert ended["b"] == pytest.approx(b_end, rel=1e-12)
-    assert [s[:2] for s in a.stretches] == [[0, 8], [0, 4]]
+    assert [(s[0].tolist(), s[1]) for s in a.stretches] == [(list(range(8)), 8),
+                                                             ([0, 1, 2, 3], 4)]
     assert a.stretches[0][2:4] == [0.0, t1]
 
 
@@ -101,8 +102,8 @@ def test_a_cells_split_recomputes_other_cells_only_where_what_it_sends_changed(u
     fresh = air.grids.copy()
     fresh[grid.SENT_W_GRID], fresh[grid.SENT_CLIENT_GRID] = math.nan, math.nan
     dirty = np.ones_like(air.dirty)
-    grid.settle(0.02, air.holder, fresh, dirty, air.gains, air.ints, air.flows.copy(),
-                NOISE_W, BLOCK_HZ, uplink, True, grid.Nr.of(None))
+    grid.settle(0.02, air.holder, fresh, dirty, air.gains, air.ints, air.owned,
+                air.flows.copy(), NOISE_W, BLOCK_HZ, uplink, True, grid.Nr.of(None))
     for plane in (grid.INTERFERENCE_GRID, grid.SINR_GRID):
         assert np.array_equal(fresh[plane], air.grids[plane])
 

@@ -138,7 +138,7 @@ def decided() -> ProportionalFair:
     for now, clients in ((0.0, (0, 1)), (0.01, (0, 1, 2)), (0.02, (1, 2)), (0.03, (0, 1, 2))):
         requests = [Request(Flow(1.0, now, lambda f: None), k, 0, gains[k] * (1 + now),
                             lambda n: (POWER_W, POWER_W / n), caps[k]) for k in clients]
-        scheduler.assign(0, requests, 0, now)
+        scheduler.assign(0, requests, [], now)        # (all waiting)
     return scheduler
 
 
@@ -222,3 +222,23 @@ def test_a_network_run_under_proportional_fair_keeps_every_invariant(make_run):
     run.link.scheduler(Direction.UPLINK).book.rows[pf_book.METRIC] = -1.0
     assert any(p.startswith("uplink: proportional fair, cell ") and "metric is -1.0" in p
                for p in run.problems())
+
+
+@pytest.mark.slow
+def test_a_proportional_fair_run_whose_sets_of_blocks_are_not_ranges_derives_again(make_run):
+    """One site of 3 cells, about 7 of the round's clients a cell, NR caps below the band:
+    placing the blocks moving as few as it can (channel.network.kept_blocks), the scheduler
+    gives some stretch a set of blocks that is not a range, recorded a row a run of it; the
+    rates derive again from the record, and every invariant holds."""
+    layout = {**NETWORK["layout"], "sites": 1}
+    run = make_run("scala", data={"num_clients": 40}, training={"participation": 0.5},
+                   network={**NETWORK, "layout": layout, "link_abstraction": "nr",
+                            "bs_tx_power_w": 40.0})
+    run.step()
+    assert run.problems() == []
+    frame = per_instant_air(run)
+    again = frame.duplicated(["event_index", "start_s"], keep=False)
+    assert again.any()
+    for _, runs in frame[again].groupby(["event_index", "start_s"]):
+        ends = (runs["first_block"] + runs["blocks"]).to_numpy()
+        assert (runs["first_block"].to_numpy()[1:] > ends[:-1]).all()     # gaps between

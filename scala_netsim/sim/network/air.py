@@ -73,6 +73,8 @@ class Air:
         self.grids[grid.SENT_CLIENT_GRID] = -1.0
         self.dirty = np.zeros((num_blocks, num_cells), dtype=bool)   # blocks x cells
         self.ints = np.zeros((capacity, grid.INT_FIELDS), dtype=np.int64)
+        #: each slot's blocks (a set of its cell's, increasing: grid.join)
+        self.owned = np.zeros((capacity, num_blocks), dtype=np.int32)
         self.flows = np.empty((capacity, grid.FLOW_FIELDS))
         grid.clear_all(self.flows)
         self._flow: list[Flow | None] = [None] * capacity
@@ -142,16 +144,16 @@ class Air:
             if self._flow[h] is None:
                 continue
             grid.advance(h, now, self.flows)
-            cell, first = int(self.ints[h, grid.CELL]), int(self.ints[h, grid.FIRST])
-            count = int(self.ints[h, grid.COUNT])
+            cell = int(self.ints[h, grid.CELL])
+            blocks = self.owned[h, :self.ints[h, grid.COUNT]]
             self.flows[h, grid.SIGNAL] = self.flows[h, grid.PER_BLOCK_W] * gains[cell]
             term = self._shared.get(h)
             if term is not None:      # (per instant: its blocks regranted at the new gain)
                 term.gain = float(gains[cell])
                 cells.append(cell)
-            self.dirty[first:first + count, cell] = True
+            self.dirty[blocks, cell] = True
             if self.uplink:
-                self.grids[grid.SENT_CLIENT_GRID, cell, first:first + count] = -1.0
+                self.grids[grid.SENT_CLIENT_GRID, cell, blocks] = -1.0
         for waiting in self._waiting.values():
             for shared in waiting:
                 if shared.client == client:
@@ -174,19 +176,20 @@ class Air:
         """Transfers in flight and those waiting for a block (round robin)."""
         return len(self) + sum(len(waiting) for waiting in self._waiting.values())
 
-    def add(self, flow: Flow, client: int, cell: int, first: int, count: int, power_w: float,
+    def add(self, flow: Flow, client: int, cell: int, blocks: np.ndarray, power_w: float,
             gain: float, per_block_w: float | None = None) -> None:
-        """Flow joins now, client's transfer on blocks first..first+count-1 of `cell`,
-        radiating `power_w` over them (`per_block_w` on each: power_w / count unless given),
-        received through `gain`; its `done(flow)` is called when its bits have crossed."""
+        """Flow joins now, client's transfer on `blocks` of `cell` (a set of block indices,
+        increasing: the static scheduler's grant is a range), radiating `power_w` over them
+        (`per_block_w` on each: power_w / their count unless given), received through `gain`;
+        its `done(flow)` is called when its bits have crossed."""
         h = self._free[-1]
         now = self.tau(self.env.now)
         if per_block_w is None:
-            per_block_w = power_w / count if count > 0 else 0.0
-        if not grid.join(h, now, self._joined, client, cell, first, count, per_block_w,
-                         gain, flow.bits, self.holder, self.dirty, self.ints, self.flows):
-            raise RuntimeError(f"client {client}'s transfer asks for blocks {first}.."
-                               f"{first + count - 1} of cell {cell}, not all free in its band")
+            per_block_w = power_w / len(blocks) if len(blocks) > 0 else 0.0
+        if not grid.join(h, now, self._joined, client, cell, blocks, per_block_w, gain,
+                         flow.bits, self.holder, self.dirty, self.ints, self.owned, self.flows):
+            raise RuntimeError(f"client {client}'s transfer asks for blocks "
+                               f"{blocks.tolist()} of cell {cell}, not all free in its band")
         self._free.pop()
         self._clients[client] = self._clients.get(client, 0) + 1
         self._last_joined = h
@@ -219,40 +222,39 @@ class Air:
         on = self._on_cell.setdefault(cell, [])
         waiting = self._waiting.get(cell, deque())
         requests = [self._shared[h] for h in on] + list(waiting)
-        blocks = self.scheduler.assign(cell, requests, len(on), self.env.now)
+        held = [self.owned[h, :self.ints[h, grid.COUNT]].astype(np.int64) for h in on]
+        blocks = self.scheduler.assign(cell, requests, held, self.env.now)
         now, t = self.tau(self.env.now), self.env.now
-        held = [(int(self.ints[h, grid.FIRST]), int(self.ints[h, grid.COUNT])) for h in on]
-        moved = [i for i, h in enumerate(on)
-                 if held[i] != blocks[i] and (held[i][1] > 0 or blocks[i][1] > 0)]
+        moved = [i for i, h in enumerate(on) if not np.array_equal(held[i], blocks[i])]
         for i in moved:
-            if held[i][1] > 0:
-                grid.release(on[i], now, self.holder, self.dirty, self.ints, self.flows)
+            if len(held[i]) > 0:
+                grid.release(on[i], now, self.holder, self.dirty, self.ints, self.owned,
+                             self.flows)
             requests[i].flow.stretches[-1][3] = t
         for i in moved:
-            (first, count), term = blocks[i], requests[i]
-            if count == 0:
+            mine, term = blocks[i], requests[i]
+            if len(mine) == 0:
                 self._park(on[i])
-                term.flow.stretches.append([-1, 0, t, math.nan, 0.0, term.cap])
+                term.flow.stretches.append([mine, 0, t, math.nan, 0.0, term.cap])
                 continue
-            power_w, per_block_w = term.powers(count)
-            if not grid.regrant(on[i], first, count, per_block_w, term.gain,
-                                self.holder, self.dirty, self.ints, self.flows):
-                raise RuntimeError(f"{self.scheduler.name}: cell {cell}'s blocks {first}.."
-                                   f"{first + count - 1} not free")
-            term.flow.stretches.append([first, count, t, math.nan, power_w, term.cap])
-        joining = [i for i in range(len(on), len(requests)) if blocks[i][1] > 0]
+            power_w, per_block_w = term.powers(len(mine))
+            if not grid.regrant(on[i], mine, per_block_w, term.gain, self.holder,
+                                self.dirty, self.ints, self.owned, self.flows):
+                raise RuntimeError(f"{self.scheduler.name}: cell {cell}'s blocks "
+                                   f"{mine.tolist()} not free")
+            term.flow.stretches.append([mine, len(mine), t, math.nan, power_w, term.cap])
+        joining = [i for i in range(len(on), len(requests)) if len(blocks[i]) > 0]
         if joining:
             self._waiting[cell] = deque(r for i, r in enumerate(requests[len(on):], len(on))
-                                        if blocks[i][1] == 0)
+                                        if len(blocks[i]) == 0)
         for i in joining:
-            (first, count), term = blocks[i], requests[i]
-            power_w, per_block_w = term.powers(count)
-            self.add(term.flow, term.client, cell, first, count, power_w, term.gain,
-                     per_block_w)
+            mine, term = blocks[i], requests[i]
+            power_w, per_block_w = term.powers(len(mine))
+            self.add(term.flow, term.client, cell, mine, power_w, term.gain, per_block_w)
             h = self._last_joined
             self._shared[h] = term
             on.append(h)
-            term.flow.stretches.append([first, count, t, math.nan, power_w, term.cap])
+            term.flow.stretches.append([mine, len(mine), t, math.nan, power_w, term.cap])
 
     def _park(self, h: int) -> None:
         """Slot h, released, stays on the air with no block (its bits where they are): no
@@ -314,8 +316,8 @@ class Air:
 
     def _settle(self) -> None:
         end = grid.settle(self.tau(self.env.now), self.holder, self.grids, self.dirty, self.gains,
-                          self.ints, self.flows[:self._used], self.noise_w, self.block_hz,
-                          self.uplink, self.interference, self._nr)
+                          self.ints, self.owned, self.flows[:self._used], self.noise_w,
+                          self.block_hz, self.uplink, self.interference, self._nr)
         self._changed = False
         if self.link is not None:
             self._never_decoded(end)
@@ -403,7 +405,8 @@ class Air:
             self._parked.discard(id(f))
             f.blocks_s = math.fsum(self.tau(f.end if math.isnan(t1) else t1) - self.tau(t0)
                                    for _, n, t0, t1, _, _ in f.stretches if n > 0)
-        out, nr = grid.leave(h, now, self.holder, self.dirty, self.ints, self.flows)
+        out, nr = grid.leave(h, now, self.holder, self.dirty, self.ints, self.owned,
+                             self.flows)
         f.rate, f.sinr, f.interference_w, f.sinr_area, f.interference_area, f.varied = out
         f.mcs_area, f.tbler_area, f.sending_s, f.tbler = nr
         self._changed = True

@@ -305,7 +305,7 @@ class NetworkLink:
             air.request(Request(flow, k, t.cell, gain,
                                 lambda n: self.powers(direction, k, n), self._cap(direction, k)))
         else:
-            air.add(flow, k, t.cell, t.first, t.blocks, t.power_w, gain)
+            air.add(flow, k, t.cell, np.arange(t.first, t.first + t.blocks), t.power_w, gain)
 
     def _air_over(self, t: Transfer, crossed: Flow, backhaul_s: float) -> None:
         """Its bits have crossed the air: its turn freed, then its HARQ wait (NrLink.tail_s:

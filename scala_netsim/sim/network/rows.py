@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import simpy
 
 from channel import Direction
@@ -35,14 +36,29 @@ def air_rows(index: int, air: Flow, c: int, direction: Direction, first: int, bl
                 if arq is None else arq.static_rows(index, c, direction.value, first, blocks,
                                                     air))
         return rows, blocks, power_w, start
-    # round robin: its blocks and power, each a stretch of its time; a transfer that found
-    # every block taken waited for one: like a turn on a shared block, the wait is its
-    # client's idle time and the event starts when it ends
+    # per instant: its blocks and power, each a stretch of its time, a row for each run of
+    # consecutive blocks of a stretch's set (a parked stretch's one row: first -1, none); a
+    # transfer that found every block taken waited for one: like a turn on a shared block,
+    # the wait is its client's idle time and the event starts when it ends
     rows = [(index, c, direction.value, f, n, t0, t1, p, cap)
             + (() if arq is None else (arq.attempt_of(t0),))
-            for f, n, t0, t1, p, cap in air.stretches if t1 > t0]
+            for held, _, t0, t1, p, cap in air.stretches if t1 > t0
+            for f, n in block_runs(held)]
     averaged = _time_averaged(air.stretches)
     return rows, averaged[0], averaged[1], start + (air.stretches[0][2] - air.start)
+
+
+def block_runs(blocks: np.ndarray) -> list[tuple[int, int]]:
+    """A set of blocks (increasing) as its runs of consecutive blocks, (first, count) each;
+    the empty set as one run (-1, 0): a parked stretch."""
+    if len(blocks) == 0:
+        return [(-1, 0)]
+    if blocks[-1] - blocks[0] == len(blocks) - 1:        # a range: one run
+        return [(int(blocks[0]), len(blocks))]
+    breaks = np.flatnonzero(np.diff(blocks) > 1) + 1
+    firsts = np.concatenate([[0], breaks])
+    counts = np.diff(np.concatenate([firsts, [len(blocks)]]))
+    return [(int(blocks[f]), int(n)) for f, n in zip(firsts, counts, strict=True)]
 
 
 def _time_averaged(stretches: list[list]) -> tuple[float, float]:

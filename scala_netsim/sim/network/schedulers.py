@@ -6,21 +6,25 @@ asked for a transfer's blocks as the transfer starts (`Static.grant`), and its c
 them, idle or not, until the round ends; in a cell with more of the round's clients than
 blocks each gets one block, taken in turns (`Static.turn`: a SimPy resource a block).
 
-The others are work-conserving and per instant: the air asks `assign(cell, requests, on_air,
+The others are work-conserving and per instant: the air asks `assign(cell, requests, held,
 now)` whenever one of the cell's transfers starts or ends (and, for a scheduler that looks at
 the channel, `reacts_to_gains`, whenever the gains of one change on the radio map), and
-gets each transfer in progress its blocks, a contiguous range (count 0: none now):
+gets each transfer in progress its blocks, a set of the cell's (empty: none now):
 
 - `round_robin`: equal shares, in the order the transfers joined, none above a transfer's cap
   (channel.network.round_robin_shares); a transfer that finds as many transfers on the air as
-  blocks waits, first come first served, and one on the air always keeps a block.
+  blocks waits, first come first served, and one on the air always keeps a block. Its sets
+  are ranges, contiguous from block 0 in the order the transfers joined (`placed`), all
+  placed again at each decision.
 - `proportional_fair`: the blocks to the transfers in order of instantaneous over averaged
   rate (channel.network.proportional_fair_shares), each taking what it can use; the average of
   each client is updated slot by slot, T <- beta T + (1 - beta) r (beta 0.98 by default, as
   Sionna's PFSchedulerSUMIMO and 5G-LENA's PF), in closed form over the time between two
   decisions at the rate its allocation gave it (channel.network.proportional_fair_average).
   A transfer may lose every block to a better one and wait on the air (parked) until it wins
-  again.
+  again. Its blocks are placed moving as few as it can (channel.network.kept_blocks): each
+  keeps the lowest of those it holds, and one that needs more takes the lowest free, so a
+  set need not be a range (air.csv gives a row for each run of consecutive blocks).
 
 Between two decisions an allocation stands: the time shares of a slot scheduler, which decides
 again every slot, are not modelled; the decisions come at the starts and ends of transfers and,
@@ -47,8 +51,10 @@ from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.settings import NetworkSettings
 
-#: a transfer's blocks of its cell: (first block, count); count 0: none now
-Blocks = tuple[int, int]
+#: a transfer's blocks of its cell: a set of block indices, increasing (empty: none now)
+Blocks = np.ndarray
+#: no block
+NONE = np.zeros(0, np.int64)
 
 
 @dataclass
@@ -72,8 +78,8 @@ RateOn = Callable[[Request, int], float]
 
 class Scheduler(abc.ABC):
     """A per-instant scheduler (see the module's docstring): `assign` gives each request of a
-    cell its blocks, the first `on_air` of them on the air (in the order they joined), the
-    rest waiting (first come first served)."""
+    cell its blocks, the first len(held) of them on the air (in the order they joined) and
+    holding `held`, the rest waiting (first come first served)."""
 
     #: the scenario's name for it (network.scheduler)
     name = ""
@@ -81,9 +87,11 @@ class Scheduler(abc.ABC):
     reacts_to_gains = False
 
     @abc.abstractmethod
-    def assign(self, cell: int, requests: Sequence[Request], on_air: int,
+    def assign(self, cell: int, requests: Sequence[Request], held: Sequence[Blocks],
                now: float) -> list[Blocks]:
-        """Each request's blocks of `cell` from `now` (count 0: none)."""
+        """Each request's blocks of `cell` from `now` (empty: none). The first len(held)
+        requests are on the air, holding `held` (in the order they joined), the rest
+        waiting (first come first served)."""
 
     def problems(self) -> list[str]:
         """Broken invariants of its decisions so far (none checked here)."""
@@ -95,7 +103,7 @@ class Scheduler(abc.ABC):
         if not counts:
             return []
         firsts = itertools.accumulate(counts[:-1], initial=0)
-        return list(zip(firsts, counts, strict=True))
+        return [np.arange(f, f + n) for f, n in zip(firsts, counts, strict=True)]
 
 
 class RoundRobin(Scheduler):
@@ -107,13 +115,14 @@ class RoundRobin(Scheduler):
     def __init__(self, num_blocks: int) -> None:
         self.num_blocks = num_blocks
 
-    def assign(self, cell: int, requests: Sequence[Request], on_air: int,
+    def assign(self, cell: int, requests: Sequence[Request], held: Sequence[Blocks],
                now: float) -> list[Blocks]:
         del cell, now
+        on_air = len(held)
         admitted = min(len(requests) - on_air, self.num_blocks - on_air)
         taking = requests[:on_air + admitted]
         counts = channel_network.round_robin_shares(self.num_blocks, [r.cap for r in taking])
-        return self.placed(counts) + [(0, 0)] * (len(requests) - len(taking))
+        return self.placed(counts) + [NONE] * (len(requests) - len(taking))
 
 
 class ProportionalFair(Scheduler):
@@ -138,9 +147,8 @@ class ProportionalFair(Scheduler):
         #: every decision: the instant, the cell and per request the numbers behind it
         self.book = DecisionBook()
 
-    def assign(self, cell: int, requests: Sequence[Request], on_air: int,
+    def assign(self, cell: int, requests: Sequence[Request], held: Sequence[Blocks],
                now: float) -> list[Blocks]:
-        del on_air
         averages = self.averages.setdefault(cell, {})
         before = [averages[r.client][0] if r.client in averages else math.nan
                   for r in requests]
@@ -164,7 +172,9 @@ class ProportionalFair(Scheduler):
             (r.client, usable_n, rate, was, averages[r.client][0], metric, n, rate_given)
             for r, usable_n, rate, was, metric, n, rate_given
             in zip(requests, usable, rates, before, metrics, counts, given, strict=True)])
-        return self.placed(counts)
+        # placed moving as few blocks as it can: a set, not always a range
+        return channel_network.kept_blocks(
+            self.num_blocks, [*held, *[NONE] * (len(requests) - len(held))], counts)
 
     def problems(self) -> list[str]:
         """Broken invariants of its decisions so far, from its book alone
@@ -209,12 +219,12 @@ class Static:
         self.env, self.settings, self.radio, self.allocator = env, settings, radio, allocator
         self.radios, self.uplink_blocks = radios, uplink_blocks
         self.grant_rows, self.block_rows, self.shared_rows = grant_rows, block_rows, shared_rows
-        self._blocks: dict[Direction, dict[int, Blocks]] = {d: {} for d in Direction}
+        self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
         #: the round's clients that take turns on a block, with the block's queue
         self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
 
-    def grant(self, direction: Direction, client: int) -> Blocks:
-        """Client's blocks of the round in `direction`."""
+    def grant(self, direction: Direction, client: int) -> tuple[int, int]:
+        """Client's blocks of the round in `direction`: (first, count), a range."""
         return self._blocks[direction][client]
 
     def turn(self, direction: Direction, client: int) -> simpy.Resource | None:

@@ -1,0 +1,237 @@
+"""Every rate of a network's transfers derived again from its air record (air.csv:
+core.columns.AIR_COLUMNS, books.blocks.AirSettings) with the reference formula
+(channel.network.transfer_rates), independently of the incremental air
+(scala_netsim.sim.network.air) that timed it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+import channel
+from scala_netsim.books.blocks import AirSettings
+
+#: the most work (air_rate_work) for which a run's checks derive every rate again at its end:
+#: about 15 CPU s on this project's 2-core machine (a 7-site network's re-timed 500 rounds,
+#: 3.6 million, took 5.4 s); the blocks are checked in every run
+AIR_RATES_CHECKED_UP_TO = 10_000_000
+
+
+def air_rate_work(air: pd.DataFrame, rounds: np.ndarray,
+                  coherence_s: float | None = None) -> int:
+    """What deriving the rates again costs (air_rate_problems): the sum over rounds and
+    directions of the square of their transfers (`rounds`: each air row's round); under
+    fading in blocks of `coherence_s` seconds, plus each round's transfers times the blocks
+    its air rows span (every block's boundary is an interval of its own, every transfer's row
+    drawn again)."""
+    direction = air["direction"].to_numpy()
+    counts = pd.Series(rounds).groupby([rounds, direction]).size()
+    work = int((counts.to_numpy(np.int64) ** 2).sum())
+    if coherence_s is None:
+        return work
+    spans = (air["end_s"].to_numpy(float) - air["start_s"].to_numpy(float)) / coherence_s
+    blocks = pd.Series(np.ceil(spans) + 1).groupby([rounds, direction]).sum()
+    return work + int((blocks.to_numpy() * counts.loc[blocks.index].to_numpy()).sum())
+
+
+def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink: bool,
+             settings: AirSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The bits each transfer of one direction moved over its air time, derived again: the
+    interval between every two consecutive starts and ends, the rates of the transfers in the
+    air throughout it from the reference (channel.network.transfer_rates, all recomputed),
+    summed over the intervals. `air` are rows of the air record (transfers that overlap in
+    time with no transfer outside them, a round's), `power_w` and `client` each transfer's
+    power and client (from its event). -> (bits, slack): the bits, and what the clock's
+    rounding allows them to differ by (each interval's rate times a unit in the last place of
+    its ends: a transfer of microseconds at a clock of minutes has few exact digits)."""
+    start, end = air["start_s"].to_numpy(), air["end_s"].to_numpy()
+    if "tx_power_w" in air:                # round robin: each stretch's own power
+        power_w = air["tx_power_w"].to_numpy(float)
+    cell, first = air["cell"].to_numpy(), air["first_block"].to_numpy()
+    count = air["blocks"].to_numpy()
+    events = air["event_index"].to_numpy()
+    coherence_s = settings.coherence_s    # gains by the block of time, interval by interval
+    every_gain = None if coherence_s is not None else settings.gains(
+        events, client, air["attempt"].to_numpy() if "attempt" in air else None)
+    direction = str(air["direction"].iloc[0])
+    # does a stretch hold a set of blocks in several runs (a row a run, one start)?
+    runs = bool(air.duplicated(["event_index", "start_s"]).any())
+    bits, slack = np.zeros(len(air)), np.zeros(len(air))
+    instants = np.unique(np.concatenate([start, end, settings.blocks_in(
+        float(start.min()), float(end.max()))]))
+    held = settings.held_s(direction, instants[:-1], instants[1:])
+    for t0, t1, dt in zip(instants[:-1].tolist(), instants[1:].tolist(), held.tolist(),
+                          strict=True):
+        on = np.flatnonzero((start <= t0) & (end >= t1) & (count > 0))   # (not parked)
+        if not len(on):
+            continue
+        if coherence_s is not None:
+            gains = settings.block_gains(client[on], math.floor((t0 + t1) / 2 / coherence_s),
+                                         direction)
+        else:
+            assert every_gain is not None
+            gains = every_gain[on]
+        transfers, on = _transfers_on(on, events if runs else None, cell, first, count,
+                                      power_w, gains, settings.blocks[direction])
+        rates = channel.network.transfer_rates(
+            transfers, settings.blocks[direction], settings.block_hz,
+            settings.noise_w[direction] / settings.block_hz, settings.interference, uplink,
+            None if settings.nr is None else settings.nr[direction])
+        bits[on] += rates.rate_bps * dt
+        slack[on] += rates.rate_bps * np.spacing(abs(t0) + abs(t1))
+    return bits, slack
+
+
+def _transfers_on(on: np.ndarray, events: np.ndarray | None, cell: np.ndarray,
+                  first: np.ndarray, count: np.ndarray, power_w: np.ndarray,
+                  gains: np.ndarray, total: int
+                  ) -> tuple[channel.network.Transfers, np.ndarray]:
+    """The transfers of the air rows `on` (those on the air throughout an interval; `gains`
+    their rows' gains to every cell), one a transfer: a transfer whose blocks are a set of
+    several runs has a row a run (scala_netsim.sim.network.rows.block_runs), taken together
+    as one transfer on the union of its runs (`events`: each row's event; None: no set in
+    several runs). -> them, and the row each is counted on (its first)."""
+    if events is not None:
+        taken, at = np.unique(events[on], return_index=True)    # (at: each's first row)
+    if events is None or len(taken) == len(on):     # every set a range: the rows themselves
+        return channel.network.Transfers(cell[on], first[on], count[on], power_w[on],
+                                         gains[np.arange(len(on)), cell[on]], gains), on
+    which = np.searchsorted(taken, events[on])
+    held = np.zeros((len(taken), total), dtype=bool)
+    for i, f, n in zip(which.tolist(), first[on].tolist(), count[on].tolist(), strict=True):
+        held[i, f:f + n] = True
+    rows = on[at]
+    return channel.network.Transfers(cell[rows], first[rows], held.sum(axis=1), power_w[rows],
+                                     gains[at, cell[rows]], gains[at], held), rows
+
+
+def overlapping(air: pd.DataFrame) -> np.ndarray:
+    """Each air row's group, per direction: the rows whose air times overlap or touch, one
+    after another (a synchronous round's transfers, or an asynchronous run's that overlap
+    across versions): what deriving the rates again must take together, as only they
+    interfere with each other."""
+    group = np.zeros(len(air), dtype=np.int64)
+    start, end = air["start_s"].to_numpy(float), air["end_s"].to_numpy(float)
+    direction = air["direction"].to_numpy()
+    offset = 0
+    for d in np.unique(direction).tolist():
+        rows = np.flatnonzero(direction == d)
+        order = rows[np.argsort(start[rows], kind="stable")]
+        reach = np.maximum.accumulate(end[order])
+        new = np.concatenate([[True], start[order][1:] > reach[:-1]])
+        group[order] = offset + np.cumsum(new)
+        offset += int(new.sum())
+    return group
+
+
+def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSettings,
+                      rtol: float = 1e-9, until: float = math.inf) -> list[str]:
+    """Every transfer moved its payload in its air time at the rates the air record implies:
+    the bits derived again round by round and direction by direction (air_bits) equal
+    8 x payload_bytes (a transfer cut short, completed 0: at least that and less than 8 more),
+    and the rate events.csv gives (rate_bps, bits over air time) times the air time equals
+    them, both to `rtol` relative beyond the clock's rounding (air_bits).
+    `events` is events.csv with its radio columns (tx_power_w, rate_bps). The work grows
+    with the square of a round's transfers (air_rate_work): a run derives them again where
+    that is at most AIR_RATES_CHECKED_UP_TO (runner.checks). The transfers are taken
+    together where their air times overlap (`overlapping`), whatever their rounds. Only the
+    transfers that end by `until` are checked: an asynchronous run stops with transfers in
+    flight, not in the record, and those that end later may have shared the air with them
+    (they stay in as the others' interferers, which they were)."""
+    problems = []
+    moved = events.iloc[air["event_index"].to_numpy()]
+    air = air.assign(round=moved["round"].to_numpy(), client=moved["client_id"].to_numpy(),
+                     power_w=moved["tx_power_w"].to_numpy(float),
+                     payload=8.0 * moved["payload_bytes"].to_numpy(float),
+                     recorded=moved["rate_bps"].to_numpy(float),
+                     attempts=moved["attempts"].to_numpy() if "attempts" in moved
+                     else np.ones(len(moved), dtype=np.int64),
+                     cut=(moved["completed"].to_numpy() == 0) if "completed" in moved
+                     else np.zeros(len(moved), dtype=bool))
+    air = air.assign(group=overlapping(air))
+    bits, slack = np.zeros(len(air)), np.zeros(len(air))
+    groups = air.groupby(["group", "direction"], sort=True).indices
+    for at in groups.values():
+        rows = air.iloc[at]
+        uplink = rows["direction"].iloc[0] == channel.Direction.UPLINK.value
+        bits[at], slack[at] = air_bits(rows, rows["power_w"].to_numpy(),
+                                       rows["client"].to_numpy(), uplink, settings)
+    # a transfer's stretches (per instant) summed: its bits over its whole air time, all
+    # transfers at once (a fixed-rate link's attempts each on their own: _attempt_problems)
+    keys = ["event_index", "attempt"] if "attempt" in air else ["event_index"]
+    every = air.assign(bits=bits, slack=slack).groupby(["direction", *keys], sort=False).agg(
+        bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
+        end_s=("end_s", "max"), payload=("payload", "first"), recorded=("recorded", "first"),
+        attempts=("attempts", "first"), cut=("cut", "first")).reset_index()
+    every = every[every["end_s"].to_numpy() <= until]
+    for direction, each in every.groupby("direction", sort=True):
+        if "attempt" in each:
+            problems.extend(_attempt_problems(each.reset_index(drop=True), str(direction),
+                                              settings, rtol))
+        else:
+            problems.extend(_transfer_problems(each, str(direction), settings, rtol))
+    return problems
+
+
+def _transfer_problems(each: pd.DataFrame, direction: str, settings: AirSettings,
+                       rtol: float) -> list[str]:
+    """Each transfer's bits derived again (`bits`, over its rows) against its payload and
+    against its recorded rate times its air time (air_rate_problems)."""
+    problems = []
+    bits, slack = each["bits"].to_numpy(), each["slack"].to_numpy()
+    recorded = each["recorded"].to_numpy() * settings.held_s(
+        direction, each["start_s"].to_numpy(), each["end_s"].to_numpy())
+    # a transfer cut short (completed 0) got its payload's whole bytes through, and less
+    # than one more
+    cut = each["cut"].to_numpy(bool)
+    payload = each["payload"].to_numpy()
+    payload = np.where(cut, np.clip(bits, payload, payload + 8.0), payload)
+    for label, got in (("payload", payload), ("recorded rate", recorded)):
+        wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)
+        for i in wrong[:5].tolist():
+            problems.append(f"event {int(each['event_index'].iloc[i])} ({direction}): "
+                            f"{bits[i]:.6g} bits derived from the air record, "
+                            f"{got[i]:.6g} by its {label}")
+    return problems
+
+
+def _attempt_problems(each: pd.DataFrame, direction: str, settings: AirSettings,
+                      rtol: float) -> list[str]:
+    """A fixed-rate link's attempts (scala_netsim.sim.network.arq), one row each with the
+    mutual information derived again over it (`bits`), checked against their verdicts: a
+    transfer has attempts 1..attempts; each of a delivered one sent its payload at the
+    recorded rate (rate x its time = 8 x payload_bytes); all but its last failed (their
+    mutual information below the bits sent) and its last got through (at least them). A
+    transfer cut short (completed 0) records the share of its attempts' time it was on the
+    air, not its payload: its attempts but the last failed; its last (cut by a drop, or the
+    last of a lost transfer: the records cannot tell them apart) is not judged."""
+    problems: list[str] = []
+    counts = each.groupby("event_index")["attempt"].agg(["count", "max"])
+    expected = each.groupby("event_index")["attempts"].first()
+    for event in counts.index[(counts["count"] != expected) | (counts["max"] != expected)
+                              ][:5].tolist():
+        problems.append(f"event {event} ({direction}): attempts "
+                        f"{sorted(each.loc[each['event_index'] == event, 'attempt'])} in the "
+                        f"air record, {int(expected[event])} in its event")
+    start, end = each["start_s"].to_numpy(float), each["end_s"].to_numpy(float)
+    rate = each["recorded"].to_numpy(float)
+    sent = rate * settings.held_s(direction, start, end)
+    clock = 4.0 * rate * np.spacing(np.abs(start) + np.abs(end))
+    bits, slack = each["bits"].to_numpy(), 4.0 * each["slack"].to_numpy()
+    last = each["attempt"].to_numpy() == each["attempts"].to_numpy()
+    cut = each["cut"].to_numpy(bool)
+    payload = each["payload"].to_numpy()
+    checks = (
+        ("sent its payload at the recorded rate", ~cut,
+         np.abs(sent - payload) <= rtol * payload + clock),
+        ("failed", ~last, bits <= sent * (1.0 + rtol) + slack + clock),
+        ("got through", last & ~cut, bits >= sent * (1.0 - rtol) - slack - clock))
+    for label, judged, holds in checks:
+        for i in np.flatnonzero(judged & ~holds)[:5].tolist():
+            problems.append(f"event {int(each['event_index'].iloc[i])} ({direction}) attempt "
+                            f"{int(each['attempt'].iloc[i])}: {bits[i]:.6g} bits of mutual "
+                            f"information derived from the air record, {sent[i]:.6g} sent: "
+                            f"not what its record says (it {label})")
+    return problems
