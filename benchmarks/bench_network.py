@@ -4,7 +4,7 @@ FedAvg in a 19-site, 3-sector 38.901 UMa network (57 cells, wraparound, interfer
 clients, measured side by side in this one run.
 
     python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
-        [--duplex fdd|tdd|both] [--nr-round-robin]
+        [--duplex fdd|tdd|both] [--nr-round-robin [--scheduler round_robin|proportional_fair]]
 
 Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
 CPU time (the first round meters each new batch size for real: its time is given apart),
@@ -15,7 +15,8 @@ network's CPU time a round is the single cell's; the peak resident memory so far
 cannot be shared by 570 clients. `--nr-round-robin` adds the network with all of issue 49 on
 (a TDD frame, the NR link abstraction, the round-robin scheduler) and prints its events per
 CPU second against the plain network's; both networks then radiate 46 dBm a cell (at 1 W
-some clients decode nothing under NR, and are refused).
+some clients decode nothing under NR, and are refused). `--scheduler proportional_fair` times
+the three with the proportional-fair scheduler in round robin's place.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ def main() -> None:
     parser.add_argument("--nr-round-robin", action="store_true",
                         help="the plain network against the network with TDD, the NR link "
                              "abstraction and round robin (issue 49), both at 46 dBm a cell")
+    parser.add_argument("--scheduler", default="round_robin",
+                        choices=("round_robin", "proportional_fair"),
+                        help="with --nr-round-robin: the per-instant scheduler of the three")
     args = parser.parse_args()
     if args.nr_round_robin:
         nr_round_robin(args)
@@ -121,11 +125,12 @@ def main() -> None:
 
 def nr_round_robin(args: argparse.Namespace) -> None:
     """The plain network against the network with issue 49's three on, side by side."""
+    three = f"tdd + nr + {args.scheduler}"
+    scheduler = [f"network.scheduler={args.scheduler}"]
     for algorithm in args.algorithms.split(","):
         results = {}
         for label, duplex, extra in (("plain", "fdd", MACRO_POWER),
-                                     ("tdd + nr + round_robin", "tdd",
-                                      MACRO_POWER + ALL_THREE[1:])):
+                                     (three, "tdd", MACRO_POWER + ALL_THREE[1:2] + scheduler)):
             r = results[label] = timed_run(algorithm, args.sites, args.rounds,
                                            args.batch_per_client, True, duplex, tuple(extra))
             print(f"{algorithm}, {args.sites} sites x 3 sectors, {label}: {r['clients']:,} "
@@ -136,10 +141,10 @@ def nr_round_robin(args: argparse.Namespace) -> None:
                   f"s; simulated {r['sim_s']:.1f} s; invariant problems {r['problems']}; peak "
                   f"RSS {r['rounds_rss_MB']:,.0f} MB after the rounds, {r['peak_rss_MB']:,.0f} "
                   f"MB after their checks", flush=True)
-        plain, three = results["plain"], results["tdd + nr + round_robin"]
-        print(f"{algorithm}: events per CPU s with TDD, NR and round robin "
-              f"{three['events_per_s'] / plain['events_per_s']:.2f}x the plain network's "
-              f"(CPU time a round {three['rest_s'] / plain['rest_s']:.2f}x)", flush=True)
+        plain, all_three = results["plain"], results[three]
+        print(f"{algorithm}: events per CPU s with TDD, NR and {args.scheduler} "
+              f"{all_three['events_per_s'] / plain['events_per_s']:.2f}x the plain network's "
+              f"(CPU time a round {all_three['rest_s'] / plain['rest_s']:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":

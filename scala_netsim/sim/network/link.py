@@ -70,6 +70,7 @@ class NetworkLink:
         if cell.network is None:
             raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
         self.env, self.cell, self.settings = env, cell, settings
+        self._per_instant = settings.per_instant        # (asked at every transfer)
         if model.outages and drops is None:
             raise ValueError(f"{type(model).__name__} loses transfers: the link needs the book "
                              f"of drops (drops=Drops())")
@@ -235,7 +236,8 @@ class NetworkLink:
         cuts it wherever it is (Transfer.cut)."""
         k = message.client_id
         t = Transfer(message, kind, local_iter, direction, self.radio.serving_cell(k),
-                     self.radio.serving_gain(k), self.env.event(), self.env.now)
+                     self.radio.serving_gain(k), self.env.event(), self.env.now, k,
+                     8.0 * message.payload_bytes)
         queue = self._static.turn(direction, k)
         if queue is None:
             self._send(t)
@@ -259,8 +261,9 @@ class NetworkLink:
         HARQ wait, then the backhaul; down, the backhaul, the air, its HARQ wait."""
         direction, k = t.direction, t.client
         t.sent, t.start = True, self.env.now
-        t.fade, t.gain = self._faded(direction, k)
-        if not self.settings.per_instant:          # the round's grant
+        if self.fading is not None:                # (none: its large-scale gain, as asked)
+            t.fade, t.gain = self._faded(direction, k)
+        if not self._per_instant:                  # the round's grant
             t.first, t.blocks = self._static.grant(direction, k)
             t.power_w = self.power_w(direction, k, t.blocks)
         if self.arq is not None:                   # a fixed-rate transfer's attempts
@@ -301,7 +304,7 @@ class NetworkLink:
         if row is not None:
             self.radio.post(direction, k, row)
         gain, air = self.radio.faded(k, row), self._air[direction]
-        if self.settings.per_instant:       # the air's scheduler hands out the blocks
+        if self._per_instant:               # the air's scheduler hands out the blocks
             air.request(Request(flow, k, t.cell, gain,
                                 lambda n: self.powers(direction, k, n), self._cap(direction, k)))
         else:

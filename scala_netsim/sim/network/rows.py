@@ -6,6 +6,7 @@ the fading record, and its event (`TransferBooks`)."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import simpy
@@ -31,16 +32,16 @@ def air_rows(index: int, air: Flow, c: int, direction: Direction, first: int, bl
     """The rows of the transfer `index` of cell c that held `air` (a fixed-rate one's: each
     attempt's, with its number); -> them, its blocks and power (under round robin their
     averages over its stretches) and its event's start."""
+    value = direction._value_       # (`.value` is a slow descriptor)
     if not air.stretches:
-        rows = ([(index, c, direction.value, first, blocks, air.start, air.end)]
-                if arq is None else arq.static_rows(index, c, direction.value, first, blocks,
-                                                    air))
+        rows = ([(index, c, value, first, blocks, air.start, air.end)]
+                if arq is None else arq.static_rows(index, c, value, first, blocks, air))
         return rows, blocks, power_w, start
     # per instant: its blocks and power, each a stretch of its time, a row for each run of
     # consecutive blocks of a stretch's set (a parked stretch's one row: first -1, none); a
     # transfer that found every block taken waited for one: like a turn on a shared block,
     # the wait is its client's idle time and the event starts when it ends
-    rows = [(index, c, direction.value, f, n, t0, t1, p, cap)
+    rows = [(index, c, value, f, n, t0, t1, p, cap)
             + (() if arq is None else (arq.attempt_of(t0),))
             for held, _, t0, t1, p, cap in air.stretches if t1 > t0
             for f, n in block_runs(held)]
@@ -90,6 +91,8 @@ class TransferBooks:
         self.transfer_rows, self.air_rows, self.fade_rows = transfer_rows, air_rows, fade_rows
         nr = () if settings.nr is None else NR_TRANSFER_COLUMNS
         self.columns = (*TRANSFER_COLUMNS, *NETWORK_TRANSFER_COLUMNS, *nr)
+        #: a transfer's row from its values by column name, in the declared order
+        self._row = operator.itemgetter(*self.columns)
         #: each transfer sent and not recorded yet (by id): its start
         self.open: dict[int, float] = {}
 
@@ -107,16 +110,15 @@ class TransferBooks:
         self.open.pop(id(t), None)
         if air is not None and math.isnan(air.end):     # cut while waiting for a block
             air = None
-        values = dict(event_index=index, rate_bps=math.nan, attempts=1,
-                      backhaul_s=backhaul_s)
-        sinr = interference_w = math.nan
+        rate_bps = sinr = interference_w = math.nan
+        attempts = 1
         if air is None:
             mean_blocks, power_w = 0, math.nan
         else:
             air_s = air.held_s      # (its direction's symbols' time, under TDD)
-            values["rate_bps"], sinr, interference_w = air.rate, air.sinr, air.interference_w
+            rate_bps, sinr, interference_w = air.rate, air.sinr, air.interference_w
             if air_s > 0:
-                values["rate_bps"] = bits / air_s
+                rate_bps = bits / air_s
                 if air.varied:   # else the last values, exactly (not an average of equal ones)
                     held_s = air_s if math.isnan(air.blocks_s) else air.blocks_s
                     sinr = air.sinr_area / held_s
@@ -125,18 +127,20 @@ class TransferBooks:
                                                          t.first, blocks, power_w, start, arq)
             self.air_rows.extend(rows)
         if arq is not None:     # its fixed rate, and what a drop cut records as sent
-            values["attempts"] = arq.attempt
-            values["rate_bps"] = math.nan if air is None else arq.rate_bps
+            attempts = arq.attempt
+            rate_bps = math.nan if air is None else arq.rate_bps
             if done is not None:
                 done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
-        values.update(
-            bandwidth_hz=mean_blocks * self.settings.block_hz, tx_power_w=power_w,
-            gain_linear=self._fade_record(t, index), sinr_db=10.0 * math.log10(sinr),
-            interference_dbm=(10.0 * math.log10(interference_w) + 30.0 if interference_w > 0
-                              else -math.inf))
+        values = {
+            "event_index": index, "rate_bps": rate_bps, "attempts": attempts,
+            "backhaul_s": backhaul_s, "bandwidth_hz": mean_blocks * self.settings.block_hz,
+            "tx_power_w": power_w, "gain_linear": self._fade_record(t, index),
+            "sinr_db": 10.0 * math.log10(sinr),
+            "interference_dbm": (10.0 * math.log10(interference_w) + 30.0
+                                 if interference_w > 0 else -math.inf)}
         if self.settings.nr is not None:
             values.update(self._nr_values(t, air, done is not None))
-        self.transfer_rows.append(tuple(values[c] for c in self.columns))
+        self.transfer_rows.append(self._row(values))
         if done is None:
             self.log.record(start, self.env.now, round_, t.local_iter, t.client, t.kind,
                             payload_bytes)

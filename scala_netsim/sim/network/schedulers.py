@@ -242,6 +242,7 @@ class Static:
         for direction, demand in demands.items():
             total = self.settings.blocks[direction]
             demand = demand.with_radio(self.radios[direction])
+            value = direction._value_       # (`.value` is a slow descriptor)
             held = self._blocks[direction] = {}
             self._turns[direction] = {}
             serving = self.radio.serving[demand.client_ids]
@@ -260,8 +261,8 @@ class Static:
                 for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
                                    strict=True):
                     held[k] = (f, n)
-                    self.grant_rows.append((round_, k, direction.value, n * block_hz))
-                    self.block_rows.append((round_, k, direction.value, c, f, n))
+                    self.grant_rows.append((round_, k, value, n * block_hz))
+                    self.block_rows.append((round_, k, value, c, f, n))
 
     def _share_blocks(self, round_: int, direction: Direction, c: int,
                       clients: list[int]) -> None:

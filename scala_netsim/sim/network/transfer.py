@@ -46,7 +46,7 @@ def _unfreed(start: float) -> None:
     del start
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Transfer:
     """One transfer of client `message.client_id` in `direction`, of `kind` at `local_iter`,
     served by `cell`; `ended` fires when it is recorded (or fails, lost). Asked at `asked`;
@@ -62,6 +62,9 @@ class Transfer:
     gain: float
     ended: simpy.Event
     asked: float
+    #: its client (message.client_id) and bits (8 x message.payload_bytes), kept at hand
+    client: int
+    bits: float
     stage: Stage = Stage.GRANT
     sent: bool = False
     start: float = math.nan
@@ -77,14 +80,6 @@ class Transfer:
     pool: tuple[Pool, Flow] | None = None
     turn: simpy.resources.resource.Request | None = None
     free: Callable[[float], None] = field(default=_unfreed)
-
-    @property
-    def client(self) -> int:
-        return self.message.client_id
-
-    @property
-    def bits(self) -> float:
-        return 8.0 * self.message.payload_bytes
 
     @property
     def is_cut(self) -> bool:
