@@ -38,12 +38,24 @@ def objects_so_far_frozen() -> Iterator[None]:
     run of 10,000 clients spent ~20 % of its time in full collections walking them again and
     again. Cyclic garbage among them waits for the first full collection after the run (what
     reference counting frees is freed at once, as always). gc.unfreeze also releases what a
-    caller had frozen before the run."""
+    caller had frozen before the run. Meanwhile the youngest generation is collected after
+    YOUNG_OBJECTS allocations rather than Python's 700: a simulation allocates and frees
+    millions of small objects (its events, closures and records), nearly all freed by
+    reference counting, and the collector's passes over them cost a network's plain run some
+    6 % of its rounds' time (docs/benchmarks.md)."""
+    thresholds = gc.get_threshold()
     gc.freeze()
+    gc.set_threshold(YOUNG_OBJECTS, *thresholds[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+#: the allocations after which the collector looks at the youngest objects while a run
+#: simulates (objects_so_far_frozen; Python's default is 700)
+YOUNG_OBJECTS = 20_000
 
 
 def processor_name() -> str:
