@@ -345,13 +345,12 @@ class NetworkLink:
                 done: tuple[int, float] | None = None) -> None:
         self._books.record(t, air, backhaul_s, self.round, done)
 
-    def _faded(self, direction: Direction,
-               k: int) -> tuple[np.ndarray | TimeFades | None, float]:
-        """Client k's transfer's fading block on every link (None: no fading; its blocks of
-        time, whose rows come as it is on the air) and its gain to its serving cell
-        (large-scale times its fade; the large-scale alone under blocks of time)."""
-        if self.fading is None:
-            return None, self.radio.serving_gain(k)
+    def _faded(self, direction: Direction, k: int) -> tuple[np.ndarray | TimeFades, float]:
+        """Under fading, client k's transfer's fading block on every link (its blocks of time,
+        whose rows come as it is on the air) and its gain to its serving cell (large-scale
+        times its fade; the large-scale alone under blocks of time). Without fading a transfer
+        keeps the large-scale gain it was asked with (`_send` does not ask)."""
+        assert self.fading is not None
         if self.fading.fading.per_time:
             return (TimeFades(self.env, self.fading, self.radio, direction, k),
                     self.radio.serving_gain(k))
