@@ -390,7 +390,7 @@ class Air:
             self._reassign(cell)
         self._settle()
         for f in done:
-            f.done(f)
+            f.crossed()
 
     def _finish(self, h: int) -> Flow:
         """Slot h's numbers into its Flow, now it has crossed, and its blocks freed."""

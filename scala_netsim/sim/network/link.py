@@ -264,7 +264,7 @@ class NetworkLink:
         if self.fading is not None:                # (none: its large-scale gain, as asked)
             t.fade, t.gain = self._faded(direction, k)
         if not self._per_instant:                  # the round's grant
-            t.first, t.blocks = self._static.grant(direction, k)
+            t.first, t.blocks, t.granted = self._static.grant(direction, k)
             t.power_w = self.power_w(direction, k, t.blocks)
         if self.arq is not None:                   # a fixed-rate transfer's attempts
             t.arq = Attempts(self.env, self._air[direction], t.bits, self.arq,
@@ -308,7 +308,8 @@ class NetworkLink:
             air.request(Request(flow, k, t.cell, gain,
                                 lambda n: self.powers(direction, k, n), self._cap(direction, k)))
         else:
-            air.add(flow, k, t.cell, np.arange(t.first, t.first + t.blocks), t.power_w, gain)
+            assert t.granted is not None     # (the round's grant: _send)
+            air.add(flow, k, t.cell, t.granted, t.power_w, gain)
 
     def _air_over(self, t: Transfer, crossed: Flow, backhaul_s: float) -> None:
         """Its bits have crossed the air: its turn freed, then its HARQ wait (NrLink.tail_s:

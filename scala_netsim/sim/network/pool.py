@@ -45,6 +45,18 @@ class Flow:
         #: called with it when it gets its first blocks on a network's air (None: nothing)
         self.on_air: Callable[[Flow], None] | None = None
 
+    def crossed(self) -> None:
+        """Its bits have crossed: `done(self)`, then the callback let go. It is often a
+        closure holding the transfer that holds this flow, a cycle that reference counting
+        cannot free: the garbage collector would have to find every transfer's."""
+        done, self.done = self.done, _called
+        done(self)
+
+
+def _called(flow: Flow) -> None:
+    """A flow's callback once it has been called: nothing more to do."""
+    del flow
+
 
 #: what a pool's rate function gives for its flows in flight: rate (bit/s), SINR (linear)
 #: and interference (W), one entry per flow
@@ -135,7 +147,7 @@ class Pool:
             setattr(self, name, getattr(self, name)[kept])
         self._reschedule()
         for f in done:
-            f.done(f)
+            f.crossed()
 
     def _finish(self, i: int) -> Flow:
         """Flow i's numbers into its Flow, now it has crossed."""

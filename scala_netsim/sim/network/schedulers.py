@@ -219,12 +219,16 @@ class Static:
         self.env, self.settings, self.radio, self.allocator = env, settings, radio, allocator
         self.radios, self.uplink_blocks = radios, uplink_blocks
         self.grant_rows, self.block_rows, self.shared_rows = grant_rows, block_rows, shared_rows
-        self._blocks: dict[Direction, dict[int, tuple[int, int]]] = {d: {} for d in Direction}
+        #: each client's grant of the round: (first, count, its blocks as an array, which the
+        #: air copies: made once a round, not once a transfer)
+        self._blocks: dict[Direction, dict[int, tuple[int, int, np.ndarray]]] = {
+            d: {} for d in Direction}
         #: the round's clients that take turns on a block, with the block's queue
         self._turns: dict[Direction, dict[int, simpy.Resource]] = {d: {} for d in Direction}
 
-    def grant(self, direction: Direction, client: int) -> tuple[int, int]:
-        """Client's blocks of the round in `direction`: (first, count), a range."""
+    def grant(self, direction: Direction, client: int) -> tuple[int, int, np.ndarray]:
+        """Client's blocks of the round in `direction`: (first, count), a range, and its
+        blocks first..first + count - 1 (not to be written to)."""
         return self._blocks[direction][client]
 
     def turn(self, direction: Direction, client: int) -> simpy.Resource | None:
@@ -260,7 +264,7 @@ class Static:
                 first = np.concatenate([[0], np.cumsum(blocks)[:-1]])
                 for k, f, n in zip(part.client_ids.tolist(), first.tolist(), blocks.tolist(),
                                    strict=True):
-                    held[k] = (f, n)
+                    held[k] = (f, n, np.arange(f, f + n))
                     self.grant_rows.append((round_, k, value, n * block_hz))
                     self.block_rows.append((round_, k, value, c, f, n))
 
@@ -272,7 +276,7 @@ class Static:
         queues = [simpy.Resource(self.env) for _ in range(total)]
         for i, k in enumerate(clients):
             block = i % total
-            self._blocks[direction][k] = (block, 1)
+            self._blocks[direction][k] = (block, 1, np.arange(block, block + 1))
             self._turns[direction][k] = queues[block]
             self.grant_rows.append((round_, k, direction.value, self.settings.block_hz))
             self.shared_rows.append((round_, k, direction.value, c, block))

@@ -71,6 +71,9 @@ class Transfer:
     fade: np.ndarray | TimeFades | None = None
     first: int = -1
     blocks: int = 0
+    #: its static grant's blocks, first..first + blocks - 1 (the scheduler's array, shared;
+    #: None per instant)
+    granted: np.ndarray | None = None
     power_w: float = math.nan
     arq: Attempts | None = None
     #: its cell's backhaul (None: none), its Flow on the air once it joined, its Flow on the
