@@ -38,6 +38,7 @@ import pandas as pd  # noqa: E402
 
 from analysis import read_rounds  # noqa: E402
 from analysis.figures import accuracy_figure  # noqa: E402
+from analysis.network_pictures import plot_network_run  # noqa: E402
 from analysis.runs import load_runs, setting_keys  # noqa: E402
 from analysis.style import round_axis, time_unit  # noqa: E402
 from scala_netsim.core.columns import CRITICAL_PATH_COLUMNS
@@ -206,8 +207,12 @@ def _accuracy_figure(x: pd.Series, y: pd.Series, xlabel: str, title: str, path: 
 
 def plot_run(run_dir: Path | str, title: str | None = None) -> list[Path]:
     """accuracy_vs_time.png, accuracy_vs_rounds.png and latency_breakdown.png in `run_dir`
-    (no breakdown for an asynchronous run, whose rounds.csv has no critical path)."""
-    run_dir = Path(run_dir)
+    (no breakdown for an asynchronous run, whose rounds.csv has no critical path), and a
+    network run's pictures (analysis.network_pictures)."""
+    return _run_figures(Path(run_dir), title) + plot_network_run(run_dir)
+
+
+def _run_figures(run_dir: Path, title: str | None) -> list[Path]:
     rounds = read_rounds(run_dir)
     title = title or f"{run_dir.parent.name} ({run_dir.name})"
     evaluated = rounds.dropna(subset=["test_acc"])

@@ -19,6 +19,8 @@ ATTACK_JSON = "attack.json"       # the model-inversion attack on a trained run 
 ATTACK_PNG = "attack.png"
 #: each run's figures (analysis.plots.plot_run)
 RUN_FIGURES = ("accuracy_vs_time.png", "accuracy_vs_rounds.png", "latency_breakdown.png")
+#: a network run's pictures besides (analysis.network_pictures.plot_network_run)
+NETWORK_FIGURES = ("network_map.png", "sinr_cdf.png", "round_timeline.png")
 COMPARISON_CSV = "comparison.csv"   # OUT/<scenario>/: one row per run
 SWEEP_JSON = "sweep.json"           # OUT/<scenario>/: the study's points and settings
 #: sweep.json's list of the sweep's points (one algorithm under one combination of swept
@@ -61,7 +63,8 @@ FINISHED = ("completed", "diverged")
 #: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
 RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, *RECORD_FILES, AIR_CSV,
               FADING_CSV, SUMMARY_JSON,
-              CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES)
+              CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES,
+              *NETWORK_FIGURES)
 
 
 def sweep_points(index: dict) -> list:
