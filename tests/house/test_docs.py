@@ -32,7 +32,7 @@ def test_the_site_builds_in_strict_mode(tmp_path):
 @pytest.mark.slow
 def test_the_example_notebook_executes(tmp_path):
     """The notebook runs top to bottom (its QUICK slice) in a fresh kernel: both sweeps, the
-    figures, the events table; no cell raises."""
+    figures, the events table, a network run's three pictures; no cell raises."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -46,7 +46,7 @@ def test_the_example_notebook_executes(tmp_path):
     assert "training.lr: must be > 0.0, got -1" in text   # the ScenarioError, caught
     assert "retimed_from" in text and "activation_upload" in text
     images = sum("image/png" in o.get("data", {}) for c in code for o in c.outputs)
-    assert images == 3
+    assert images == 3 + 3      # its own three, and the network's (analysis.network_pictures)
 
 
 def test_the_readme_fits_on_a_screen_or_two():
