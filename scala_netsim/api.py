@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from scala_netsim.config.documents import ScenarioError, apply_overrides, set_dotted
+from scala_netsim.config.deployments import deploy
+from scala_netsim.config.documents import (
+    DEPLOYMENT_KEY,
+    ScenarioError,
+    apply_overrides,
+    set_dotted,
+)
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import Scenario, read_document, validate_scenario
 from scala_netsim.core.errors import RefusedError
@@ -69,6 +75,8 @@ def load_scenario(source: str | Path | Mapping[str, Any],
         document, where = read_document(source, strings), Path(source)
     if values and not isinstance(document, dict):
         return validate_scenario(document, source=where)   # (says the top level is wrong)
+    if DEPLOYMENT_KEY in values and isinstance(document, dict):
+        deploy(document, values[DEPLOYMENT_KEY])   # (first: the other overrides replace it)
     problems = [f"{key}: {p}" for key, value in values.items()
                 if (p := set_dotted(document, key, value))]
     if problems:

@@ -3,12 +3,14 @@ dotted-key overrides (`--set training.rounds=20`) applied to a parsed YAML docum
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from scala_netsim.config.deployments import deploy
 from scala_netsim.core.errors import Error
 
 
@@ -60,12 +62,22 @@ def set_dotted(document: dict, key: str, value: Any) -> str | None:
     return None
 
 
+#: the override that names a deployment (config.deployments.deploy: applied first)
+DEPLOYMENT_KEY = "network.deployment"
+
+
 def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--set") -> dict:
     """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document; a key
     given twice is refused, as the YAML refuses a key twice in a mapping (the last would win
-    without a word), and so is a section given after one of its keys (it would drop it)."""
+    without a word), and so is a section given after one of its keys (it would drop it). A
+    deployment among them is applied first, over the document's keys (config.deployments)."""
     problems = []
     values: dict[str, str] = {}
+    for item in overrides:       # a deployment first: the other overrides replace its keys
+        key, sep, raw = item.partition("=")
+        if key == DEPLOYMENT_KEY and sep and isinstance(document, dict):
+            with contextlib.suppress(yaml.YAMLError):   # (refused below, naming the key)
+                deploy(document, parse_yaml(raw))
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:

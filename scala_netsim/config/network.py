@@ -5,7 +5,7 @@ allows, taken from the channel's registries, and the one rule for a key that doe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 
 import channel
 from scala_netsim.algorithms.config import Strict
+from scala_netsim.config.deployments import with_deployment
 from scala_netsim.config.ranges import (
     BACKHAUL_LATENCY,
     BAND,
@@ -214,6 +215,9 @@ NR_KEYS = ("bler_target", "mcs_table", "harq_max_transmissions", "harq_rtt_slots
 
 
 class NetworkConfig(Strict):
+    # a named deployment (config.deployments: uma_n78, umi_n78, rma_fdd) filling the keys
+    # left out with 3GPP's evaluation assumptions (docs/model/network.md); null: none
+    deployment: str | None = None
     radius_m: Annotated[float, DISTANCE] = 500.0
     min_distance_m: float = Field(default=35.0, ge=0)
     # a name in channel.PATHLOSS_MODELS, read when a scenario is validated (so a model
@@ -274,6 +278,11 @@ class NetworkConfig(Strict):
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deployment_under_the_keys_given(cls, value: Any) -> Any:
+        return with_deployment(value) if isinstance(value, Mapping) else value
 
     @field_validator("pathloss")
     @classmethod

@@ -172,6 +172,11 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
      "kind fdd; set network.duplex.kind: tdd, or leave pattern out"),
     (["scenarios/cellular_10pct.yaml", "--set", "network.harq_rtt_slots=8"],
      "network.harq_rtt_slots: only with link_abstraction nr"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.deployment=uma_n79"],
+     "network.deployment: 'uma_n79' is not a deployment (allowed: uma_n78, umi_n78, rma_fdd"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.deployment=uma_n78", "--set",
+      "network.subcarrier_spacing_hz=15e3"],
+     "network.uplink_bandwidth_hz: 100 MHz at 15 kHz subcarrier spacing is no NR channel"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"
