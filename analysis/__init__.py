@@ -8,6 +8,13 @@ import pandas as pd
 from scala_netsim.core.files import ROUNDS_CSV
 from scala_netsim.core.results import read_record
 
+#: what the network studies say of their deployment (issue 63)
+HAND_SET = ("No named deployment (`network.deployment: null`): every key is set by hand, 2 GHz "
+            "on paired 20 MHz bands, 1 W a cell, no noise figures, a fixed 0.2 W a client and "
+            "no downtilt, where the nearest, `uma_n78` (docs/model/network.md), has 19 sites "
+            "on one 100 MHz TDD carrier at 3.5 GHz, 56 dBm a cell, noise figures of 5 and 9 "
+            "dB, uplink power control and a 12-degree downtilt.")
+
 
 def read_rounds(run_dir: Path | str) -> pd.DataFrame:
     """A run folder's rounds.csv; a timing-only run's (no test_acc column) gets test_acc NaN."""

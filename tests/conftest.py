@@ -72,6 +72,9 @@ GROUPED_FIXTURES = {"golden_run": "golden", "sweeps": "retime"}
 
 # tryfirst: xdist's own hook turns the xdist_group marks into the "@group" suffix of each
 # node id that loadgroup schedules by; marks added after it would be ignored.
+# The slow tests (end to end, up to 45 s each) are handed out first: a worker that draws one
+# near the end of the run would leave the other idle for its length (issue 62: the suite's
+# budget).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -79,6 +82,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)   # (stable)
 
 
 @pytest.fixture(autouse=True)
