@@ -114,3 +114,26 @@ def sector_gain_db(azimuth_deg: np.ndarray, boresight_deg: float,
     horizontal = -np.minimum(12 * (phi / 65.0) ** 2, 30.0)
     vertical = -np.minimum(12 * ((np.asarray(zenith_deg) - tilt_deg) / 65.0) ** 2, 30.0)
     return 8.0 - np.minimum(-(horizontal + vertical), 30.0)
+
+
+#: the array factor's floor (power): a column's exact nulls kept finite for the decibels
+COLUMN_FLOOR = 1e-30
+
+
+def column_gain_db(zenith_deg: np.ndarray | float, tilt_deg: float, rows: int,
+                   spacing_wavelengths: float = 0.5) -> np.ndarray:
+    """The gain (dB) of a vertical column of `rows` elements `spacing_wavelengths` apart,
+    phased to steer its beam to the zenith angle `tilt_deg` (TR 38.901 7.3's panel, M rows
+    and N = 1 column; Table 7.8-1's calibration antenna: M = 10, d_V = 0.5 wavelengths,
+    electrical tilt 102 degrees), toward zenith angles `zenith_deg`: |sum_m exp(j psi m)|^2 / M
+    with psi = 2 pi d (cos theta - cos theta_tilt), = sin^2(M psi / 2) / (M sin^2(psi / 2)):
+    M (10 log10 M dB) on the beam, 0 where M d (cos theta - cos theta_tilt) is a nonzero
+    integer (floored at COLUMN_FLOOR). At half a wavelength apart it averages 1 over the sphere
+    (the power radiated is the element's, pointed)."""
+    psi = 2.0 * np.pi * spacing_wavelengths * (np.cos(np.radians(np.asarray(zenith_deg, float)))
+                                               - np.cos(np.radians(tilt_deg)))
+    half = np.sin(psi / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = np.where(np.abs(half) < 1e-12, float(rows),
+                         np.sin(rows * psi / 2.0) ** 2 / (rows * half ** 2))
+    return 10.0 * np.log10(np.maximum(power, COLUMN_FLOOR))

@@ -73,12 +73,15 @@ def zenith_angle_deg(d2d_m: np.ndarray, bs_height_m: float,
 
 
 def antenna_gain_db(cells: Cells, azimuth_deg: np.ndarray, zenith_deg: np.ndarray | None = None,
-                    downtilt_deg: float | None = None) -> np.ndarray:
+                    downtilt_deg: float | None = None,
+                    panel_rows: int | None = None) -> np.ndarray:
     """(clients, cells) antenna gain towards each client: the 38.901 element (Table 7.3-1) of
     a sectored cell at the client's azimuth from its site, 0 dBi for an omnidirectional one.
     `azimuth_deg` (and `zenith_deg`) are (clients, sites). With a `downtilt_deg`, the
     element's vertical pattern at the client's zenith angle, theta_tilt = 90 + downtilt;
-    without, none (as if every client were at the element's horizon)."""
+    without, none (as if every client were at the element's horizon). With `panel_rows` (and
+    a downtilt), a column of that many elements, each at the horizon, whose beam is steered
+    electrically to the downtilt (layout.column_gain_db: TR 38.901 Table 7.8-1's antenna)."""
     toward = azimuth_deg[:, cells.site]
     sectored = ~np.isnan(cells.azimuth_deg)
     gain = np.zeros(toward.shape)
@@ -88,9 +91,12 @@ def antenna_gain_db(cells: Cells, azimuth_deg: np.ndarray, zenith_deg: np.ndarra
         if downtilt_deg is not None:
             zenith = np.asarray(zenith_deg)[:, cells.site][:, sectored]
             tilt = 90.0 + downtilt_deg
+        element_tilt = tilt if panel_rows is None else 90.0   # (the column tilts its beam)
         gain[:, sectored] = layout.sector_gain_db(toward[:, sectored],
                                                   cells.azimuth_deg[sectored][None, :],
-                                                  zenith, tilt)
+                                                  zenith, element_tilt)
+        if panel_rows is not None:
+            gain[:, sectored] += layout.column_gain_db(zenith, tilt, panel_rows)
     return gain
 
 
@@ -348,16 +354,18 @@ class NetworkDrop:
 def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,
                  offsets: np.ndarray | None,
                  losses_of: Callable[[np.ndarray], LinkLosses],
-                 downtilt_deg: float | None = None, bs_height_m: float = 0.0) -> NetworkDrop:
+                 downtilt_deg: float | None = None, bs_height_m: float = 0.0,
+                 panel_rows: int | None = None) -> NetworkDrop:
     """The network's view of clients at `points`: `losses_of(d2d_m)` draws the links' losses
     for the (clients, sites) distances (a path-loss model's `draw_links`); a `downtilt_deg`
     applies the antennas' vertical pattern, at each link's zenith angle from a site at
-    `bs_height_m` to the client at its drawn height."""
+    `bs_height_m` to the client at its drawn height (with `panel_rows`, a column of elements
+    steered to it: antenna_gain_db)."""
     geometry = link_geometry(points, sites_xy, offsets)
     losses = losses_of(geometry.d2d_m)
     zenith = (None if downtilt_deg is None else
               zenith_angle_deg(geometry.d2d_m, bs_height_m, losses.h_ut_m[:, None]))
-    antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg)
+    antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg, panel_rows)
     coupling = coupling_gain_db(cells, losses.total_db, antenna)
     return NetworkDrop(cells, points[:, 0], points[:, 1], geometry, losses, antenna, coupling,
                        serving_cells(coupling))

@@ -33,7 +33,7 @@ UMA_N78: dict[str, Any] = {
     "indoor_share": 0.8,
     "min_distance_m": 35.0,
     "layout": {"kind": "hexagonal", "sites": 19, "isd_m": 500.0, "sectors": 3,
-               "wraparound": True, "downtilt_deg": 12.0},
+               "wraparound": True, "downtilt_deg": 12.0, "panel_rows": 10},
     "duplex": {"kind": "tdd", "pattern": "DDDSU", "special_slot": [10, 2, 2]},
     "uplink_bandwidth_hz": 100e6,
     "downlink_bandwidth_hz": 100e6,

@@ -135,6 +135,10 @@ class LayoutConfig(Strict):
     #: vertical pattern at its zenith angle; null = no vertical pattern (every client at the
     #: horizon of the element)
     downtilt_deg: float | None = Field(default=None, ge=0, le=90)
+    #: each sector a column of this many 38.901 elements half a wavelength apart, its beam
+    #: steered electrically to downtilt_deg (TR 38.901 Table 7.8-1's antenna: 10 rows, 102
+    #: degrees); null = one element, tilted by downtilt_deg itself
+    panel_rows: int | None = Field(default=None, ge=2, le=64)
 
     @model_validator(mode="after")
     def _keys_the_kind_reads(self) -> LayoutConfig:
@@ -145,7 +149,8 @@ class LayoutConfig(Strict):
         ignored = not_applying(self, keys, WRITTEN_LAYOUT_KEYS)
         if self.kind == "single" and ignored:
             key = ignored[0]
-            what = {"isd_m": "inter-site distance", "downtilt_deg": "downtilt"}.get(key, key)
+            what = {"isd_m": "inter-site distance", "downtilt_deg": "downtilt",
+                    "panel_rows": "antenna panel"}.get(key, key)
             raise ValueError(f"{key}: the single layout (the paper's one cell of radius_m) has "
                              f"no {what}; set network.layout.kind: hexagonal, or leave {key} out")
         if self.kind == "hexagonal" and self.sites == 1 and "wraparound" in ignored:
@@ -431,6 +436,11 @@ class NetworkConfig(Strict):
                              f"it would send again what HARQ already delivered; use 'adaptive' "
                              f"with nr")
         tilt = self.layout.downtilt_deg
+        if self.layout.panel_rows is not None and tilt is None:
+            raise ValueError(f"layout.panel_rows: a column of {self.layout.panel_rows} "
+                             f"elements steers its beam to the downtilt; give "
+                             f"layout.downtilt_deg (TR 38.901 Table 7.8-1: 12), or leave "
+                             f"panel_rows out")
         if tilt is not None and (self.layout.sectors != 3 or not hasattr(
                 channel.PATHLOSS_MODELS[self.pathloss], "table")):
             raise ValueError(f"layout.downtilt_deg: a downtilt needs 3 sectors (the 38.901 "

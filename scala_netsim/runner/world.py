@@ -139,7 +139,7 @@ def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
     drop = channel.network.drop_network(
         channel.network.hexagonal_cells(lay.sites, lay.isd_m, lay.sectors), points, sites_xy,
         offsets, lambda d2d_m: draw_links(model, d2d_m, stream, net),
-        lay.downtilt_deg, getattr(model, "bs_height_m", 0.0))
+        lay.downtilt_deg, getattr(model, "bs_height_m", 0.0), lay.panel_rows)
     d2d_m, losses = drop.on_serving_link(drop.geometry.d2d_m), drop.losses
     drawn = {"serving_cell": drop.serving, "x_m": drop.x_m, "y_m": drop.y_m, "d2d_m": d2d_m}
     if isinstance(model, channel.pathloss.Tr38901):

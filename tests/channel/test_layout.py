@@ -100,3 +100,37 @@ def test_sites_and_wraparound_distances_agree_with_sionna(sites):
                                    layout.wraparound_offsets(sites, 500.0))
     mine = np.hypot(vectors[..., 0], vectors[..., 1])[:, match]
     assert np.allclose(mine, expected, rtol=1e-9, atol=1e-6)
+
+
+def test_a_column_of_ten_elements_steered_to_102_degrees_by_hand():
+    """TR 38.901 Table 7.8-1's antenna, M = 10 rows half a wavelength apart, electrical tilt
+    102 degrees: 10 dB on the beam, its nulls where 10 x 0.5 (cos theta - cos 102) is a
+    nonzero integer, the closed form equal to the sum of the rows' phasors, and at half a
+    wavelength the power it radiates the element's (its mean over the sphere 1)."""
+    tilt = 102.0
+    assert layout.column_gain_db(tilt, tilt, 10) == pytest.approx(10.0)
+    null = math.degrees(math.acos(math.cos(math.radians(tilt)) + 1 / (10 * 0.5)))
+    assert layout.column_gain_db(null, tilt, 10) == pytest.approx(-300.0)   # (floored)
+    zenith = np.random.default_rng(0).uniform(0, 180, 200)
+    phase = 2 * np.pi * 0.5 * (np.cos(np.radians(zenith)) - math.cos(math.radians(tilt)))
+    summed = np.abs(np.exp(1j * np.outer(phase, np.arange(10))).sum(axis=1)) ** 2 / 10
+    assert np.allclose(10 ** (layout.column_gain_db(zenith, tilt, 10) / 10), summed,
+                       rtol=1e-9, atol=1e-12)
+    theta = np.linspace(0.0, np.pi, 200_001)        # mean over the sphere: sin-weighted
+    linear = 10 ** (layout.column_gain_db(np.degrees(theta), tilt, 10) / 10)
+    assert np.trapezoid(linear * np.sin(theta), theta) / 2 == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_panel_sector_points_its_beam_at_the_downtilt_and_keeps_its_element_level():
+    """With a column the element is not tilted (the column tilts the beam): a client seen at
+    the downtilt on the boresight gets 8 dBi of the element at 12 degrees below its horizon
+    (-12 (12/65)^2 dB) plus the column's 10 dB."""
+    from channel import network
+
+    cells = network.hexagonal_cells(1, 500.0, 3)
+    azimuth = np.array([[30.0]])                     # cell 0's boresight
+    zenith = np.array([[102.0]])                     # 12 degrees below the horizon
+    gain = network.antenna_gain_db(cells, azimuth, zenith, 12.0, panel_rows=10)[0, 0]
+    assert gain == pytest.approx(8.0 - 12 * (12 / 65) ** 2 + 10.0)
+    alone = network.antenna_gain_db(cells, azimuth, zenith, 12.0)[0, 0]
+    assert alone == pytest.approx(8.0)               # the element tilted itself: on its peak
