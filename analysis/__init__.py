@@ -10,10 +10,11 @@ from scala_netsim.core.results import read_record
 
 #: what the network studies say of their deployment (issue 63)
 HAND_SET = ("No named deployment (`network.deployment: null`): every key is set by hand, 2 GHz "
-            "on paired 20 MHz bands, 1 W a cell, no noise figures, a fixed 0.2 W a client and "
-            "no downtilt, where the nearest, `uma_n78` (docs/model/network.md), has 19 sites "
-            "on one 100 MHz TDD carrier at 3.5 GHz, 56 dBm a cell, noise figures of 5 and 9 "
-            "dB, uplink power control and a 12-degree downtilt.")
+            "on paired bands, 1 W a cell, no noise figures, a fixed 0.2 W a client and one "
+            "antenna element a sector with no downtilt, where the nearest, `uma_n78` "
+            "(docs/model/network.md), has 19 sites on one 100 MHz TDD carrier at 3.5 GHz, 56 "
+            "dBm a cell, noise figures of 5 and 9 dB, uplink power control and a 10-row "
+            "column a sector steered 12 degrees down.")
 
 
 def read_rounds(run_dir: Path | str) -> pd.DataFrame:

@@ -96,8 +96,8 @@ def read_network_run(run_dir: Path | str) -> NetworkRun | None:
 
 
 def median_round(rounds: pd.DataFrame) -> int:
-    """The round whose round time is the median's (the lower middle of an even count; an
-    asynchronous run, whose rounds.csv has no round time: the middle round)."""
+    """The round whose round time is the median's (the lower middle of an even count; the
+    middle round where rounds.csv has no round time)."""
     times = rounds.sort_values(["round_time_s", "round"] if "round_time_s" in rounds
                                else ["round"])
     return int(times["round"].iloc[(len(times) - 1) // 2])
@@ -213,9 +213,11 @@ def transfer_parts(event: pd.Series, stretches: pd.DataFrame,
                    tdd: bool) -> list[tuple[str, float, float]]:
     """A transfer's parts as (part, start, end): before its first block (a grant's wait, K2,
     a round-robin cell's queue; down, the backhaul first); from its first block to its last,
-    its air time (bits / rate: moving bits) and the rest of that span (under TDD waiting for
-    the direction's symbols, drawn as a share after the bits; else time parked with no
-    block); its HARQ tail; and up, the backhaul last."""
+    its air time (payload x attempts / rate: moving bits; a transfer parked a while without
+    blocks under proportional fair has that time inside its bits, its rate being its bits
+    over all its time on the air) and the rest of that span (under TDD waiting for the
+    direction's symbols, drawn as a share after the bits); its HARQ tail; and up, the
+    backhaul last. A transfer with no air row (cut before it got blocks) is its waits."""
     start, end = float(event["t_start_s"]), float(event["t_end_s"])
     harq = float(event.get("harq_wait_s", 0.0) or 0.0)
     backhaul = float(event.get("backhaul_s", 0.0) or 0.0)
@@ -223,7 +225,8 @@ def transfer_parts(event: pd.Series, stretches: pd.DataFrame,
     parts = []
     if not up and backhaul > 0:
         parts.append(("backhaul", start, start + backhaul))
-    air_start = float(stretches["start_s"].min()) if len(stretches) else start
+    air_start = float(stretches["start_s"].min()) if len(stretches) else (
+        start + (0.0 if up else backhaul))
     air_end = (float(stretches["end_s"].max()) if len(stretches)
                else end - harq - (backhaul if up else 0.0))
     before = start + (0.0 if up else backhaul)
@@ -235,7 +238,8 @@ def transfer_parts(event: pd.Series, stretches: pd.DataFrame,
     moving = min(max(airtime, 0.0), max(air_end - air_start, 0.0))
     parts.append(("bits", air_start, air_start + moving))
     if air_end > air_start + moving:
-        parts.append(("symbols" if tdd else "grant", air_start + moving, air_end))
+        parts.append(("symbols" if tdd and len(stretches) else "grant", air_start + moving,
+                      air_end))
     if harq > 0:
         parts.append(("harq", air_end, air_end + harq))
     if up and backhaul > 0:
@@ -247,7 +251,7 @@ def _client_rows(ax: plt.Axes, run: NetworkRun, events: pd.DataFrame,
                  order: list[int]) -> None:
     """One row a client (`order`, top down) and one for the server: its parts as bars."""
     tdd = run.network.get("duplex", {}).get("kind") == "tdd"
-    air = run.air.groupby("event_index")
+    air = run.air[run.air["event_index"].isin(events.index)].groupby("event_index")
     stretches = {i: air.get_group(i) for i in air.groups}
     empty = run.air.iloc[:0]
     row_of = {client: len(order) - i for i, client in enumerate(order)}
@@ -332,8 +336,9 @@ def round_timeline_figure(run: NetworkRun, round_: int | None = None) -> Figure:
     _client_rows(axes[0, 0], run, events, order)
     axes[0, 0].set_title(f"round {round_}{shown}")
     row = run.rounds.set_index("round").loc[round_]
-    start = (float(row["sim_time_s"] - row["round_time_s"]) if "round_time_s" in row
-             else float(events["t_start_s"].min()))
+    start = float(events["t_start_s"].min())    # (an asynchronous version's may start
+    if "round_time_s" in row:                    # before its round: its clients overlap)
+        start = min(start, float(row["sim_time_s"] - row["round_time_s"]))
     end = float(events["t_end_s"].max())
     if cell is not None:
         palette = plt.get_cmap("tab20b")     # (not the parts' colours above)

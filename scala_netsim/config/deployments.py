@@ -56,10 +56,10 @@ UMI_N78: dict[str, Any] = {
     "bs_tx_power_w": _w(38.0),              # a medium range base station's most
 }
 
-#: a rural macro on a paired low band (n28, 700 MHz)
+#: a rural macro on a paired low band (n28, its downlink at 780 MHz)
 RMA_FDD: dict[str, Any] = {
     "pathloss": "3gpp_38901_rma",
-    "carrier_frequency_hz": 0.7e9,
+    "carrier_frequency_hz": 0.78e9,         # n28's downlink (its uplink: 0.6 dB less loss)
     "bs_height_m": 35.0,
     "ut_height_m": 1.5,
     "indoor_share": 0.5,
@@ -91,7 +91,7 @@ def with_deployment(network: Mapping[str, Any]) -> dict[str, Any]:
     name = network.get("deployment")
     if name is None:
         return dict(network)
-    if name not in DEPLOYMENTS:
+    if not isinstance(name, str) or name not in DEPLOYMENTS:
         raise ValueError(f"deployment: {name!r} is not a deployment (allowed: "
                          f"{', '.join(DEPLOYMENTS)}; or null for none)")
     merged = {**DEPLOYMENTS[name], **network}

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scala_netsim.config.documents import ScenarioError, set_dotted
+from scala_netsim.config.deployments import deploy
+from scala_netsim.config.documents import DEPLOYMENT_KEY, ScenarioError, set_dotted
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import (
     Scenario,
@@ -123,6 +124,9 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepPoint]:
         for algorithm in scenario.algorithms:
             document = copy.deepcopy(base)
             document["algorithms"] = [algorithm]
+            for _, _, settings in choices:   # a deployment first: the point's keys over it
+                if DEPLOYMENT_KEY in settings:
+                    deploy(document, settings[DEPLOYMENT_KEY])
             found = [f"sweep {key}: {p}" for _, _, settings in choices
                      for key, value in settings.items()
                      if (p := set_dotted(document, key, value))]

@@ -73,7 +73,7 @@ def test_the_command_lines_keys_replace_the_deployments_and_its_the_files():
     its nested sections; the Python API's overrides do the same."""
     net = load_scenario(SCENARIO, ["network.deployment=rma_fdd", "network.layout.sites=7",
                                    "network.bs_tx_power_w=20"]).network
-    assert net.pathloss == "3gpp_38901_rma" and net.carrier_frequency_hz == 0.7e9
+    assert net.pathloss == "3gpp_38901_rma" and net.carrier_frequency_hz == 0.78e9
     assert (net.layout.sites, net.layout.isd_m) == (7, 1732.0)
     assert net.bs_tx_power_w == 20.0 and net.duplex.kind == "fdd"
     api = sn.load_scenario(SCENARIO, {"network.deployment": "umi_n78",
@@ -111,3 +111,31 @@ def test_a_runs_scenario_yaml_reads_back_the_same_deployment(name, tmp_path):
     again = validate_scenario(read_written_yaml(path))
     assert again.network == scenario.network and again.network.bs_noise_figure_db == 0.0
     assert again.network.deployment == name
+
+
+def test_a_sweep_over_deployments_gives_each_point_its_deployment(tmp_path):
+    """A point starts from the scenario written in full: its deployment replaces those keys,
+    as on the command line (review of issue 63: both points had been the paper's cell)."""
+    from scala_netsim.tools.sweep import expand_sweep
+
+    scenario = load_scenario(SCENARIO, ["sweep={network.deployment: [uma_n78, rma_fdd]}",
+                                        "algorithms=[scala]"])
+    nets = {p.folder.parent.name: p.scenario.network for p in expand_sweep(scenario, tmp_path)}
+    assert nets["deployment=uma_n78"].pathloss == "3gpp_38901_uma"
+    assert nets["deployment=uma_n78"].duplex.kind == "tdd"
+    assert nets["deployment=rma_fdd"].carrier_frequency_hz == 0.78e9
+
+
+@pytest.mark.parametrize("given", ["[uma_n78]", "{a: 1}", "3"])
+def test_a_deployment_that_is_no_name_is_refused_naming_the_allowed_ones(given):
+    with pytest.raises(ValueError, match="is not a deployment \\(allowed: uma_n78"):
+        load_scenario(SCENARIO, [f"network.deployment={given}"])
+
+
+def test_a_users_null_power_control_stands_under_a_deployment():
+    document = yaml.safe_load(SCENARIO.read_text())
+    document["network"] = {"deployment": "uma_n78", "power_control": None}
+    assert validate_scenario(document, source="<test>").network.power_control is None
+    document["network"] = {"deployment": "uma_n78", "power_control": {"alpha": 1.0}}
+    net = validate_scenario(document, source="<test>").network
+    assert (net.power_control.alpha, net.power_control.p0_dbm) == (1.0, -80.0)

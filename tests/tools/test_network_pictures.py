@@ -164,3 +164,23 @@ def _spans(collection):
         xs = path.vertices[:, 0]
         out.append((xs.min(), xs.max() - xs.min()))
     return out
+
+
+def test_a_transfer_without_air_rows_is_its_waits_and_a_download_crosses_the_backhaul_first():
+    """Parts of transfers built by hand (no run): a download's backhaul comes before its air;
+    one cut before it got blocks is a wait, not symbols; an upload's backhaul comes last."""
+    empty = pd.DataFrame(columns=["start_s", "end_s"])
+    down = pd.Series({"kind": "model_download", "t_start_s": 1.0, "t_end_s": 4.0,
+                      "harq_wait_s": 0.5, "backhaul_s": 1.0, "rate_bps": 8e6,
+                      "payload_bytes": 1e6, "attempts": 1})
+    assert transfer_parts(down, empty, tdd=True) == [
+        ("backhaul", 1.0, 2.0), ("bits", 2.0, 3.0), ("grant", 3.0, 3.5), ("harq", 3.5, 4.0)]
+    air = pd.DataFrame({"start_s": [2.5], "end_s": [3.5]})
+    assert transfer_parts(down, air, tdd=True) == [
+        ("backhaul", 1.0, 2.0), ("grant", 2.0, 2.5), ("bits", 2.5, 3.5), ("harq", 3.5, 4.0)]
+    up = pd.Series({"kind": "model_upload", "t_start_s": 0.0, "t_end_s": 6.0,
+                    "harq_wait_s": 0.0, "backhaul_s": 1.0, "rate_bps": 4e6,
+                    "payload_bytes": 1e6, "attempts": 1})
+    air = pd.DataFrame({"start_s": [1.0, 2.0], "end_s": [2.0, 5.0]})
+    assert transfer_parts(up, air, tdd=True) == [
+        ("grant", 0.0, 1.0), ("bits", 1.0, 3.0), ("symbols", 3.0, 5.0), ("backhaul", 5.0, 6.0)]
