@@ -3,6 +3,7 @@ the registry refuses a trainer that does not fit its protocol."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -240,12 +241,21 @@ def fedavgm_plugin(folder, source: str):
                                                         os.environ.get("PYTHONPATH"))))}
 
 
-def resumed_rounds(out, env) -> tuple[bytes, bytes, str]:
+def resumed_rounds(out, env, copy_to=None) -> tuple[bytes, bytes, str]:
     """(rounds.csv of an uninterrupted golden run of fedavgm, the same after resuming it from
-    round 1's checkpoint, the second invocation's output)."""
+    round 1's checkpoint, the second invocation's output). With `copy_to`, the finished run's
+    folder is also copied there first (for another resume of the same checkpoint)."""
     proc = run_golden(out, "--set", "algorithms=[fedavgm]", "--set", "fedavgm.beta=0.5",
                       env=env)
     assert proc.returncode == 0, proc.stderr
+    if copy_to is not None:
+        shutil.copytree(out, copy_to)
+    return resume(out, env)
+
+
+def resume(out, env) -> tuple[bytes, bytes, str]:
+    """resumed_rounds' second half: the finished run in `out` resumed from round 1's
+    checkpoint under `env`."""
     run = out / "golden" / "fedavgm" / "seed3"
     whole = (run / "rounds.csv").read_bytes()
     (run / "summary.json").unlink()          # as if stopped after round 1's checkpoint
@@ -263,13 +273,15 @@ def test_the_guides_server_side_plugin_runs_and_its_state_survives_a_resume(tmp_
     source = FEDAVGM.read_text()
     assert source.split('"""', 2)[2].strip() in guide          # the guide shows this code
     whole, resumed, stdout = resumed_rounds(tmp_path / "a", fedavgm_plugin(tmp_path / "p",
-                                                                           source))
+                                                                           source),
+                                            copy_to=tmp_path / "b")
     assert "fedavgm: resuming from round 1 of 2" in stdout
     assert resumed == whole                     # the velocity came back from the checkpoint
     assert whole != (GOLDEN / "fedavg" / "rounds.csv").read_bytes()   # and it does something
-    # without extra_state the resumed run restarts the velocity at zero: other results
+    # without load_extra_state the same checkpoint resumes with the velocity at zero: other
+    # results (the uninterrupted run is the same either way: copied, not run again)
     forgetful = source.replace("def extra_state(", "def _unused(").replace(
         "def load_extra_state(", "def _unused_too(")
-    whole, resumed, _ = resumed_rounds(tmp_path / "b", fedavgm_plugin(tmp_path / "q",
-                                                                      forgetful))
+    same, resumed, stdout = resume(tmp_path / "b", fedavgm_plugin(tmp_path / "q", forgetful))
+    assert same == whole and "fedavgm: resuming from round 1 of 2" in stdout
     assert resumed != whole

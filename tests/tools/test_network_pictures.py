@@ -21,6 +21,8 @@ from analysis.network_pictures import (
 from scala_netsim.core.files import NETWORK_FIGURES, RUN_FIGURES
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+#: one worker runs the module's one network run (its fixture) for all its tests
+pytestmark = pytest.mark.xdist_group("pictures")
 #: FedAvg timing only in 7 sites x 3 sectors of UMa at 3.5 GHz, TDD + NR + round robin, 40
 #: clients, 10 a round, a 100 s deadline that drops some of them
 SETTINGS = ["timing_only=true", "algorithms=[fedavg]", "data.num_clients=40",
