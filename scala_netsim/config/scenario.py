@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import GenericAlias
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 import channel
 from scala_netsim.config.async_checks import asynchronous_problems, network_problems
+from scala_netsim.config.deployments import DEPLOYMENTS
 from scala_netsim.config.documents import (
     DuplicateKey,
     ScenarioError,
@@ -349,11 +350,26 @@ def validate_scenario(document: Any, source: str | Path = "<scenario>") -> Scena
         scenario = scenario_model().model_validate(document)
     except ValidationError as exc:
         described = dict.fromkeys(p for e in exc.errors() for p in _describe(e))
-        raise ScenarioError(source, list(described)) from None
+        raise ScenarioError(source, list(described) + deployed_note(document, described)) \
+            from None
     problems = cross_field_problems(scenario)
     if problems:
         raise ScenarioError(source, problems)
     return scenario
+
+
+def deployed_note(document: dict, problems: Iterable[str]) -> list[str]:
+    """Where a named deployment set the network's keys and a problem lies among them: a line
+    saying that a value the user did not write is the deployment's (config.deployments)."""
+    network = document.get("network")
+    name = network.get("deployment") if isinstance(network, dict) else None
+    if not isinstance(name, str) or name not in DEPLOYMENTS or not any(
+            p.startswith("network.") and not p.startswith("network.deployment:")
+            for p in problems):
+        return []
+    return [f"(network.deployment: {name} sets the network keys the scenario leaves out, and "
+            f"given with --set replaces the file's: a value above that you did not write is "
+            f"the deployment's; docs/model/network.md lists them)"]
 
 
 def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:

@@ -139,3 +139,16 @@ def test_a_users_null_power_control_stands_under_a_deployment():
     document["network"] = {"deployment": "uma_n78", "power_control": {"alpha": 1.0}}
     net = validate_scenario(document, source="<test>").network
     assert (net.power_control.alpha, net.power_control.p0_dbm) == (1.0, -80.0)
+
+
+def test_a_refusal_of_a_key_the_deployment_set_says_the_value_is_the_deployments():
+    from scala_netsim.config.documents import ScenarioError
+
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario(SCENARIO, ["network.deployment=uma_n78", "network.layout.sectors=1"])
+    problems = refused.value.problems
+    assert problems[0].startswith("network.layout.downtilt_deg: a downtilt needs 3 sectors")
+    assert problems[-1].startswith("(network.deployment: uma_n78 sets the network keys")
+    with pytest.raises(ScenarioError) as unknown:
+        load_scenario(SCENARIO, ["network.deployment=uma_n79"])
+    assert len(unknown.value.problems) == 1            # (no note for a name that is none)
