@@ -8,6 +8,7 @@ carrier frequency, `network.carrier_frequency_hz`)."""
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -118,15 +119,35 @@ class Tr38901(PathLossModel):
 
     def __init__(self, carrier_hz: float, bs_height_m: float | None = None,
                  ut_height_m: float = 1.5, indoor_share: float = 0.8,
-                 o2i: str = "low_loss") -> None:
+                 o2i: str = "low_loss", indoor_floors: bool = False) -> None:
         self.carrier_hz, self.ut_height_m = carrier_hz, ut_height_m
         self.bs_height_m = self.table.bs_height_m if bs_height_m is None else bs_height_m
         self.indoor_share, self.o2i = indoor_share, o2i
+        #: indoor clients on a drawn floor (tr38901.draw_floors_m; UMa then draws each link's
+        #: effective environment height), else every client at ut_height_m
+        self.indoor_floors = indoor_floors
 
     @classmethod
     def from_network(cls, network: Any) -> PathLossModel:
         return cls(network.carrier_frequency_hz, network.bs_height_m, network.ut_height_m,
-                   network.indoor_share, network.o2i)
+                   network.indoor_share, network.o2i,
+                   getattr(network, "indoor_floors", False))
+
+    def _heights(self, indoor: np.ndarray,
+                 stream: Callable[..., np.random.Generator]) -> np.ndarray:
+        """Each client's height: ut_height_m, or indoors a floor's (its own stream)."""
+        h_ut = np.full(len(indoor), self.ut_height_m)
+        if self.indoor_floors:
+            h_ut = np.where(indoor, tr38901.draw_floors_m(len(indoor), stream("floors")), h_ut)
+        return h_ut
+
+    def _environment(self, d2d_m: np.ndarray, h_ut: np.ndarray,
+                     rng: Callable[[], np.random.Generator]) -> np.ndarray | float:
+        """UMa's effective environment heights on these links where clients have floors
+        (drawn from `rng()`), else h_E = 1 m."""
+        if not self.indoor_floors or self.table.name != "uma":
+            return tr38901.EFFECTIVE_ENVIRONMENT_HEIGHT_M
+        return tr38901.draw_environment_height_m(d2d_m, h_ut, rng())
 
     def pathloss_db(self, distance_m: np.ndarray | float) -> np.ndarray:
         return tr38901.pathloss_nlos_db(self.table, distance_m, self.carrier_hz,
@@ -140,9 +161,10 @@ class Tr38901(PathLossModel):
         indoor = stream("indoor").random(n) < self.indoor_share
         d_in = np.where(indoor, tr38901.draw_indoor_distance_m(
             n, stream("indoor_distance"), self.table.indoor_distance_max_m), 0.0)
-        h_ut = np.full(n, self.ut_height_m)
+        h_ut = self._heights(indoor, stream)
         los = tr38901.draw_los(self.table, np.maximum(d2d_m - d_in, 0.0), h_ut, stream("los"))
-        args = (self.table, d2d_m, self.carrier_hz, self.bs_height_m, h_ut)
+        h_e = self._environment(d2d_m, h_ut, lambda: stream("environment"))
+        args = (self.table, d2d_m, self.carrier_hz, self.bs_height_m, h_ut, h_e)
         basic = np.where(los, tr38901.pathloss_los_db(*args), tr38901.pathloss_nlos_db(*args))
         shadowing = stream("shadowing").normal(0.0, 1.0, n) * tr38901.shadowing_std_db(
             self.table, los, d2d_m, self.carrier_hz, self.bs_height_m, h_ut)
@@ -164,7 +186,7 @@ class Tr38901(PathLossModel):
         indoor = np.asarray(stream("indoor").random(clients) < self.indoor_share, dtype=bool)
         d_in = np.where(indoor, tr38901.draw_indoor_distance_m(
             clients, stream("indoor_distance"), self.table.indoor_distance_max_m), 0.0)
-        h_ut = np.full(clients, self.ut_height_m)
+        h_ut = self._heights(indoor, stream)
         wall = tr38901.o2i_building_loss_db(self.o2i, self.carrier_hz)
         o2i = np.where(indoor, wall + 0.5 * d_in + stream("o2i").normal(
             0.0, tr38901.O2I_STD_DB[self.o2i], clients), 0.0)
@@ -176,7 +198,8 @@ class Tr38901(PathLossModel):
             d = d2d_m[:, s]
             los[:, s] = tr38901.draw_los(self.table, np.maximum(d - d_in, 0.0), h_ut,
                                          stream("los", s))
-            args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut)
+            h_e = self._environment(d, h_ut, functools.partial(stream, "environment", s))
+            args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut, h_e)
             basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
                                    tr38901.pathloss_nlos_db(*args))
             z = (stream("shadowing", s).normal(0.0, 1.0, clients) if normals is None

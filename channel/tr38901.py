@@ -55,12 +55,38 @@ def distance_3d_m(d2d_m: np.ndarray | float, bs_height_m: float,
 
 
 def breakpoint_distance_m(carrier_hz: float, bs_height_m: float,
-                          ut_height_m: np.ndarray | float) -> np.ndarray:
+                          ut_height_m: np.ndarray | float,
+                          env_height_m: np.ndarray | float = EFFECTIVE_ENVIRONMENT_HEIGHT_M
+                          ) -> np.ndarray:
     """d'_BP = 4 h'_BS h'_UT f_c / c with the effective heights h' = h - h_E (Table 7.4.1-1,
-    note 1), h_E = 1 m."""
-    h_bs = bs_height_m - EFFECTIVE_ENVIRONMENT_HEIGHT_M
-    h_ut = np.asarray(ut_height_m, dtype=float) - EFFECTIVE_ENVIRONMENT_HEIGHT_M
+    note 1), h_E = 1 m unless drawn (`draw_environment_height_m`)."""
+    h_e = np.asarray(env_height_m, dtype=float)
+    h_bs = bs_height_m - h_e
+    h_ut = np.asarray(ut_height_m, dtype=float) - h_e
     return 4 * h_bs * h_ut * carrier_hz / SPEED_OF_LIGHT_M_PER_S
+
+
+def draw_floors_m(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Indoor clients' heights (TR 38.901 Table 7.2-1, UMa and UMi): h_UT = 3 (n_fl - 1) +
+    1.5 m on floor n_fl ~ U{1, ..., N_fl} of a building of N_fl ~ U{4, ..., 8} floors."""
+    floors = rng.integers(4, 9, n)
+    return 3.0 * (np.floor(rng.random(n) * floors)) + 1.5
+
+
+def draw_environment_height_m(d2d_m: np.ndarray, ut_height_m: np.ndarray,
+                              rng: np.random.Generator) -> np.ndarray:
+    """UMa's effective environment height per link (Table 7.4.1-1, note 1): h_E = 1 m with
+    probability 1 / (1 + C(d2D, hUT)), else uniform on {12, 15, ..., hUT - 1.5}; C = g(d2D)
+    C'(hUT), g = 0 up to 18 m and 5/4 (d2D/100)^3 exp(-d2D/150) beyond, C' = 0 below 13 m
+    and ((hUT - 13)/10)^1.5 from 13 to 23 m. Draws two numbers a link whatever its height."""
+    d = np.asarray(d2d_m, dtype=float)
+    h_ut = np.asarray(ut_height_m, dtype=float)
+    g = np.where(d <= 18, 0.0, 1.25 * (d / 100) ** 3 * np.exp(-d / 150))
+    c = g * np.where(h_ut < 13, 0.0, np.clip((h_ut - 13) / 10, 0, None) ** 1.5)
+    first, second = rng.random(d.shape), rng.random(d.shape)
+    choices = np.maximum(np.floor((h_ut - 1.5 - 12) / 3) + 1, 1)     # 12, 15, ..., hUT - 1.5
+    drawn = 12.0 + 3.0 * np.floor(second * choices)
+    return np.where(first < 1 / (1 + c), EFFECTIVE_ENVIRONMENT_HEIGHT_M, drawn)
 
 
 def rma_breakpoint_distance_m(carrier_hz: float, bs_height_m: float,
@@ -79,7 +105,9 @@ def _rma_pl1(d3d: np.ndarray, f_ghz: float) -> np.ndarray:
 
 
 def pathloss_los_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier_hz: float,
-                    bs_height_m: float, ut_height_m: np.ndarray | float) -> np.ndarray:
+                    bs_height_m: float, ut_height_m: np.ndarray | float,
+                    env_height_m: np.ndarray | float = EFFECTIVE_ENVIRONMENT_HEIGHT_M
+                    ) -> np.ndarray:
     """PL_LOS: PL1 up to the breakpoint d'_BP, PL2 beyond it (Table 7.4.1-1).
     UMa: PL1 = 28.0 + 22 log10(d3D) + 20 log10(fc), PL2 = 28.0 + 40 log10(d3D) +
     20 log10(fc) - 9 log10(d'_BP^2 + (hBS - hUT)^2); UMi: 32.4, 21, 32.4, 40 and 9.5;
@@ -92,7 +120,7 @@ def pathloss_los_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier_
         d_bp = rma_breakpoint_distance_m(carrier_hz, bs_height_m, h_ut)
         return np.where(d2d <= d_bp, _rma_pl1(d3d, f_ghz),
                         _rma_pl1(d_bp, f_ghz) + 40 * np.log10(d3d / d_bp))
-    d_bp = breakpoint_distance_m(carrier_hz, bs_height_m, h_ut)
+    d_bp = breakpoint_distance_m(carrier_hz, bs_height_m, h_ut, env_height_m)
     if scenario.name == "uma":
         pl1 = 28.0 + 22 * np.log10(d3d) + 20 * np.log10(f_ghz)
         pl2 = (28.0 + 40 * np.log10(d3d) + 20 * np.log10(f_ghz)
@@ -105,7 +133,9 @@ def pathloss_los_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier_
 
 
 def pathloss_nlos_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier_hz: float,
-                     bs_height_m: float, ut_height_m: np.ndarray | float) -> np.ndarray:
+                     bs_height_m: float, ut_height_m: np.ndarray | float,
+                     env_height_m: np.ndarray | float = EFFECTIVE_ENVIRONMENT_HEIGHT_M
+                     ) -> np.ndarray:
     """PL_NLOS = max(PL_LOS, PL'_NLOS) (Table 7.4.1-1). UMa: PL' = 13.54 + 39.08 log10(d3D)
     + 20 log10(fc) - 0.6 (hUT - 1.5); UMi: PL' = 35.3 log10(d3D) + 22.4 + 21.3 log10(fc)
     - 0.3 (hUT - 1.5); RMa: PL' = 161.04 - 7.1 log10(W) + 7.5 log10(h) - (24.37 - 3.7
@@ -124,7 +154,8 @@ def pathloss_nlos_db(scenario: Scenario38901, d2d_m: np.ndarray | float, carrier
                 + 20 * np.log10(f_ghz) - (3.2 * np.log10(11.75 * h_ut) ** 2 - 4.97))
     else:
         nlos = 35.3 * np.log10(d3d) + 22.4 + 21.3 * np.log10(f_ghz) - 0.3 * (h_ut - 1.5)
-    return np.maximum(pathloss_los_db(scenario, d2d_m, carrier_hz, bs_height_m, h_ut), nlos)
+    return np.maximum(pathloss_los_db(scenario, d2d_m, carrier_hz, bs_height_m, h_ut,
+                                      env_height_m), nlos)
 
 
 def los_probability(scenario: Scenario38901, d2d_out_m: np.ndarray | float,

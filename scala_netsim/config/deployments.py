@@ -31,6 +31,7 @@ UMA_N78: dict[str, Any] = {
     "bs_height_m": 25.0,
     "ut_height_m": 1.5,
     "indoor_share": 0.8,
+    "indoor_floors": True,
     "min_distance_m": 35.0,
     "layout": {"kind": "hexagonal", "sites": 19, "isd_m": 500.0, "sectors": 3,
                "wraparound": True, "downtilt_deg": 12.0, "panel_rows": 10},

@@ -236,6 +236,9 @@ class NetworkConfig(Strict):
     ut_height_m: Annotated[float, HEIGHT] = 1.5
     indoor_share: float = Field(default=0.8, ge=0, le=1)
     o2i: Literal["low_loss", "high_loss"] = "low_loss"
+    # UMa and UMi: indoor clients on a floor drawn as TR 38.901 Table 7.2-1 draws it (1.5 to
+    # 22.5 m; UMa then draws each link's effective environment height), not at ut_height_m
+    indoor_floors: bool = False
     uplink_bandwidth_hz: Annotated[float, BAND] = 20e6
     downlink_bandwidth_hz: Annotated[float, BAND] = 20e6
     client_tx_power_w: Annotated[float, CLIENT_POWER] = 0.2
@@ -315,6 +318,10 @@ class NetworkConfig(Strict):
                                 f"got {self.shadowing_std_db:g}")
             if problems:
                 raise ValueError(problems[0])
+        if self.indoor_floors and getattr(table, "name", None) not in ("uma", "umi"):
+            raise ValueError(f"indoor_floors: floors are TR 38.901's UMa and UMi (Table 7.2-1); "
+                             f"{self.pathloss} has its clients at ut_height_m; leave "
+                             f"indoor_floors false")
         span = model.carrier_range_hz
         if span is not None and not span[0] <= self.carrier_frequency_hz <= span[1]:
             allowed = (f"{span[0] / 1e9:g} GHz" if span[0] == span[1] else

@@ -134,3 +134,29 @@ def test_a_panel_sector_points_its_beam_at_the_downtilt_and_keeps_its_element_le
     assert gain == pytest.approx(8.0 - 12 * (12 / 65) ** 2 + 10.0)
     alone = network.antenna_gain_db(cells, azimuth, zenith, 12.0)[0, 0]
     assert alone == pytest.approx(8.0)               # the element tilted itself: on its peak
+
+
+def test_indoor_floors_and_umas_environment_height_as_table_7_2_1_and_its_note_draw_them():
+    """Floors: 1.5 to 22.5 m in steps of 3, E[h_UT] = 3 (E[n_fl] - 1) + 1.5 = 9 m (E[n_fl] =
+    (E[N_fl] + 1)/2 = 3.5). h_E: 1 m below 13 m or within 18 m; at 22.5 m and 100 m,
+    C = 5/4 exp(-2/3) (0.95)^1.5 and h_E = 1 m with probability 1/(1 + C), else one of 12, 15,
+    18 and 21 m, evenly."""
+    from channel import tr38901
+
+    rng = np.random.default_rng(0)
+    h = tr38901.draw_floors_m(200_000, rng)
+    assert set(np.unique(h)) == {1.5 + 3 * k for k in range(8)}
+    assert h.mean() == pytest.approx(9.0, abs=0.03)
+    assert (tr38901.draw_environment_height_m(np.full(1000, 300.0), np.full(1000, 10.5),
+                                              rng) == 1.0).all()
+    assert (tr38901.draw_environment_height_m(np.full(1000, 15.0), np.full(1000, 22.5),
+                                              rng) == 1.0).all()
+    h_e = tr38901.draw_environment_height_m(np.full(200_000, 100.0), np.full(200_000, 22.5),
+                                            rng)
+    c = 1.25 * math.exp(-100 / 150) * 0.95 ** 1.5
+    assert (h_e == 1.0).mean() == pytest.approx(1 / (1 + c), abs=0.005)
+    assert set(np.unique(h_e[h_e > 1])) == {12.0, 15.0, 18.0, 21.0}
+    # the breakpoint with h_E = 1 m everywhere is the one without it
+    d_bp = tr38901.breakpoint_distance_m(3.5e9, 25.0, np.array([1.5, 22.5]))
+    assert np.allclose(d_bp, tr38901.breakpoint_distance_m(3.5e9, 25.0, np.array([1.5, 22.5]),
+                                                           np.ones(2)))
