@@ -5,6 +5,7 @@ clients, measured side by side in this one run.
 
     python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
         [--duplex fdd|tdd|both] [--nr-round-robin [--scheduler round_robin|proportional_fair]]
+        [--deployment uma_n78|umi_n78|rma_fdd]
 
 Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
 CPU time (the first round meters each new batch size for real: its time is given apart),
@@ -16,7 +17,9 @@ cannot be shared by 570 clients. `--nr-round-robin` adds the network with all of
 (a TDD frame, the NR link abstraction, the round-robin scheduler) and prints its events per
 CPU second against the plain network's; both networks then radiate 46 dBm a cell (at 1 W
 some clients decode nothing under NR, and are refused). `--scheduler proportional_fair` times
-the three with the proportional-fair scheduler in round robin's place.
+the three with the proportional-fair scheduler in round robin's place. `--deployment NAME`
+times the plain network against that named deployment (config.deployments: its own carrier,
+frame, power, antenna and floors) on the same sites, side by side.
 """
 
 from __future__ import annotations
@@ -42,14 +45,19 @@ MACRO_POWER = ["network.bs_tx_power_w=40"]
 
 
 def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
-              network: bool, duplex: str = "fdd", extra: tuple[str, ...] = ()) -> dict:
+              network: bool, duplex: str = "fdd", extra: tuple[str, ...] = (),
+              deployment: str | None = None) -> dict:
     clients = 100 * 3 * sites
     participants = round(0.1 * clients)
     overrides = [f"data.num_clients={clients}", "training.participation=0.1",
                  f"training.batch_size={batch_per_client * participants}",
                  f"training.rounds={rounds}", f"algorithms=[{algorithm}]", "timing_only=true",
-                 "data.test_samples=1000", f"network.duplex={duplex}"]
-    if network:
+                 "data.test_samples=1000"]
+    if deployment is not None:     # its own keys, on `sites` sites
+        overrides += [f"network.deployment={deployment}", f"network.layout.sites={sites}"]
+    else:
+        overrides.append(f"network.duplex={duplex}")
+    if network and deployment is None:
         overrides += NETWORK + [f"network.layout={{kind: hexagonal, sites: {sites}, "
                                 f"isd_m: 500, sectors: 3, wraparound: true}}"]
     scenario = load_scenario("scenarios/cellular_10pct.yaml", overrides + list(extra))
@@ -88,11 +96,14 @@ def main() -> None:
     parser.add_argument("--nr-round-robin", action="store_true",
                         help="the plain network against the network with TDD, the NR link "
                              "abstraction and round robin (issue 49), both at 46 dBm a cell")
+    parser.add_argument("--deployment", choices=("uma_n78", "umi_n78", "rma_fdd"),
+                        help="the plain network (46 dBm a cell) against this named "
+                             "deployment on the same number of sites")
     parser.add_argument("--scheduler", default="round_robin",
                         choices=("round_robin", "proportional_fair"),
                         help="with --nr-round-robin: the per-instant scheduler of the three")
     args = parser.parse_args()
-    if args.nr_round_robin:
+    if args.nr_round_robin or args.deployment:
         nr_round_robin(args)
         return
     torch.set_num_threads(2)
@@ -124,15 +135,18 @@ def main() -> None:
 
 
 def nr_round_robin(args: argparse.Namespace) -> None:
-    """The plain network against the network with issue 49's three on, side by side."""
-    three = f"tdd + nr + {args.scheduler}"
+    """The plain network against the network with issue 49's three on (or, with
+    --deployment, the named deployment), side by side."""
+    three = args.deployment or f"tdd + nr + {args.scheduler}"
     scheduler = [f"network.scheduler={args.scheduler}"]
+    other = ((three, "tdd", [], args.deployment) if args.deployment
+             else (three, "tdd", MACRO_POWER + ALL_THREE[1:2] + scheduler, None))
     for algorithm in args.algorithms.split(","):
         results = {}
-        for label, duplex, extra in (("plain", "fdd", MACRO_POWER),
-                                     (three, "tdd", MACRO_POWER + ALL_THREE[1:2] + scheduler)):
+        for label, duplex, extra, deployment in (("plain", "fdd", MACRO_POWER, None), other):
             r = results[label] = timed_run(algorithm, args.sites, args.rounds,
-                                           args.batch_per_client, True, duplex, tuple(extra))
+                                           args.batch_per_client, True, duplex, tuple(extra),
+                                           deployment)
             print(f"{algorithm}, {args.sites} sites x 3 sectors, {label}: {r['clients']:,} "
                   f"clients, {r['participants']} a round, {args.rounds} rounds: setup "
                   f"{r['setup_s']:.1f} s, first round {r['first_s']:.1f} s, rounds "
@@ -142,7 +156,8 @@ def nr_round_robin(args: argparse.Namespace) -> None:
                   f"RSS {r['rounds_rss_MB']:,.0f} MB after the rounds, {r['peak_rss_MB']:,.0f} "
                   f"MB after their checks", flush=True)
         plain, all_three = results["plain"], results[three]
-        print(f"{algorithm}: events per CPU s with TDD, NR and {args.scheduler} "
+        named = three if args.deployment else f"TDD, NR and {args.scheduler}"
+        print(f"{algorithm}: events per CPU s with {named} "
               f"{all_three['events_per_s'] / plain['events_per_s']:.2f}x the plain network's "
               f"(CPU time a round {all_three['rest_s'] / plain['rest_s']:.2f}x)", flush=True)
 
