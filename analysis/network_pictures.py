@@ -35,7 +35,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch, Rectangle, RegularPolygon  # noqa: E402
 
-from scala_netsim.core.events import CLIENT_COMPUTE_KINDS, DOWNLINK_KINDS, UPLINK_KINDS  # noqa: E402
+from analysis.cells import DOWNLINK, UPLINK  # noqa: E402
+from scala_netsim.core.events import CLIENT_COMPUTE_KINDS  # noqa: E402
 from scala_netsim.core.files import (  # noqa: E402
     AIR_CSV,
     CELLS_CSV,
@@ -48,8 +49,6 @@ from scala_netsim.core.files import (  # noqa: E402
 )
 from scala_netsim.core.results import read_record  # noqa: E402
 
-UPLINK = sorted(k.value for k in UPLINK_KINDS)
-DOWNLINK = sorted(k.value for k in DOWNLINK_KINDS)
 COMPUTE = sorted(k.value for k in CLIENT_COMPUTE_KINDS)
 SERVER_STEP = "server_step"
 #: the parts of a client's row in the timeline, in the legend's order, and their colours

@@ -130,8 +130,7 @@ class Tr38901(PathLossModel):
     @classmethod
     def from_network(cls, network: Any) -> PathLossModel:
         return cls(network.carrier_frequency_hz, network.bs_height_m, network.ut_height_m,
-                   network.indoor_share, network.o2i,
-                   getattr(network, "indoor_floors", False))
+                   network.indoor_share, network.o2i, network.indoor_floors)
 
     def _heights(self, indoor: np.ndarray,
                  stream: Callable[..., np.random.Generator]) -> np.ndarray:

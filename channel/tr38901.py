@@ -66,6 +66,13 @@ def breakpoint_distance_m(carrier_hz: float, bs_height_m: float,
     return 4 * h_bs * h_ut * carrier_hz / SPEED_OF_LIGHT_M_PER_S
 
 
+def height_term(ut_height_m: np.ndarray | float) -> np.ndarray:
+    """UMa's C'(hUT) (Table 7.4.2-1, and Table 7.4.1-1 note 1): 0 up to 13 m, ((hUT - 13) /
+    10)^1.5 above."""
+    h_ut = np.asarray(ut_height_m, dtype=float)
+    return np.where(h_ut <= 13, 0.0, np.clip((h_ut - 13) / 10, 0, None) ** 1.5)
+
+
 def draw_floors_m(n: int, rng: np.random.Generator) -> np.ndarray:
     """Indoor clients' heights (TR 38.901 Table 7.2-1, UMa and UMi): h_UT = 3 (n_fl - 1) +
     1.5 m on floor n_fl ~ U{1, ..., N_fl} of a building of N_fl ~ U{4, ..., 8} floors."""
@@ -82,7 +89,7 @@ def draw_environment_height_m(d2d_m: np.ndarray, ut_height_m: np.ndarray,
     d = np.asarray(d2d_m, dtype=float)
     h_ut = np.asarray(ut_height_m, dtype=float)
     g = np.where(d <= 18, 0.0, 1.25 * (d / 100) ** 3 * np.exp(-d / 150))
-    c = g * np.where(h_ut < 13, 0.0, np.clip((h_ut - 13) / 10, 0, None) ** 1.5)
+    c = g * height_term(h_ut)
     first, second = rng.random(d.shape), rng.random(d.shape)
     choices = np.maximum(np.floor((h_ut - 1.5 - 12) / 3) + 1, 1)     # 12, 15, ..., hUT - 1.5
     drawn = 12.0 + 3.0 * np.floor(second * choices)
@@ -171,7 +178,7 @@ def los_probability(scenario: Scenario38901, d2d_out_m: np.ndarray | float,
     if scenario.name == "umi":
         far = 18 / d + np.exp(-d / 36) * (1 - 18 / d)
     else:
-        c_prime = np.where(h_ut <= 13, 0.0, np.clip((h_ut - 13) / 10, 0, None) ** 1.5)
+        c_prime = height_term(h_ut)
         far = ((18 / d + np.exp(-d / 63) * (1 - 18 / d))
                * (1 + c_prime * 1.25 * (d / 100) ** 3 * np.exp(-d / 150)))
     return np.where(d <= 18, 1.0, far)

@@ -30,11 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from scala_netsim.config.deployments import deploy
 from scala_netsim.config.documents import (
-    DEPLOYMENT_KEY,
     ScenarioError,
     apply_overrides,
+    deploy_first,
     set_dotted,
 )
 from scala_netsim.config.registry import ALGORITHMS
@@ -75,8 +74,7 @@ def load_scenario(source: str | Path | Mapping[str, Any],
         document, where = read_document(source, strings), Path(source)
     if values and not isinstance(document, dict):
         return validate_scenario(document, source=where)   # (says the top level is wrong)
-    if DEPLOYMENT_KEY in values and isinstance(document, dict):
-        deploy(document, values[DEPLOYMENT_KEY])   # (first: the other overrides replace it)
+    deploy_first(document, values)
     problems = [f"{key}: {p}" for key, value in values.items()
                 if (p := set_dotted(document, key, value))]
     if problems:

@@ -4,7 +4,7 @@ dotted-key overrides (`--set training.rounds=20`) applied to a parsed YAML docum
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,13 @@ def set_dotted(document: dict, key: str, value: Any) -> str | None:
 DEPLOYMENT_KEY = "network.deployment"
 
 
+def deploy_first(document: Any, values: Mapping[str, Any]) -> None:
+    """A deployment among overrides `values` ({dotted key: value}) into `document` before
+    them (config.deployments.deploy: the other overrides then replace its keys)."""
+    if DEPLOYMENT_KEY in values and isinstance(document, dict):
+        deploy(document, values[DEPLOYMENT_KEY])
+
+
 def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--set") -> dict:
     """Apply `dotted.key=value` overrides (values parsed as YAML) to a raw document; a key
     given twice is refused, as the YAML refuses a key twice in a mapping (the last would win
@@ -75,9 +82,9 @@ def apply_overrides(document: dict, overrides: Sequence[str], source: str = "--s
     values: dict[str, str] = {}
     for item in overrides:       # a deployment first: the other overrides replace its keys
         key, sep, raw = item.partition("=")
-        if key == DEPLOYMENT_KEY and sep and isinstance(document, dict):
+        if key == DEPLOYMENT_KEY and sep:
             with contextlib.suppress(yaml.YAMLError):   # (refused below, naming the key)
-                deploy(document, parse_yaml(raw))
+                deploy_first(document, {key: parse_yaml(raw)})
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key:

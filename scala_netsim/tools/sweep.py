@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scala_netsim.config.deployments import deploy
-from scala_netsim.config.documents import DEPLOYMENT_KEY, ScenarioError, set_dotted
+from scala_netsim.config.documents import ScenarioError, deploy_first, set_dotted
 from scala_netsim.config.registry import ALGORITHMS
 from scala_netsim.config.scenario import (
     Scenario,
@@ -125,8 +124,7 @@ def expand_sweep(scenario: Scenario, out_dir: Path | str) -> list[SweepPoint]:
             document = copy.deepcopy(base)
             document["algorithms"] = [algorithm]
             for _, _, settings in choices:   # a deployment first: the point's keys over it
-                if DEPLOYMENT_KEY in settings:
-                    deploy(document, settings[DEPLOYMENT_KEY])
+                deploy_first(document, settings)
             found = [f"sweep {key}: {p}" for _, _, settings in choices
                      for key, value in settings.items()
                      if (p := set_dotted(document, key, value))]
