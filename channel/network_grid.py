@@ -418,12 +418,13 @@ def due(now: float, ints: np.ndarray, flows: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True)
 def stopped(ints: np.ndarray, flows: np.ndarray) -> tuple[bool, bool]:
-    """Whether any slot on blocks has rate 0 (under the NR abstraction: below the lowest
-    MCS's curve), and whether any such has no interference. `flows` may be the rows up to
-    the last slot in use."""
+    """Whether any slot on blocks with bits to end has rate 0 (under the NR abstraction:
+    below the lowest MCS's curve), and whether any such has no interference; a slot of
+    infinite bits (a full-buffer user's, which never ends) is none of them. `flows` may be
+    the rows up to the last slot in use."""
     any_stopped = any_quiet = False
     for h in range(flows.shape[0]):
-        if flows[h, RATE] == 0.0 and ints[h, COUNT] > 0:
+        if flows[h, RATE] == 0.0 and ints[h, COUNT] > 0 and not math.isinf(flows[h, BITS]):
             any_stopped = True
             if flows[h, INTERFERENCE] == 0.0:
                 any_quiet = True

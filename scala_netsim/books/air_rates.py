@@ -127,7 +127,8 @@ def overlapping(air: pd.DataFrame) -> np.ndarray:
 
 
 def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSettings,
-                      rtol: float = 1e-9, until: float = math.inf) -> list[str]:
+                      rtol: float = 1e-9, until: float = math.inf,
+                      traffic: pd.DataFrame | None = None) -> list[str]:
     """Every transfer moved its payload in its air time at the rates the air record implies:
     the bits derived again round by round and direction by direction (air_bits) equal
     8 x payload_bytes (a transfer cut short, completed 0: at least that and less than 8 more),
@@ -139,17 +140,12 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     together where their air times overlap (`overlapping`), whatever their rounds. Only the
     transfers that end by `until` are checked: an asynchronous run stops with transfers in
     flight, not in the record, and those that end later may have shared the air with them
-    (they stay in as the others' interferers, which they were)."""
+    (they stay in as the others' interferers, which they were). With other users' traffic
+    (`traffic`: traffic.csv; `air` then holds its files' rows as negative events,
+    books.traffic.with_background) each file's bits derived again equal its bits (its
+    delivered bits where it had not ended, or had infinite bits: a full-buffer user's)."""
     problems = []
-    moved = events.iloc[air["event_index"].to_numpy()]
-    air = air.assign(round=moved["round"].to_numpy(), client=moved["client_id"].to_numpy(),
-                     power_w=moved["tx_power_w"].to_numpy(float),
-                     payload=8.0 * moved["payload_bytes"].to_numpy(float),
-                     recorded=moved["rate_bps"].to_numpy(float),
-                     attempts=moved["attempts"].to_numpy() if "attempts" in moved
-                     else np.ones(len(moved), dtype=np.int64),
-                     cut=(moved["completed"].to_numpy() == 0) if "completed" in moved
-                     else np.zeros(len(moved), dtype=bool))
+    air = air.assign(**_senders(air, events, traffic))
     air = air.assign(group=overlapping(air))
     bits, slack = np.zeros(len(air)), np.zeros(len(air))
     groups = air.groupby(["group", "direction"], sort=True).indices
@@ -175,6 +171,40 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     return problems
 
 
+def _senders(air: pd.DataFrame, events: pd.DataFrame,
+             traffic: pd.DataFrame | None) -> dict[str, np.ndarray]:
+    """Each air row's round, client, power, payload (bits), recorded rate, attempts and
+    whether it was cut, from its event; a background file's row (a negative event) from
+    traffic.csv: its user's row of the radio map, its bits (what it delivered where they are
+    not all through), no recorded rate, no round (-1)."""
+    index = air["event_index"].to_numpy()
+    learning = index >= 0
+    moved = events.iloc[index[learning]]
+    n = len(air)
+    columns = {"round": np.full(n, -1, np.int64), "client": np.zeros(n, np.int64),
+               "power_w": np.full(n, np.nan), "payload": np.full(n, np.nan),
+               "recorded": np.full(n, np.nan), "attempts": np.ones(n, np.int64),
+               "cut": np.zeros(n, dtype=bool)}
+    columns["round"][learning] = moved["round"].to_numpy()
+    columns["client"][learning] = moved["client_id"].to_numpy()
+    columns["power_w"][learning] = moved["tx_power_w"].to_numpy(float)
+    columns["payload"][learning] = 8.0 * moved["payload_bytes"].to_numpy(float)
+    columns["recorded"][learning] = moved["rate_bps"].to_numpy(float)
+    if "attempts" in moved:
+        columns["attempts"][learning] = moved["attempts"].to_numpy()
+    if "completed" in moved:
+        columns["cut"][learning] = moved["completed"].to_numpy() == 0
+    if traffic is not None and not learning.all():
+        files = traffic.set_index("file").loc[-1 - index[~learning]]
+        bits = files["bits"].to_numpy(float)
+        whole = np.isfinite(bits) & np.isfinite(files["end_s"].to_numpy(float))
+        columns["client"][~learning] = files["client_id"].to_numpy()
+        columns["power_w"][~learning] = air["tx_power_w"].to_numpy(float)[~learning]
+        columns["payload"][~learning] = np.where(whole, bits,
+                                                 files["delivered_bits"].to_numpy(float))
+    return columns
+
+
 def _transfer_problems(each: pd.DataFrame, direction: str, settings: AirSettings,
                        rtol: float) -> list[str]:
     """Each transfer's bits derived again (`bits`, over its rows) against its payload and
@@ -189,12 +219,19 @@ def _transfer_problems(each: pd.DataFrame, direction: str, settings: AirSettings
     payload = each["payload"].to_numpy()
     payload = np.where(cut, np.clip(bits, payload, payload + 8.0), payload)
     for label, got in (("payload", payload), ("recorded rate", recorded)):
+        # (a background file records no rate: NaN, not judged)
         wrong = np.flatnonzero(np.abs(bits - got) > rtol * np.abs(got) + 4.0 * slack)
         for i in wrong[:5].tolist():
-            problems.append(f"event {int(each['event_index'].iloc[i])} ({direction}): "
+            event = int(each['event_index'].iloc[i])
+            problems.append(f"{_named(event)} ({direction}): "
                             f"{bits[i]:.6g} bits derived from the air record, "
                             f"{got[i]:.6g} by its {label}")
     return problems
+
+
+def _named(event: int) -> str:
+    """An air row's sender: event k, or background file f (event -1 - f)."""
+    return f"event {event}" if event >= 0 else f"background file {-1 - event}"
 
 
 def _attempt_problems(each: pd.DataFrame, direction: str, settings: AirSettings,

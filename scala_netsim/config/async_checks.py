@@ -32,6 +32,10 @@ def asynchronous_problems(scenario: Any) -> list[str]:
     if net.link.mode != "adaptive":
         problems.append(f"network.link.mode: asynchronous algorithms ({names}) need a link "
                         f"that loses nothing; allowed: adaptive, got {net.link.mode}")
+    if net.traffic.on:
+        problems.append(f"network.traffic: asynchronous algorithms ({names}) are saved when "
+                        f"nothing is on the air, and other users' files always are; allowed: "
+                        f"none, got {net.traffic.kind}")
     if net.allocation != "equal":
         problems.append(f"network.allocation: asynchronous algorithms ({names}) give each "
                         f"client in flight a fixed 1/Q slot of each band; allowed: equal, got "

@@ -33,6 +33,7 @@ from scala_netsim.config.ranges import (
     SHADOWING,
 )
 from scala_netsim.config.sections import one_of
+from scala_netsim.config.traffic import TrafficConfig, traffic_problems
 
 if TYPE_CHECKING:
     LinkMode: TypeAlias = str
@@ -283,6 +284,8 @@ class NetworkConfig(Strict):
     # schedulers)
     scheduler: Literal["static", "round_robin", "proportional_fair"] = "static"
     pf_beta: float = Field(default=0.98, gt=0, lt=1)
+    # other users' traffic in every cell (config.traffic: none, full_buffer, ftp3)
+    traffic: TrafficConfig = Field(default_factory=TrafficConfig)
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -403,6 +406,8 @@ class NetworkConfig(Strict):
             raise ValueError(f"pf_beta: {self.pf_beta:g} weighs a proportional-fair "
                              f"scheduler's average; only with scheduler: proportional_fair "
                              f"(got {self.scheduler})")
+        if problems := traffic_problems(self):
+            raise ValueError(problems[0])
         if self.scheduler != "static" and self.layout.kind == "single":
             raise ValueError(f"scheduler: {self.scheduler} hands out a network's resource "
                              f"blocks (network.layout.kind: hexagonal, sites: 1 for one "

@@ -56,6 +56,23 @@ AIR_COLUMNS = ("event_index", "cell", "direction", "first_block", "blocks", "sta
 #: consecutive blocks in it (the rows of one stretch share its event and times; round robin's
 #: sets are ranges, proportional fair's need not be), a parked stretch one row, first -1, none
 AIR_SHARED_COLUMNS = (*AIR_COLUMNS, "tx_power_w", "cap_blocks")
+#: traffic.csv, a network with other users' traffic (network.traffic): each background file
+#: (a full-buffer user's one file a direction, of infinite bits), its user (and the radio
+#: map's row, coupling.csv's client_id: clients + user), cell, direction and bits, when it
+#: arrived, asked for blocks and ended (NaN: not by the end of the run), the bits it delivered
+TRAFFIC_COLUMNS = ("file", "user", "client_id", "cell", "direction", "bits", "arrival_s",
+                   "start_s", "end_s", "delivered_bits")
+#: traffic_air.csv: each background file's stretches on the air, as air.csv's rows under a
+#: per-instant scheduler (AIR_SHARED_COLUMNS with the file in place of the event)
+TRAFFIC_AIR_COLUMNS = ("file", *AIR_SHARED_COLUMNS[1:])
+#: load.csv: per cell and direction, its background users (those in coverage: a rate above 0
+#: alone on their blocks), its files' arrival rate (1/s, FTP model 3), the files arrived and
+#: ended, the bits delivered (the files on the air: so far), the offered load, and the shares
+#: of its blocks' time (of the direction's time, under TDD) the background's files took
+#: (`load`), the learning's transfers took, and left idle
+LOAD_COLUMNS = ("cell", "direction", "users", "covered_users", "arrival_rate_per_s", "files",
+                "files_done", "delivered_bits", "offered_load", "load", "learning_share",
+                "idle_share")
 #: fading.csv, a network with block fading (network.fading): for each transfer (its event
 #: index), its small-scale power gain |h|^2 on its link to every cell, cell by cell: its
 #: gains while on the air are the coupling gains (coupling.csv) times these

@@ -12,6 +12,9 @@ EVENTS_CSV = "events.csv"         # one row per timed event
 DEMANDS_CSV = "demands.csv"       # what each participant told the allocator, per round
 AIR_CSV = "air.csv"               # a network's: the blocks each transfer held, and when
 FADING_CSV = "fading.csv"         # a faded network's: each transfer's |h|^2 to every cell
+TRAFFIC_CSV = "traffic.csv"       # a network's other users' files (network.traffic)
+TRAFFIC_AIR_CSV = "traffic_air.csv"   # the blocks each of those files held, and when
+LOAD_CSV = "load.csv"             # each cell's load: the background's, the learning's, idle
 SUMMARY_JSON = "summary.json"     # written last: its presence means the run ended
 CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when the run ends)
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
@@ -51,7 +54,8 @@ RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)
 #: coupling.csv and air.csv: a network's; a run written before clients.csv, cells.csv and
 #: air.csv were digested has the first three, one before air.csv or coupling.csv was written
 #: has none: its digests name what it has, and only that is checked)
-DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, AIR_CSV, FADING_CSV)
+DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, AIR_CSV, FADING_CSV,
+                  TRAFFIC_CSV, TRAFFIC_AIR_CSV, LOAD_CSV)
 #: what a re-timed or timing-only run keeps in git (scala_netsim.tools.keep): its other files
 #: come back, to the same digests, from `python -m scala_netsim.tools.regenerate`
 SLIM_FILES = (SCENARIO_YAML, SUMMARY_JSON, ROUNDS_CSV)
@@ -62,7 +66,7 @@ FINISHED = ("completed", "diverged")
 #: first removes those an earlier run left (scala_netsim.core.results.remove_run_files), so
 #: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
 RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, *RECORD_FILES, AIR_CSV,
-              FADING_CSV, SUMMARY_JSON,
+              FADING_CSV, TRAFFIC_CSV, TRAFFIC_AIR_CSV, LOAD_CSV, SUMMARY_JSON,
               CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES,
               *NETWORK_FIGURES)
 

@@ -23,15 +23,18 @@ from scala_netsim.core.seeds import Seeds
 from scala_netsim.runner.world import network_settings
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.network.fading import NetworkFading, blocks_of_time
+from scala_netsim.sim.network.radio_map import RadioMap
 
 
 def coupling_rows(cell: Cell) -> list[tuple[int, int, float]] | None:
     """coupling.csv's rows (core.columns.COUPLING_COLUMNS) of a network's drop: client by
     client, cell by cell, each coupling gain as the float the radio map holds (written with
-    Python's shortest repr, which reads back to the same bits); None: one cell."""
+    Python's shortest repr, which reads back to the same bits), and after the clients any
+    other users' (network.traffic: user u as client_id clients + u, the radio map's rows);
+    None: one cell."""
     if cell.network is None:
         return None
-    coupling = np.ascontiguousarray(cell.network.coupling_linear, dtype=float)
+    coupling = RadioMap.of(cell).coupling
     clients, cells = coupling.shape
     return list(zip(np.repeat(np.arange(clients), cells).tolist(),
                     np.tile(np.arange(cells), clients).tolist(), coupling.ravel().tolist(),

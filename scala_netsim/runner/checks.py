@@ -8,6 +8,7 @@ import math
 from typing import Any
 from typing import Protocol as Structural
 
+import numpy as np
 import pandas as pd
 
 from scala_netsim.books.air_rates import AIR_RATES_CHECKED_UP_TO, air_rate_problems, air_rate_work
@@ -20,6 +21,7 @@ from scala_netsim.books.invariants import (
     check_run,
 )
 from scala_netsim.books.tables import aggregations_frame, grants_frame, transfers_frame
+from scala_netsim.books.traffic import traffic_frame, with_background
 from scala_netsim.core.events import EventLog
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.drivers import Driver
@@ -75,21 +77,36 @@ def run_problems(run: Checked) -> list[str]:
     problems.extend(run.link.problems())
     air = run.link.air_record()
     if air is not None and air.rows:      # (none where every transfer was cut before it)
-        frame = air.frame()
+        # other users' files, if any: the checks below that need every holder of a block
+        # run where each file is recorded (network.traffic.record_files)
+        background = getattr(run.link, "background", None)
+        unrecorded = background is not None and not background.settings.record_files
+        files, files_air = ([], []) if background is None else background.record()
+        frame = with_background(air.frame(), files_air)
         # an asynchronous run stops with transfers in flight, not in the books: the air
         # after the earliest of their starts is checked no further (what was recorded is
         # kept whole: the transfers that end later were the others' interferers)
         until = getattr(run.link, "recorded_until", math.inf)
         problems.extend(air_problems(frame, air.settings.blocks))
+        if unrecorded:
+            return problems + _drop_problems(run, events, rounds)
         if "cap_blocks" in frame:           # per instant: work-conserving, instant by instant
             problems.extend(round_robin_problems(frame, air.settings.blocks, until))
-        air_rounds = events["round"].to_numpy()[frame["event_index"].to_numpy()]
+        index = frame["event_index"].to_numpy()
+        air_rounds = np.where(index >= 0, events["round"].to_numpy()[np.maximum(index, 0)], -1)
         if air_rate_work(frame, air_rounds,
                          air.settings.coherence_s) <= AIR_RATES_CHECKED_UP_TO:
-            problems.extend(air_rate_problems(frame, events, air.settings, until=until))
-    if run.records_drops:
-        aggregations = (aggregations_frame(run.aggregation_rows)
-                        if run.trainer.aggregations is not None else None)
-        problems.extend(check_drops(events, rounds, run.log.demands_frame(), DropSettings(
-            run.world.label_counts, aggregations)))
-    return problems
+            problems.extend(air_rate_problems(
+                frame, events, air.settings, until=until,
+                traffic=None if background is None else traffic_frame(files)))
+    return problems + _drop_problems(run, events, rounds)
+
+
+def _drop_problems(run: Checked, events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:
+    """Where clients can be dropped, the drops' (check_drops)."""
+    if not run.records_drops:
+        return []
+    aggregations = (aggregations_frame(run.aggregation_rows)
+                    if run.trainer.aggregations is not None else None)
+    return check_drops(events, rounds, run.log.demands_frame(), DropSettings(
+        run.world.label_counts, aggregations))

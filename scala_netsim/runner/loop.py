@@ -185,8 +185,11 @@ class Run:
     # --- checkpoints: between rounds ---------------------------------------------------
     @property
     def checkpointable(self) -> bool:
-        """Can the run be saved now? The driver says (a round: always)."""
-        return self.driver.checkpointable
+        """Can the run be saved now? The driver says (a round: always); never with other
+        users' traffic (network.traffic), whose files in flight a checkpoint does not hold:
+        such a run, interrupted, starts again (its learning does not depend on the clock:
+        train it without traffic and re-time it with)."""
+        return self.driver.checkpointable and getattr(self.link, "background", None) is None
 
     def state_dict(self) -> dict:
         return {"trainer": self.trainer.state_dict(), "asynchronous": self.driver.state_dict(),

@@ -28,11 +28,11 @@ from scala_netsim.learn.compression import Wire
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
-from scala_netsim.sim.cell import Cell, NetworkView
+from scala_netsim.sim.cell import BackgroundUsers, Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
 from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.radio_map import RadioMap
-from scala_netsim.sim.network.settings import NetworkSettings, NrLink
+from scala_netsim.sim.network.settings import NetworkSettings, NrLink, TrafficSettings
 
 
 @dataclass
@@ -131,15 +131,8 @@ def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
     points = channel.layout.drop_uniform_in_hexagons(n, sites_xy, lay.isd_m, net.min_distance_m,
                                                      seeds.numpy("drop"))
 
-    def stream(name: str, site: int | None = None) -> np.random.Generator:
-        return (seeds.numpy("propagation", name) if site is None
-                else seeds.numpy("propagation", name, f"site{site}"))
-
     model = pathloss_model(net)
-    drop = channel.network.drop_network(
-        channel.network.hexagonal_cells(lay.sites, lay.isd_m, lay.sectors), points, sites_xy,
-        offsets, lambda d2d_m: draw_links(model, d2d_m, stream, net),
-        lay.downtilt_deg, getattr(model, "bs_height_m", 0.0), lay.panel_rows)
+    drop = _dropped(net, model, points, sites_xy, offsets, seeds)
     d2d_m, losses = drop.on_serving_link(drop.geometry.d2d_m), drop.losses
     drawn = {"serving_cell": drop.serving, "x_m": drop.x_m, "y_m": drop.y_m, "d2d_m": d2d_m}
     if isinstance(model, channel.pathloss.Tr38901):
@@ -157,8 +150,48 @@ def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
         downlink_bandwidth_hz=net.downlink_bandwidth_hz,
         shadowing_db=drop.on_serving_link(losses.shadowing_db), o2i_db=losses.o2i_db,
         drawn=drawn, antenna_gain_db=antenna_db,
-        network=NetworkView(drop.cells, drop.serving,
-                            channel.db_to_linear(drop.coupling_db)))
+        network=NetworkView(drop.cells, drop.serving, channel.db_to_linear(drop.coupling_db),
+                            background_users(net, model, sites_xy, offsets, seeds)))
+
+
+def _dropped(net: NetworkConfig, model: channel.pathloss.PathLossModel, points: np.ndarray,
+             sites_xy: np.ndarray, offsets: np.ndarray | None, seeds: Seeds,
+             *stream_names: str) -> channel.network.NetworkDrop:
+    """The links of points in the network's layout, their losses drawn from the
+    `propagation` stream (under the `traffic` stream's `stream_names` child for other
+    users): a point's indoor state and O2I loss once, each link's LOS state and shadowing
+    from its site's own child."""
+    lay = net.layout
+
+    def stream(name: str, site: int | None = None) -> np.random.Generator:
+        names = (name,) if site is None else (name, f"site{site}")
+        return (seeds.numpy("traffic", *stream_names, *names) if stream_names
+                else seeds.numpy("propagation", *names))
+
+    return channel.network.drop_network(
+        channel.network.hexagonal_cells(lay.sites, lay.isd_m, lay.sectors), points, sites_xy,
+        offsets, lambda d2d_m: draw_links(model, d2d_m, stream, net),
+        lay.downtilt_deg, getattr(model, "bs_height_m", 0.0), lay.panel_rows)
+
+
+def background_users(net: NetworkConfig, model: channel.pathloss.PathLossModel,
+                     sites_xy: np.ndarray, offsets: np.ndarray | None,
+                     seeds: Seeds) -> BackgroundUsers | None:
+    """Other users (network.traffic), users_per_cell x the cells of them dropped as the
+    clients are, uniformly over the sites' hexagons, each served by its strongest cell (so a
+    cell holds users_per_cell of them on average), from the `traffic` stream alone: the
+    clients' drop and links are the same with or without them. None without traffic."""
+    if not net.traffic.on or net.traffic.users == 0:
+        return None
+    lay = net.layout
+    n = net.traffic.users * lay.sites * lay.sectors
+    points = channel.layout.drop_uniform_in_hexagons(n, sites_xy, lay.isd_m, net.min_distance_m,
+                                                     seeds.numpy("traffic", "drop"))
+    drop = _dropped(net, model, points, sites_xy, offsets, seeds, "propagation")
+    return BackgroundUsers(drop.x_m, drop.y_m, drop.serving,
+                           channel.db_to_linear(drop.coupling_db),
+                           drop.on_serving_link(drop.losses.los).astype(bool),
+                           drop.losses.indoor.astype(bool))
 
 
 def draw_links(model: channel.pathloss.PathLossModel, d2d_m: np.ndarray,
@@ -192,7 +225,20 @@ def network_settings(scenario: Scenario) -> NetworkSettings:
         power_control=None if pc is None else (pc.p0_dbm, pc.alpha),
         backhaul=None if backhaul is None else (backhaul.latency_s, backhaul.bandwidth_bps),
         duplexing=duplexing(scenario), nr=nr_link(scenario), scheduler=net.scheduler,
-        pf_beta=net.pf_beta, slot_s=channel.tdd.slot_s(spacing))
+        pf_beta=net.pf_beta, slot_s=channel.tdd.slot_s(spacing),
+        traffic=traffic_settings(scenario))
+
+
+def traffic_settings(scenario: Scenario) -> TrafficSettings | None:
+    """What the network's link takes of network.traffic (None: none), the seed of its
+    arrivals from the `traffic` stream."""
+    traffic = scenario.network.traffic
+    if not traffic.on:
+        return None
+    return TrafficSettings(
+        traffic.kind, tuple(channel.Direction(d) for d in traffic.directions),
+        8.0 * traffic.file_bytes, traffic.offered_load or 0.0,
+        Seeds(scenario.seed).seed("traffic", "arrivals"), traffic.record_files)
 
 
 #: the HARQ round trip with paired bands where network.harq_rtt_slots is not given (slots)
@@ -421,4 +467,18 @@ def network_lines(scenario: Scenario) -> list[str]:
             + ("fixed client power" if pc is None
                else f"power control P0 {pc.p0_dbm:g} dBm alpha {pc.alpha:g}")
             + ("" if backhaul is None else f", backhaul {backhaul.latency_s * 1e3:g} ms "
-               f"{backhaul.bandwidth_bps / 1e9:g} Gbit/s")]
+               f"{backhaul.bandwidth_bps / 1e9:g} Gbit/s")] + traffic_lines(net)
+
+
+def traffic_lines(net: NetworkConfig) -> list[str]:
+    """describe()'s line on other users' traffic (none without)."""
+    traffic = net.traffic
+    if not traffic.on:
+        return []
+    what = ("full buffer" if traffic.kind == "full_buffer" else
+            f"FTP model 3, {traffic.file_bytes / 1e6:g} MB files at offered load "
+            f"{traffic.offered_load:g}")
+    return [f"  traffic: {traffic.users} other user{'' if traffic.users == 1 else 's'} a cell "
+            f"on average, {what}, "
+            f"{' and '.join(traffic.directions)}"
+            + ("; every file recorded" if traffic.record_files else "")]

@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from scala_netsim.books.blocks import fading_columns
+from scala_netsim.books.blocks import AirRecord, fading_columns
+from scala_netsim.books.traffic import load_table
 from scala_netsim.config.scenario import Scenario, scenario_yaml
-from scala_netsim.core.columns import COUPLING_COLUMNS, DEMAND_COLUMNS
+from scala_netsim.core.columns import (
+    COUPLING_COLUMNS,
+    DEMAND_COLUMNS,
+    TRAFFIC_AIR_COLUMNS,
+    TRAFFIC_COLUMNS,
+)
 from scala_netsim.core.files import (
     AIR_CSV,
     CELLS_CSV,
@@ -22,10 +28,13 @@ from scala_netsim.core.files import (
     DIGESTED_FILES,
     EVENTS_CSV,
     FADING_CSV,
+    LOAD_CSV,
     RECORD_FILES,
     ROUNDS_CSV,
     SCENARIO_YAML,
     SUMMARY_JSON,
+    TRAFFIC_AIR_CSV,
+    TRAFFIC_CSV,
 )
 from scala_netsim.core.results import (
     file_sha256,
@@ -41,6 +50,7 @@ from scala_netsim.runner.world import World, cells_frame, clients_frame
 
 if TYPE_CHECKING:
     from scala_netsim.runner.loop import Run
+    from scala_netsim.sim.network.traffic import Background
 
 
 
@@ -106,6 +116,20 @@ class RunWriter:
             if air.fades:
                 write_rows_csv(self.folder / FADING_CSV, fading_columns(air.settings.fade_key),
                                air.fades)
+            background = getattr(run.link, "background", None)
+            if background is not None:
+                self._write_traffic(run, background, air)
+
+    def _write_traffic(self, run: Run, background: Background, air: AirRecord) -> None:
+        """load.csv of a network with other users' traffic up to now, and recording each file
+        traffic.csv and traffic_air.csv."""
+        if background.settings.record_files:
+            files, files_air = background.record()
+            write_rows_csv(self.folder / TRAFFIC_CSV, TRAFFIC_COLUMNS, files)
+            write_rows_csv(self.folder / TRAFFIC_AIR_CSV, TRAFFIC_AIR_COLUMNS, files_air)
+        write_csv(self.folder / LOAD_CSV, load_table(
+            background.load_rows(), air.frame(), air.settings, background.offered_load,
+            background.began, run.env.now))
 
     def summary(self, data: dict) -> None:
         """summary.json, with the SHA-256 of the record files it vouches for (a re-timing

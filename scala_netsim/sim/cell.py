@@ -12,6 +12,23 @@ from channel import Direction
 
 
 @dataclass(frozen=True)
+class BackgroundUsers:
+    """Other users of a network's cells (network.traffic), dropped like its clients: where
+    each stands, its serving cell, its coupling gain to every cell (linear, users x cells),
+    and on its serving link its LOS state and whether it is indoors."""
+
+    x_m: np.ndarray
+    y_m: np.ndarray
+    serving: np.ndarray
+    coupling_linear: np.ndarray
+    los: np.ndarray
+    indoor: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.serving)
+
+
+@dataclass(frozen=True)
 class NetworkView:
     """The network around the clients (a hexagonal layout): its cells, each client's serving
     cell and its coupling gain to every cell (linear, clients x cells)."""
@@ -19,6 +36,8 @@ class NetworkView:
     cells: channel.network.Cells
     serving: np.ndarray
     coupling_linear: np.ndarray
+    #: other users' (network.traffic: kind not none), else None
+    users: BackgroundUsers | None = None
 
 
 @dataclass

@@ -97,11 +97,12 @@ class Air:
         #: each client's slots in flight (a watcher's post concerns the air only where any)
         self._clients: dict[int, int] = {}
 
-    def quiet_rate(self, request: Request, n: int) -> float:
+    def quiet_rate(self, request: Request, n: int, interference_w: float = 0.0) -> float:
         """Request's rate on n blocks of its cell at its gain now with no interference
-        (bit/s): Shannon's, or under the NR abstraction the goodput of the MCS it would pick
-        (a per-instant scheduler's instantaneous rate)."""
-        snr = request.powers(n)[1] * request.gain / self.noise_w
+        (bit/s; with `interference_w` on each block, that): Shannon's, or under the NR
+        abstraction the goodput of the MCS it would pick (a per-instant scheduler's
+        instantaneous rate)."""
+        snr = request.powers(n)[1] * request.gain / (self.noise_w + interference_w)
         if self.link is None:
             return n * self.block_hz * math.log2(1.0 + snr)
         return float(self.link.goodput_bps(np.full(n, snr)))
@@ -301,6 +302,21 @@ class Air:
         self.flows[h, grid.GOT] = 0.0
         return got
 
+    def moved(self, flow: Flow) -> float:
+        """The bits flow has moved so far (its rate's integral since it joined, where its
+        bits are infinite), read without bringing its numbers up to now: 0 while it waits
+        for a block."""
+        try:
+            h = self._flow.index(flow)
+        except ValueError:
+            return 0.0
+        row = self.flows[h]
+        rate = row[grid.RATE]
+        ran = 0.0 if math.isnan(rate) else rate * (self.tau(self.env.now) - row[grid.MARK])
+        if math.isinf(row[grid.BITS]):
+            return float(row[grid.GOT] + ran)
+        return float(flow.bits - (row[grid.BITS] - ran))
+
     def split(self, flow: Flow) -> None:
         """A round-robin flow's stretch ends now and another on the same blocks begins (a
         fixed-rate transfer's next attempt: each attempt's stretches its own)."""
@@ -335,7 +351,8 @@ class Air:
         any_stopped, any_quiet = grid.stopped(self.ints, flows)
         if not any_quiet and not (math.isinf(end) and any_stopped):
             return
-        stopped = (flows[:, grid.RATE] == 0.0) & (self.ints[:self._used, grid.COUNT] > 0)
+        stopped = ((flows[:, grid.RATE] == 0.0) & (self.ints[:self._used, grid.COUNT] > 0)
+                   & np.isfinite(flows[:, grid.BITS]))
         quiet = stopped & (flows[:, grid.INTERFERENCE] == 0.0)
         stuck = np.flatnonzero(quiet if quiet.any() else stopped)
         names = []

@@ -41,7 +41,7 @@ from scala_netsim.books.blocks import (
     turn_problems,
 )
 from scala_netsim.core.events import EventKind, EventLog
-from scala_netsim.sim.cell import Cell
+from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import Drops
 from scala_netsim.sim.link import Message, TransferLost
 from scala_netsim.sim.network import schedulers
@@ -55,6 +55,7 @@ from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.rows import TransferBooks
 from scala_netsim.sim.network.schedulers import Request
 from scala_netsim.sim.network.settings import NetworkSettings
+from scala_netsim.sim.network.traffic import Background
 from scala_netsim.sim.network.transfer import Stage, Transfer
 
 
@@ -109,6 +110,8 @@ class NetworkLink:
                                                settings.slot_s)
             if scheduler is not None:
                 air.scheduler = scheduler
+        #: other users' files on the airs (network.traffic; None: none)
+        self.background = self._background(cell.network)
         self._backhaul = Backhaul(env, settings.backhaul)
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
                                     self.air_rows, self.fade_rows)
@@ -134,6 +137,25 @@ class NetworkLink:
             return total
         return self._nr_blocks.uplink_blocks(k, total)
 
+    def _background(self, network: NetworkView) -> Background | None:
+        """The network's other users' traffic on its airs (network.traffic), from now."""
+        traffic = self.settings.traffic
+        if network.users is None or traffic is None:
+            return None
+        return Background(self.env, traffic, network.users, len(network.serving), self._air,
+                          self._background_request, self._share)
+
+    def _background_request(self, flow: Flow, direction: Direction, k: int) -> Request:
+        """A background user's (row k's) request for blocks: a client's power, cap and
+        large-scale gain (no fading with background traffic)."""
+        return Request(flow, k, self.radio.serving_cell(k), self.radio.serving_gain(k),
+                       lambda n: self.powers(direction, k, n), self._cap(direction, k))
+
+    def _share(self, direction: Direction) -> float:
+        """The share of the time `direction` has: 1 with paired bands, its frame's under TDD."""
+        frame = self.settings.frame
+        return 1.0 if frame is None else frame.share(direction)
+
     # --- what the protocols ask of a link ---------------------------------------------
     def stream_states(self) -> dict[str, dict[int, dict]]:
         return {}                               # no random stream of its own
@@ -147,6 +169,8 @@ class NetworkLink:
         self.round = round_
         if self.fading is not None:
             self.fading.begin_round(round_)
+        if self.background is not None:     # its full-buffer files' stretches so far
+            self.background.fold()
         if self.settings.per_instant:       # nothing held between transfers
             return
         self._static.begin_round(round_, demands)

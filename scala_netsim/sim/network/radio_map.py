@@ -52,13 +52,20 @@ class RadioMap:
 
     @classmethod
     def of(cls, cell: Cell) -> RadioMap:
-        """The map of a network's dropped clients (Cell.network: its coupling and serving)."""
-        if cell.network is None:
+        """The map of a network's dropped clients (Cell.network: its coupling and serving),
+        and after them its other users' (network.traffic), user u the row clients + u."""
+        network = cell.network
+        if network is None:
             raise ValueError("a radio map needs a cell of a network (Cell.network)")
-        return cls(cell.network.coupling_linear, cell.network.serving)
+        users = network.users
+        if users is None:
+            return cls(network.coupling_linear, network.serving)
+        return cls(np.vstack([network.coupling_linear, users.coupling_linear]),
+                   np.concatenate([network.serving, users.serving]))
 
     @property
     def num_clients(self) -> int:
+        """Rows of the map: the clients and after them any other users."""
         return int(self.coupling.shape[0])
 
     @property

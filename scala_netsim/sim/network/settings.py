@@ -33,6 +33,23 @@ class NrLink:
 
 
 @dataclass(frozen=True)
+class TrafficSettings:
+    """What the link takes of network.traffic: `kind` (full_buffer, ftp3), background users
+    a cell (dropped: BackgroundUsers), the directions, FTP model 3's file (bits) and offered
+    load, the seed of its arrivals, and whether each file is recorded
+    (scala_netsim.sim.network.traffic)."""
+
+    kind: str
+    directions: tuple[Direction, ...]
+    file_bits: float = 4e6
+    offered_load: float = 0.0
+    seed: int = 0
+    #: each file's row and stretches kept (traffic.csv, traffic_air.csv: what the checks of
+    #: the air derive the rates again with); else each cell's books only (load.csv)
+    record_files: bool = False
+
+
+@dataclass(frozen=True)
 class NetworkSettings:
     """What the network's link needs beyond the cells: the blocks of each direction's band,
     a block's width, the noise PSD, the powers, power control, interference, the backhaul."""
@@ -55,6 +72,8 @@ class NetworkSettings:
     #: proportional fair: the average's weight a slot, and the slot (s: the numerology's)
     pf_beta: float = 0.98
     slot_s: float = 1e-3
+    #: other users' traffic (None: none)
+    traffic: TrafficSettings | None = None
 
     @property
     def per_instant(self) -> bool:

@@ -1,0 +1,125 @@
+"""Other users' traffic in a network's cells (network.traffic): its keys as a pydantic model,
+and what the network cannot run it with (`traffic_problems`, checked with the rest of the
+network's keys).
+
+`none` (the default): each cell carries only the learning's transfers. `full_buffer`:
+`users_per_cell` background users a cell, always backlogged in each direction of
+`directions` (3GPP's full-buffer model). `ftp3`: 3GPP FTP model 3 (TR 36.889 Annex A.2):
+files of `file_bytes` (0.5 MB) arriving at each cell as a Poisson process, each for one of
+the cell's background users drawn at random, at the rate that makes the cell's
+`offered_load` (a share of its blocks' time, in [0, 1)) with `users_per_cell` users
+(scala_netsim.sim.network.traffic says how the rate follows). `record_files` writes every
+file and its blocks (traffic.csv, traffic_air.csv) besides each cell's load (load.csv)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from scala_netsim.algorithms.config import Strict
+
+#: FTP model 3's file: 0.5 Mbytes (TR 36.889 Table A.2.1.3.3-1, as TR 38.802 A.2 takes it)
+FTP3_FILE_BYTES = 500_000
+#: background users a cell where none are given: one full-buffer user (the hand-computed
+#: case), ten for FTP model 3 (TR 38.802 Table A.2.1-1's 10 UEs a cell)
+DEFAULT_USERS = {"full_buffer": 1, "ftp3": 10}
+
+
+class TrafficConfig(Strict):
+    """Other users' traffic (see the module's docstring)."""
+
+    kind: Literal["none", "full_buffer", "ftp3"] = "none"
+    users_per_cell: int | None = Field(default=None, ge=0)
+    offered_load: float | None = None
+    file_bytes: int = Field(default=FTP3_FILE_BYTES, gt=0)
+    directions: tuple[Literal["uplink", "downlink"], ...] = ("uplink", "downlink")
+    # each file's row and blocks written (traffic.csv, traffic_air.csv), with which the run's
+    # checks derive every rate again; else each cell's load alone (load.csv): a loaded
+    # network moves tens of files a second a cell, and their records grow with the run
+    record_files: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_alone(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("offered_load")
+    @classmethod
+    def _a_share_of_the_blocks(cls, load: float | None) -> float | None:
+        if load is not None and not 0.0 <= load < 1.0:
+            raise ValueError(f"must be in [0, 1) (the share of a cell's blocks' time its "
+                             f"background users' files take; 1 or more never drains), got "
+                             f"{load:g}")
+        return load
+
+    @field_validator("directions")
+    @classmethod
+    def _each_direction_once(cls, directions: tuple[str, ...]) -> tuple[str, ...]:
+        if not directions or len(set(directions)) != len(directions):
+            raise ValueError(f"must name uplink, downlink or both, each once, got "
+                             f"{list(directions)}")
+        return directions
+
+    @model_validator(mode="after")
+    def _keys_of_the_kind(self) -> TrafficConfig:
+        """A key the kind does not read, given on purpose, is refused (config.network's
+        one rule, not_applying: a section written in full, as a run's scenario.yaml writes
+        it, gives every key, those that do not apply at their defaults)."""
+        fields = type(self).model_fields
+        given = self.model_fields_set - {"kind"}
+        if given == set(fields) - {"kind"}:         # written in full: what is not a default
+            given = {k for k in given if getattr(self, k) != fields[k].default}
+        if self.kind == "none" and given:
+            key = sorted(given)[0]
+            raise ValueError(f"{key}: no background users with kind none; set "
+                             f"network.traffic.kind: full_buffer or ftp3, or leave {key} out")
+        if self.kind == "ftp3" and self.offered_load is None:
+            raise ValueError("offered_load: kind ftp3 needs the share of each cell's blocks' "
+                             "time its files take, in [0, 1) (e.g. 0.5)")
+        if self.kind == "full_buffer":
+            for key in ("offered_load", "file_bytes"):
+                if key in given:
+                    raise ValueError(f"{key}: full-buffer users are always backlogged (no "
+                                     f"files, no load to offer); only with kind ftp3, or "
+                                     f"leave {key} out")
+        return self
+
+    @property
+    def on(self) -> bool:
+        return self.kind != "none"
+
+    @property
+    def users(self) -> int:
+        """Background users a cell (DEFAULT_USERS where none are given)."""
+        if self.users_per_cell is not None:
+            return self.users_per_cell
+        return DEFAULT_USERS.get(self.kind, 0)
+
+
+def traffic_problems(network: Any) -> list[str]:
+    """What a network (config.network.NetworkConfig) cannot run other users' traffic with:
+    the paper's single cell, the static scheduler (a client holds its blocks for the round,
+    so there is nothing to share), a fixed-rate link and fading (background users have no
+    attempts and no fading draws: left out)."""
+    traffic = network.traffic
+    if not traffic.on:
+        return []
+    kind = f"traffic.kind: {traffic.kind}"
+    problems = []
+    if network.layout.kind == "single":
+        problems.append(f"{kind} drops users in a network's cells; the single layout (the "
+                        f"paper's cell) has none (network.layout.kind: hexagonal, sites: 1 "
+                        f"for one cell)")
+    if network.scheduler == "static":
+        problems.append(f"{kind} shares each cell's blocks under a work-conserving scheduler; "
+                        f"network.scheduler: static grants the learning's clients their blocks "
+                        f"for the round; allowed: round_robin or proportional_fair")
+    if network.link.mode != "adaptive":
+        problems.append(f"{kind} with network.link.mode: {network.link.mode}: background "
+                        f"users send at adaptive rates only; allowed: adaptive")
+    if network.fading.kind != "none":
+        problems.append(f"{kind} with network.fading.kind: {network.fading.kind}: background "
+                        f"users see their large-scale gains only (no fading draws); allowed: "
+                        f"none")
+    return problems
