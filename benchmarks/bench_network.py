@@ -5,7 +5,7 @@ clients, measured side by side in this one run.
 
     python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
         [--duplex fdd|tdd|both] [--nr-round-robin [--scheduler round_robin|proportional_fair]]
-        [--deployment uma_n78|umi_n78|rma_fdd]
+        [--deployment uma_n78|umi_n78|rma_fdd] [--traffic-load 0.7]
 
 Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
 CPU time (the first round meters each new batch size for real: its time is given apart),
@@ -80,8 +80,25 @@ def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
             "first_s": first_s, "rest_s": rest_s, "events": len(run.log), "transfers": transfers,
             "events_per_s": (len(run.log) - first_events) / rest_s,
             "sim_s": run.env.now, "problems": len(run.problems()),
+            **background_books(run),
             "rounds_rss_MB": rounds_rss_MB,
             "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def background_books(run: Run) -> dict:
+    """Other users' files arrived and the mean share of the cells' blocks' time they held,
+    each direction's cells averaged (none without traffic)."""
+    background = getattr(run.link, "background", None)
+    if background is None:
+        return {"files": 0, "load": {}}
+    rows = background.load_rows()
+    blocks = {d.value: n for d, n in run.link.settings.blocks.items()}
+    held = {}
+    for d in ("uplink", "downlink"):
+        mine = [r[8] for r in rows if r[1] == d]      # each cell's block-seconds
+        if mine:
+            held[d] = sum(mine) / (len(mine) * blocks[d] * run.env.now)
+    return {"files": sum(r[5] for r in rows), "load": held}
 
 
 def main() -> None:
@@ -102,7 +119,13 @@ def main() -> None:
     parser.add_argument("--scheduler", default="round_robin",
                         choices=("round_robin", "proportional_fair"),
                         help="with --nr-round-robin: the per-instant scheduler of the three")
+    parser.add_argument("--traffic-load", type=float,
+                        help="the network under round robin (46 dBm a cell) with no other "
+                             "users against the same with FTP model 3 at this offered load")
     args = parser.parse_args()
+    if args.traffic_load is not None:
+        traffic_load(args)
+        return
     if args.nr_round_robin or args.deployment:
         nr_round_robin(args)
         return
@@ -160,6 +183,33 @@ def nr_round_robin(args: argparse.Namespace) -> None:
         print(f"{algorithm}: events per CPU s with {named} "
               f"{all_three['events_per_s'] / plain['events_per_s']:.2f}x the plain network's "
               f"(CPU time a round {all_three['rest_s'] / plain['rest_s']:.2f}x)", flush=True)
+
+
+def traffic_load(args: argparse.Namespace) -> None:
+    """The network under round robin with no other users against the same with 10 users a
+    cell sending FTP model 3 files both ways at `--traffic-load`, side by side."""
+    base = MACRO_POWER + ["network.scheduler=round_robin"]
+    loaded = f"FTP model 3 at {args.traffic_load:g}"
+    cases = (("no load", base), (loaded, base + [
+        f"network.traffic={{kind: ftp3, offered_load: {args.traffic_load}}}"]))
+    for algorithm in args.algorithms.split(","):
+        results = {}
+        for label, extra in cases:
+            r = results[label] = timed_run(algorithm, args.sites, args.rounds,
+                                           args.batch_per_client, True, "fdd", tuple(extra))
+            carried = ", ".join(f"{d} {share:.3f}" for d, share in r["load"].items())
+            print(f"{algorithm}, {args.sites} sites x 3 sectors, round robin, {label}: "
+                  f"{r['clients']:,} clients, {r['participants']} a round, {args.rounds} "
+                  f"rounds: rounds 2-{args.rounds} {r['rest_s']:.2f} CPU s for "
+                  f"{r['events']:,} events ({r['transfers']:,} transfers) and "
+                  f"{r['files']:,} background files (the cells' blocks' time they held: "
+                  f"{carried or 'none'}); simulated {r['sim_s']:.1f} s; invariant problems "
+                  f"{r['problems']}; peak RSS {r['peak_rss_MB']:,.0f} MB", flush=True)
+        ratio = results[loaded]["rest_s"] / results["no load"]["rest_s"]
+        per_sim = ((results[loaded]["rest_s"] / results[loaded]["sim_s"])
+                   / (results["no load"]["rest_s"] / results["no load"]["sim_s"]))
+        print(f"{algorithm}: {loaded}, CPU time a round {ratio:.2f}x no load's "
+              f"({per_sim:.2f}x a simulated second)", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ network's keys).
 
 `none` (the default): each cell carries only the learning's transfers. `full_buffer`:
 `users_per_cell` background users a cell, always backlogged in each direction of
-`directions` (3GPP's full-buffer model). `ftp3`: 3GPP FTP model 3 (TR 36.889 Annex A.2):
+`directions` (3GPP's full-buffer model). `ftp3`: 3GPP FTP model 3 (TR 36.889):
 files of `file_bytes` (0.5 MB) arriving at each cell as a Poisson process, each for one of
 the cell's background users drawn at random, at the rate that makes the cell's
 `offered_load` (a share of its blocks' time, in [0, 1)) with `users_per_cell` users
@@ -19,10 +19,10 @@ from pydantic import Field, field_validator, model_validator
 
 from scala_netsim.algorithms.config import Strict
 
-#: FTP model 3's file: 0.5 Mbytes (TR 36.889 Table A.2.1.3.3-1, as TR 38.802 A.2 takes it)
+#: FTP model 3's file: 0.5 Mbytes (TR 36.889; the value MATLAB's networkTrafficFTP sets for it)
 FTP3_FILE_BYTES = 500_000
 #: background users a cell where none are given: one full-buffer user (the hand-computed
-#: case), ten for FTP model 3 (TR 38.802 Table A.2.1-1's 10 UEs a cell)
+#: case), ten for FTP model 3 (a common number a cell in 3GPP's system evaluations)
 DEFAULT_USERS = {"full_buffer": 1, "ftp3": 10}
 
 

@@ -177,6 +177,17 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
     (["scenarios/cellular_10pct.yaml", "--set", "network.deployment=uma_n78", "--set",
       "network.subcarrier_spacing_hz=15e3"],
      "network.uplink_bandwidth_hz: 100 MHz at 15 kHz subcarrier spacing is no NR channel"),
+    # issue 63: other users' traffic
+    (["scenarios/cellular_10pct.yaml", "--set", "network.traffic={kind: ftp3, offered_load: 1}"],
+     "network.traffic.offered_load: must be in [0, 1) (the share of a cell's blocks' time its "
+     "background users' files take; 1 or more never drains), got 1"),
+    (["scenarios/cellular_10pct.yaml", "--set",
+      "network.traffic={kind: full_buffer, users_per_cell: -2}"],
+     "network.traffic.users_per_cell: must be >= 0, got -2"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.deployment=uma_n78", "--set",
+      "network.traffic=full_buffer"],
+     "network.traffic.kind: full_buffer shares each cell's blocks under a work-conserving "
+     "scheduler; network.scheduler: static grants"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"

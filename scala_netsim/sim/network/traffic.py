@@ -10,7 +10,7 @@ power, cap and gain the link's for that row):
 - `full_buffer`: from the link's first instant each user has one file of infinite bits in
   each direction of `directions`, on the air for the whole run (what it delivered: the
   integral of its rate, the air's `moved`);
-- `ftp3`: 3GPP FTP model 3 (TR 36.889 Annex A.2): files of `file_bits` arrive at each cell
+- `ftp3`: 3GPP FTP model 3 (TR 36.889): files of `file_bits` arrive at each cell
   as a Poisson process of rate lambda, each for one of the cell's users drawn at random; a
   user sends its files one after another, first come first served. lambda makes the cell's
   offered load rho its share of the blocks' time when every cell carries rho (the load
