@@ -148,6 +148,11 @@ class Transfers:
     client_gains: np.ndarray
     #: (transfers, blocks) True where a transfer holds a block, for sets that are not ranges
     held: np.ndarray | None = None
+    #: other users' load in its mean (a network's traffic, model fluid): the interference it
+    #: adds on each block of each transfer (W) and the share of the blocks' time it leaves
+    #: each; None: none
+    floor_w: np.ndarray | None = None
+    share: np.ndarray | None = None
 
     def occupancy(self, total_blocks: int) -> np.ndarray:
         """(transfers, blocks) True where a transfer holds a block."""
@@ -204,9 +209,10 @@ def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
     with I_ib the power i's receiver gets from the transfers of other cells holding b
     (received_interference_w); the rate is sum_b B_rb log2(1 + SINR_ib). Without interference
     (or with nothing to interfere) I = 0 and the SINR is the SNR, P_i g_i / (n_i N0 B_rb) in
-    the same expression, to the bit. Under the NR link abstraction (`link`) the rate is the
-    goodput of the MCS link adaptation picks at the transfer's block SINRs
-    (channel.nr_link.LinkTables.goodput_bps)."""
+    the same expression, to the bit. Other users' load in its mean (`floor_w`, `share`) adds
+    its interference to I on every block and takes its share of the rate. Under the NR link
+    abstraction (`link`) the rate is the goodput of the MCS link adaptation picks at the
+    transfer's block SINRs (channel.nr_link.LinkTables.goodput_bps)."""
     held = transfers.occupancy(total_blocks)
     per_block_w = transfers.power_w / transfers.num_blocks
     signal = per_block_w * transfers.gain
@@ -215,19 +221,23 @@ def transfer_rates(transfers: Transfers, total_blocks: int, block_hz: float,
         received = received_interference_w(transfers, held, per_block_w, uplink)
     else:
         received = np.zeros(held.shape)
-    sinr = signal[:, None] / (noise + received)
+    floor = np.zeros(len(signal)) if transfers.floor_w is None else transfers.floor_w
+    sinr = signal[:, None] / (noise + received + floor[:, None])
     rate = block_hz * np.where(held, np.log2(1.0 + sinr), 0.0).sum(axis=1)
     mean_sinr = np.where(held, sinr, 0.0).sum(axis=1) / transfers.num_blocks
     interference_w = received.sum(axis=1)
-    # a transfer nobody interferes with: its SNR and rate in closed form, not a sum of equal
-    # terms (which may differ from it in the last bit)
-    snr = signal / noise
+    # a transfer no other transfer interferes with: its SINR (SNR where no load adds any)
+    # and rate in closed form, not a sum of equal terms (which may differ in the last bit)
+    snr = signal / (noise + floor)
     quiet = interference_w == 0.0
     rate = np.where(quiet, transfers.num_blocks * block_hz * np.log2(1.0 + snr), rate)
     if link is not None:
         rate = np.array([link.goodput_bps(np.full(n, snr[i]) if quiet[i] else sinr[i, held[i]])
                          for i, n in enumerate(transfers.num_blocks.tolist())])
-    return Rates(rate, np.where(quiet, snr, mean_sinr), interference_w)
+    if transfers.share is not None:     # the share of the blocks' time other users leave
+        rate = rate * transfers.share
+    return Rates(rate, np.where(quiet, snr, mean_sinr),
+                 interference_w + transfers.num_blocks * floor)
 
 
 def round_robin_shares(total: int, caps: list[int]) -> list[int]:

@@ -50,10 +50,12 @@ INT_FIELDS = 5
 # the integrals over its time of the MCS and TBLER while it sends and of the time it sends
 # (its rate above 0); and the integral of its rate since it was last told (GOT: the bits
 # its blocks could carry, a fixed-rate attempt's mutual information; its bits are then inf,
-# its end not the kernels' but its attempt's)
+# its end not the kernels' but its attempt's); and under other users' load in their mean
+# (network.traffic.model: fluid) the interference they add on each of its blocks (W: FLOOR,
+# 0 without) and the share of its blocks' time they leave it (SHARE, 1 without)
 (BITS, MARK, RATE, SINR, INTERFERENCE, SINR_AREA, INTERFERENCE_AREA, FINISH, PER_BLOCK_W,
- SIGNAL, VARIED, MCS, TBLER, MCS_AREA, TBLER_AREA, SENDING, GOT) = range(17)
-FLOW_FIELDS = 17
+ SIGNAL, VARIED, MCS, TBLER, MCS_AREA, TBLER_AREA, SENDING, GOT, FLOOR, SHARE) = range(19)
+FLOW_FIELDS = 19
 # the planes of `grids` (cells x blocks): the SINR (linear) and interference (W) of the
 # transfer holding each block of each cell, and what each (cell, block) sent as last
 # settled, as the others' receivers hear it: the power a block (W; 0 free) and, on the
@@ -97,8 +99,9 @@ def clear(flows: np.ndarray, h: int) -> None:
     row = flows[h]
     row[:] = math.nan
     row[SINR_AREA] = row[INTERFERENCE_AREA] = row[VARIED] = 0.0
-    row[MCS_AREA] = row[TBLER_AREA] = row[SENDING] = row[GOT] = 0.0
+    row[MCS_AREA] = row[TBLER_AREA] = row[SENDING] = row[GOT] = row[FLOOR] = 0.0
     row[FINISH] = math.inf
+    row[SHARE] = 1.0
 
 
 @numba.njit(cache=True)
@@ -326,7 +329,8 @@ def settle(now: float, holder: np.ndarray, grids: np.ndarray, dirty: np.ndarray,
         for i in range(n):
             h = slots[i]
             grids[INTERFERENCE_GRID, cells[i], b] = received[i]
-            grids[SINR_GRID, cells[i], b] = flows[h, SIGNAL] / (noise_w + received[i])
+            grids[SINR_GRID, cells[i], b] = flows[h, SIGNAL] / (noise_w + received[i]
+                                                                + flows[h, FLOOR])
             if not seen[h]:
                 seen[h] = True
                 affected[n_affected] = h
@@ -371,17 +375,20 @@ def _rerate(h: int, now: float, grids: np.ndarray, ints: np.ndarray, owned: np.n
         sinrs += sinr_b
         scratch[k] = sinr_b
         received += grids[INTERFERENCE_GRID, c, b]
-    if received == 0.0:   # nobody interferes: the SNR and rate in closed form
-        sinr = flows[h, SIGNAL] / noise_w
+    floor = flows[h, FLOOR]
+    if received == 0.0:   # no transfer interferes: the SINR and rate in closed form
+        sinr = flows[h, SIGNAL] / (noise_w + floor)
         rate = n * block_hz * math.log2(1.0 + sinr)
         scratch[:n] = sinr
     else:
         sinr, rate = sinrs / n, block_hz * logs
     if not shannon:           # the NR link abstraction: the goodput of the MCS it picks
         rate = _nr_rate(h, n, scratch[:n], flows, nr)
+    rate *= flows[h, SHARE]   # (other users' load in their mean: their share of the time)
     if not math.isnan(flows[h, SINR]) and sinr != flows[h, SINR]:
         flows[h, VARIED] = 1.0
-    flows[h, RATE], flows[h, SINR], flows[h, INTERFERENCE] = rate, sinr, received
+    flows[h, RATE], flows[h, SINR] = rate, sinr
+    flows[h, INTERFERENCE] = received + n * floor
     flows[h, FINISH] = now + max(flows[h, BITS], 0.0) / rate if rate > 0 else math.inf
 
 

@@ -5,6 +5,7 @@ core.columns.AIR_COLUMNS, books.blocks.AirSettings) with the reference formula
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -75,6 +76,11 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
             gains = every_gain[on]
         transfers, on = _transfers_on(on, events if runs else None, cell, first, count,
                                       power_w, gains, settings.blocks[direction])
+        if settings.load_floor is not None and direction in settings.load_floor:
+            assert settings.load_share is not None      # (the fluid model's: both or none)
+            transfers = dataclasses.replace(
+                transfers, floor_w=settings.load_floor[direction][client[on], cell[on]],
+                share=settings.load_share[direction][cell[on]])
         rates = channel.network.transfer_rates(
             transfers, settings.blocks[direction], settings.block_hz,
             settings.noise_w[direction] / settings.block_hz, settings.interference, uplink,

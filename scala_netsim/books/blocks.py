@@ -206,6 +206,12 @@ class AirSettings:
     #: too many to record, a row of every cell for every block of every transfer)
     coherence_s: float | None = None
     draw_block: Callable[[int, int, str], np.ndarray] | None = None
+    #: other users' load in its mean (network.traffic.model: fluid), by direction: the
+    #: interference it adds on a block of a transfer of row r received through cell c
+    #: ((rows, cells), W), and the share of each cell's blocks' time it leaves ((cells,));
+    #: None: none (scala_netsim.sim.network.traffic.fluid_load)
+    load_floor: Mapping[str, np.ndarray] | None = None
+    load_share: Mapping[str, np.ndarray] | None = None
 
     @functools.cached_property
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:

@@ -38,6 +38,10 @@ class TrafficConfig(Strict):
     # checks derive every rate again; else each cell's load alone (load.csv): a loaded
     # network moves tens of files a second a cell, and their records grow with the run
     record_files: bool = False
+    # ftp3: `files`, every file simulated, or `fluid`, the files in their mean: the learning's
+    # transfers get 1 - offered_load of their cell's blocks' time and the other cells' files
+    # interfere at their load times their power (scala_netsim.sim.network.traffic)
+    model: Literal["files", "fluid"] = "files"
 
     @model_validator(mode="before")
     @classmethod
@@ -77,6 +81,12 @@ class TrafficConfig(Strict):
         if self.kind == "ftp3" and self.offered_load is None:
             raise ValueError("offered_load: kind ftp3 needs the share of each cell's blocks' "
                              "time its files take, in [0, 1) (e.g. 0.5)")
+        if self.model == "fluid" and self.kind != "ftp3":
+            raise ValueError(f"model: fluid takes FTP model 3's files in their mean; with kind "
+                             f"{self.kind} there are none (allowed: files)")
+        if self.model == "fluid" and self.record_files:
+            raise ValueError("record_files: model fluid simulates no file to record; set "
+                             "model: files, or leave record_files out")
         if self.kind == "full_buffer":
             for key in ("offered_load", "file_bytes"):
                 if key in given:

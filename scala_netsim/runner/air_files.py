@@ -14,7 +14,7 @@ import numpy as np
 
 import channel
 from scala_netsim.books.blocks import AirSettings
-from scala_netsim.config.scenario import validate_scenario
+from scala_netsim.config.scenario import Scenario, validate_scenario
 from scala_netsim.core.columns import COUPLING_COLUMNS, FADING_ATTEMPT_COLUMNS
 from scala_netsim.core.errors import DamagedRunError
 from scala_netsim.core.files import COUPLING_CSV, FADING_CSV, SCENARIO_YAML, run_file
@@ -23,7 +23,10 @@ from scala_netsim.core.seeds import Seeds
 from scala_netsim.runner.world import network_settings
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.network.fading import NetworkFading, blocks_of_time
+from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.radio_map import RadioMap
+from scala_netsim.sim.network.settings import NetworkSettings
+from scala_netsim.sim.network.traffic import LoadTerms, fluid_load, load_terms
 
 
 def coupling_rows(cell: Cell) -> list[tuple[int, int, float]] | None:
@@ -83,9 +86,22 @@ def air_settings_of(folder: Path | str) -> AirSettings:
     network_fading = (NetworkFading(fading, Seeds(scenario.seed).sequence("fading"),
                                     coupling.shape[1]) if fading.fades else None)
     coherence_s, draw_block = blocks_of_time(network_fading)
+    load_floor, load_share = fluid_load(_load_terms(scenario, s, coupling), s)
     return AirSettings(
         blocks={d.value: n for d, n in s.blocks.items()}, block_hz=s.block_hz,
         noise_w={d.value: s.noise_w_per_hz(d) * s.block_hz for d in channel.Direction},
         interference=s.interference, coupling=coupling, frame=s.frame,
         nr=None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
-        fades=fades, fade_key=fade_key, coherence_s=coherence_s, draw_block=draw_block)
+        fades=fades, fade_key=fade_key, coherence_s=coherence_s, draw_block=draw_block,
+        load_floor=load_floor, load_share=load_share)
+
+
+def _load_terms(scenario: Scenario, settings: NetworkSettings,
+                coupling: np.ndarray) -> LoadTerms | None:
+    """Other users' load (network.traffic) as the run's link built it, from the coupling
+    of its clients and then its users (coupling.csv): None without traffic."""
+    if settings.traffic is None:
+        return None
+    radio = RadioMap(coupling)
+    return load_terms(radio, scenario.data.num_clients, settings, settings.traffic,
+                      NrBlocks(radio, settings).cap)

@@ -78,9 +78,11 @@ def run_problems(run: Checked) -> list[str]:
     air = run.link.air_record()
     if air is not None and air.rows:      # (none where every transfer was cut before it)
         # other users' files, if any: the checks below that need every holder of a block
-        # run where each file is recorded (network.traffic.record_files)
+        # run where each file is recorded (network.traffic.record_files), or none is
+        # simulated (model fluid: their load is in the air settings)
         background = getattr(run.link, "background", None)
-        unrecorded = background is not None and not background.settings.record_files
+        unrecorded = background is not None and not (background.settings.record_files
+                                                     or background.settings.fluid)
         files, files_air = ([], []) if background is None else background.record()
         frame = with_background(air.frame(), files_air)
         # an asynchronous run stops with transfers in flight, not in the books: the air

@@ -238,7 +238,8 @@ def traffic_settings(scenario: Scenario) -> TrafficSettings | None:
     return TrafficSettings(
         traffic.kind, tuple(channel.Direction(d) for d in traffic.directions),
         8.0 * traffic.file_bytes, traffic.offered_load or 0.0,
-        Seeds(scenario.seed).seed("traffic", "arrivals"), traffic.record_files)
+        Seeds(scenario.seed).seed("traffic", "arrivals"), traffic.record_files,
+        traffic.model == "fluid")
 
 
 #: the HARQ round trip with paired bands where network.harq_rtt_slots is not given (slots)
@@ -477,7 +478,8 @@ def traffic_lines(net: NetworkConfig) -> list[str]:
         return []
     what = ("full buffer" if traffic.kind == "full_buffer" else
             f"FTP model 3, {traffic.file_bytes / 1e6:g} MB files at offered load "
-            f"{traffic.offered_load:g}")
+            f"{traffic.offered_load:g}" + (" in its mean (fluid)" if traffic.model == "fluid"
+                                           else ""))
     return [f"  traffic: {traffic.users} other user{'' if traffic.users == 1 else 's'} a cell "
             f"on average, {what}, "
             f"{' and '.join(traffic.directions)}"

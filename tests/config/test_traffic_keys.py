@@ -40,6 +40,10 @@ def test_the_defaults_of_each_kind():
      "network.traffic.users_per_cell: no background users with kind none"),
     ({"kind": "full_buffer", "directions": ["uplink", "uplink"]}, {},
      "network.traffic.directions: must name uplink, downlink or both, each once"),
+    ({"kind": "full_buffer", "model": "fluid"}, {},
+     "network.traffic.model: fluid takes FTP model 3's files in their mean"),
+    ({"kind": "ftp3", "offered_load": 0.5, "model": "fluid", "record_files": True}, {},
+     "network.traffic.record_files: model fluid simulates no file to record"),
     ("full_buffer", {"scheduler": "static"},
      "network.traffic.kind: full_buffer shares each cell's blocks under a work-conserving "
      "scheduler; network.scheduler: static grants"),

@@ -4,6 +4,7 @@ against its offered load, within its sampling error; a network run keeps every i
 (no block idle while anyone has data, every rate and every file's bits derived again from
 the records) with both kinds and both work-conserving schedulers; a run's files."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,8 +20,8 @@ from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.schedulers import Request, RoundRobin
-from scala_netsim.sim.network.settings import TrafficSettings
-from scala_netsim.sim.network.traffic import Background
+from scala_netsim.sim.network.settings import NetworkSettings, TrafficSettings
+from scala_netsim.sim.network.traffic import Background, load_terms
 
 from conftest import events_of
 
@@ -50,7 +51,11 @@ def one_cell(gains: np.ndarray, users: int, settings: TrafficSettings, power_w: 
 
     dropped = BackgroundUsers(np.zeros(users), np.zeros(users), np.zeros(users, np.int64),
                               gains[first:], np.zeros(users, bool), np.zeros(users, bool))
-    return env, airs, Background(env, settings, dropped, first, airs, request_of, lambda d: 1.0)
+    link = NetworkSettings({d: BLOCKS for d in Direction}, BLOCK_HZ, NOISE_W / BLOCK_HZ,
+                           power_w, power_w * BLOCKS)
+    terms = load_terms(radio, first, link, settings, lambda d, k: BLOCKS)
+    return env, airs, Background(env, settings, dropped, first, airs, request_of, lambda d: 1.0,
+                                 terms)
 
 
 def shannon(n: int, per_block_w: float, gain: float) -> float:
@@ -201,3 +206,80 @@ def test_the_checks_catch_a_missing_background_stretch(make_run):
     assert problems and "idle" in problems[0]
     assert background_air(files_air)["event_index"].max() == -1
     assert len(events_of(run)) > 0
+
+
+@pytest.mark.parametrize("model", ["files", "fluid"])
+def test_a_long_download_gets_what_the_files_leave_of_a_lone_cell(model):
+    """A lone cell's downlink at offered load 0.5 (no interference: every block at the same
+    power, so a file holds its block-seconds whatever it shares): a download of 600 s alone
+    on all blocks takes 1,200 s, in the files' mean exactly (model fluid: half the blocks'
+    time), and with every file simulated within 4 standard deviations of the files'
+    block-seconds over its time (what the files take, the download does not get)."""
+    gains = np.array([[1e-10], [3e-11], [1e-11], [5e-12], [2e-12], [1e-12]])
+    settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6, 0.5, seed=11,
+                               fluid=model == "fluid")
+    env, airs, background = one_cell(gains, 5, settings, 0.01)
+    rate = shannon(BLOCKS, 0.01, 1e-10)
+    bits, start = 600.0 * rate, 50.0
+    ended = {}
+
+    def download(_: simpy.Event) -> None:
+        floor_w, share = background.fluid_terms(Direction.DOWNLINK, 0, 0)
+        flow = Flow(bits, env.now, lambda f: ended.setdefault("at", env.now))
+        airs[Direction.DOWNLINK].request(Request(flow, 0, 0, 1e-10,
+                                                 lambda n: (0.01 * n, 0.01), BLOCKS,
+                                                 floor_w, share))
+    env.timeout(start).callbacks.append(download)
+    env.run(until=start + 2000.0)
+    took = ended["at"] - start
+    if model == "fluid":
+        assert background.fluid_terms(Direction.DOWNLINK, 0, 0) == (0.0, 0.5)
+        assert took == pytest.approx(1200.0, rel=1e-12)
+        return
+    seconds = np.array([4e6 / shannon(BLOCKS, 0.01, g) for g in gains[1:, 0]])
+    arrivals = 0.5 / np.mean(seconds)
+    sigma = math.sqrt(arrivals * took * np.mean(seconds ** 2))    # the files' seconds in it
+    assert abs((took - 600.0) - 0.5 * took) < 4 * sigma, (took, sigma)
+    assert sigma < 0.05 * took
+
+
+@pytest.mark.slow
+def test_a_fluid_load_run_derives_its_rates_again_from_its_files_alone(make_run, tmp_path):
+    """Model fluid in 3 interfering cells: every learning transfer's rate derives again from
+    the run's files alone (the load's interference and share rebuilt from scenario.yaml and
+    coupling.csv, the users' rows after the clients'), and not without them; load.csv gives
+    each cell the offered load; the learning is slower than with no other users."""
+    from scala_netsim.books.air_rates import air_rate_problems
+    from scala_netsim.core.files import AIR_CSV, EVENTS_CSV, LOAD_CSV
+    from scala_netsim.core.results import read_csv, read_record
+    from scala_netsim.runner.air_files import air_settings_of
+    from scala_netsim.runner.writer import RunWriter
+
+    def run_with(traffic: dict, folder):
+        run = make_run("scala", data={"num_clients": 20}, training={"participation": 0.3},
+                       timing_only=True,
+                       network={**NETWORK, "scheduler": "round_robin", "traffic": traffic})
+        writer = RunWriter(folder, run.scenario, run.world)
+        while not run.finished:
+            run.step()
+        writer.flush(run, now=True)
+        assert run.problems() == []
+        return run
+
+    quiet = run_with({"kind": "none"}, tmp_path / "none")
+    run = run_with({"kind": "ftp3", "offered_load": 0.5, "model": "fluid"}, tmp_path / "fluid")
+    assert run.env.now > quiet.env.now
+    settings = air_settings_of(tmp_path / "fluid")
+    own = run.link.air_record().settings
+    for d in ("uplink", "downlink"):
+        assert settings.load_floor[d].tobytes() == own.load_floor[d].tobytes()
+        assert np.array_equal(settings.load_share[d], own.load_share[d])
+        assert (own.load_floor[d] > 0).any() and set(own.load_share[d]) == {0.5}
+    air, events = read_record(tmp_path / "fluid", AIR_CSV), read_record(tmp_path / "fluid",
+                                                                         EVENTS_CSV)
+    assert air_rate_problems(air, events, settings) == []
+    assert air_rate_problems(air, events, dataclasses.replace(settings, load_floor=None,
+                                                              load_share=None))
+    load = read_csv(tmp_path / "fluid" / LOAD_CSV)
+    assert np.allclose(load["load"], 0.5) and (load["files"] == 0).all()
+    assert ((load["learning_share"] > 0) & (load["idle_share"] < 0.5)).all()

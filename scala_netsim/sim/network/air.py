@@ -178,11 +178,14 @@ class Air:
         return len(self) + sum(len(waiting) for waiting in self._waiting.values())
 
     def add(self, flow: Flow, client: int, cell: int, blocks: np.ndarray, power_w: float,
-            gain: float, per_block_w: float | None = None) -> None:
+            gain: float, per_block_w: float | None = None, floor_w: float = 0.0,
+            share: float = 1.0) -> None:
         """Flow joins now, client's transfer on `blocks` of `cell` (a set of block indices,
         increasing: the static scheduler's grant is a range), radiating `power_w` over them
         (`per_block_w` on each: power_w / their count unless given), received through `gain`;
-        its `done(flow)` is called when its bits have crossed."""
+        its `done(flow)` is called when its bits have crossed. Other users' load in its mean
+        (network.traffic.model: fluid) adds `floor_w` of interference on each of its blocks
+        and leaves it `share` of their time."""
         h = self._free[-1]
         now = self.tau(self.env.now)
         if per_block_w is None:
@@ -192,6 +195,7 @@ class Air:
             raise RuntimeError(f"client {client}'s transfer asks for blocks "
                                f"{blocks.tolist()} of cell {cell}, not all free in its band")
         self._free.pop()
+        self.flows[h, grid.FLOOR], self.flows[h, grid.SHARE] = floor_w, share
         self._clients[client] = self._clients.get(client, 0) + 1
         self._last_joined = h
         self._tau_start[h] = now
@@ -251,7 +255,8 @@ class Air:
         for i in joining:
             mine, term = blocks[i], requests[i]
             power_w, per_block_w = term.powers(len(mine))
-            self.add(term.flow, term.client, cell, mine, power_w, term.gain, per_block_w)
+            self.add(term.flow, term.client, cell, mine, power_w, term.gain, per_block_w,
+                     term.floor_w, term.share)
             h = self._last_joined
             self._shared[h] = term
             on.append(h)

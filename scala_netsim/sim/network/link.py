@@ -55,7 +55,7 @@ from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.rows import TransferBooks
 from scala_netsim.sim.network.schedulers import Request
 from scala_netsim.sim.network.settings import NetworkSettings
-from scala_netsim.sim.network.traffic import Background
+from scala_netsim.sim.network.traffic import Background, fluid_load, load_terms
 from scala_netsim.sim.network.transfer import Stage, Transfer
 
 
@@ -110,8 +110,6 @@ class NetworkLink:
                                                settings.slot_s)
             if scheduler is not None:
                 air.scheduler = scheduler
-        #: other users' files on the airs (network.traffic; None: none)
-        self.background = self._background(cell.network)
         self._backhaul = Backhaul(env, settings.backhaul)
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
                                     self.air_rows, self.fade_rows)
@@ -122,6 +120,8 @@ class NetworkLink:
             {d: model.allocation_radio(d) for d in Direction},
             None if settings.nr is None else self._nr_blocks.uplink_blocks, self.grant_rows,
             self.block_rows, self.shared_rows)
+        #: other users' files on the airs, or their load (network.traffic; None: none)
+        self.background = self._background(cell.network)
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block with no interference (dB):
@@ -132,18 +132,17 @@ class NetworkLink:
         """The most blocks client k's transfers use under round robin: all the cell's, but
         under the NR abstraction an upload's the number with the best goodput
         (NrBlocks.uplink_blocks)."""
-        total = self.settings.blocks[direction]
-        if self.settings.nr is None or direction is Direction.DOWNLINK:
-            return total
-        return self._nr_blocks.uplink_blocks(k, total)
+        return self._nr_blocks.cap(direction, k)
 
     def _background(self, network: NetworkView) -> Background | None:
         """The network's other users' traffic on its airs (network.traffic), from now."""
         traffic = self.settings.traffic
         if network.users is None or traffic is None:
             return None
-        return Background(self.env, traffic, network.users, len(network.serving), self._air,
-                          self._background_request, self._share)
+        first = len(network.serving)
+        return Background(self.env, traffic, network.users, first, self._air,
+                          self._background_request, self._share,
+                          load_terms(self.radio, first, self.settings, traffic, self._cap))
 
     def _background_request(self, flow: Flow, direction: Direction, k: int) -> Request:
         """A background user's (row k's) request for blocks: a client's power, cap and
@@ -240,7 +239,9 @@ class NetworkLink:
             self.radio.coupling, s.frame,
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
             self.fade_rows, "attempt" if self.arq is not None else "",
-            *blocks_of_time(self.fading)), air_columns(s.per_instant, self.arq is not None))
+            *blocks_of_time(self.fading),
+            *fluid_load(None if self.background is None else self.background.terms, s)),
+            air_columns(s.per_instant, self.arq is not None))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
     def power_w(self, direction: Direction, k: int, blocks: int) -> float:
@@ -329,8 +330,10 @@ class NetworkLink:
             self.radio.post(direction, k, row)
         gain, air = self.radio.faded(k, row), self._air[direction]
         if self._per_instant:               # the air's scheduler hands out the blocks
-            air.request(Request(flow, k, t.cell, gain,
-                                lambda n: self.powers(direction, k, n), self._cap(direction, k)))
+            floor_w, share = (0.0, 1.0) if self.background is None else (
+                self.background.fluid_terms(direction, k, t.cell))
+            air.request(Request(flow, k, t.cell, gain, lambda n: self.powers(direction, k, n),
+                                self._cap(direction, k), floor_w, share))
         else:
             assert t.granted is not None     # (the round's grant: _send)
             air.add(flow, k, t.cell, t.granted, t.power_w, gain)

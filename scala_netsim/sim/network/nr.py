@@ -44,6 +44,15 @@ class NrBlocks:
             per_block_w = channel.dbm_to_w(dbm) / n[None, :]
         return 10.0 * np.log10(per_block_w * gain[:, None] / noise_w)
 
+    def cap(self, direction: Direction, k: int) -> int:
+        """The most blocks client k's transfers use under a per-instant scheduler: all the
+        cell's, but under the NR abstraction an upload's the number with the best goodput
+        (uplink_blocks)."""
+        total = self.settings.blocks[direction]
+        if self.settings.nr is None or direction is Direction.DOWNLINK:
+            return total
+        return self.uplink_blocks(k, total)
+
     def uplink_blocks(self, k: int, granted: int) -> int:
         """Under the NR link abstraction, the blocks a client's uploads use of the `granted`:
         the number (at most those) whose goodput with no interference is the highest, its

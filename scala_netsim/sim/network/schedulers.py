@@ -70,6 +70,10 @@ class Request:
     gain: float
     powers: Callable[[int], tuple[float, float]]
     cap: int
+    #: other users' load in its mean (network.traffic.model: fluid): the interference it
+    #: adds on each block (W) and the share of the blocks' time it leaves
+    floor_w: float = 0.0
+    share: float = 1.0
 
 
 #: a request's rate (bit/s) on n blocks of its cell at its gain now, with no interference

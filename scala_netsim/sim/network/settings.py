@@ -47,6 +47,8 @@ class TrafficSettings:
     #: each file's row and stretches kept (traffic.csv, traffic_air.csv: what the checks of
     #: the air derive the rates again with); else each cell's books only (load.csv)
     record_files: bool = False
+    #: FTP model 3's files in their mean (network.traffic.model: fluid) rather than each one
+    fluid: bool = False
 
 
 @dataclass(frozen=True)

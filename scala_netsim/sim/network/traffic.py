@@ -17,14 +17,17 @@ power, cap and gain the link's for that row):
   coupling of LTE network planning, Siomina and Yuan, IEEE Trans. Wireless Commun. 11(6),
   2012, at its fixed point): a file of S bits for user u, alone in its cell, takes S / R_u
   of the direction's time on its blocks (R_u: its rate there on all the blocks it can use,
-  Air.quiet_rate, with every other cell's interference on every block weighted by rho: on
-  the downlink at the cell's power a block, on the uplink at the mean its background users
-  would be heard with), so lambda = rho x share / (S x mean_u 1 / R_u), `share` the
-  direction's share of the time (1 with paired bands, the frame's under TDD). Where a rate
-  grows with the blocks (the downlink's fixed power a block) the blocks' time the files take
-  is then rho in a lone cell (none interfering: rho at its SNR), and near it in a network,
-  whose interference comes and goes rather than staying at its mean (load.csv gives what
-  each cell carried). The learning's transfers slow the files but take none of that time.
+  with the other cells' interference at each sending with probability rho: LoadTerms), so
+  lambda = rho x share / (S x mean_u 1 / R_u), `share` the direction's share of the time (1
+  with paired bands, the frame's under TDD). Where a rate grows with the blocks (the
+  downlink's fixed power a block) the blocks' time the files take is then rho in a lone
+  cell (none interfering), and near it in a network (load.csv gives what each cell
+  carried). The learning's transfers slow the files but take none of that time.
+- `ftp3` under `fluid` (TrafficSettings.fluid): no file is simulated. Each cell with a
+  covered user carries rho all along; a learning transfer gets 1 - rho of its blocks' time
+  (`Background.fluid_terms`: the air multiplies its rate by it) and the other cells' load as
+  interference on every block (LoadTerms' floor), what a transfer much longer than the
+  files gets beside them under round robin.
 
 A user whose rate alone on its blocks is 0 (under the NR abstraction, below the lowest MCS:
 out of coverage) gets no traffic; `covered` counts the others. Each file's row (core.
@@ -47,9 +50,111 @@ from channel import Direction
 from scala_netsim.sim.cell import BackgroundUsers
 from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.pool import Flow
+from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.rows import block_runs
 from scala_netsim.sim.network.schedulers import Request
-from scala_netsim.sim.network.settings import TrafficSettings
+from scala_netsim.sim.network.settings import NetworkSettings, TrafficSettings
+
+#: the samples of the other cells' states the fluid model's interference averages over, and
+#: its child of the traffic seed
+FLOOR_SAMPLES, FLOOR_STREAM = 1024, 7
+
+
+@dataclass(frozen=True)
+class LoadTerms:
+    """What other users' load makes of a network's cells (`load_terms`), per direction of
+    the traffic: each background user's rate alone in its cell on all the blocks it can use
+    (bit/s of the direction's time; 0: out of coverage) and with every other cell loaded;
+    each cell's load (the offered load where it has a covered user, else 0); and the
+    interference those loads add on a block of a transfer of the radio map's row r received
+    through cell c (`floor[d][r, c]`, W): each other cell sends with its load's probability
+    (on the downlink at its power a block, heard through r's gain; on the uplink from one of
+    its covered users drawn at random, heard by c), and the floor is the level whose rate at
+    a high SINR is the rate averaged over those states (`_rate_level`: N + floor the
+    geometric mean of N + I over FLOOR_SAMPLES draws of the traffic seed), not their mean
+    power: a rate is concave in the interference, and an uplink's comes mostly from a few
+    users near the cell, now and then."""
+
+    alone: dict[Direction, np.ndarray]
+    loaded: dict[Direction, np.ndarray]
+    load: dict[Direction, np.ndarray]
+    floor: dict[Direction, np.ndarray]
+
+
+def load_terms(radio: RadioMap, first: int, settings: NetworkSettings,
+               traffic: TrafficSettings, cap: Callable[[Direction, int], int]) -> LoadTerms:
+    """LoadTerms of the background users, the radio map's rows `first` on, under the link
+    `settings` (their powers and noise), each user's transfers using `cap(d, row)` blocks
+    (the link's: all, or under NR an upload's best number); pure numbers of the map and the
+    settings, so the checks rebuild them from a run's files."""
+    rows = np.arange(first, radio.num_clients)
+    serving = radio.serving[rows]
+    gains = radio.coupling
+    cells = radio.num_cells
+    out: dict[str, dict[Direction, np.ndarray]] = {k: {} for k in LoadTerms.__annotations__}
+    for d in traffic.directions:
+        n = np.array([min(cap(d, int(r)), settings.blocks[d]) for r in rows])
+        per_block = np.array([settings.powers(d, radio.serving_gain(int(r)), int(k))[1]
+                              for r, k in zip(rows, n, strict=True)])
+        signal = per_block * radio.serving_gains[rows]
+        noise_w = settings.noise_w_per_hz(d) * settings.block_hz
+        alone = _rates(settings, d, n, signal / noise_w)
+        load = np.zeros(cells)
+        load[np.unique(serving[alone > 0])] = traffic.offered_load
+        rng = np.random.default_rng([traffic.seed, FLOOR_STREAM, d is Direction.UPLINK])
+        on = rng.random((FLOOR_SAMPLES, cells)) < load[None, :]    # which cells send, each
+        if not settings.interference:
+            floor = np.zeros((len(gains), cells))
+        elif d is Direction.DOWNLINK:       # what a row hears of the other cells sending
+            heard = gains * settings.powers(d, 1.0, 1)[1]            # (rows, cells)
+            mine = radio.serving
+            interference = on @ heard.T - on[:, mine] * heard[np.arange(len(gains)), mine]
+            floor = np.broadcast_to(_rate_level(interference, noise_w)[:, None],
+                                    (len(gains), cells))
+        else:                               # what a cell hears of a user of each other cell
+            covered = [rows[(serving == c) & (alone > 0)] for c in range(cells)]
+            power = np.zeros(radio.num_clients)
+            power[rows] = per_block
+            sender = np.array([[rng.choice(covered[c]) if len(covered[c]) else 0
+                                for c in range(cells)] for _ in range(FLOOR_SAMPLES)])
+            heard = gains[sender] * power[sender][:, :, None]        # (samples, from, at)
+            heard *= on[:, :, None]
+            heard[:, np.arange(cells), np.arange(cells)] = 0.0        # not its own cell's
+            floor = np.broadcast_to(_rate_level(heard.sum(axis=1), noise_w)[None, :],
+                                    (len(gains), cells))
+        out["alone"][d], out["load"][d], out["floor"][d] = alone, load, floor
+        out["loaded"][d] = _rates(settings, d, n, signal / (noise_w + floor[rows, serving]))
+    return LoadTerms(**out)
+
+
+def fluid_load(terms: LoadTerms | None, settings: NetworkSettings
+               ) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None]:
+    """What deriving the rates again takes of other users' load in its mean
+    (books.blocks.AirSettings.load_floor and load_share, by direction's name): under the
+    fluid model (network.traffic.model: fluid) each direction's floor and its cells' shares,
+    1 - their load; else (None, None)."""
+    if terms is None or settings.traffic is None or not settings.traffic.fluid:
+        return None, None
+    return ({d.value: floor for d, floor in terms.floor.items()},
+            {d.value: 1.0 - load for d, load in terms.load.items()})
+
+
+def _rate_level(interference: np.ndarray, noise_w: float) -> np.ndarray:
+    """Per column of `interference` (samples x victims, W): the interference I_eff with
+    N + I_eff the geometric mean of N + I over the samples, exp(E[ln(N + I)]): what gives,
+    at a high SINR, the Shannon rate averaged over the samples (log2(S / (N + I)) is linear
+    in ln(N + I)); 0 exactly where no sample has any."""
+    return noise_w * np.expm1(np.log1p(interference / noise_w).mean(axis=0))
+
+
+def _rates(settings: NetworkSettings, d: Direction, blocks: np.ndarray,
+           sinr: np.ndarray) -> np.ndarray:
+    """Rates on `blocks` blocks at `sinr` on each (bit/s): Shannon's, or the NR goodput."""
+    if settings.nr is None:
+        return blocks * settings.block_hz * np.log2(1.0 + sinr)
+    tables = settings.nr.tables[d]
+    return np.array([tables.goodput_bps(np.full(int(k), x))
+                     for k, x in zip(blocks, sinr, strict=True)])
 
 
 @dataclass
@@ -80,7 +185,8 @@ class Background:
 
     def __init__(self, env: simpy.Environment, settings: TrafficSettings,
                  users: BackgroundUsers, first: int, airs: dict[Direction, Air],
-                 request_of: RequestOf, frame_share: Callable[[Direction], float]) -> None:
+                 request_of: RequestOf, frame_share: Callable[[Direction], float],
+                 terms: LoadTerms) -> None:
         self.env, self.settings, self.airs, self.request_of = env, settings, airs, request_of
         self.first = first
         #: when the traffic began (the link's first instant)
@@ -99,8 +205,10 @@ class Background:
         #: files ended, the bits they delivered, and the block-seconds of the folded
         #: stretches (of the direction's time)
         self.cells: dict[tuple[int, Direction], list[float]] = {}
+        #: other users' load (load_terms)
+        self.terms = terms
         for d_index, d in enumerate(settings.directions):
-            alone, loaded = self._rates(d)
+            alone, loaded = terms.alone[d], terms.loaded[d]
             for c in range(num_cells):
                 mine = np.flatnonzero(self.serving == c)
                 covered = mine[alone[mine] > 0]
@@ -109,41 +217,9 @@ class Background:
                 if settings.kind == "full_buffer":
                     for u in covered.tolist():
                         self._arrive(u, d, math.inf)
-                elif arrivals > 0:
+                elif arrivals > 0 and not settings.fluid:
                     rng = np.random.default_rng([settings.seed, d_index, c])
                     env.process(self._arrivals(c, d, arrivals, covered, rng))
-
-    def _rates(self, d: Direction) -> tuple[np.ndarray, np.ndarray]:
-        """Each user's rate alone in its cell on all the blocks it can use (bit/s of the
-        direction's time): with no interference, and with every other cell sending on every
-        block the offered load's share of the time (its background users' power a block, on
-        the uplink their mean as the cell hears it; none where the network has no
-        interference)."""
-        air = self.airs[d]
-        requests = [self.request_of(Flow(0.0, 0.0, _nothing), d, self.first + u)
-                    for u in range(len(self.serving))]
-        blocks = [min(r.cap, air.num_blocks) for r in requests]
-        alone = np.array([air.quiet_rate(r, n) for r, n in zip(requests, blocks, strict=True)])
-        if not air.interference:
-            return alone, alone
-        per_block = np.array([r.powers(n)[1] for r, n in zip(requests, blocks, strict=True)])
-        gains = air.gains[self.first:self.first + len(self.serving)]    # users x cells
-        cells = gains.shape[1]
-        if d is Direction.DOWNLINK:     # every other cell at its power a block
-            heard = gains * per_block[:, None]
-            interference = heard.sum(axis=1) - heard[np.arange(len(heard)), self.serving]
-        else:                           # each other cell's users, on average, at this cell
-            sent = np.zeros((cells, cells))
-            for c in range(cells):
-                mine = np.flatnonzero((self.serving == c) & (alone > 0))
-                if len(mine):
-                    sent[c] = (gains[mine] * per_block[mine, None]).mean(axis=0)
-            at = sent.sum(axis=0) - np.diag(sent)      # at each cell, from the others
-            interference = at[self.serving]
-        load = self.settings.offered_load      # each other cell busy that share of the time
-        loaded = np.array([air.quiet_rate(r, n, load * float(i)) for r, n, i in zip(
-            requests, blocks, interference.tolist(), strict=True)])
-        return alone, loaded
 
     def _arrival_rate(self, rates: np.ndarray, share: float) -> float:
         """FTP model 3's lambda for a cell whose covered users have `rates` with every other
@@ -154,6 +230,16 @@ class Background:
         if s.kind != "ftp3" or not len(rates) or s.offered_load <= 0:
             return 0.0
         return s.offered_load * share / (s.file_bits * float(np.mean(1.0 / rates)))
+
+    def fluid_terms(self, direction: Direction, row: int, cell: int) -> tuple[float, float]:
+        """Under the fluid model (network.traffic.model: fluid), what a learning transfer of
+        the radio map's `row` in `cell` sees of the other users: the interference their load
+        adds on each of its blocks (W) and the share of its blocks' time they leave it
+        (1 - the cell's load); (0, 1) otherwise, or in a direction without traffic."""
+        if not self.settings.fluid or direction not in self.terms.load:
+            return 0.0, 1.0
+        return (float(self.terms.floor[direction][row, cell]),
+                1.0 - float(self.terms.load[direction][cell]))
 
     def _arrivals(self, cell: int, d: Direction, rate: float, users: np.ndarray,
                   rng: np.random.Generator) -> Generator[simpy.Event, None, None]:
@@ -261,8 +347,15 @@ class Background:
         """Per cell and direction up to now, in order of direction then cell: its users,
         those covered, its files' arrival rate (1/s), the files arrived and ended, the bits
         delivered and the block-seconds its files held (of the direction's time), those of
-        the files on the air so far included; read without changing anything."""
+        the files on the air so far included (the fluid model: none arrive, and they hold
+        the load's share of the blocks all along); read without changing anything."""
         books = {key: list(book) for key, book in self.cells.items()}
+        if self.settings.fluid:      # the files in their mean: the load, all along
+            for (c, d), book in books.items():
+                air = self.airs[d]
+                book[6] = (self.terms.load[d][c] * air.num_blocks
+                           * self._block_s(air, [[None, 1, self.began, self.env.now, 0.0, 0]],
+                                           self.env.now))
         for f in self._active.values():
             assert f.flow is not None
             air = self.airs[f.direction]
