@@ -1,0 +1,35 @@
+"""The operator study's report and table come from its kept run records (issue 63):
+analysis.operator writes them again, to the byte, from the kept comparison.csv and each kept
+run's rounds.csv; a folder that is not the study's is refused, exit 2, before anything is
+written."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import operator
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = ROOT / "docs" / "studies" / "operator"
+
+
+def test_the_report_and_its_table_are_the_ones_written_from_the_kept_runs(tmp_path):
+    assert operator.main([str(STUDY / "results"), "--out", str(tmp_path)]) == 0
+    for name in ("report.md", "times.csv"):
+        assert (tmp_path / name).read_text() == (STUDY / name).read_text(), name
+
+
+def test_the_frames_answer_reads_the_table():
+    table = pd.read_csv(STUDY / "times.csv")
+    answer = operator.frames_answer(table)
+    scala = table[(table["algorithm"] == "scala") & (table["case"] == "dddsu")].iloc[0]
+    assert f"{scala['time_to_0.8_s']:,.0f} s under DDDSU" in answer
+    assert "2. Not answered yet" in operator.loads_answer(table)
+
+
+def test_another_studys_folder_is_refused_and_nothing_written(tmp_path, capsys):
+    other = ROOT / "docs" / "studies" / "nr" / "results"
+    assert operator.main([str(other), "--out", str(tmp_path / "out")]) == 2
+    assert "not the operator study's results: it needs scala and fedavg in cases" in (
+        capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
