@@ -5,7 +5,7 @@ load (`load_table`, load.csv)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,8 @@ def with_background(air: pd.DataFrame, traffic_air: Sequence[tuple]) -> pd.DataF
 
 
 def load_table(cells: Sequence[tuple], air: pd.DataFrame, settings: AirSettings,
-               offered_load: float | None, start_s: float, end_s: float) -> pd.DataFrame:
+               offered_load: Mapping[str, float] | None, start_s: float,
+               end_s: float) -> pd.DataFrame:
     """load.csv (LOAD_COLUMNS): per cell and direction, `cells` (the link's
     Background.load_rows: cell, direction, users, covered users, arrival rate, files arrived
     and ended, bits delivered, the block-seconds its files held), the offered load, and over
@@ -59,6 +60,6 @@ def load_table(cells: Sequence[tuple], air: pd.DataFrame, settings: AirSettings,
         load = block_s / total if total > 0 else 0.0
         share = learning.get((c, direction), 0.0) / total if total > 0 else 0.0
         out.append((c, direction, users, covered, rate, files, done, delivered,
-                    np.nan if offered_load is None else offered_load, load, share,
+                    np.nan if offered_load is None else offered_load[direction], load, share,
                     1.0 - load - share))
     return pd.DataFrame(out, columns=list(LOAD_COLUMNS))

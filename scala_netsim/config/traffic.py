@@ -31,7 +31,8 @@ class TrafficConfig(Strict):
 
     kind: Literal["none", "full_buffer", "ftp3"] = "none"
     users_per_cell: int | None = Field(default=None, ge=0)
-    offered_load: float | None = None
+    # a share in [0, 1) for every direction, or one for each: {uplink: 0.1, downlink: 0.6}
+    offered_load: float | dict[Literal["uplink", "downlink"], float] | None = None
     file_bytes: int = Field(default=FTP3_FILE_BYTES, gt=0)
     directions: tuple[Literal["uplink", "downlink"], ...] = ("uplink", "downlink")
     # each file's row and blocks written (traffic.csv, traffic_air.csv), with which the run's
@@ -50,11 +51,12 @@ class TrafficConfig(Strict):
 
     @field_validator("offered_load")
     @classmethod
-    def _a_share_of_the_blocks(cls, load: float | None) -> float | None:
-        if load is not None and not 0.0 <= load < 1.0:
-            raise ValueError(f"must be in [0, 1) (the share of a cell's blocks' time its "
-                             f"background users' files take; 1 or more never drains), got "
-                             f"{load:g}")
+    def _a_share_of_the_blocks(cls, load: float | dict | None) -> float | dict | None:
+        for value in (load.values() if isinstance(load, dict) else [load]):
+            if value is not None and not 0.0 <= value < 1.0:
+                raise ValueError(f"must be in [0, 1) (the share of a cell's blocks' time its "
+                                 f"background users' files take; 1 or more never drains), "
+                                 f"got {value:g}")
         return load
 
     @field_validator("directions")
@@ -81,6 +83,11 @@ class TrafficConfig(Strict):
         if self.kind == "ftp3" and self.offered_load is None:
             raise ValueError("offered_load: kind ftp3 needs the share of each cell's blocks' "
                              "time its files take, in [0, 1) (e.g. 0.5)")
+        if isinstance(self.offered_load, dict) and set(self.offered_load) != set(
+                self.directions):
+            raise ValueError(f"offered_load: one for each direction of directions "
+                             f"({', '.join(self.directions)}), got "
+                             f"{', '.join(self.offered_load) or 'none'}")
         if self.model == "fluid" and self.kind != "ftp3":
             raise ValueError(f"model: fluid takes FTP model 3's files in their mean; with kind "
                              f"{self.kind} there are none (allowed: files)")
@@ -98,6 +105,13 @@ class TrafficConfig(Strict):
     @property
     def on(self) -> bool:
         return self.kind != "none"
+
+    def load_of(self, direction: str) -> float:
+        """The offered load in `direction` (0 without one)."""
+        load = self.offered_load
+        if isinstance(load, dict):
+            return float(load.get(direction, 0.0))  # type: ignore[call-overload]
+        return 0.0 if load is None else float(load)
 
     @property
     def users(self) -> int:

@@ -235,9 +235,10 @@ def traffic_settings(scenario: Scenario) -> TrafficSettings | None:
     traffic = scenario.network.traffic
     if not traffic.on:
         return None
+    directions = tuple(channel.Direction(d) for d in traffic.directions)
     return TrafficSettings(
-        traffic.kind, tuple(channel.Direction(d) for d in traffic.directions),
-        8.0 * traffic.file_bytes, traffic.offered_load or 0.0,
+        traffic.kind, directions, 8.0 * traffic.file_bytes,
+        {d: traffic.load_of(d.value) for d in directions},
         Seeds(scenario.seed).seed("traffic", "arrivals"), traffic.record_files,
         traffic.model == "fluid")
 
@@ -478,8 +479,8 @@ def traffic_lines(net: NetworkConfig) -> list[str]:
         return []
     what = ("full buffer" if traffic.kind == "full_buffer" else
             f"FTP model 3, {traffic.file_bytes / 1e6:g} MB files at offered load "
-            f"{traffic.offered_load:g}" + (" in its mean (fluid)" if traffic.model == "fluid"
-                                           else ""))
+            + ", ".join(f"{traffic.load_of(d):g} {d}" for d in traffic.directions)
+            + (" in its mean (fluid)" if traffic.model == "fluid" else ""))
     return [f"  traffic: {traffic.users} other user{'' if traffic.users == 1 else 's'} a cell "
             f"on average, {what}, "
             f"{' and '.join(traffic.directions)}"

@@ -25,12 +25,21 @@ def test_the_defaults_of_each_kind():
                                                          ("uplink", "downlink"))
     ftp = scenario({"kind": "ftp3", "offered_load": 0.5}).network.traffic
     assert (ftp.users, ftp.file_bytes, ftp.offered_load) == (10, 500_000, 0.5)
+    assert (ftp.load_of("uplink"), ftp.load_of("downlink")) == (0.5, 0.5)
+    each = scenario({"kind": "ftp3", "offered_load": {"uplink": 0.1, "downlink": 0.6}})
+    assert (each.network.traffic.load_of("uplink"),
+            each.network.traffic.load_of("downlink")) == (0.1, 0.6)
 
 
 @pytest.mark.parametrize("traffic,network,message", [
     ({"kind": "ftp3", "offered_load": 1.0}, {},
      "network.traffic.offered_load: must be in [0, 1)"),
     ({"kind": "ftp3", "offered_load": -0.1}, {}, "got -0.1"),
+    ({"kind": "ftp3", "offered_load": {"uplink": 0.2, "downlink": 1.5}}, {},
+     "network.traffic.offered_load: must be in [0, 1)"),
+    ({"kind": "ftp3", "offered_load": {"uplink": 0.2}}, {},
+     "network.traffic.offered_load: one for each direction of directions (uplink, downlink), "
+     "got uplink"),
     ({"kind": "ftp3"}, {}, "network.traffic.offered_load: kind ftp3 needs the share"),
     ({"kind": "full_buffer", "users_per_cell": -1}, {},
      "network.traffic.users_per_cell: must be >= 0, got -1"),
@@ -71,7 +80,9 @@ def test_asynchronous_algorithms_refuse_other_users():
 
 @pytest.mark.parametrize("traffic", [{"kind": "none"}, "full_buffer",
                                      {"kind": "ftp3", "offered_load": 0.3,
-                                      "record_files": True}])
+                                      "record_files": True},
+                                     {"kind": "ftp3", "model": "fluid",
+                                      "offered_load": {"uplink": 0.1, "downlink": 0.6}}])
 def test_a_written_scenario_reads_back(traffic):
     written = scenario(traffic)
     assert validate_scenario(yaml.safe_load(scenario_yaml(written))) == written

@@ -5,7 +5,7 @@ frame, the NR link abstraction and the scheduler."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import channel
 from channel import Direction
@@ -42,7 +42,8 @@ class TrafficSettings:
     kind: str
     directions: tuple[Direction, ...]
     file_bits: float = 4e6
-    offered_load: float = 0.0
+    #: FTP model 3's offered load by direction (none: 0)
+    offered_load: dict[Direction, float] = field(default_factory=dict)
     seed: int = 0
     #: each file's row and stretches kept (traffic.csv, traffic_air.csv: what the checks of
     #: the air derive the rates again with); else each cell's books only (load.csv)

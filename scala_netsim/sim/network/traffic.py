@@ -100,7 +100,7 @@ def load_terms(radio: RadioMap, first: int, settings: NetworkSettings,
         noise_w = settings.noise_w_per_hz(d) * settings.block_hz
         alone = _rates(settings, d, n, signal / noise_w)
         load = np.zeros(cells)
-        load[np.unique(serving[alone > 0])] = traffic.offered_load
+        load[np.unique(serving[alone > 0])] = traffic.offered_load.get(d, 0.0)
         rng = np.random.default_rng([traffic.seed, FLOOR_STREAM, d is Direction.UPLINK])
         on = rng.random((FLOOR_SAMPLES, cells)) < load[None, :]    # which cells send, each
         if not settings.interference:
@@ -212,7 +212,7 @@ class Background:
             for c in range(num_cells):
                 mine = np.flatnonzero(self.serving == c)
                 covered = mine[alone[mine] > 0]
-                arrivals = self._arrival_rate(loaded[covered], frame_share(d))
+                arrivals = self._arrival_rate(loaded[covered], frame_share(d), d)
                 self.cells[(c, d)] = [len(mine), len(covered), arrivals, 0, 0, 0.0, 0.0]
                 if settings.kind == "full_buffer":
                     for u in covered.tolist():
@@ -221,15 +221,16 @@ class Background:
                     rng = np.random.default_rng([settings.seed, d_index, c])
                     env.process(self._arrivals(c, d, arrivals, covered, rng))
 
-    def _arrival_rate(self, rates: np.ndarray, share: float) -> float:
+    def _arrival_rate(self, rates: np.ndarray, share: float, d: Direction) -> float:
         """FTP model 3's lambda for a cell whose covered users have `rates` with every other
         cell loaded (the module's docstring; those with none left out); 0 without users or
         load, and for full buffer."""
         s = self.settings
         rates = rates[rates > 0]
-        if s.kind != "ftp3" or not len(rates) or s.offered_load <= 0:
+        load = s.offered_load.get(d, 0.0)
+        if s.kind != "ftp3" or not len(rates) or load <= 0:
             return 0.0
-        return s.offered_load * share / (s.file_bits * float(np.mean(1.0 / rates)))
+        return load * share / (s.file_bits * float(np.mean(1.0 / rates)))
 
     def fluid_terms(self, direction: Direction, row: int, cell: int) -> tuple[float, float]:
         """Under the fluid model (network.traffic.model: fluid), what a learning transfer of
@@ -339,9 +340,11 @@ class Background:
         return rows, air_rows
 
     @property
-    def offered_load(self) -> float | None:
-        """FTP model 3's offered load (None: full buffer)."""
-        return self.settings.offered_load if self.settings.kind == "ftp3" else None
+    def offered_load(self) -> dict[str, float] | None:
+        """FTP model 3's offered load by direction's name (None: full buffer)."""
+        if self.settings.kind != "ftp3":
+            return None
+        return {d.value: load for d, load in self.settings.offered_load.items()}
 
     def load_rows(self) -> list[tuple]:
         """Per cell and direction up to now, in order of direction then cell: its users,
