@@ -31,6 +31,7 @@ from scala_netsim.core.errors import Error
 from scala_netsim.core.results import write_csv
 from scala_netsim.runner.loop import Run
 from scala_netsim.runner.world import build_world, scenario_dataset
+from scala_netsim.sim.network.link import NetworkLink
 
 CARRIED_COLUMNS = ("offered_load", "direction", "cells", "files", "carried_load",
                    "carried_min", "carried_max", "seconds", "cpu_s")
@@ -48,9 +49,11 @@ def carried(scenario_path: Path, load: float, seconds: float,
     start = time.process_time()
     run.env.run(until=run.env.now + seconds)
     cpu_s = time.process_time() - start
-    background = run.link.background
-    assert background is not None
-    settings = run.link.settings
+    link = run.link
+    if not isinstance(link, NetworkLink) or link.background is None:
+        raise Error(f"{scenario_path}: no network with other users to measure (a hexagonal "
+                    f"layout under a per-instant scheduler)")
+    background, settings = link.background, link.settings
     rows = []
     for d in background.settings.directions:
         held = (seconds if settings.frame is None else
