@@ -128,12 +128,8 @@ def loads_answer(table: pd.DataFrame, carried: pd.DataFrame | None = None) -> st
                 f"a time doubles as a lower bound.")
     if not run:
         return ("2. Not answered yet: the load cases (DDDSU at 30, 50 and 70 % offered load of "
-                "FTP model 3, every file simulated) were not run. In this deployment 57 cells of "
-                "273 blocks carry thousands of files a simulated second, and SCALA's median "
-                "round under DDDSU lasts minutes of simulated time: hours of CPU a round on "
-                "this project's 2 cores (docs/model/network.md, 'Other users' traffic', "
-                "says why the fluid model, which costs nothing, does not stand in for the "
-                "files).")
+                "FTP model 3, under the fluid model at the loads the files carry) were not "
+                "run.")
     return ("2. Not answered: the load cases were run without the loads their files carry "
             "(carried.csv).")
 

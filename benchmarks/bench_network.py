@@ -124,6 +124,11 @@ def main() -> None:
                              "users against the same with FTP model 3 at this offered load")
     args = parser.parse_args()
     if args.traffic_load is not None:
+        if not 0 <= args.traffic_load < 1:
+            parser.error(f"--traffic-load: must be in [0, 1), got {args.traffic_load:g}")
+        if args.deployment or args.nr_round_robin or args.duplex != "fdd":
+            parser.error("--traffic-load times the plain network with paired bands: give it "
+                         "without --deployment, --nr-round-robin or --duplex")
         traffic_load(args)
         return
     if args.nr_round_robin or args.deployment:

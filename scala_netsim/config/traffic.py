@@ -26,6 +26,12 @@ FTP3_FILE_BYTES = 500_000
 DEFAULT_USERS = {"full_buffer": 1, "ftp3": 10}
 
 
+#: the keys every scenario.yaml since network.traffic came in writes (`model` came later): a
+#: section with all of them was written in full, and its keys at their defaults stand
+WRITTEN_TRAFFIC_KEYS = {"users_per_cell", "offered_load", "file_bytes", "directions",
+                        "record_files"}
+
+
 class TrafficConfig(Strict):
     """Other users' traffic (see the module's docstring)."""
 
@@ -41,7 +47,8 @@ class TrafficConfig(Strict):
     record_files: bool = False
     # ftp3: `files`, every file simulated, or `fluid`, the files in their mean: the learning's
     # transfers get 1 - offered_load of their cell's blocks' time and the other cells' files
-    # interfere at their load times their power (scala_netsim.sim.network.traffic)
+    # interfere at the level their load's on/off states average to (the load coupling:
+    # scala_netsim.sim.network.traffic.LoadTerms)
     model: Literal["files", "fluid"] = "files"
 
     @model_validator(mode="before")
@@ -74,12 +81,15 @@ class TrafficConfig(Strict):
         it, gives every key, those that do not apply at their defaults)."""
         fields = type(self).model_fields
         given = self.model_fields_set - {"kind"}
-        if given == set(fields) - {"kind"}:         # written in full: what is not a default
+        if given >= WRITTEN_TRAFFIC_KEYS:           # written in full: what is not a default
             given = {k for k in given if getattr(self, k) != fields[k].default}
         if self.kind == "none" and given:
             key = sorted(given)[0]
             raise ValueError(f"{key}: no background users with kind none; set "
                              f"network.traffic.kind: full_buffer or ftp3, or leave {key} out")
+        if self.kind != "none" and self.users_per_cell == 0:
+            raise ValueError(f"users_per_cell: kind {self.kind} needs at least 1 background "
+                             f"user a cell, got 0; or set kind: none")
         if self.kind == "ftp3" and self.offered_load is None:
             raise ValueError("offered_load: kind ftp3 needs the share of each cell's blocks' "
                              "time its files take, in [0, 1) (e.g. 0.5)")

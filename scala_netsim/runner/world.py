@@ -181,7 +181,7 @@ def background_users(net: NetworkConfig, model: channel.pathloss.PathLossModel,
     clients are, uniformly over the sites' hexagons, each served by its strongest cell (so a
     cell holds users_per_cell of them on average), from the `traffic` stream alone: the
     clients' drop and links are the same with or without them. None without traffic."""
-    if not net.traffic.on or net.traffic.users == 0:
+    if not net.traffic.on:
         return None
     lay = net.layout
     n = net.traffic.users * lay.sites * lay.sectors
@@ -318,7 +318,10 @@ def undecodable_clients(scenario: Scenario) -> str | None:
         return None
     settings = network_settings(scenario)
     assert settings.nr is not None
-    blocks = NrBlocks(RadioMap.of(network_cell(scenario, Seeds(scenario.seed))), settings)
+    network = network_cell(scenario, Seeds(scenario.seed)).network
+    assert network is not None     # (the clients alone: other users out of coverage get no
+    #                                traffic, network.traffic)
+    blocks = NrBlocks(RadioMap(network.coupling_linear, network.serving), settings)
     for direction, tables in settings.nr.tables.items():
         problem = undecodable_problem(scenario.network, direction,
                                       blocks.best_snr_db(direction),

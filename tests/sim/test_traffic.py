@@ -108,7 +108,8 @@ def test_ftp3_files_take_the_offered_share_of_a_lone_cells_blocks():
     deviations of its sampling error (compound Poisson: lambda T E[s^2], s a file's
     block-seconds), and each file took S / R_u of the time alone."""
     gains = np.array([[1e-10], [3e-11], [1e-11], [5e-12], [2e-12], [1e-12]])
-    settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6, {Direction.DOWNLINK: 0.5}, seed=7,
+    settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6, {Direction.DOWNLINK: 0.5},
+                               seed=7,
                                record_files=True)
     env, airs, background = one_cell(gains, 5, settings, 0.01)
     horizon = 3000.0
@@ -137,7 +138,8 @@ def test_the_seed_draws_the_same_files_and_another_seed_others():
     gains = np.array([[1e-10], [3e-11], [1e-11]])
     tables = []
     for seed in (3, 3, 4):
-        settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6, {Direction.DOWNLINK: 0.3}, seed=seed,
+        settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6,
+                                   {Direction.DOWNLINK: 0.3}, seed=seed,
                                    record_files=True)
         env, _, background = one_cell(gains, 2, settings, 0.01)
         env.run(until=20.0)
@@ -216,7 +218,8 @@ def test_a_long_download_gets_what_the_files_leave_of_a_lone_cell(model):
     time), and with every file simulated within 4 standard deviations of the files'
     block-seconds over its time (what the files take, the download does not get)."""
     gains = np.array([[1e-10], [3e-11], [1e-11], [5e-12], [2e-12], [1e-12]])
-    settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6, {Direction.DOWNLINK: 0.5}, seed=11,
+    settings = TrafficSettings("ftp3", (Direction.DOWNLINK,), 4e6, {Direction.DOWNLINK: 0.5},
+                               seed=11,
                                fluid=model == "fluid")
     env, airs, background = one_cell(gains, 5, settings, 0.01)
     rate = shannon(BLOCKS, 0.01, 1e-10)

@@ -97,12 +97,11 @@ class Air:
         #: each client's slots in flight (a watcher's post concerns the air only where any)
         self._clients: dict[int, int] = {}
 
-    def quiet_rate(self, request: Request, n: int, interference_w: float = 0.0) -> float:
+    def quiet_rate(self, request: Request, n: int) -> float:
         """Request's rate on n blocks of its cell at its gain now with no interference
-        (bit/s; with `interference_w` on each block, that): Shannon's, or under the NR
-        abstraction the goodput of the MCS it would pick (a per-instant scheduler's
-        instantaneous rate)."""
-        snr = request.powers(n)[1] * request.gain / (self.noise_w + interference_w)
+        (bit/s): Shannon's, or under the NR abstraction the goodput of the MCS it would pick
+        (a per-instant scheduler's instantaneous rate)."""
+        snr = request.powers(n)[1] * request.gain / self.noise_w
         if self.link is None:
             return n * self.block_hz * math.log2(1.0 + snr)
         return float(self.link.goodput_bps(np.full(n, snr)))

@@ -326,15 +326,19 @@ class Background:
 
     def record(self) -> tuple[list[tuple], list[tuple]]:
         """Recording each file (`record_files`): the file rows and air rows so far: those of
-        the files that ended and the stretches folded, then those of the files on the air or
-        waiting for blocks up to now (their end NaN, what they delivered so far), in the
-        order of their numbers; read without changing anything. Else none."""
+        the files that ended and the stretches folded, then those of the files on the air,
+        waiting for blocks or queued behind their user's file up to now (their end NaN, what
+        they delivered so far; a queued one's start NaN too), in the order of their numbers;
+        read without changing anything. Else none."""
         if not self.settings.record_files:
             return [], []
         now = self.env.now
         rows, air_rows = list(self.rows), list(self.air_rows)
-        for f in sorted(self._active.values(), key=lambda f: f.number):
-            assert f.flow is not None
+        queued = [f for queue in self._queues.values() for f in queue]
+        for f in sorted([*self._active.values(), *queued], key=lambda f: f.number):
+            if f.flow is None:          # queued behind its user's file: nothing sent yet
+                rows.append(self._row(f, 0.0))
+                continue
             rows.append(self._row(f, self.airs[f.direction].moved(f.flow)))
             air_rows.extend(self._air_rows(f, f.flow.stretches, now))
         return rows, air_rows
