@@ -37,6 +37,8 @@ SPECTRUM = {"dddsu": (100 * 16 / 70, 100 * 52 / 70), "dsuuu": (100 * 44 / 70, 10
             "fdd_2x20": (20.0, 20.0)}
 LOADS = {"load_30": 0.3, "load_50": 0.5, "load_70": 0.7}
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
+#: the commit the kept runs were re-timed at
+RUN_AT = "29abe6e"
 COMMAND = ("python -m scala_netsim scenarios/operator.yaml --retime-from "
            "docs/studies/cellular_10pct")
 
@@ -176,10 +178,16 @@ def report(table: pd.DataFrame, carried: pd.DataFrame | None = None) -> str:
         "(the NR link abstraction refuses this drop: client 45 decodes no MCS on the uplink, "
         "-10.6 dB a block at its best). The cases: DDDSU, the frame operators run on n78; "
         "DSUUU, an uplink-heavier one; FDD 2 x 20 MHz at 2 GHz (15 kHz, 106 blocks, 49 dBm "
-        "a cell). The spectrum each has: the TDD carrier's 100 MHz is shared in time, "
-        "22.9 MHz of uplink and 74.3 MHz of downlink on average under DDSSU's frame, 62.9 and "
-        "34.3 MHz under DSUUU; the paired bands have 20 MHz each way all the time.".replace(
-            "DDSSU", "DDDSU"), "",
+        "a cell); and DDDSU with 10 other users a cell sending FTP model 3 files of 0.5 MB "
+        "both ways at offered load 0.3, 0.5 and 0.7, under the fluid model at the loads those "
+        "files carry in this network (carried.csv: one simulated minute of every file, the "
+        "learning silent, seed 0's drop). The spectrum each has: the TDD carrier's 100 MHz is "
+        "shared in time, 22.9 MHz of uplink and 74.3 MHz of downlink on average under DDDSU's "
+        "frame, 62.9 and 34.3 MHz under DSUUU; the paired bands have 20 MHz each way all the "
+        f"time. 36 re-timings on the project's 2-core CPU, from a worktree at commit {RUN_AT}, "
+        "numpy's AVX-512 paths off as `python -m scala_netsim.tools.regenerate` runs them (the "
+        "frames' 18 re-timed at commit 796bfa7, before the fluid model's kernel fields, and "
+        "again at 29abe6e, both without that pin, gave every digest the same).", "",
         "## Answers", "", frames_answer(table), "", loads_answer(table, carried), "",
         "## Time to 70 and 80 % and the median round (times.csv)", "", _markdown(table), "",
         "Simulated seconds, the mean of the seeds then each seed's; median_round_s: each "

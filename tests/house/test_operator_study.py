@@ -19,12 +19,20 @@ def test_the_report_and_its_table_are_the_ones_written_from_the_kept_runs(tmp_pa
         assert (tmp_path / name).read_text() == (STUDY / name).read_text(), name
 
 
-def test_the_frames_answer_reads_the_table():
+def test_the_answers_read_the_table_and_the_carried_loads():
     table = pd.read_csv(STUDY / "times.csv")
     answer = operator.frames_answer(table)
-    scala = table[(table["algorithm"] == "scala") & (table["case"] == "dddsu")].iloc[0]
-    assert f"{scala['time_to_0.8_s']:,.0f} s under DDDSU" in answer
-    assert "2. Not answered yet" in operator.loads_answer(table)
+    scala = table[(table["algorithm"] == "scala")].set_index("case")["time_to_0.8_s"]
+    assert f"{scala['dddsu']:,.0f} s under DDDSU" in answer
+    carried = pd.read_csv(STUDY / "results" / "carried.csv")
+    loads = operator.loads_answer(table, carried)
+    assert f"SCALA {scala['load_70'] / scala['dddsu']:.2f}x" in loads
+    up = carried.set_index(["offered_load", "direction"])["carried_load"][(0.3, "uplink")]
+    assert f"offered 0.3 (carried {up:.3f} up" in loads
+    # without the carried loads the load cases are not answered
+    assert "2. Not answered" in operator.loads_answer(table)
+    frames_only = table[table["case"].isin(list(operator.FRAMES))]
+    assert "2. Not answered yet" in operator.loads_answer(frames_only, carried)
 
 
 def test_another_studys_folder_is_refused_and_nothing_written(tmp_path, capsys):

@@ -26,7 +26,7 @@ def test_a_row_per_load_and_direction_written_as_printed(tmp_path, capsys):
     assert carried_load.main(args) == 0
     table = pd.read_csv(out)
     assert tuple(table.columns) == carried_load.CARRIED_COLUMNS
-    assert list(zip(table["offered_load"], table["direction"])) == [
+    assert list(zip(table["offered_load"], table["direction"], strict=True)) == [
         (0.2, "uplink"), (0.2, "downlink"), (0.6, "uplink"), (0.6, "downlink")]
     assert (table["cells"] == 1).all() and (table["files"] > 0).all()
     # a lone cell's downlink (the same power a block: a file's block-seconds whatever it

@@ -55,6 +55,19 @@ def test_a_slim_kept_run_regenerates_to_its_digests(tmp_path, run):
     assert "coupling.csv" not in json.loads((run / "summary.json").read_text())["files_sha256"]
 
 
+@pytest.mark.slow
+def test_a_run_with_other_users_load_regenerates_to_its_digests(tmp_path):
+    """Issue 63: the operator study's FedAvg under the fluid model at the loads FTP model 3's
+    files carry regenerates to every digest its summary holds, the coupling of its clients
+    and then its background users and load.csv among them (regenerate_run checks them)."""
+    run = STUDIES / "operator" / "results" / "fedavg" / "case=load_30" / "seed2"
+    digests = json.loads((run / "summary.json").read_text())["files_sha256"]
+    assert {"coupling.csv", "air.csv", "load.csv"} <= set(digests)
+    regenerate_run(run, tmp_path / "run")
+    assert {"coupling.csv", "air.csv", "load.csv"} <= {p.name for p in
+                                                        (tmp_path / "run").iterdir()}
+
+
 def test_a_regeneration_that_differs_is_refused_naming_the_file(tmp_path):
     run = tmp_path / "docs" / "studies" / "x" / "results" / "fedavg" / "seed0"
     run.mkdir(parents=True)
