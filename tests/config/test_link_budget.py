@@ -72,6 +72,20 @@ def test_a_drop_whose_clients_decode_nothing_is_refused_before_the_run():
 
 
 @pytest.mark.slow
+def test_other_users_out_of_coverage_are_not_refused_as_clients():
+    """Issue 63 (review): other users (network.traffic) are radio-map rows after the
+    clients; one out of coverage gets no traffic, and the refusal reads the clients alone:
+    with 500 other users a cell at a power no one decodes, it names the same clients."""
+    quiet = undecodable(client_tx_power_w=1e-6, interference=False)
+    loaded = undecodable(client_tx_power_w=1e-6, interference=False,
+                         scheduler="round_robin",
+                         traffic={"kind": "full_buffer", "users_per_cell": 500})
+    assert quiet is not None and loaded == quiet
+    assert undecodable(scheduler="round_robin",
+                       traffic={"kind": "full_buffer", "users_per_cell": 500}) is None
+
+
+@pytest.mark.slow
 def test_under_power_control_the_refusal_names_the_cap_too():
     """A client whose open-loop power is at its cap gains nothing from p0 or alpha: the
     refusal names client_tx_power_w beside them (review of issue 61)."""
