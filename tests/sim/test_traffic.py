@@ -286,3 +286,29 @@ def test_a_fluid_load_run_derives_its_rates_again_from_its_files_alone(make_run,
     load = read_csv(tmp_path / "fluid" / LOAD_CSV)
     assert np.allclose(load["load"], 0.5) and (load["files"] == 0).all()
     assert ((load["learning_share"] > 0) & (load["idle_share"] < 0.5)).all()
+
+
+def test_a_lone_cells_files_carry_the_offered_load_in_a_timing_only_run(make_run):
+    """A timing-only run's network (one site, one sector: nobody interferes), its learning
+    silent for 600 s: the downlink's files (every block at the cell's power: a file holds
+    its block-seconds whatever it shares) take the offered 0.4 of the blocks' time within 4
+    standard deviations of the compound-Poisson sampling error, lambda E[s^2] T, s a file's
+    block-seconds alone (S / R_u on all the blocks, R_u from the load terms)."""
+    run = make_run("fedavg", data={"num_clients": 20}, training={"participation": 0.3},
+                   timing_only=True,
+                   network={**NETWORK, "layout": {"kind": "hexagonal", "sites": 1,
+                                                  "sectors": 1},
+                            "scheduler": "round_robin",
+                            "traffic": {"kind": "ftp3", "offered_load": 0.4,
+                                        "directions": ["downlink"]}})
+    horizon = 600.0
+    run.env.run(until=horizon)
+    background = run.link.background
+    (_, _, users, covered, rate, files, done, _, block_s), = background.load_rows()
+    alone = background.terms.alone[Direction.DOWNLINK]
+    seconds = 4e6 / alone[alone > 0]                      # each covered user's file, alone
+    assert rate == pytest.approx(0.4 / np.mean(seconds), rel=1e-12)
+    load = block_s / (run.link.settings.blocks[Direction.DOWNLINK] * horizon)
+    sigma = math.sqrt(rate * horizon * np.mean(seconds ** 2)) / horizon
+    assert files > 1000 and covered == users == 10
+    assert abs(load - 0.4) < 4 * sigma and sigma < 0.02, (load, sigma)
