@@ -5,7 +5,10 @@ UMa at 3.5 GHz, 20 MHz, 46 dBm a cell) under round robin, with no other users, w
 model 3's files at an offered load (every file), under the fluid model at that load, and
 under the fluid model at the loads the files carried (load.csv's means over the cells):
 
-    python benchmarks/compare_traffic_models.py [--load 0.5]
+    python benchmarks/compare_traffic_models.py [--load 0.5] [--deployment uma_n78]
+
+(--deployment uma_n78: the operator study's network, its deployment under round robin, on 7
+sites in place of 19.)
 
 Prints each case's simulated time, the learning's uploads and downloads on the air (summed
 over the transfers, s) and the loads carried by direction.
@@ -27,16 +30,19 @@ from scala_netsim.runner.world import build_world
 NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
            "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9, "bs_tx_power_w": 40.0,
            "scheduler": "round_robin"}
+#: --deployment uma_n78: the operator study's network (its deployment under round robin) on
+#: 7 sites
+DEPLOYED = {"deployment": "uma_n78", "scheduler": "round_robin"}
 UPLOADS, DOWNLOADS = ("activation_upload", "model_upload"), ("gradient_download",
                                                                "model_download")
 
 
-def timed(traffic: dict, dataset: Dataset) -> dict:
+def timed(traffic: dict, dataset: Dataset, network: dict) -> dict:
     scenario = validate_scenario({
         "name": "traffic_models", "device": "cpu", "data": {"num_clients": 20},
         "model": {"arch": "alexnet14"}, "algorithms": ["scala"], "timing_only": True,
         "training": {"rounds": 4, "local_iters": 2, "batch_size": 24, "participation": 0.3},
-        "network": {**NETWORK, "traffic": traffic}})
+        "network": {**network, "traffic": traffic}})
     run = Run(scenario, "scala", build_world(scenario, dataset), torch.device("cpu"))
     while not run.finished:
         run.step()
@@ -57,11 +63,16 @@ def timed(traffic: dict, dataset: Dataset) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--load", type=float, default=0.5)
+    parser.add_argument("--deployment", choices=("uma_n78",),
+                        help="the operator study's deployment (on 7 sites) in place of 20 MHz")
     args = parser.parse_args()
+    network = NETWORK if args.deployment is None else {
+        **DEPLOYED, "layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3,
+                               "wraparound": True, "downtilt_deg": 12.0, "panel_rows": 10}}
     if not 0 <= args.load < 1:
         parser.error(f"--load: must be in [0, 1), got {args.load:g}")
     dataset = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)
-    files = timed({"kind": "ftp3", "offered_load": args.load}, dataset)
+    files = timed({"kind": "ftp3", "offered_load": args.load}, dataset, network)
     carried = {d: round(v, 3) for d, v in files["carried"].items()}
     cases = (("no other users", {"kind": "none"}, None),
              (f"every file at offered {args.load:g}", None, files),
@@ -70,7 +81,7 @@ def main() -> None:
              (f"fluid at the carried loads {carried}",
               {"kind": "ftp3", "offered_load": carried, "model": "fluid"}, None))
     for label, traffic, done in cases:
-        r = done if done is not None else timed(traffic, dataset)
+        r = done if done is not None else timed(traffic, dataset, network)
         shown = ", ".join(f"{d} {v:.3f}" for d, v in r["carried"].items()) or "none"
         print(f"{label}: simulated {r['sim_s']:.1f} s, uploads on the air {r['uploads_s']:.1f} "
               f"s, downloads {r['downloads_s']:.1f} s; carried {shown}", flush=True)

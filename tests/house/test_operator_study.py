@@ -29,6 +29,13 @@ def test_the_answers_read_the_table_and_the_carried_loads():
     assert f"SCALA {scala['load_70'] / scala['dddsu']:.2f}x" in loads
     up = carried.set_index(["offered_load", "direction"])["carried_load"][(0.3, "uplink")]
     assert f"offered 0.3 (carried {up:.3f} up" in loads
+    # the check with every file leads, where the study kept it
+    rounds = pd.read_csv(STUDY / "results" / "rounds_files.csv")
+    checked = operator.loads_answer(table, carried, rounds)
+    first = rounds.groupby(["offered_load", "model"])["round_time_s"].sum()
+    assert checked.startswith("2. With every file, on the study's own network")
+    assert f"offered 0.5: {first[(0.5, 'files')] / first[(0.0, 'none')]:.3f}x with every file" in (
+        checked)
     # without the carried loads the load cases are not answered
     assert "2. Not answered" in operator.loads_answer(table)
     frames_only = table[table["case"].isin(list(operator.FRAMES))]
