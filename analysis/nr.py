@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.tables import seed_times
 from scala_netsim.core.files import run_file
 
 CASES = ("today", "tdd", "nr", "round_robin", "all_three")
@@ -70,11 +71,7 @@ def times(comparison: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (algorithm, case), group in comparison.groupby(["algorithm", "case"]):
         group = group.sort_values("seed")
-        row = {"algorithm": algorithm, "case": case, "seeds": len(group)}
-        for target in ("0.7", "0.8"):
-            values = group[f"time_to_{target}_s"].astype(float)
-            row[f"time_to_{target}_s"] = values.mean()
-            row[f"time_to_{target}_s_per_seed"] = " ".join(f"{t:.1f}" for t in values)
+        row = {"algorithm": algorithm, "case": case, "seeds": len(group), **seed_times(group)}
         row["round_time_s"] = float((group["total_sim_time_s"] / group["rounds"]).mean())
         rows.append(row)
     table = pd.DataFrame(rows)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.tables import seed_times
 from scala_netsim.core.files import run_file
 
 FRAMES = {"dddsu": "DDDSU (10:2:2) on 100 MHz at 3.5 GHz",
@@ -55,11 +56,7 @@ def times(comparison: pd.DataFrame, root: Path) -> pd.DataFrame:
     rows = []
     for (algorithm, case), group in comparison.groupby(["algorithm", "case"]):
         group = group.sort_values("seed")
-        row = {"algorithm": algorithm, "case": case, "seeds": len(group)}
-        for target in ("0.7", "0.8"):
-            values = group[f"time_to_{target}_s"].astype(float)
-            row[f"time_to_{target}_s"] = values.mean()
-            row[f"time_to_{target}_s_per_seed"] = " ".join(f"{t:.1f}" for t in values)
+        row = {"algorithm": algorithm, "case": case, "seeds": len(group), **seed_times(group)}
         medians = [median_round_s(root / f) for f in group["folder"]]
         row["median_round_s"] = float(np.mean(medians))
         row["median_round_s_per_seed"] = " ".join(f"{m:.2f}" for m in medians)

@@ -37,6 +37,18 @@ def reach_text(times: ArrayLike) -> str:
     return text if reached.all() else f"{text} ({reached.sum()}/{len(times)})"
 
 
+def seed_times(group: pd.DataFrame, targets: Sequence[str] = ("0.7", "0.8")) -> dict:
+    """A group of a comparison's runs (one algorithm and case, sorted by seed): for each
+    accuracy target its time's mean over the seeds and each seed's (time_to_<t>_s,
+    time_to_<t>_s_per_seed), as the studies' tables write them."""
+    row: dict = {}
+    for target in targets:
+        values = group[f"time_to_{target}_s"].astype(float)
+        row[f"time_to_{target}_s"] = values.mean()
+        row[f"time_to_{target}_s_per_seed"] = " ".join(f"{t:.1f}" for t in values)
+    return row
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]

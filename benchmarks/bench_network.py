@@ -91,14 +91,9 @@ def background_books(run: Run) -> dict:
     background = getattr(run.link, "background", None)
     if background is None:
         return {"files": 0, "load": {}}
-    rows = background.load_rows()
-    blocks = {d.value: n for d, n in run.link.settings.blocks.items()}
-    held = {}
-    for d in ("uplink", "downlink"):
-        mine = [r[8] for r in rows if r[1] == d]      # each cell's block-seconds
-        if mine:
-            held[d] = sum(mine) / (len(mine) * blocks[d] * run.env.now)
-    return {"files": sum(r[5] for r in rows), "load": held}
+    held = {d.value: float(background.carried(d)[0].mean())
+            for d in background.settings.directions}
+    return {"files": sum(r[5] for r in background.load_rows()), "load": held}
 
 
 def main() -> None:

@@ -22,7 +22,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -53,14 +52,12 @@ def carried(scenario_path: Path, load: float, seconds: float,
     if not isinstance(link, NetworkLink) or link.background is None:
         raise Error(f"{scenario_path}: no network with other users to measure (a hexagonal "
                     f"layout under a per-instant scheduler)")
-    background, settings = link.background, link.settings
+    background = link.background
     rows = []
     for d in background.settings.directions:
-        held = (seconds if settings.frame is None else
-                settings.frame.cumulative(d, background.began + seconds)
-                - settings.frame.cumulative(d, background.began))
+        shares, covered = background.carried(d)
+        shares = shares[covered]
         books = [r for r in background.load_rows() if r[1] == d.value and r[3] > 0]
-        shares = np.array([r[8] for r in books]) / (settings.blocks[d] * held)
         rows.append((load, d.value, len(books), sum(r[5] for r in books),
                      float(shares.mean()) if len(shares) else 0.0,
                      float(shares.min()) if len(shares) else 0.0,

@@ -300,16 +300,21 @@ class Background:
             self.air_rows.extend(self._air_rows(f, stretches, math.nan))
 
     @staticmethod
-    def _block_s(air: Air, stretches: list[list], now: float) -> float:
-        """Blocks x time (the direction's, under TDD) over stretches, one still open taken
-        to `now`."""
-        frame, total = air.frame, 0.0
+    def _held_s(air: Air, t0: float, t1: float) -> float:
+        """The direction's time in [t0, t1): all of it, or under TDD its symbols'."""
+        frame = air.frame
+        if frame is None:
+            return t1 - t0
+        return frame.cumulative(air.direction, t1) - frame.cumulative(air.direction, t0)
+
+    @classmethod
+    def _block_s(cls, air: Air, stretches: list[list], now: float) -> float:
+        """Blocks x time (the direction's) over stretches, one still open taken to `now`."""
+        total = 0.0
         for _, n, t0, t1, _, _ in stretches:
             end = now if math.isnan(t1) else t1
             if n > 0 and end > t0:
-                total += n * (end - t0 if frame is None else
-                              frame.cumulative(air.direction, end)
-                              - frame.cumulative(air.direction, t0))
+                total += n * cls._held_s(air, t0, end)
         return total
 
     def _row(self, f: File, delivered: float) -> tuple:
@@ -350,6 +355,14 @@ class Background:
             return None
         return {d.value: load for d, load in self.settings.offered_load.items()}
 
+    def carried(self, direction: Direction) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's share of its blocks' time (the direction's) the files held since the
+        traffic began (load_rows' block-seconds), and which cells have a covered user."""
+        air = self.airs[direction]
+        rows = [r for r in self.load_rows() if r[1] == direction.value]
+        held = air.num_blocks * self._held_s(air, self.began, self.env.now)
+        return np.array([r[8] for r in rows]) / held, np.array([r[3] > 0 for r in rows])
+
     def load_rows(self) -> list[tuple]:
         """Per cell and direction up to now, in order of direction then cell: its users,
         those covered, its files' arrival rate (1/s), the files arrived and ended, the bits
@@ -361,8 +374,7 @@ class Background:
             for (c, d), book in books.items():
                 air = self.airs[d]
                 book[6] = (self.terms.load[d][c] * air.num_blocks
-                           * self._block_s(air, [[None, 1, self.began, self.env.now, 0.0, 0]],
-                                           self.env.now))
+                           * self._held_s(air, self.began, self.env.now))
         for f in self._active.values():
             assert f.flow is not None
             air = self.airs[f.direction]
@@ -374,6 +386,3 @@ class Background:
                 for (c, d), (users, covered, rate, arrived, ended, delivered, block_s) in
                 sorted(books.items(), key=lambda item: (item[0][1].value, item[0][0]))]
 
-
-def _nothing(flow: Flow) -> None:
-    del flow
