@@ -100,6 +100,22 @@ def antenna_gain_db(cells: Cells, azimuth_deg: np.ndarray, zenith_deg: np.ndarra
     return gain
 
 
+def beam_gain_db(cells: Cells, azimuth_deg: np.ndarray, zenith_deg: np.ndarray,
+                 serving: np.ndarray, downtilt_deg: float, columns: int) -> np.ndarray:
+    """(clients, cells) gain of each sector's row of `columns` elements half a wavelength
+    apart (the panel's columns, TR 38.901 7.3), beyond what the column gives: one beam, toward
+    the client each cell serves. On a client's link to its serving cell the beam points at it:
+    N (10 log10 N dB). On its link to any other cell the beam points at that cell's own
+    clients, over time anywhere in its sector: the row's gain toward the client averaged over
+    the sector (layout.mean_row_gain, at the column's zenith angle), what the interference it
+    causes or receives sees on average. `azimuth_deg` and `zenith_deg` are (clients, sites)."""
+    off = (azimuth_deg[:, cells.site] - cells.azimuth_deg[None, :] + 180.0) % 360.0 - 180.0
+    u = np.sin(np.radians(zenith_deg[:, cells.site])) * np.sin(np.radians(off))
+    gain = 10.0 * np.log10(layout.mean_row_gain(u, columns, 90.0 + downtilt_deg))
+    gain[np.arange(len(serving)), serving] = 10.0 * np.log10(columns)
+    return gain
+
+
 def coupling_gain_db(cells: Cells, site_loss_db: np.ndarray,
                      antenna_db: np.ndarray) -> np.ndarray:
     """(clients, cells) coupling gain: minus the loss to the cell's site (path loss, shadowing
@@ -365,17 +381,28 @@ def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,
                  offsets: np.ndarray | None,
                  losses_of: Callable[[np.ndarray], LinkLosses],
                  downtilt_deg: float | None = None, bs_height_m: float = 0.0,
-                 panel_rows: int | None = None) -> NetworkDrop:
+                 panel_rows: int | None = None,
+                 panel_columns: int | None = None) -> NetworkDrop:
     """The network's view of clients at `points`: `losses_of(d2d_m)` draws the links' losses
     for the (clients, sites) distances (a path-loss model's `draw_links`); a `downtilt_deg`
     applies the antennas' vertical pattern, at each link's zenith angle from a site at
     `bs_height_m` to the client at its drawn height (with `panel_rows`, a column of elements
-    steered to it: antenna_gain_db)."""
+    steered to it: antenna_gain_db; with `panel_columns` too, a beam toward each served
+    client: beam_gain_db). The serving cell is the strongest before the beams (the beam a
+    cell would point at the client adds the same N to each cell's link)."""
     geometry = link_geometry(points, sites_xy, offsets)
     losses = losses_of(geometry.d2d_m)
     zenith = (None if downtilt_deg is None else
               zenith_angle_deg(geometry.d2d_m, bs_height_m, losses.h_ut_m[:, None]))
     antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg, panel_rows)
     coupling = coupling_gain_db(cells, losses.total_db, antenna)
+    serving = serving_cells(coupling)
+    if panel_columns is not None:
+        if zenith is None or downtilt_deg is None:
+            raise ValueError("layout.panel_columns: a beam toward each client needs the "
+                             "panel's column, steered to a downtilt")
+        beam = beam_gain_db(cells, geometry.azimuth_deg, zenith, serving, downtilt_deg,
+                            panel_columns)
+        antenna, coupling = antenna + beam, coupling + beam
     return NetworkDrop(cells, points[:, 0], points[:, 1], geometry, losses, antenna, coupling,
-                       serving_cells(coupling))
+                       serving)

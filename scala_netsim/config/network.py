@@ -140,6 +140,10 @@ class LayoutConfig(Strict):
     #: steered electrically to downtilt_deg (TR 38.901 Table 7.8-1's antenna: 10 rows, 102
     #: degrees); null = one element, tilted by downtilt_deg itself
     panel_rows: int | None = Field(default=None, ge=2, le=64)
+    #: and this many such columns half a wavelength apart, one beam toward the client each
+    #: cell serves (one layer): N on the served link, the sector's average on the others;
+    #: null = the column alone (no beam per client)
+    panel_columns: int | None = Field(default=None, ge=2, le=64)
 
     @model_validator(mode="after")
     def _keys_the_kind_reads(self) -> LayoutConfig:
@@ -151,7 +155,8 @@ class LayoutConfig(Strict):
         if self.kind == "single" and ignored:
             key = ignored[0]
             what = {"isd_m": "inter-site distance", "downtilt_deg": "downtilt",
-                    "panel_rows": "antenna panel"}.get(key, key)
+                    "panel_rows": "antenna panel",
+                    "panel_columns": "antenna panel"}.get(key, key)
             raise ValueError(f"{key}: the single layout (the paper's one cell of radius_m) has "
                              f"no {what}; set network.layout.kind: hexagonal, or leave {key} out")
         if self.kind == "hexagonal" and self.sites == 1 and "wraparound" in ignored:
@@ -453,6 +458,11 @@ class NetworkConfig(Strict):
                              f"elements steers its beam to the downtilt; give "
                              f"layout.downtilt_deg (TR 38.901 Table 7.8-1: 12), or leave "
                              f"panel_rows out")
+        if self.layout.panel_columns is not None and self.layout.panel_rows is None:
+            raise ValueError(f"layout.panel_columns: {self.layout.panel_columns} columns "
+                             f"steer a beam from the panel's rows; give layout.panel_rows "
+                             f"(TR 38.901 Table 7.8-1: 10) and layout.downtilt_deg, or leave "
+                             f"panel_columns out")
         if tilt is not None and (self.layout.sectors != 3 or not hasattr(
                 channel.PATHLOSS_MODELS[self.pathloss], "table")):
             raise ValueError(f"layout.downtilt_deg: a downtilt needs 3 sectors (the 38.901 "

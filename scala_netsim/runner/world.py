@@ -171,7 +171,8 @@ def _dropped(net: NetworkConfig, model: channel.pathloss.PathLossModel, points: 
     return channel.network.drop_network(
         channel.network.hexagonal_cells(lay.sites, lay.isd_m, lay.sectors), points, sites_xy,
         offsets, lambda d2d_m: draw_links(model, d2d_m, stream, net),
-        lay.downtilt_deg, getattr(model, "bs_height_m", 0.0), lay.panel_rows)
+        lay.downtilt_deg, getattr(model, "bs_height_m", 0.0), lay.panel_rows,
+        lay.panel_columns)
 
 
 def background_users(net: NetworkConfig, model: channel.pathloss.PathLossModel,

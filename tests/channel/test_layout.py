@@ -160,3 +160,31 @@ def test_indoor_floors_and_umas_environment_height_as_table_7_2_1_and_its_note_d
     d_bp = tr38901.breakpoint_distance_m(3.5e9, 25.0, np.array([1.5, 22.5]))
     assert np.allclose(d_bp, tr38901.breakpoint_distance_m(3.5e9, 25.0, np.array([1.5, 22.5]),
                                                            np.ones(2)))
+
+
+def test_a_row_of_eight_columns_steered_to_a_client_by_hand():
+    """TR 38.901 7.3's panel, N = 8 columns half a wavelength apart: 9.03 dB (8) toward the
+    client it is steered to, the closed form equal to the sum of the columns' phasors, and
+    the gain averaged over the sector's steering directions equal to the integral of the
+    phasors' power over a uniform azimuth in +-60 degrees (scipy's quad, by another route);
+    over all u in [-1, 1] that average is 1: the row points the power, it adds none."""
+    from scipy.integrate import quad
+
+    assert layout.row_gain(0.3, 0.3, 8) == pytest.approx(8.0)
+    u, steer = np.random.default_rng(1).uniform(-1, 1, (2, 200))
+    phase = 2 * np.pi * 0.5 * (u - steer)
+    summed = np.abs(np.exp(1j * np.outer(phase, np.arange(8))).sum(axis=1)) ** 2 / 8
+    assert np.allclose(layout.row_gain(u, steer, 8), summed, rtol=1e-9, atol=1e-12)
+    scale = math.sin(math.radians(102.0))
+
+    def phasors(a: float, x: float) -> float:
+        psi = 2 * np.pi * 0.5 * (x - scale * math.sin(math.radians(a)))
+        return float(np.abs(np.exp(1j * psi * np.arange(8)).sum()) ** 2 / 8)
+
+    for x in (-0.95, -0.4, 0.0, 0.2, 0.87):
+        exact = quad(phasors, -60, 60, args=(x,), limit=400, epsabs=1e-12)[0] / 120
+        assert layout.mean_row_gain(np.array([x]), 8, 102.0)[0] == pytest.approx(exact,
+                                                                                    rel=1e-5)
+    every_u = np.linspace(-1, 1, 400_001)
+    assert np.trapezoid(layout.mean_row_gain(every_u, 8, 102.0), every_u) / 2 == pytest.approx(
+        1.0, abs=1e-4)

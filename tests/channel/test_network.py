@@ -65,6 +65,42 @@ def test_a_downtilt_applies_the_vertical_pattern_at_each_links_zenith_angle():
     assert flat[0, 0] == pytest.approx(8.0 + a_h, abs=1e-12)
 
 
+def test_a_beam_toward_each_served_client_adds_n_on_its_link_and_the_sectors_mean_elsewhere():
+    """An 8-column panel on 7 sites: the same serving cells as the column alone; on each
+    client's serving link 10 log10 8 = 9.03 dB more, on its link to any other cell the row's
+    gain averaged over that cell's sector, at u = sin(theta) sin(phi) computed here from the
+    client's position (phi off that cell's boresight, theta its zenith angle)."""
+    sites = layout.hexagonal_sites(7, 500.0)
+    offsets = layout.wraparound_offsets(7, 500.0)
+    cells = network.hexagonal_cells(7, 500.0, 3)
+    points = layout.drop_uniform_in_hexagons(30, sites, 500.0, 35.0, np.random.default_rng(3))
+    loss = 100.0 + np.random.default_rng(4).uniform(0, 30, (30, 7))
+
+    def losses_of(d2d_m: np.ndarray) -> network.LinkLosses:
+        zero = np.zeros(len(d2d_m))
+        return network.LinkLosses(loss, np.zeros_like(loss), np.ones_like(loss), zero, zero,
+                                  np.full(len(d2d_m), 1.5))
+
+    column = network.drop_network(cells, points, sites, offsets, losses_of, 12.0, 25.0, 10)
+    beam = network.drop_network(cells, points, sites, offsets, losses_of, 12.0, 25.0, 10, 8)
+    assert beam.serving.tolist() == column.serving.tolist()
+    added = beam.antenna_db - column.antenna_db
+    np.testing.assert_allclose(beam.coupling_db - column.coupling_db, added, atol=1e-9)
+    rows = np.arange(30)
+    assert added[rows, beam.serving] == pytest.approx(np.full(30, 10 * math.log10(8)))
+    for client, cell in [(0, 5), (7, 20), (12, 0), (29, 11)]:
+        if cell == beam.serving[client]:
+            continue
+        site = cells.site[cell]
+        vector = points[client] - (sites[site] + offsets[np.argmin(np.hypot(
+            *(points[client] - sites[site] - offsets).T))])
+        phi = math.degrees(math.atan2(vector[1], vector[0])) - cells.azimuth_deg[cell]
+        theta = 90 + math.degrees(math.atan2(25.0 - 1.5, math.hypot(*vector)))
+        u = math.sin(math.radians(theta)) * math.sin(math.radians(phi))
+        mean = layout.mean_row_gain(np.array([u]), 8, 102.0)[0]
+        assert added[client, cell] == pytest.approx(10 * math.log10(mean), abs=1e-9)
+
+
 def test_wraparound_serves_a_client_at_the_edge_from_the_nearest_image():
     sites = layout.hexagonal_sites(7, 500.0)
     offsets = layout.wraparound_offsets(7, 500.0)

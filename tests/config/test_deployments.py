@@ -152,3 +152,16 @@ def test_a_refusal_of_a_key_the_deployment_set_says_the_value_is_the_deployments
     with pytest.raises(ScenarioError) as unknown:
         load_scenario(SCENARIO, ["network.deployment=uma_n79"])
     assert len(unknown.value.problems) == 1            # (no note for a name that is none)
+
+
+def test_a_beam_per_client_without_the_panels_rows_is_refused_naming_both_keys():
+    from scala_netsim.config.documents import ScenarioError
+
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario(SCENARIO, ["network.deployment=uma_n78", "network.layout.panel_rows=null"])
+    assert refused.value.problems[0].startswith(
+        "network.layout.panel_columns: 8 columns steer a beam from the panel's rows; give "
+        "layout.panel_rows")
+    net = load_scenario(SCENARIO, ["network.deployment=uma_n78",
+                                   "network.layout.panel_columns=null"]).network
+    assert (net.layout.panel_rows, net.layout.panel_columns) == (10, None)
