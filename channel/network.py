@@ -193,24 +193,28 @@ def received_interference_w(transfers: Transfers, held: np.ndarray, per_block_w:
                             uplink: bool) -> np.ndarray:
     """(transfers, blocks) power that transfer i's receiver gets on block b from the
     transfers of other cells holding b. Within a cell the blocks of two transfers never
-    overlap, so on i's blocks the only transfer of i's cell is i itself: the power of all
-    transfers on b less i's own. Uplink: cell c hears R[c, b] = sum_j (P_j/n_j) g(j's client,
-    c) held[j, b]. Downlink: cell c radiates T[c, b] = sum_{j of c} (P_j/n_j) held[j, b], which
-    i's client hears through g(i's client, c). In (transfers x cells x blocks) operations, not
-    (transfers^2 x blocks). Exactly 0 on a block no other transfer holds."""
+    overlap, so on i's blocks the only transfer of i's cell is i itself: the power of the
+    transfers on b of every cell but i's. Uplink: cell c hears R[c, b] = sum_j (P_j/n_j)
+    g(j's client, c) held[j, b] over the transfers j of other cells. Downlink: cell c
+    radiates T[c, b] = sum_{j of c} (P_j/n_j) held[j, b], which i's client hears through
+    g(i's client, c) for every cell c but its own. Each a sum of the other cells' terms
+    alone (each transfer's gain to its own cell taken as 0), not the whole less i's own: a
+    client a few tens of metres from its site hears itself 80 dB above the rest, and that
+    difference would keep only half the interference's digits. In (transfers x cells x
+    blocks) operations, not (transfers^2 x blocks). Exactly 0 on a block no other transfer
+    holds."""
     gains, cell = transfers.client_gains, transfers.cell
-    own = gains[np.arange(len(cell)), cell] * per_block_w     # i's own, on each of its blocks
+    others = gains.copy()
+    others[np.arange(len(cell)), cell] = 0.0          # (a transfer's own cell: not heard)
     if uplink:
-        heard = gains.T @ (held * per_block_w[:, None])                    # (cells, blocks)
-        total = heard[cell]
+        heard = others.T @ (held * per_block_w[:, None])                   # (cells, blocks)
+        out = heard[cell]
     else:
         # what each cell radiates on each block: at most one of its transfers holds a block
         by_cell = np.zeros((gains.shape[1], held.shape[1]))
         holder, block = np.nonzero(held)
         by_cell[cell[holder], block] = per_block_w[holder]
-        total = gains @ by_cell
-    out = total - own[:, None]
-    np.maximum(out, 0.0, out=out)
+        out = others @ by_cell
     # where i holds b and nobody else does (or i does not hold b): none, exactly
     out[~(held & (np.count_nonzero(held, axis=0) > 1)[None, :])] = 0.0
     return out

@@ -147,6 +147,21 @@ def test_two_transfers_sharing_five_blocks_by_hand():
     assert rates.interference_w.tolist() == pytest.approx([5 * 2e-14, 5 * 6e-14], rel=1e-12)
 
 
+@pytest.mark.parametrize("uplink", [True, False])
+def test_a_client_heard_80_db_above_its_interference_keeps_the_interferences_digits(uplink):
+    """A client 35 m from its site with the beam on it (coupling -56 dB) and a far one of
+    the other cell's (-140 dB to the first's cell): the interference each hears is the other
+    cell's term alone, to 1e-12, not the whole less its own (which keeps 8 of its digits)."""
+    near, far = 10 ** -5.6, 10 ** -14.0
+    transfers = network.Transfers(
+        cell=np.array([0, 1]), first_block=np.array([0, 0]), num_blocks=np.array([4, 4]),
+        power_w=np.array([0.4, 0.4]), gain=np.array([near, 1e-9]),
+        client_gains=np.array([[near, far], [far, 1e-9]]))
+    rates = network.transfer_rates(transfers, 4, BLOCK_HZ, NOISE_PSD, True, uplink)
+    assert rates.interference_w.tolist() == pytest.approx([4 * 0.1 * far] * 2, rel=1e-12,
+                                                          abs=0.0)
+
+
 def test_without_overlap_or_interference_the_sinr_is_the_snr_to_the_bit():
     apart = network.transfer_rates(two_transfers(first_block_1=10), 20, BLOCK_HZ, NOISE_PSD,
                                    True)
