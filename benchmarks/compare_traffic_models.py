@@ -66,9 +66,7 @@ def main() -> None:
     parser.add_argument("--deployment", choices=("uma_n78",),
                         help="the operator study's deployment (on 7 sites) in place of 20 MHz")
     args = parser.parse_args()
-    network = NETWORK if args.deployment is None else {
-        **DEPLOYED, "layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3,
-                               "wraparound": True, "downtilt_deg": 12.0, "panel_rows": 10}}
+    network = NETWORK if args.deployment is None else {**DEPLOYED, "layout": {"sites": 7}}
     if not 0 <= args.load < 1:
         parser.error(f"--load: must be in [0, 1), got {args.load:g}")
     dataset = load_dataset("fashion_mnist", None, train_samples=1000, test_samples=200)

@@ -109,6 +109,9 @@ def beam_gain_db(cells: Cells, azimuth_deg: np.ndarray, zenith_deg: np.ndarray,
     clients, over time anywhere in its sector: the row's gain toward the client averaged over
     the sector (layout.mean_row_gain, at the column's zenith angle), what the interference it
     causes or receives sees on average. `azimuth_deg` and `zenith_deg` are (clients, sites)."""
+    if np.isnan(cells.azimuth_deg).any():
+        raise ValueError("layout.panel_columns: a beam per client needs sectors (3), whose "
+                         "panels it steers; an omnidirectional cell has none")
     off = (azimuth_deg[:, cells.site] - cells.azimuth_deg[None, :] + 180.0) % 360.0 - 180.0
     u = np.sin(np.radians(zenith_deg[:, cells.site])) * np.sin(np.radians(off))
     gain = 10.0 * np.log10(layout.mean_row_gain(u, columns, 90.0 + downtilt_deg))

@@ -12,7 +12,8 @@ given as an override (`--set network.deployment=uma_n78`, or the Python API's ov
 later layer: its keys replace the file's (its nested sections whole), and the other overrides
 replace its keys (`deploy`). So a scenario file written in full still takes a deployment
 from the command line, and a run's scenario.yaml, which writes the deployment beside every
-key it resolved to, reads back the same."""
+key it resolved to, reads back the same (a layout it wrote before a key came in takes that
+key's default: LAYOUT_WRITTEN_IN_FULL)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,11 @@ DEPLOYMENTS: dict[str, dict[str, Any]] = {
     "uma_n78": UMA_N78, "umi_n78": UMI_N78, "rma_fdd": RMA_FDD}
 #: the nested sections a deployment fills key by key
 NESTED = ("layout", "duplex", "power_control")
+#: a layout section that holds all of these was written in full (a run's scenario.yaml since
+#: the deployments came in writes them all): a key that came later (panel_columns) takes its
+#: default there, not the deployment's, so a run kept before it reads back as it ran
+LAYOUT_WRITTEN_IN_FULL = {"kind", "sites", "isd_m", "sectors", "wraparound", "downtilt_deg",
+                          "panel_rows"}
 
 
 def with_deployment(network: Mapping[str, Any]) -> dict[str, Any]:
@@ -103,7 +109,8 @@ def with_deployment(network: Mapping[str, Any]) -> dict[str, Any]:
             given = {"kind": given}
         if isinstance(preset, dict) and isinstance(given, Mapping):
             same_kind = given.get("kind", preset.get("kind")) == preset.get("kind")
-            merged[key] = {**preset, **given} if same_kind else dict(given)
+            in_full = key == "layout" and set(given) >= LAYOUT_WRITTEN_IN_FULL
+            merged[key] = {**preset, **given} if same_kind and not in_full else dict(given)
     return merged
 
 

@@ -88,17 +88,23 @@ def test_a_beam_toward_each_served_client_adds_n_on_its_link_and_the_sectors_mea
     np.testing.assert_allclose(beam.coupling_db - column.coupling_db, added, atol=1e-9)
     rows = np.arange(30)
     assert added[rows, beam.serving] == pytest.approx(np.full(30, 10 * math.log10(8)))
-    for client, cell in [(0, 5), (7, 20), (12, 0), (29, 11)]:
-        if cell == beam.serving[client]:
-            continue
-        site = cells.site[cell]
-        vector = points[client] - (sites[site] + offsets[np.argmin(np.hypot(
-            *(points[client] - sites[site] - offsets).T))])
-        phi = math.degrees(math.atan2(vector[1], vector[0])) - cells.azimuth_deg[cell]
-        theta = 90 + math.degrees(math.atan2(25.0 - 1.5, math.hypot(*vector)))
-        u = math.sin(math.radians(theta)) * math.sin(math.radians(phi))
-        mean = layout.mean_row_gain(np.array([u]), 8, 102.0)[0]
-        assert added[client, cell] == pytest.approx(10 * math.log10(mean), abs=1e-9)
+    checked = {"front": 0, "side or behind": 0}
+    for client in range(30):
+        for cell in range(21):
+            if cell == beam.serving[client]:
+                continue
+            site = cells.site[cell]
+            image = sites[site] + offsets[np.argmin(np.hypot(
+                *(points[client] - sites[site] - offsets).T))]
+            vector = points[client] - image
+            phi = math.degrees(math.atan2(vector[1], vector[0])) - cells.azimuth_deg[cell]
+            phi = (phi + 180) % 360 - 180
+            theta = 90 + math.degrees(math.atan2(25.0 - 1.5, math.hypot(*vector)))
+            u = math.sin(math.radians(theta)) * math.sin(math.radians(phi))
+            mean = layout.mean_row_gain(np.array([u]), 8, 102.0)[0]
+            assert added[client, cell] == pytest.approx(10 * math.log10(mean), abs=1e-9)
+            checked["front" if abs(phi) < 60 else "side or behind"] += 1
+    assert min(checked.values()) > 50           # links in front of a panel and off it
 
 
 def test_wraparound_serves_a_client_at_the_edge_from_the_nearest_image():
@@ -152,13 +158,16 @@ def test_a_client_heard_80_db_above_its_interference_keeps_the_interferences_dig
     """A client 35 m from its site with the beam on it (coupling -56 dB) and a far one of
     the other cell's (-140 dB to the first's cell): the interference each hears is the other
     cell's term alone, to 1e-12, not the whole less its own (which keeps 8 of its digits)."""
-    near, far = 10 ** -5.6, 10 ** -14.0
+    near, far_01, far_10 = 10 ** -5.6, 10 ** -14.0, 10 ** -14.3
     transfers = network.Transfers(
         cell=np.array([0, 1]), first_block=np.array([0, 0]), num_blocks=np.array([4, 4]),
         power_w=np.array([0.4, 0.4]), gain=np.array([near, 1e-9]),
-        client_gains=np.array([[near, far], [far, 1e-9]]))
+        client_gains=np.array([[near, far_01], [far_10, 1e-9]]))
     rates = network.transfer_rates(transfers, 4, BLOCK_HZ, NOISE_PSD, True, uplink)
-    assert rates.interference_w.tolist() == pytest.approx([4 * 0.1 * far] * 2, rel=1e-12,
+    # uplink: cell 0 hears client 1 (g[1, 0]), cell 1 client 0 (g[0, 1]); downlink: client 0
+    # hears cell 1 (g[0, 1]), client 1 cell 0 (g[1, 0]); 0.1 W a block, 4 blocks
+    heard = [far_10, far_01] if uplink else [far_01, far_10]
+    assert rates.interference_w.tolist() == pytest.approx([0.4 * g for g in heard], rel=1e-12,
                                                           abs=0.0)
 
 

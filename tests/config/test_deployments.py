@@ -165,3 +165,19 @@ def test_a_beam_per_client_without_the_panels_rows_is_refused_naming_both_keys()
     net = load_scenario(SCENARIO, ["network.deployment=uma_n78",
                                    "network.layout.panel_columns=null"]).network
     assert (net.layout.panel_rows, net.layout.panel_columns) == (10, None)
+
+
+def test_a_layout_written_in_full_before_the_beam_reads_back_without_it():
+    """A run's scenario.yaml kept before layout.panel_columns came in writes its layout in
+    full without it: read back it runs as it ran (the column alone), where a layout that
+    gives a few keys still takes the deployment's beam, and today's runs write the key."""
+    old = {"kind": "hexagonal", "sites": 19, "isd_m": 500.0, "sectors": 3, "wraparound": True,
+           "downtilt_deg": 12.0, "panel_rows": 10}
+    document = yaml.safe_load(SCENARIO.read_text())
+    document["network"] = {"deployment": "uma_n78", "layout": old}
+    assert validate_scenario(document, source="<test>").network.layout.panel_columns is None
+    document["network"] = {"deployment": "uma_n78", "layout": {"sites": 7}}
+    layout = validate_scenario(document, source="<test>").network.layout
+    assert (layout.sites, layout.panel_rows, layout.panel_columns) == (7, 10, 8)
+    assert validate_scenario(document, source="<test>").network.model_dump()["layout"][
+        "panel_columns"] == 8
