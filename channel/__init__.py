@@ -11,7 +11,7 @@ compiled kernels of `network_grid` and `nr_link`; the standard library (plugins 
 NumPy once a process (the optional extra `[sionna]`). Never SimPy, pydantic or scala_netsim.
 """
 
-from channel import layout, network, nr, nr_link, tdd, tr38901
+from channel import layout, mobility, network, nr, nr_link, tdd, tr38901
 from channel.bandwidth import (
     ALLOCATORS,
     BandwidthAllocator,
@@ -53,6 +53,7 @@ __all__ = [
     "PathLossModel",
     "ClientPropagation",
     "layout",
+    "mobility",
     "network",
     "nr",
     "nr_link",

@@ -90,14 +90,14 @@ def drop_uniform_in_hexagons(n: int, sites: np.ndarray, isd_m: float, min_distan
         k = n - filled
         site = rng.integers(0, len(sites), k)
         local = rng.uniform(-circumradius, circumradius, (k, 2))
-        inside = _in_hexagon(local, isd_m / 2) & (np.hypot(*local.T) >= min_distance_m)
+        inside = in_hexagon(local, isd_m / 2) & (np.hypot(*local.T) >= min_distance_m)
         accepted = sites[site[inside]] + local[inside]
         out[filled:filled + len(accepted)] = accepted
         filled += len(accepted)
     return out
 
 
-def _in_hexagon(local: np.ndarray, inradius: float) -> np.ndarray:
+def in_hexagon(local: np.ndarray, inradius: float) -> np.ndarray:
     """Whether points (relative to the centre) lie in the hexagon whose flat sides face its
     neighbours: |projection| <= inradius on the three directions to the neighbours."""
     inside = np.ones(len(local), dtype=bool)

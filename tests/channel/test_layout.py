@@ -59,7 +59,7 @@ def test_drops_are_uniform_over_the_cells_and_keep_the_minimum_distance():
     # uniform over the hexagon: the mean distance to the site is the hexagon's, taken on a
     # fine grid of the same hexagon
     grid = np.stack(np.meshgrid(*[np.linspace(-ISD, ISD, 801)] * 2), -1).reshape(-1, 2)
-    inside = layout._in_hexagon(grid, ISD / 2) & (np.hypot(*grid.T) >= 35.0)
+    inside = layout.in_hexagon(grid, ISD / 2) & (np.hypot(*grid.T) >= 35.0)
     assert nearest.mean() == pytest.approx(np.hypot(*grid[inside].T).mean(), rel=0.01)
 
 
