@@ -4,14 +4,15 @@ simulated time. Swappable models are registered by the name a scenario uses:
 `PATHLOSS_MODELS`, `LINK_MODELS`, `ALLOCATORS`.
 
 What it imports: NumPy; SciPy (`scipy.optimize.brentq` and `scipy.special.lambertw` for the
-min-max latency allocator, `scipy.special.exp1` for the ergodic Rayleigh capacity); numba, the
+min-max latency allocator, `scipy.special.exp1` for the ergodic Rayleigh capacity,
+`scipy.special.ndtr` for a spatially consistent LOS state); numba, the
 compiled kernels of `network_grid` and `nr_link`; the standard library (plugins by
 `importlib.metadata` entry points). Torch and Sionna only inside `nr_link.sionna_tables` and
 `nr_link.tables`, on first use under the NR link abstraction, to read Sionna's tables into
 NumPy once a process (the optional extra `[sionna]`). Never SimPy, pydantic or scala_netsim.
 """
 
-from channel import layout, mobility, network, nr, nr_link, tdd, tr38901
+from channel import layout, mobility, network, nr, nr_link, spatial, tdd, tr38901
 from channel.bandwidth import (
     ALLOCATORS,
     BandwidthAllocator,
@@ -57,6 +58,7 @@ __all__ = [
     "network",
     "nr",
     "nr_link",
+    "spatial",
     "tdd",
     "tr38901",
     "register_pathloss",
