@@ -12,7 +12,7 @@ compiled kernels of `network_grid` and `nr_link`; the standard library (plugins 
 NumPy once a process (the optional extra `[sionna]`). Never SimPy, pydantic or scala_netsim.
 """
 
-from channel import layout, mobility, network, nr, nr_link, spatial, tdd, tr38901
+from channel import handover, layout, mobility, network, nr, nr_link, spatial, tdd, tr38901
 from channel.bandwidth import (
     ALLOCATORS,
     BandwidthAllocator,
@@ -53,6 +53,7 @@ __all__ = [
     "Macro3gpp36814",
     "PathLossModel",
     "ClientPropagation",
+    "handover",
     "layout",
     "mobility",
     "network",
