@@ -54,14 +54,36 @@ class Field:
         return np.sqrt(2.0 / len(self.phases)) * np.cos(phase).sum(axis=-1)
 
 
-def shadowing_db(field: Field, sigma_db: float, points: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class Through:
+    """A field made to pass through `value` at `origin`: G'(r) = rho(r) value + G(r) -
+    rho(r) G(origin), rho(r) = exp(-|r - origin| / d_corr) (simple kriging on one point). For
+    G unit-variance with correlation rho and `value` standard normal and independent of G,
+    G' has G's correlation exactly (Var G'(r) = rho^2 + 1 - rho^2; Cov(G'(r), G'(s)) =
+    rho_r rho_s + C(r, s) - 2 rho_r rho_s + rho_r rho_s = C(r, s)). So a client that starts
+    to move keeps the shadowing its drop drew where it stood, and the field takes it on from
+    there: a run with mobility and one without share their drop."""
+
+    field: Field
+    origin: np.ndarray
+    value: float
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        points = np.asarray(points, float)
+        offset = points - self.origin
+        rho = np.exp(-np.hypot(offset[..., 0], offset[..., 1]) / self.field.d_corr_m)
+        return rho * self.value + (self.field(points) - rho * self.field(self.origin))
+
+
+def shadowing_db(field: Field | Through, sigma_db: float, points: np.ndarray) -> np.ndarray:
     """Shadow fading (dB) of standard deviation `sigma_db` at `points`: sigma times the
     field (one field a link, whose correlation distance is its scenario's and LOS state's,
     Table 7.5-6)."""
     return sigma_db * field(points)
 
 
-def los_state(field: Field, probability: np.ndarray, points: np.ndarray) -> np.ndarray:
+def los_state(field: Field | Through, probability: np.ndarray,
+              points: np.ndarray) -> np.ndarray:
     """The LOS state at `points` where the LOS probability is `probability` (38.901 Table
     7.4.2-1 at each point's distance): LOS where Phi(G) < probability, Phi the normal CDF
     and G a field of the LOS state's correlation distance (7.6.3.3: a spatially consistent
