@@ -171,3 +171,19 @@ class Path:
 def _walked(leg: tuple[float, float, float, float, float, float, float]) -> float:
     """The metres walked by the end of `leg`."""
     return leg[6] + math.hypot(leg[4] - leg[2], leg[5] - leg[3])
+
+
+#: the speed of light (m/s)
+LIGHT_MPS = 299_792_458.0
+
+
+def doppler_hz(speed_mps: float, carrier_hz: float) -> float:
+    """The largest Doppler shift of a client moving at `speed_mps` on `carrier_hz`, v f / c."""
+    return speed_mps * carrier_hz / LIGHT_MPS
+
+
+def coherence_time_s(speed_mps: float, carrier_hz: float) -> float:
+    """The channel's coherence time at that speed, 0.423 / f_D (Rappaport, Wireless
+    Communications, 2nd ed., eq. 5.40c: the geometric mean of the 50 %-correlation time
+    9 / (16 pi f_D) and 1 / f_D): what fading in blocks of time may take as its block."""
+    return 0.423 / doppler_hz(speed_mps, carrier_hz)

@@ -209,6 +209,31 @@ class Tr38901(PathLossModel):
         return LinkLosses(basic, shadowing, los, o2i, indoor, h_ut)
 
 
+    def moved_links(self, d2d_m: np.ndarray, los: np.ndarray, normals: np.ndarray,
+                    environment_m: np.ndarray | float, drop: LinkLosses) -> LinkLosses:
+        """The links of clients that moved (issue 64): each link's basic path loss at its
+        new 2D distance `d2d_m` (clients x sites) in its LOS state `los`, its shadowing the
+        standard normal `normals` (a spatially consistent field's values: channel.spatial)
+        times its state's sigma; each client's indoor state, O2I loss and height kept from
+        its `drop` (an indoor client moves inside its building), each link's effective
+        environment height `environment_m` too. At the drop's own distances, states, normals
+        and heights these are draw_links's losses to the bit (the same operations, site by
+        site)."""
+        h_ut = drop.h_ut_m
+        basic, shadowing = np.empty(d2d_m.shape), np.empty(d2d_m.shape)
+        for s in range(d2d_m.shape[1]):
+            d = d2d_m[:, s]
+            h_e = (environment_m if np.ndim(environment_m) == 0
+                   else np.asarray(environment_m)[:, s])
+            args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut, h_e)
+            basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
+                                   tr38901.pathloss_nlos_db(*args))
+            shadowing[:, s] = normals[:, s] * tr38901.shadowing_std_db(
+                self.table, los[:, s], d, self.carrier_hz, self.bs_height_m, h_ut)
+        return LinkLosses(basic, shadowing, np.asarray(los, dtype=bool), drop.o2i_db,
+                          drop.indoor, h_ut)
+
+
 class Uma38901(Tr38901):
     """3GPP TR 38.901 urban macro (h_BS 25 m by default)."""
 

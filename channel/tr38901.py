@@ -36,13 +36,20 @@ class Scenario38901:
     #: RMa: the LOS shadow fading's sigma beyond the breakpoint (PL2), 6 dB; None: one sigma
     los_shadowing_beyond_breakpoint_db: float | None = None
     bs_height_range_m: tuple[float, float] | None = None
+    #: the shadow fading's correlation distance in the horizontal plane (m; LOS, NLOS, O2I),
+    #: Table 7.5-6 Part-1: how far a moving client goes before its shadowing is new
+    shadowing_correlation_m: tuple[float, float, float] = (37.0, 50.0, 7.0)
+    #: the LOS state's correlation distance (m), 7.6.3.3
+    los_correlation_m: float = 50.0
 
 
 UMA = Scenario38901("uma", 25.0, (1.5, 22.5), (10.0, 5000.0), (4.0, 6.0))
-UMI = Scenario38901("umi", 10.0, (1.5, 22.5), (10.0, 5000.0), (4.0, 7.82))
+UMI = Scenario38901("umi", 10.0, (1.5, 22.5), (10.0, 5000.0), (4.0, 7.82),
+                    shadowing_correlation_m=(10.0, 13.0, 7.0))
 RMA = Scenario38901("rma", 35.0, (1.0, 10.0), (10.0, 10000.0), (4.0, 8.0),
                     frequency_range_hz=(0.5e9, 30e9), indoor_distance_max_m=10.0,
-                    los_shadowing_beyond_breakpoint_db=6.0, bs_height_range_m=(10.0, 150.0))
+                    los_shadowing_beyond_breakpoint_db=6.0, bs_height_range_m=(10.0, 150.0),
+                    shadowing_correlation_m=(37.0, 120.0, 120.0), los_correlation_m=60.0)
 SCENARIOS = {s.name: s for s in (UMA, UMI, RMA)}
 #: RMa's average building height h and street width W (Table 7.4.1-1's defaults)
 RMA_BUILDING_HEIGHT_M, RMA_STREET_WIDTH_M = 5.0, 20.0

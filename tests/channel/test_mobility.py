@@ -114,3 +114,11 @@ def test_when_moved_inverts_the_metres_walked():
 def test_a_walk_that_cannot_be_is_refused(walk, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         mobility.Walk(**walk)
+
+
+def test_doppler_and_coherence_time_by_hand():
+    """3 km/h at 3.5 GHz: f_D = 0.8333 x 3.5e9 / 2.998e8 = 9.73 Hz, T_c = 0.423 / f_D =
+    43.5 ms; 120 km/h: 389 Hz, 1.09 ms."""
+    assert mobility.doppler_hz(PEDESTRIAN, 3.5e9) == pytest.approx(9.729, abs=1e-3)
+    assert mobility.coherence_time_s(PEDESTRIAN, 3.5e9) == pytest.approx(0.04348, abs=1e-5)
+    assert mobility.coherence_time_s(120 / 3.6, 3.5e9) == pytest.approx(1.087e-3, rel=1e-3)

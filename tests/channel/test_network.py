@@ -283,3 +283,34 @@ def test_kept_blocks_move_as_few_as_they_can_and_a_growing_transfer_takes_free_o
     assert [o.tolist() for o in shrunk] == [[0], [2], [4], [6]]
     with pytest.raises(ValueError, match="summing to 9"):
         network.kept_blocks(8, held[:4], [3, 2, 2, 2])
+
+
+@pytest.mark.parametrize("floors", [False, True])
+def test_moved_links_at_the_drops_own_draws_are_the_drops_links_to_the_bit(floors):
+    """Tr38901.moved_links with the drop's distances, LOS states, normals and environment
+    heights (drawn here again from the same streams as draw_links draws them) gives
+    draw_links's losses to the bit; every client moved 30 m nearer site 0 and made NLOS
+    there has the table's NLOS loss at its new distance and its normal times 6 dB."""
+    import functools
+
+    from channel import pathloss, tr38901
+
+    def stream(name, site=None):
+        return np.random.default_rng([7, sum(map(ord, name)), 99 if site is None else site])
+
+    uma = pathloss.Uma38901(3.5e9, indoor_floors=floors)
+    d2d = np.random.default_rng(1).uniform(40.0, 900.0, (200, 4))
+    drop = uma.draw_links(d2d, stream)
+    normals = np.column_stack([stream("shadowing", s).normal(0.0, 1.0, 200) for s in range(4)])
+    environment = np.column_stack([
+        np.broadcast_to(uma._environment(d2d[:, s], drop.h_ut_m,
+                                         functools.partial(stream, "environment", s)), 200)
+        for s in range(4)])
+    again = uma.moved_links(d2d, drop.los, normals, environment, drop)
+    for name in ("pathloss_db", "shadowing_db", "los", "o2i_db", "indoor", "h_ut_m"):
+        assert np.array_equal(getattr(again, name), getattr(drop, name)), name
+    nearer = uma.moved_links(d2d - 30.0, np.zeros_like(drop.los), normals, environment, drop)
+    expected = tr38901.pathloss_nlos_db(tr38901.UMA, d2d[:, 0] - 30.0, 3.5e9, 25.0,
+                                        drop.h_ut_m, environment[:, 0])
+    assert np.array_equal(nearer.pathloss_db[:, 0], expected)
+    assert np.array_equal(nearer.shadowing_db[:, 0], normals[:, 0] * 6.0)    # NLOS sigma
