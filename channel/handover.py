@@ -4,11 +4,12 @@ client's gain updates (piecewise constant between them), with its time to trigge
 
 Entering condition for neighbour n, the cell-specific offsets (Ofn, Ocn, Ofp, Ocp) 0:
 Mn - Hys > Mp + Off, M the RSRPs (dBm; here unfiltered: the measurement at the last update,
-no layer-3 filter), Hys the hysteresis, Off the a3-Offset. The leaving condition Mn + Hys <
-Mp + Off stops a neighbour's timer; between the two a running timer runs on (the band the
-hysteresis makes). A neighbour whose entering condition has held for the time to trigger
-triggers the report and, here, the handover to it at once (the gNB's decision, its
-preparation and the RRC reconfiguration are taken as the interruption the caller adds).
+no layer-3 filter), Hys the hysteresis, Off the a3-Offset. A neighbour whose entering
+condition holds at every measurement taken during the time to trigger (5.5.4.1: a
+measurement where it does not stops its timer) triggers the report and, here, the handover
+to it at once (the gNB's decision, its preparation and the RRC reconfiguration are taken as
+the interruption the caller adds). The leaving condition, Mn + Hys < Mp + Off, applies to a
+cell already triggered: none stays triggered here, the client being handed over to it.
 Several at once: the strongest. The values the standard allows: `TIME_TO_TRIGGER_S` (the
 enumerated TimeToTrigger), hysteresis 0 to 15 dB and a3-Offset -15 to 15 dB in 0.5 dB steps
 (Hysteresis INTEGER (0..30), a3-Offset INTEGER (-30..30), both in 0.5 dB)."""
@@ -54,12 +55,6 @@ class A3:
         held[serving] = False
         return held
 
-    def leaving(self, rsrp_dbm: np.ndarray, serving: int) -> np.ndarray:
-        """Per cell, whether A3's leaving condition holds (always for the serving cell)."""
-        left = rsrp_dbm + self.hysteresis_db < rsrp_dbm[serving] + self.offset_db
-        left[serving] = True
-        return left
-
 
 @dataclass
 class A3Monitor:
@@ -81,9 +76,8 @@ class A3Monitor:
         """The RSRPs measured at time `t` (in force until the next measurement)."""
         self.rsrp_dbm = np.asarray(rsrp_dbm, float).copy()
         entering = self.event.entering(self.rsrp_dbm, self.serving)
-        leaving = self.event.leaving(self.rsrp_dbm, self.serving)
         self.since[entering & np.isnan(self.since)] = t
-        self.since[leaving] = np.nan
+        self.since[~entering] = np.nan
 
     def due(self) -> tuple[float, int] | None:
         """(when, target): the earliest running timer's expiry, the strongest of the cells

@@ -6,11 +6,14 @@ in any order (a re-timing, a resume) gives the same path.
 Two models of where a client goes next, both with a pause between legs:
 
 - **random waypoint**: its next waypoint uniform over its area (the union of the network's
-  hexagonal cells, or its building), a straight leg to it at its speed, then a pause;
+  hexagonal cells, or its building), a straight leg to it at its speed, then a pause (a leg
+  between two waypoints may cut a corner of the hexagons' union, which is not convex: with
+  wraparound the client is then seen at its image inside);
 - **random direction**: a heading uniform in [0, 360) degrees and a leg's length uniform in
   [0, `leg_m`], then a pause; with wraparound the leg runs on across the network's edge and
   the client is seen at its image inside the network (`Area.wrap`), so the path stays
-  straight and its length exact; without, a leg that would end outside is drawn again.
+  straight and its length exact, the next leg leaving from that image; without, a leg that
+  would end outside is drawn again.
 
 An indoor client walks inside its building, a disk of `building_radius_m` around where it
 was dropped (by random waypoint, whatever the model outdoors: its O2I loss is kept).
@@ -48,16 +51,21 @@ class Area:
         return bool(layout.in_hexagon(vectors[nearest][None, :], self.isd_m / 2)[0])
 
     def wrap(self, point: np.ndarray) -> np.ndarray:
-        """The image of `point` inside the network: the point less the translation of the
-        cluster copy it lies in (the copy of its nearest site image). Without offsets the
-        point itself."""
+        """The image of `point` inside the network: the point less the translations of the
+        cluster copies it lies in (the copy of its nearest site image, again until that is
+        the cluster itself: a point beyond the first ring of copies comes back too). Without
+        offsets the point itself."""
         point = np.asarray(point, float)
         if self.offsets is None:
             return point
         images = self.sites[:, None, :] + self.offsets[None, :, :]          # (sites, 7, 2)
-        distance = np.hypot(*(point - images).transpose(2, 0, 1))
-        _, image = np.unravel_index(int(np.argmin(distance)), distance.shape)
-        return point - self.offsets[image]
+        for _ in range(64):      # a copy of the first ring at a time, until it is the cluster
+            distance = np.hypot(*(point - images).transpose(2, 0, 1))
+            _, image = np.unravel_index(int(np.argmin(distance)), distance.shape)
+            if image == 0:
+                return point
+            point = point - self.offsets[image]
+        raise ValueError(f"a point {point.tolist()} too far from the network to wrap")
 
     def waypoint(self, rng: np.random.Generator) -> np.ndarray:
         """A point uniform over the union of the cells (channel.layout's drop, no minimum
@@ -85,6 +93,13 @@ class Walk:
         if not (math.isfinite(self.speed_mps) and self.speed_mps > 0):
             raise ValueError(f"mobility speed: must be a finite speed > 0 m/s, got "
                              f"{self.speed_mps!r}")
+        if not (math.isfinite(self.leg_m) and self.leg_m > 0):
+            raise ValueError(f"mobility.leg_m: must be a finite length > 0 m, got "
+                             f"{self.leg_m!r}")
+        if self.building_radius_m is not None and not (
+                math.isfinite(self.building_radius_m) and self.building_radius_m > 0):
+            raise ValueError(f"mobility.building_radius_m: must be a finite radius > 0 m, "
+                             f"got {self.building_radius_m!r}")
         lo, hi = self.pause_s
         if not 0 <= lo <= hi or not math.isfinite(hi):
             raise ValueError(f"mobility.pause_s: must be [lo, hi] with 0 <= lo <= hi, got "
@@ -105,6 +120,8 @@ class Path:
     legs: list[tuple[float, float, float, float, float, float, float]] = field(
         default_factory=list)
     _leaves: list[float] = field(default_factory=list, repr=False)
+    #: the metres walked by the end of each leg
+    _ends: list[float] = field(default_factory=list, repr=False)
 
     def _draw(self) -> None:
         """One more leg: its pause first (none before the first), then its end."""
@@ -115,6 +132,10 @@ class Path:
         else:
             t, (x, y), before = 0.0, self.start, 0.0
         here = np.array([x, y], float)
+        if self.walk.building_radius_m is None and self.walk.kind == "random_direction":
+            # a leg leaves from the last one's end seen inside the network, so the unwrapped
+            # path never drifts away from it (waypoints and buildings are inside already)
+            here = self.area.wrap(here)
         if self.walk.building_radius_m is not None:
             radius = self.walk.building_radius_m * math.sqrt(float(self.rng.uniform()))
             angle = float(self.rng.uniform(0.0, 2.0 * math.pi))
@@ -132,6 +153,7 @@ class Path:
         self.legs.append((t, t + length / self.walk.speed_mps, float(here[0]), float(here[1]),
                           float(to[0]), float(to[1]), before))
         self._leaves.append(t)
+        self._ends.append(_walked(self.legs[-1]))
 
     def _leg_at(self, t: float) -> int:
         """The index of the last leg that leaves by `t` (drawing until one leaves after)."""
@@ -158,14 +180,11 @@ class Path:
 
     def when_moved(self, metres: float) -> float:
         """The first time the client has walked `metres` in all (the instants at which its
-        gains are updated every update_m metres)."""
-        while not self.legs or _walked(self.legs[-1]) < metres:
+        gains are updated every update_m metres): on the first leg whose end has them."""
+        while not self._ends or self._ends[-1] < metres:
             self._draw()
-        for leg in self.legs:
-            t0, _, x0, y0, x1, y1, before = leg
-            if _walked(leg) >= metres and (x1, y1) != (x0, y0):
-                return t0 + max(0.0, metres - before) / self.walk.speed_mps
-        return 0.0
+        t0, _, _, _, _, _, before = self.legs[bisect.bisect_left(self._ends, metres)]
+        return t0 + max(0.0, metres - before) / self.walk.speed_mps
 
 
 def _walked(leg: tuple[float, float, float, float, float, float, float]) -> float:

@@ -87,6 +87,7 @@ def los_state(field: Field | Through, probability: np.ndarray,
     """The LOS state at `points` where the LOS probability is `probability` (38.901 Table
     7.4.2-1 at each point's distance): LOS where Phi(G) < probability, Phi the normal CDF
     and G a field of the LOS state's correlation distance (7.6.3.3: a spatially consistent
-    uniform variable compared with the probability), so a point is LOS with exactly its
-    probability and two points near each other mostly share their state."""
+    uniform variable compared with the probability), so a point is LOS with its probability
+    (as far as the field's values are normal: a sum of cosines, nearly) and two points near
+    each other mostly share their state."""
     return ndtr(field(points)) < np.asarray(probability, float)

@@ -1,6 +1,6 @@
 """Event A3 (channel.handover): a client driving from one site toward the next hands over at
-the closed-form instant plus the time to trigger; the hysteresis band keeps a timer running,
-the leaving condition stops it; values outside TS 38.331's sets are refused."""
+the closed-form instant plus the time to trigger; a timer runs only while every measurement
+meets the entering condition; values outside TS 38.331's sets are refused."""
 
 import math
 
@@ -34,19 +34,22 @@ def test_a_client_driving_toward_the_next_site_by_hand():
     assert when == pytest.approx((entered - 100.0) / speed + 0.256, abs=1e-12)
 
 
-def test_the_hysteresis_band_keeps_a_timer_and_the_leaving_condition_stops_it():
-    """Neighbour 1 enters at 0 (4 dB above the serving cell's 3 dB offset plus 1 dB of
-    hysteresis would need > 4: 5 dB); at 0.1 s it falls to 3 dB, inside the band (neither
-    entering, > 4, nor leaving, < 2): its timer runs on and expires at 0.256 s. Falling to
-    1 dB instead (leaving) at 0.1 s stops it: no handover."""
+def test_a_timer_runs_only_while_every_measurement_meets_the_entering_condition():
+    """TS 38.331 5.5.4.1: neighbour 1 enters at 0 (5 dB above the serving cell: > 3 dB of
+    offset + 1 dB of hysteresis); held at 0.1 s too (4.5 dB), its timer expires at 0.256 s.
+    At 0.1 s at 3 dB instead (inside the hysteresis band, but not entering) the timer stops:
+    no handover; it starts again at 0.5 s (5 dB once more) and expires at 0.756 s."""
     event = handover.A3(offset_db=3.0, hysteresis_db=1.0, time_to_trigger_s=0.256)
     times = np.array([0.0, 0.1, 1.0])
+    held = np.array([[-80.0, -75.0], [-80.0, -75.5], [-80.0, -75.5]])
+    assert handover.first_handover(times, held, 0, event) == (0.256, 1)
     band = np.array([[-80.0, -75.0], [-80.0, -77.0], [-80.0, -77.0]])
-    assert handover.first_handover(times, band, 0, event) == (0.256, 1)
-    left = np.array([[-80.0, -75.0], [-80.0, -79.0], [-80.0, -79.0]])
-    assert handover.first_handover(times, left, 0, event) is None
+    assert handover.first_handover(times, band, 0, event) is None
+    again = np.array([[-80.0, -75.0], [-80.0, -77.0], [-80.0, -75.0], [-80.0, -75.0]])
+    assert handover.first_handover(np.array([0.0, 0.1, 0.5, 2.0]), again, 0,
+                                   event) == (0.756, 1)
     # a measurement at the very instant the timer expires comes after the handover
-    assert handover.first_handover(np.array([0.0, 0.256]), left[:2], 0, event) == (0.256, 1)
+    assert handover.first_handover(np.array([0.0, 0.256]), band[:2], 0, event) == (0.256, 1)
 
 
 def test_of_two_neighbours_due_at_once_the_stronger_is_the_target_and_timers_restart():

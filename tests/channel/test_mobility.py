@@ -41,7 +41,8 @@ def test_a_leg_by_hand():
 
 
 @pytest.mark.parametrize("kind", ["random_waypoint", "random_direction"])
-def test_the_speed_holds_on_every_leg_and_the_path_stays_in_the_network(kind):
+def test_the_speed_holds_on_every_leg_and_the_client_is_seen_in_the_network(kind):
+    """(Under wraparound: a leg that cuts a corner of the hexagons is seen at its image.)"""
     walk = path(kind, pause_s=(0.0, 30.0))
     times = np.linspace(0.0, 20_000.0, 4001)
     points = np.array([walk.position(t) for t in times])
@@ -57,21 +58,26 @@ def test_the_speed_holds_on_every_leg_and_the_path_stays_in_the_network(kind):
 
 
 def test_random_direction_crosses_the_edge_onto_its_image():
-    """A leg that leaves the 7 sites runs on straight: the client is seen at the image of
-    its unwrapped position, the same point less one of the cluster's translations."""
+    """Legs of up to 2 km at 30 m/s: where a leg leaves the 7 sites the client is seen at
+    the image of its straight path inside the network (the point less a sum of the cluster's
+    translations), and the next leg leaves from that image, so over 20,000 s the straight
+    path never drifts more than a leg from the network; every position seen is inside."""
     walk = path("random_direction", seed=3, leg_m=2_000.0, speed_mps=30.0)
+    area = mobility.Area(SITES, 500.0)
     crossed = 0
-    for t in np.linspace(0.0, 2_000.0, 2001):
+    for t in np.linspace(0.0, 20_000.0, 4001):
         straight, seen = walk._unwrapped(t), walk.position(t)
-        shift = straight - seen
-        if np.hypot(*shift) > 1e-9:
+        assert area.contains(seen)
+        if np.hypot(*(straight - seen)) > 1e-9:
             crossed += 1
-            assert min(np.hypot(*(shift - o)) for o in OFFSETS[1:]) < 1e-6
+            # a lattice vector of the wraparound: integer axial steps of the translations
+            steps = np.linalg.solve(OFFSETS[1:3].T, straight - seen)
+            assert np.allclose(steps, np.round(steps), atol=1e-6)
+        assert np.hypot(*straight) < 2_000.0 + 1_000.0
     assert crossed > 0
     # without wraparound every leg ends inside (a leg that would not is drawn again)
     closed = path("random_direction", seed=3, offsets=None, leg_m=2_000.0, speed_mps=30.0)
     closed.position(5_000.0)
-    area = mobility.Area(SITES, 500.0)
     assert all(area.contains(np.array(leg[4:6])) for leg in closed.legs)
 
 
@@ -110,6 +116,9 @@ def test_when_moved_inverts_the_metres_walked():
     (dict(kind="random_waypoint", speed_mps=-1.0), "must be a finite speed > 0 m/s, got -1.0"),
     (dict(kind="random_waypoint", speed_mps=float("nan")), "finite speed > 0 m/s, got nan"),
     (dict(kind="random_waypoint", speed_mps=1.0, pause_s=(5.0, 1.0)), "0 <= lo <= hi"),
+    (dict(kind="random_direction", speed_mps=1.0, leg_m=0.0), "mobility.leg_m: must be a"),
+    (dict(kind="random_waypoint", speed_mps=1.0, building_radius_m=0.0),
+     "mobility.building_radius_m: must be a finite radius > 0 m, got 0.0"),
 ])
 def test_a_walk_that_cannot_be_is_refused(walk, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

@@ -289,8 +289,9 @@ def test_kept_blocks_move_as_few_as_they_can_and_a_growing_transfer_takes_free_o
 def test_moved_links_at_the_drops_own_draws_are_the_drops_links_to_the_bit(floors):
     """Tr38901.moved_links with the drop's distances, LOS states, normals and environment
     heights (drawn here again from the same streams as draw_links draws them) gives
-    draw_links's losses to the bit; every client moved 30 m nearer site 0 and made NLOS
-    there has the table's NLOS loss at its new distance and its normal times 6 dB."""
+    draw_links's losses to the bit; every client moved 30 m nearer the sites has, made NLOS,
+    the table's NLOS loss at its new distance and its normal times 6 dB, made LOS the LOS
+    loss and 4 dB."""
     import functools
 
     from channel import pathloss, tr38901
@@ -314,3 +315,8 @@ def test_moved_links_at_the_drops_own_draws_are_the_drops_links_to_the_bit(floor
                                         drop.h_ut_m, environment[:, 0])
     assert np.array_equal(nearer.pathloss_db[:, 0], expected)
     assert np.array_equal(nearer.shadowing_db[:, 0], normals[:, 0] * 6.0)    # NLOS sigma
+    seen = uma.moved_links(d2d - 30.0, np.ones_like(drop.los), normals, environment, drop)
+    expected = tr38901.pathloss_los_db(tr38901.UMA, d2d[:, 1] - 30.0, 3.5e9, 25.0,
+                                       drop.h_ut_m, environment[:, 1])
+    assert np.array_equal(seen.pathloss_db[:, 1], expected)
+    assert np.array_equal(seen.shadowing_db[:, 1], normals[:, 1] * 4.0)      # LOS sigma

@@ -65,18 +65,22 @@ def test_the_los_state_holds_its_probability_and_changes_little_a_metre_on():
 def test_a_field_through_a_drops_value_keeps_it_there_and_the_correlation_elsewhere():
     """Through(field, x0, z0) is z0 at x0, to the bit; over fields and z0 ~ N(0, 1), its
     correlation between two points 30 m apart near x0 (one 20 m from it) is still
-    exp(-30 / 50) and its variance at each 1 (4 standard errors, 4,000 draws)."""
+    exp(-30 / 50), its variance at each 1, and its correlation with z0 at 20 m exp(-20 / 50)
+    (4 standard errors, 4,000 draws)."""
     rng = np.random.default_rng(6)
     origin = np.array([100.0, -20.0])
     here, there = origin + [20.0, 0.0], origin + [20.0, 30.0]
-    products, squares = np.empty(4000), np.empty(4000)
+    products, squares, with_value = np.empty(4000), np.empty(4000), np.empty(4000)
     for i in range(4000):
         through = spatial.Through(spatial.Field.draw(50.0, rng, components=64), origin,
                                   float(rng.normal()))
         if i == 0:
             assert float(through(origin)) == through.value
         a, b = through(np.array([here, there]))
-        products[i], squares[i] = a * b, a * a
+        products[i], squares[i], with_value[i] = a * b, a * a, a * through.value
     rho = math.exp(-30 / 50)
     assert abs(products.mean() - rho) < 4 * math.sqrt((1 + rho ** 2) / 4000)
     assert abs(squares.mean() - 1) < 4 * math.sqrt(2 / 4000)
+    # and it holds the drop's value as the field would: E[G'(r) z0] = exp(-20 / 50)
+    near = math.exp(-20 / 50)
+    assert abs(with_value.mean() - near) < 4 * math.sqrt((1 + near ** 2) / 4000)
