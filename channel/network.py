@@ -347,7 +347,10 @@ class LinkLosses:
     """What each client's links to the sites drew (clients x sites, or per client): the basic
     path loss, the shadowing, the LOS state (all False where the model has none), and per
     client the O2I loss and indoor state (0 and False where the model has none) and the UT
-    height."""
+    height. Under 38.901 also what a client that moves needs of its drop (issue 64; None
+    otherwise): each link's uniform LOS draw (LOS where it is below the probability) and
+    standard normal shadowing draw, its effective environment height, and each client's
+    indoor distance."""
 
     pathloss_db: np.ndarray
     shadowing_db: np.ndarray
@@ -355,6 +358,10 @@ class LinkLosses:
     o2i_db: np.ndarray
     indoor: np.ndarray
     h_ut_m: np.ndarray
+    los_uniform: np.ndarray | None = None
+    shadowing_normal: np.ndarray | None = None
+    environment_m: np.ndarray | None = None
+    indoor_distance_m: np.ndarray | None = None
 
     @property
     def total_db(self) -> np.ndarray:

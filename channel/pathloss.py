@@ -191,22 +191,26 @@ class Tr38901(PathLossModel):
             0.0, tr38901.O2I_STD_DB[self.o2i], clients), 0.0)
         basic, shadowing = np.empty(d2d_m.shape), np.empty(d2d_m.shape)
         los = np.empty(d2d_m.shape, dtype=bool)
+        uniform, drawn, environment = (np.empty(d2d_m.shape) for _ in range(3))
         normals = (site_normals(stream, clients, sites, site_correlation)
                    if site_correlation > 0 else None)
         for s in range(sites):
             d = d2d_m[:, s]
-            los[:, s] = tr38901.draw_los(self.table, np.maximum(d - d_in, 0.0), h_ut,
-                                         stream("los", s))
+            los[:, s], uniform[:, s] = tr38901.draw_los_uniform(
+                self.table, np.maximum(d - d_in, 0.0), h_ut, stream("los", s))
             h_e = self._environment(d, h_ut, functools.partial(stream, "environment", s))
+            environment[:, s] = h_e
             args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut, h_e)
             basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
                                    tr38901.pathloss_nlos_db(*args))
             z = (stream("shadowing", s).normal(0.0, 1.0, clients) if normals is None
                  else normals[:, s])
+            drawn[:, s] = z
             shadowing[:, s] = z * tr38901.shadowing_std_db(self.table, los[:, s], d,
                                                            self.carrier_hz, self.bs_height_m,
                                                            h_ut)
-        return LinkLosses(basic, shadowing, los, o2i, indoor, h_ut)
+        return LinkLosses(basic, shadowing, los, o2i, indoor, h_ut, uniform, drawn,
+                          environment, d_in)
 
 
     def moved_links(self, d2d_m: np.ndarray, los: np.ndarray, normals: np.ndarray,
@@ -231,7 +235,9 @@ class Tr38901(PathLossModel):
             shadowing[:, s] = normals[:, s] * tr38901.shadowing_std_db(
                 self.table, los[:, s], d, self.carrier_hz, self.bs_height_m, h_ut)
         return LinkLosses(basic, shadowing, np.asarray(los, dtype=bool), drop.o2i_db,
-                          drop.indoor, h_ut)
+                          drop.indoor, h_ut, None, np.asarray(normals, float),
+                          np.broadcast_to(environment_m, d2d_m.shape).astype(float),
+                          drop.indoor_distance_m)
 
 
 class Uma38901(Tr38901):

@@ -195,8 +195,17 @@ def draw_los(scenario: Scenario38901, d2d_out_m: np.ndarray, ut_height_m: np.nda
              rng: np.random.Generator) -> np.ndarray:
     """Each client's LOS state (True: line of sight), drawn from Pr_LOS at its outdoor 2D
     distance, one uniform draw per client."""
+    return draw_los_uniform(scenario, d2d_out_m, ut_height_m, rng)[0]
+
+
+def draw_los_uniform(scenario: Scenario38901, d2d_out_m: np.ndarray,
+                     ut_height_m: np.ndarray | float,
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """draw_los's states and the uniform draws they come from (LOS where the draw is below
+    Pr_LOS): the same draws, kept for a client that moves on from them."""
     probability = los_probability(scenario, d2d_out_m, ut_height_m)
-    return rng.random(np.shape(probability)) < probability
+    uniform = rng.random(np.shape(probability))
+    return uniform < probability, uniform
 
 
 def o2i_building_loss_db(kind: str, carrier_hz: float) -> float:

@@ -310,6 +310,15 @@ def test_moved_links_at_the_drops_own_draws_are_the_drops_links_to_the_bit(floor
     again = uma.moved_links(d2d, drop.los, normals, environment, drop)
     for name in ("pathloss_db", "shadowing_db", "los", "o2i_db", "indoor", "h_ut_m"):
         assert np.array_equal(getattr(again, name), getattr(drop, name)), name
+    # the drop keeps its own draws for a client that moves: the same numbers
+    assert np.array_equal(drop.shadowing_normal, normals)
+    assert np.array_equal(drop.environment_m, environment)
+    probability = np.column_stack([tr38901.los_probability(
+        tr38901.UMA, np.maximum(d2d[:, s] - drop.indoor_distance_m, 0.0), drop.h_ut_m)
+        for s in range(4)])
+    assert np.array_equal(drop.los_uniform < probability, drop.los)
+    assert np.array_equal(drop.los_uniform, np.column_stack(
+        [stream("los", s).random(200) for s in range(4)]))
     nearer = uma.moved_links(d2d - 30.0, np.zeros_like(drop.los), normals, environment, drop)
     expected = tr38901.pathloss_nlos_db(tr38901.UMA, d2d[:, 0] - 30.0, 3.5e9, 25.0,
                                         drop.h_ut_m, environment[:, 0])
