@@ -12,7 +12,18 @@ compiled kernels of `network_grid` and `nr_link`; the standard library (plugins 
 NumPy once a process (the optional extra `[sionna]`). Never SimPy, pydantic or scala_netsim.
 """
 
-from channel import handover, layout, mobility, network, nr, nr_link, spatial, tdd, tr38901
+from channel import (
+    handover,
+    layout,
+    mobility,
+    moving,
+    network,
+    nr,
+    nr_link,
+    spatial,
+    tdd,
+    tr38901,
+)
 from channel.bandwidth import (
     ALLOCATORS,
     BandwidthAllocator,
@@ -56,6 +67,7 @@ __all__ = [
     "handover",
     "layout",
     "mobility",
+    "moving",
     "network",
     "nr",
     "nr_link",

@@ -1,0 +1,107 @@
+"""Every client's links to every site as the clients move (issue 64, item 2), pure math:
+the drop's 38.901 links (channel.pathloss.Tr38901.draw_links) carried along the clients'
+paths (channel.mobility), with each link's LOS state and shadowing spatially consistent
+(channel.spatial) and started from the drop's own draws.
+
+Per site s, fields shared by every client (a place's shadowing from a site is the place's):
+one for the LOS state (the scenario's LOS correlation distance, 7.6.3.3) and one for the
+shadowing of each kind of link (LOS, NLOS, O2I: Table 7.5-6's correlation distances, an
+indoor client's links the O2I one whatever their state). A client's link to site s reads
+them at the site plus the link's vector to the client from the site's nearest image (so the
+link is the one the drop's geometry takes, wraparound or not), each made to pass through
+the drop's own draw at the drop point (spatial.Through: the shadowing normal; the LOS
+uniform through Phi^-1): at the drop point the drop's links, and from there on the fields'.
+A link whose LOS state flips reads the other shadowing field from then (its sigma changes
+with its state anyway). The client's indoor state, O2I loss, height and indoor distance, and
+each link's effective environment height, stay the drop's (an indoor client moves inside its
+building). Distances in metres, times in seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from channel import layout, tr38901
+from channel.mobility import Path
+from channel.network import LinkLosses, link_geometry
+from channel.pathloss import Tr38901
+from channel.spatial import Field, Through
+
+
+class MovingLinks:
+    """The links of clients dropped at `points` with `drop` (draw_links's LinkLosses, which
+    keep the draws a link moves on from), who then follow `paths` (one a client), under the
+    38.901 `model`; the fields drawn from `stream(kind, site)` (kind: 'los', 'shadowing_los',
+    'shadowing_nlos', 'shadowing_o2i'), each its own stream."""
+
+    def __init__(self, model: Tr38901, sites_xy: np.ndarray, offsets: np.ndarray | None,
+                 points: np.ndarray, drop: LinkLosses, paths: Sequence[Path],
+                 stream: Callable[[str, int], np.random.Generator]) -> None:
+        if drop.los_uniform is None or drop.shadowing_normal is None:
+            raise ValueError("moving links need a 38.901 drop's own draws (LinkLosses."
+                             "los_uniform and shadowing_normal)")
+        self.model, self.sites, self.offsets = model, sites_xy, offsets
+        self.points, self.drop, self.paths = np.asarray(points, float), drop, paths
+        table = model.table
+        d_los, d_nlos, d_o2i = table.shadowing_correlation_m
+        sites = len(sites_xy)
+        self._fields = {
+            kind: [Field.draw(d, stream(kind, s)) for s in range(sites)]
+            for kind, d in (("los", table.los_correlation_m), ("shadowing_los", d_los),
+                            ("shadowing_nlos", d_nlos), ("shadowing_o2i", d_o2i))}
+        # where each link was read at the drop: its site plus its vector to the client
+        self._origins = self._reading_points(self.points)
+
+    def _reading_points(self, points: np.ndarray) -> np.ndarray:
+        """(clients, sites, 2): each site's position plus its nearest image's vector to the
+        client, the point a link reads its site's fields at."""
+        return self.sites[None, :, :] + layout.nearest_image(points, self.sites, self.offsets)
+
+    def losses(self, clients: np.ndarray, points: np.ndarray) -> LinkLosses:
+        """The links of `clients` standing at `points` ((n, 2)), as the module's docstring
+        says: at the drop points the drop's losses (to the bit where asked for every client
+        at once; a row alone may differ in the last bit, NumPy's vector paths differing from
+        its scalar ones)."""
+        clients = np.asarray(clients, dtype=np.int64)
+        drop = self.drop
+        assert drop.los_uniform is not None and drop.shadowing_normal is not None
+        assert drop.indoor_distance_m is not None and drop.environment_m is not None
+        geometry = link_geometry(np.asarray(points, float), self.sites, self.offsets)
+        reading = self._reading_points(np.asarray(points, float))
+        indoor = drop.indoor[clients]
+        d_in = drop.indoor_distance_m[clients]
+        h_ut = drop.h_ut_m[clients]
+        n, sites = geometry.d2d_m.shape
+        los, normals = np.empty((n, sites), bool), np.empty((n, sites))
+        for s in range(sites):
+            origin = self._origins[clients, s]
+            probability = tr38901.los_probability(
+                self.model.table, np.maximum(geometry.d2d_m[:, s] - d_in, 0.0), h_ut)
+            for i, k in enumerate(clients.tolist()):
+                through = Through(self._fields["los"][s], origin[i],
+                                  float(ndtri(drop.los_uniform[k, s])))
+                at_drop = bool(np.array_equal(reading[i, s], origin[i]))
+                los[i, s] = (drop.los[k, s] if at_drop else
+                             bool(ndtr(through(reading[i, s])) < probability[i]))
+                kind = ("shadowing_o2i" if indoor[i] else
+                        "shadowing_los" if los[i, s] else "shadowing_nlos")
+                shadow = Through(self._fields[kind][s], origin[i],
+                                 float(drop.shadowing_normal[k, s]))
+                normals[i, s] = (drop.shadowing_normal[k, s] if at_drop
+                                 else float(shadow(reading[i, s])))
+        part = LinkLosses(drop.pathloss_db[clients], drop.shadowing_db[clients],
+                          drop.los[clients], drop.o2i_db[clients], indoor, h_ut,
+                          drop.los_uniform[clients], drop.shadowing_normal[clients],
+                          drop.environment_m[clients], d_in)
+        return self.model.moved_links(geometry.d2d_m, los, normals,
+                                      drop.environment_m[clients], part)
+
+    def at(self, t: float, clients: np.ndarray | None = None) -> tuple[np.ndarray, LinkLosses]:
+        """Where `clients` (all by default) stand at time `t`, and their links there."""
+        clients = (np.arange(len(self.paths)) if clients is None
+                   else np.asarray(clients, dtype=np.int64))
+        points = np.array([self.paths[k].position(t) for k in clients.tolist()])
+        return points, self.losses(clients, points)
+
