@@ -391,6 +391,30 @@ class NetworkDrop:
         return per_site[np.arange(len(self.serving)), self.serving_site()]
 
 
+def couple(cells: Cells, geometry: LinkGeometry, losses: LinkLosses,
+           downtilt_deg: float | None = None, bs_height_m: float = 0.0,
+           panel_rows: int | None = None, panel_columns: int | None = None,
+           serving: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(antenna gains, coupling gains, serving cells) of links with these `geometry` and
+    `losses`, under drop_network's antennas. `serving` None: each client's strongest cell
+    before the beams (a drop); given (a client that moved keeps its cell until a handover):
+    the beams point from those cells."""
+    zenith = (None if downtilt_deg is None else
+              zenith_angle_deg(geometry.d2d_m, bs_height_m, losses.h_ut_m[:, None]))
+    antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg, panel_rows)
+    coupling = coupling_gain_db(cells, losses.total_db, antenna)
+    if serving is None:
+        serving = serving_cells(coupling)
+    if panel_columns is not None:
+        if zenith is None or downtilt_deg is None:
+            raise ValueError("layout.panel_columns: a beam toward each client needs the "
+                             "panel's column, steered to a downtilt")
+        beam = beam_gain_db(cells, geometry.azimuth_deg, zenith, serving, downtilt_deg,
+                            panel_columns)
+        antenna, coupling = antenna + beam, coupling + beam
+    return antenna, coupling, serving
+
+
 def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,
                  offsets: np.ndarray | None,
                  losses_of: Callable[[np.ndarray], LinkLosses],
@@ -406,17 +430,7 @@ def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,
     cell would point at the client adds the same N to each cell's link)."""
     geometry = link_geometry(points, sites_xy, offsets)
     losses = losses_of(geometry.d2d_m)
-    zenith = (None if downtilt_deg is None else
-              zenith_angle_deg(geometry.d2d_m, bs_height_m, losses.h_ut_m[:, None]))
-    antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg, panel_rows)
-    coupling = coupling_gain_db(cells, losses.total_db, antenna)
-    serving = serving_cells(coupling)
-    if panel_columns is not None:
-        if zenith is None or downtilt_deg is None:
-            raise ValueError("layout.panel_columns: a beam toward each client needs the "
-                             "panel's column, steered to a downtilt")
-        beam = beam_gain_db(cells, geometry.azimuth_deg, zenith, serving, downtilt_deg,
-                            panel_columns)
-        antenna, coupling = antenna + beam, coupling + beam
+    antenna, coupling, serving = couple(cells, geometry, losses, downtilt_deg, bs_height_m,
+                                        panel_rows, panel_columns)
     return NetworkDrop(cells, points[:, 0], points[:, 1], geometry, losses, antenna, coupling,
                        serving)

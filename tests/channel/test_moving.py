@@ -81,3 +81,27 @@ def test_a_drop_without_its_draws_is_refused():
     with pytest.raises(ValueError, match="moving links need a 38.901 drop's own draws"):
         moving.MovingLinks(pathloss.Uma38901(3.5e9), SITES, OFFSETS, points, plain, [],
                            stream)
+
+
+def test_the_coupling_at_the_drop_points_is_the_drops_with_its_panel_and_beam():
+    """uma_n78's antennas (12 degree tilt, 10 rows, 8 columns): the drop's coupling (its own
+    serving cells) from the moving links at the drop points, to the bit; 100 m on, each
+    client's serving link keeps its beam's 9.03 dB over the column's."""
+    links_, drop, points = links()
+    cells = network.hexagonal_cells(7, 500.0, 3)
+    dropped = network.drop_network(cells, points, SITES, OFFSETS, lambda d2d_m: drop,
+                                   12.0, 25.0, 10, 8)
+    geometry = network.link_geometry(points, SITES, OFFSETS)
+    antenna, coupling, serving = network.couple(
+        cells, geometry, links_.losses(np.arange(60), points), 12.0, 25.0, 10, 8,
+        dropped.serving)
+    assert np.array_equal(coupling, dropped.coupling_db)
+    assert np.array_equal(serving, dropped.serving)
+    where, moved = links_.at(120.0)
+    beam, _, _ = network.couple(cells, network.link_geometry(where, SITES, OFFSETS), moved,
+                                12.0, 25.0, 10, 8, dropped.serving)
+    column, _, _ = network.couple(cells, network.link_geometry(where, SITES, OFFSETS), moved,
+                                  12.0, 25.0, 10, None, dropped.serving)
+    rows = np.arange(60)
+    assert np.allclose(beam[rows, dropped.serving] - column[rows, dropped.serving],
+                       10 * np.log10(8), atol=1e-12)
