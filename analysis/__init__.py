@@ -13,8 +13,9 @@ HAND_SET = ("No named deployment (`network.deployment: null`): every key is set 
             "on paired bands, 1 W a cell, no noise figures, a fixed 0.2 W a client and one "
             "antenna element a sector with no downtilt, where the nearest, `uma_n78` "
             "(docs/model/network.md), has 19 sites on one 100 MHz TDD carrier at 3.5 GHz, 56 "
-            "dBm a cell, noise figures of 5 and 9 dB, uplink power control and a 10-row "
-            "column a sector steered 12 degrees down.")
+            "dBm a cell, noise figures of 5 and 9 dB, uplink power control and a panel a "
+            "sector, 10 rows steered 12 degrees down and 8 columns pointing a beam at each "
+            "served client.")
 
 
 def read_rounds(run_dir: Path | str) -> pd.DataFrame:

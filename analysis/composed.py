@@ -322,8 +322,8 @@ def _introduction(wall: pd.Series, trained_wall: pd.Series) -> list[str]:
         "learning is the headline's and only the clock differs. No named deployment "
         "(`network.deployment: null`): every key is set by hand, as in the network study "
         "(docs/model/network.md's `uma_n78` has 19 sites on 100 MHz of TDD at 3.5 GHz, 56 dBm "
-        "a cell, noise figures, power control and a 10-row column a sector steered 12 degrees "
-        "down). 36 re-timings on the "
+        "a cell, noise figures, power control and a panel a sector, 10 rows steered 12 degrees "
+        "down and 8 columns pointing a beam at each served client). 36 re-timings on the "
         "project's 2-core CPU (one process, numpy's AVX-512 paths off, beside two training "
         "lanes), wall time per case summed over both algorithms and the seeds: "
         + ", ".join(f"{CASES[c]} {wall[c]:.0f} s" for c in CASES if c in wall) + ".", "",
