@@ -329,3 +329,11 @@ def test_moved_links_at_the_drops_own_draws_are_the_drops_links_to_the_bit(floor
                                        drop.h_ut_m, environment[:, 1])
     assert np.array_equal(seen.pathloss_db[:, 1], expected)
     assert np.array_equal(seen.shadowing_db[:, 1], normals[:, 1] * 4.0)      # LOS sigma
+
+
+def test_a_beam_per_client_on_omnidirectional_cells_is_refused():
+    cells = network.hexagonal_cells(1, 500.0, 1)
+    with pytest.raises(ValueError, match="layout.panel_columns: a beam per client needs "
+                                         "sectors"):
+        network.beam_gain_db(cells, np.zeros((2, 1)), np.full((2, 1), 95.0),
+                             np.zeros(2, dtype=np.int64), 12.0, 8)
