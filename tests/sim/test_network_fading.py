@@ -284,3 +284,51 @@ def test_a_gain_changed_mid_transfer_holds_when_round_robin_regrants_its_blocks(
     left = bits - rate(2, g) * t1 - rate(2, 2 * g) * (t2 - t1)
     assert left > 0
     assert ends[0] == pytest.approx(t2 + left / rate(1, 2 * g), rel=1e-12)
+
+
+@pytest.mark.parametrize("uplink", [True, False])
+def test_a_client_that_moves_mid_transfer_is_rerated_as_a_post_would(uplink):
+    """RadioMap.move (issue 64), by hand: the case above, client 1's large-scale gains to
+    both cells doubled at t1 by a move rather than a fading post: the same end instants;
+    the drop's coupling stays, the gain to its serving cell and every direction's gains
+    follow (times the fading row in force: 0.5 on the other direction), the movers told
+    before the watchers."""
+    env = simpy.Environment()
+    coupling = np.array([[1e-9, 3e-11], [2e-11, 1e-9]])
+    noise_w, block_hz, power_w, t1, bits = 1e-13, 360e3, 0.1, 0.01, 5e6
+    radio = RadioMap(coupling)
+    other = Direction.DOWNLINK if uplink else Direction.UPLINK
+    radio.post(other, 1, np.full(2, 0.5))
+    air = Air(env, radio, 1, block_hz, noise_w, uplink=uplink, interference=True)
+    told: list[tuple[str, int]] = []
+    radio.on_move(lambda k: told.append(("moved", k)))
+    radio.watch(air.direction, lambda k: told.append(("watched", k)))
+    ends: dict[int, float] = {}
+    for k in (0, 1):
+        air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, ONE,
+                power_w, coupling[k, k])
+    later = env.timeout(t1)
+    later.callbacks.append(lambda _: radio.move(1, coupling[1] * 2.0))
+    env.run()
+
+    def rate(signal_w: float, interference_w: float) -> float:
+        return block_hz * math.log2(1 + signal_w / (noise_w + interference_w))
+
+    def heard(k: int, gains: np.ndarray) -> float:
+        return power_w * (gains[1 - k, k] if uplink else gains[k, 1 - k])
+
+    after = coupling.copy()
+    after[1] *= 2.0
+    r = {k: rate(power_w * coupling[k, k], heard(k, coupling)) for k in (0, 1)}
+    r2 = {k: rate(power_w * after[k, k], heard(k, after)) for k in (0, 1)}
+    first = min((0, 1), key=lambda k: (bits - r[k] * t1) / r2[k])
+    t_first = t1 + (bits - r[first] * t1) / r2[first]
+    assert ends[first] == pytest.approx(t_first, rel=1e-12)
+    left = bits - r[1 - first] * t1 - r2[1 - first] * (t_first - t1)
+    assert ends[1 - first] == pytest.approx(
+        t_first + left / rate(power_w * after[1 - first, 1 - first], 0.0), rel=1e-12)
+    assert radio.coupling.tolist() == coupling.tolist()
+    assert radio.serving_gain(1) == 2e-9 and radio.large_scale(1).tolist() == [4e-11, 2e-9]
+    assert radio.gains(air.direction)[1].tolist() == [4e-11, 2e-9]
+    assert radio.gains(other)[1].tolist() == [2e-11, 1e-9]          # (times 0.5 in force)
+    assert told[:2] == [("moved", 1), ("watched", 1)]

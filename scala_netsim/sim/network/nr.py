@@ -19,8 +19,13 @@ class NrBlocks:
 
     def __init__(self, radio: RadioMap, settings: NetworkSettings) -> None:
         self.radio, self.settings = radio, settings
-        #: under the NR abstraction, each client's uplink goodput on 1..N blocks, quiet
+        #: under the NR abstraction, each client's uplink goodput on 1..N blocks, quiet (a
+        #: client that moves has its own forgotten: RadioMap.move)
         self._goodput: dict[int, np.ndarray] = {}
+        radio.on_move(self._forget)
+
+    def _forget(self, client: int) -> None:
+        self._goodput.pop(client, None)
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block on its serving cell with n blocks

@@ -45,10 +45,15 @@ class RadioMap:
             raise ValueError(f"the radio map's serving cells ({self.serving.shape}) do not "
                              f"match its coupling gains ({self.coupling.shape})")
         self._clients = np.arange(len(self.serving))
+        #: the large-scale gains in force now: the drop's until a client moves (`move`)
+        self._large = self.coupling.copy()
         #: the large-scale gain of each client to its serving cell
         self.serving_gains = self.coupling[self._clients, self.serving]
         self._now = {d: self.coupling.copy() for d in Direction}
+        #: each client's fading row in force in each direction (none: the coupling alone)
+        self._rows: dict[Direction, dict[int, np.ndarray | None]] = {d: {} for d in Direction}
         self._watchers: dict[Direction, list[Watcher]] = {d: [] for d in Direction}
+        self._movers: list[Watcher] = []
 
     @classmethod
     def of(cls, cell: Cell) -> RadioMap:
@@ -103,6 +108,37 @@ class RadioMap:
         """Client's gains to every cell in `direction` from now on: the coupling times the
         fading row `row` (|h|^2 to every cell; None: the coupling alone); its watchers told."""
         now = self._now[direction]
-        now[client] = self.coupling[client] if row is None else self.coupling[client] * row
+        large = self._large[client]
+        now[client] = large if row is None else large * row
+        self._rows[direction][client] = row
         for watcher in self._watchers[direction]:
             watcher(client)
+
+    def move(self, client: int, coupling_row: np.ndarray) -> None:
+        """Client's large-scale gains to every cell from now on (it moved: issue 64): its
+        fading rows in force kept, each direction's gains the new coupling times them, its
+        gain to its serving cell (power control's and the NR blocks' reading) the new one;
+        the movers told (`on_move`), then each direction's watchers (the air re-rates its
+        transfer in flight as for a post; its power stays what power control set at its
+        start). Its serving cell stays: a handover is a change of its own. `coupling` stays
+        the drop's."""
+        self._large[client] = np.asarray(coupling_row, dtype=float)
+        self.serving_gains[client] = self._large[client, self.serving[client]]
+        for watcher in self._movers:
+            watcher(client)
+        for direction in Direction:
+            row = self._rows[direction].get(client)
+            large = self._large[client]
+            self._now[direction][client] = large if row is None else large * row
+            for watcher in self._watchers[direction]:
+                watcher(client)
+
+    def on_move(self, watcher: Watcher) -> None:
+        """`watcher(client)` when a client's large-scale gains change (`move`), before the
+        directions' watchers (the NR blocks forget what they kept of its old gain)."""
+        self._movers.append(watcher)
+
+    def large_scale(self, client: int) -> np.ndarray:
+        """Client's large-scale gains to every cell in force now (the drop's until it moves;
+        a copy)."""
+        return self._large[client].copy()
