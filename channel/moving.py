@@ -14,7 +14,14 @@ uniform through Phi^-1): at the drop point the drop's links, and from there on t
 A link whose LOS state flips reads the other shadowing field from then (its sigma changes
 with its state anyway). The client's indoor state, O2I loss, height and indoor distance, and
 each link's effective environment height, stay the drop's (an indoor client moves inside its
-building). Distances in metres, times in seconds."""
+building). Distances in metres, times in seconds.
+
+Two things a moving link does not keep: shadowing correlated between sites
+(`shadowing_site_correlation`: each site's fields are drawn apart, so that correlation fades
+as the client moves away from its drop point), and continuity where its nearest image
+changes under wraparound (its reading point then jumps by a cluster's translation, so its
+LOS state and shadowing are drawn afresh there, far from its site, while its path loss
+stays continuous)."""
 
 from __future__ import annotations
 

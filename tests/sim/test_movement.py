@@ -92,3 +92,27 @@ def test_an_update_distance_of_no_metres_is_refused():
     with pytest.raises(ValueError, match="mobility.update_m: must be a finite distance > 0 m, "
                                          "got 0.0"):
         Movement(simpy.Environment(), radio, links, couple, 0.0)
+
+
+@pytest.mark.parametrize("update_m", [0.7, 1.1, 12.3])
+def test_a_step_whose_metres_round_below_a_whole_count_still_moves_on(update_m):
+    """0.7 m and the like: k x 0.7 / 0.7 may round just below k, which once brought the same
+    step back at the same instant, for ever. Over 200 s each move is a step further, its
+    instant later than the last's, and there are as many as the metres walked allow."""
+    radio, links, couple, _ = world(2)
+    env = simpy.Environment()
+    movement = Movement(env, radio, links, couple, update_m)
+    movement.follow(0)
+    env.run(until=200.0)
+    metres = [r[4] for r in movement.rows]
+    assert metres == [update_m * j for j in range(1, len(metres) + 1)]
+    assert all(b[1] >= a[1] for a, b in zip(movement.rows, movement.rows[1:], strict=False))
+    walked = links.paths[0].moved_m(200.0)
+    assert len(metres) in (math.floor(walked / update_m), math.floor(walked / update_m) - 1)
+    # after a move the map serves the coupling it was given, in both directions unfaded
+    from channel import Direction
+
+    assert radio.gains(Direction.UPLINK)[0].tolist() == radio.large_scale(0).tolist()
+    assert radio.serving_gain(0) == radio.large_scale(0)[radio.serving_cell(0)]
+    with pytest.raises(ValueError, match="a move's coupling row has"):
+        radio.move(0, np.ones(3))

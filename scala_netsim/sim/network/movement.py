@@ -4,9 +4,11 @@ metres it walks its links are drawn again where it stands (channel.moving.Moving
 its coupling gains by the network's antennas, its serving cell kept) and posted on the radio
 map (RadioMap.move), which re-rates what it has on the air; never per slot. A client not
 followed costs nothing: when it is followed again, its gains are first brought to where it
-stands then. Each move is recorded (client, time, position, walked metres) so that the
-books can draw the same gains again. Not yet wired into a run: nothing builds a Movement
-outside the tests (docs/model/network.md, "The seam for mobility")."""
+stands then. Each move is recorded (client, time, position, walked metres), for the books
+to draw the same gains again (which they do not yet: they read the drop's coupling). Not yet
+wired into a run: nothing builds a Movement outside the tests (docs/model/network.md, "The
+seam for mobility"). A followed client's process never ends by itself: run the environment
+until an instant, or unfollow it."""
 
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ class Movement:
         self._followed: dict[int, simpy.Process] = {}
         #: each client's metres walked at its last move (0: the drop)
         self._walked: dict[int, float] = {}
+        #: each client's last step moved at, a whole number of update_m from the drop (an
+        #: integer, so that a step's metres never round back onto the last one's)
+        self._step: dict[int, int] = {}
 
     def follow(self, client: int) -> None:
         """From now on keep `client`'s gains where it stands: moved at once if it has walked
@@ -64,11 +69,13 @@ class Movement:
         path = self.links.paths[client]
         try:
             while True:
-                walked = self._walked.get(client, 0.0)
-                step = (math.floor(walked / self.update_m) + 1) * self.update_m
-                at = path.when_moved(step)
+                step = self._step.get(client, 0) + 1
+                while step * self.update_m <= self._walked.get(client, 0.0):
+                    step += 1           # (past where a catch-up on following left it)
+                at = path.when_moved(step * self.update_m)
                 yield self.env.timeout(max(0.0, at - self.env.now))
-                self._move(client, step)
+                self._move(client, step * self.update_m)
+                self._step[client] = step
         except simpy.Interrupt:
             return
 

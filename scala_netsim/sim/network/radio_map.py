@@ -10,8 +10,10 @@ here: the air of each direction (its kernels read `gains(direction)`, the live a
 power control and the NR blocks (`serving_gain`, the large-scale gain to the serving cell),
 the link's records, and the books (`coupling`, which the re-derivation of rates multiplies by
 the recorded or re-drawn rows, as the air did). A post that lands while the client has a
-transfer on the air re-rates it there (the air watches the map: Air.regained); the next
-changes of gain over time (mobility, a handover's new serving cell) post here too.
+transfer on the air re-rates it there (the air watches the map: Air.regained). A client
+that moves (issue 64) changes its large-scale gains (`move`); `coupling` stays the drop's,
+which the books, the link's air record and the background users' floors still read: a run
+that moves clients is not wired yet.
 
 Each post is recorded in the run's files (the fading record's rows) or drawn again from the
 seed (fading in blocks of time), so the map the air used can be rebuilt from the files alone;
@@ -105,8 +107,9 @@ class RadioMap:
         self._watchers[direction].append(watcher)
 
     def post(self, direction: Direction, client: int, row: np.ndarray | None) -> None:
-        """Client's gains to every cell in `direction` from now on: the coupling times the
-        fading row `row` (|h|^2 to every cell; None: the coupling alone); its watchers told."""
+        """Client's gains to every cell in `direction` from now on: its large-scale gains in
+        force (the drop's coupling until it moves) times the fading row `row` (|h|^2 to every
+        cell; None: the large-scale gains alone); its watchers told."""
         now = self._now[direction]
         large = self._large[client]
         now[client] = large if row is None else large * row
@@ -122,7 +125,11 @@ class RadioMap:
         transfer in flight as for a post; its power stays what power control set at its
         start). Its serving cell stays: a handover is a change of its own. `coupling` stays
         the drop's."""
-        self._large[client] = np.asarray(coupling_row, dtype=float)
+        new = np.asarray(coupling_row, dtype=float)
+        if new.shape != (self.num_cells,):
+            raise ValueError(f"a move's coupling row has {new.shape}, the map {self.num_cells} "
+                             f"cells")
+        self._large[client] = new
         self.serving_gains[client] = self._large[client, self.serving[client]]
         for watcher in self._movers:
             watcher(client)
