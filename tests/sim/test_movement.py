@@ -116,3 +116,30 @@ def test_a_step_whose_metres_round_below_a_whole_count_still_moves_on(update_m):
     assert radio.serving_gain(0) == radio.large_scale(0)[radio.serving_cell(0)]
     with pytest.raises(ValueError, match="a move's coupling row has"):
         radio.move(0, np.ones(3))
+
+
+def test_the_nr_blocks_forget_a_moved_clients_uplink_goodputs():
+    """Under NR (the operator study's network), its strongest client moved 40 dB further
+    off gets the uplink blocks a map that had dropped it there gives (252 of 273: power-
+    limited now), not the 273 it had before and the blocks had kept."""
+    from channel import Direction
+    from scala_netsim.config.scenario import load_scenario
+    from scala_netsim.core.seeds import Seeds
+    from scala_netsim.runner.world import network_cell, network_settings
+    from scala_netsim.sim.network.nr import NrBlocks
+
+    from conftest import ROOT
+
+    scenario = load_scenario(ROOT / "scenarios" / "operator.yaml", ["sweep={}"])
+    settings = network_settings(scenario)
+    cell = network_cell(scenario, Seeds(scenario.seed))
+    radio = RadioMap.of(cell)
+    blocks = NrBlocks(radio, settings)
+    k = int(np.argmax(radio.serving_gains))                    # the strongest: all blocks
+    before = blocks.cap(Direction.UPLINK, k)
+    weaker = radio.coupling.copy()
+    weaker[k] /= 1e4
+    radio.move(k, weaker[k])
+    fresh = NrBlocks(RadioMap(weaker, radio.serving), settings)
+    assert blocks.cap(Direction.UPLINK, k) == fresh.cap(Direction.UPLINK, k)
+    assert before == 273 and fresh.cap(Direction.UPLINK, k) < before
