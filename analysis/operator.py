@@ -43,7 +43,7 @@ LOADS = {"load_30": 0.3, "load_50": 0.5, "load_70": 0.7}
 LINKS = {"shannon": "DDDSU, Shannon's rate in place of NR's link",
          "column_shannon": "DDDSU, Shannon's rate, the column alone (no beam per client)"}
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
-#: the commit the kept runs were re-timed at
+#: the commits the kept runs were re-timed at
 RUN_AT = ("commits ff4b561 (the frames), 307d0d4 (the loads: the same code, the load cases "
           "given their carried loads) and a00596a (the links: the same code)")
 COMMAND = ("python -m scala_netsim scenarios/operator.yaml --retime-from "
@@ -261,7 +261,7 @@ def report(table: pd.DataFrame, carried: pd.DataFrame | None = None,
         f"worktrees at {RUN_AT}, "
         "numpy's AVX-512 paths off as `python -m scala_netsim.tools.regenerate` runs them.", "",
         "## Answers", "", frames_answer(table), "", loads_answer(table, carried, rounds), "",
-        *([links_answer(table), ""] if links_answer(table) else []),
+        *([links, ""] if (links := links_answer(table)) else []),
         "## Time to 70 and 80 % and the median round (times.csv)", "", _markdown(table), "",
         "Simulated seconds, the mean of the seeds then each seed's; median_round_s: each "
         "seed's median round, their mean; stretch: that over DDDSU's; vs_dddsu_0.8: the time "

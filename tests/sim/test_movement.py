@@ -46,12 +46,18 @@ def world(clients: int = 12):
     return radio, links, couple, drop
 
 
-def test_a_followed_client_moves_every_five_metres_to_its_links_coupling():
-    radio, links, couple, drop = world()
+def followed(client: int, until: float, update_m: float = 5.0, clients: int = 12):
+    """A Movement over world(clients) following `client` from 0 until `until`."""
+    radio, links, couple, drop = world(clients)
     env = simpy.Environment()
-    movement = Movement(env, radio, links, couple, 5.0)
-    movement.follow(0)
-    env.run(until=200.0)
+    movement = Movement(env, radio, links, couple, update_m)
+    movement.follow(client)
+    env.run(until=until)
+    return radio, links, couple, drop, env, movement
+
+
+def test_a_followed_client_moves_every_five_metres_to_its_links_coupling():
+    radio, links, couple, drop, _, movement = followed(0, 200.0)
     path = links.paths[0]
     walked = path.moved_m(200.0)
     assert len(movement.rows) == math.floor(walked / 5.0) > 20
@@ -68,11 +74,7 @@ def test_a_followed_client_moves_every_five_metres_to_its_links_coupling():
 
 
 def test_unfollowed_a_client_stays_and_followed_again_it_is_first_brought_to_where_it_is():
-    radio, links, couple, _ = world()
-    env = simpy.Environment()
-    movement = Movement(env, radio, links, couple, 5.0)
-    movement.follow(3)
-    env.run(until=30.0)
+    _, links, _, _, env, movement = followed(3, 30.0)
     movement.unfollow(3)
     before = len(movement.rows)
     env.run(until=60.0)
@@ -99,11 +101,7 @@ def test_a_step_whose_metres_round_below_a_whole_count_still_moves_on(update_m):
     """0.7 m and the like: k x 0.7 / 0.7 may round just below k, which once brought the same
     step back at the same instant, for ever. Over 200 s each move is a step further, its
     instant later than the last's, and there are as many as the metres walked allow."""
-    radio, links, couple, _ = world(2)
-    env = simpy.Environment()
-    movement = Movement(env, radio, links, couple, update_m)
-    movement.follow(0)
-    env.run(until=200.0)
+    radio, links, _, _, _, movement = followed(0, 200.0, update_m, clients=2)
     metres = [r[4] for r in movement.rows]
     assert metres == [update_m * j for j in range(1, len(metres) + 1)]
     assert all(b[1] >= a[1] for a, b in zip(movement.rows, movement.rows[1:], strict=False))

@@ -198,44 +198,58 @@ def test_a_faded_network_resumed_from_its_state_continues_the_same_records(make_
     assert resumed.problems() == []
 
 
+#: two clients, 0 in cell 0 and 1 in cell 1, on the same block from 0: their coupling, the
+#: noise a block, the block, the power, the instant client 1's gains double, the bits
+TWO = np.array([[1e-9, 3e-11], [2e-11, 1e-9]])
+NOISE_W, BLOCK_HZ, POWER_W, T1, BITS = 1e-13, 360e3, 0.1, 0.01, 5e6
+
+
+def two_transfers(radio: RadioMap, uplink: bool, change) -> dict[int, float]:
+    """Both clients' transfers of BITS on the air from 0, `change(air)` at T1: their ends."""
+    env = simpy.Environment()
+    air = Air(env, radio, 1, BLOCK_HZ, NOISE_W, uplink=uplink, interference=True)
+    ends: dict[int, float] = {}
+    for k in (0, 1):
+        air.add(Flow(BITS, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, ONE,
+                POWER_W, TWO[k, k])
+    later = env.timeout(T1)
+    later.callbacks.append(lambda _: change(air))
+    env.run()
+    return ends
+
+
+def doubled_ends(uplink: bool) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+    """By hand, client 1's gains to both cells doubled at T1: each client's rate before and
+    after, and each one's end (the first to end, then the other alone on its block)."""
+    def rate(signal_w: float, interference_w: float) -> float:
+        return BLOCK_HZ * math.log2(1 + signal_w / (NOISE_W + interference_w))
+
+    def heard(k: int, gains: np.ndarray) -> float:      # the interference client k's gets
+        return POWER_W * (gains[1 - k, k] if uplink else gains[k, 1 - k])
+
+    after = TWO.copy()
+    after[1] *= 2.0
+    r = {k: rate(POWER_W * TWO[k, k], heard(k, TWO)) for k in (0, 1)}
+    r2 = {k: rate(POWER_W * after[k, k], heard(k, after)) for k in (0, 1)}
+    first = min((0, 1), key=lambda k: (BITS - r[k] * T1) / r2[k])
+    t_first = T1 + (BITS - r[first] * T1) / r2[first]
+    other = 1 - first
+    left = BITS - r[other] * T1 - r2[other] * (t_first - T1)
+    alone = rate(POWER_W * after[other, other], 0.0)
+    return r, r2, {first: t_first, other: t_first + left / alone}
+
+
 @pytest.mark.parametrize("uplink", [True, False])
 def test_a_gain_that_changes_mid_transfer_rerates_it_and_what_the_others_hear(uplink):
     """The seam for mobility (Air.regain), by hand: client 0 in cell 0 and client 1 in cell 1
     on the same block, from 0; at t1 client 1's gains to both cells double. Its own rate
     changes then; on the uplink so does client 0's (it hears client 1 at the new gain), on
     the downlink client 0's does not (client 1's gains say what client 1 hears)."""
-    env = simpy.Environment()
-    coupling = np.array([[1e-9, 3e-11], [2e-11, 1e-9]])
-    noise_w, block_hz, power_w, t1, bits = 1e-13, 360e3, 0.1, 0.01, 5e6
-    air = Air(env, RadioMap(coupling), 1, block_hz, noise_w, uplink=uplink,
-              interference=True)
-    ends: dict[int, float] = {}
+    ends = two_transfers(RadioMap(TWO), uplink,
+                         lambda air: air.radio.post(air.direction, 1, np.full(2, 2.0)))
+    r, r2, expected = doubled_ends(uplink)
     for k in (0, 1):
-        air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, ONE,
-                power_w, coupling[k, k])
-    later = env.timeout(t1)
-    later.callbacks.append(
-        lambda _: air.radio.post(air.direction, 1, np.full(coupling.shape[1], 2.0)))
-    env.run()
-
-    def rate(signal_w: float, interference_w: float) -> float:
-        return block_hz * math.log2(1 + signal_w / (noise_w + interference_w))
-
-    def heard(k: int, gains: np.ndarray) -> float:      # the interference client k's gets
-        other = 1 - k
-        return power_w * (gains[other, k] if uplink else gains[k, other])
-
-    after = coupling.copy()
-    after[1] *= 2.0
-    r = {k: rate(power_w * coupling[k, k], heard(k, coupling)) for k in (0, 1)}
-    r2 = {k: rate(power_w * after[k, k], heard(k, after)) for k in (0, 1)}
-    first = min((0, 1), key=lambda k: (bits - r[k] * t1) / r2[k])
-    t_first = t1 + (bits - r[first] * t1) / r2[first]
-    assert ends[first] == pytest.approx(t_first, rel=1e-12)
-    other = 1 - first
-    left = bits - r[other] * t1 - r2[other] * (t_first - t1)
-    alone = rate(power_w * after[other, other], 0.0)
-    assert ends[other] == pytest.approx(t_first + left / alone, rel=1e-12)
+        assert ends[k] == pytest.approx(expected[k], rel=1e-12)
     if not uplink:
         assert r2[0] == r[0]
     else:
@@ -293,42 +307,20 @@ def test_a_client_that_moves_mid_transfer_is_rerated_as_a_post_would(uplink):
     the drop's coupling stays, the gain to its serving cell and every direction's gains
     follow (times the fading row in force: 0.5 on the other direction), the movers told
     before the watchers."""
-    env = simpy.Environment()
-    coupling = np.array([[1e-9, 3e-11], [2e-11, 1e-9]])
-    noise_w, block_hz, power_w, t1, bits = 1e-13, 360e3, 0.1, 0.01, 5e6
+    coupling = TWO
     radio = RadioMap(coupling)
+    direction = Direction.UPLINK if uplink else Direction.DOWNLINK
     other = Direction.DOWNLINK if uplink else Direction.UPLINK
     radio.post(other, 1, np.full(2, 0.5))
-    air = Air(env, radio, 1, block_hz, noise_w, uplink=uplink, interference=True)
     told: list[tuple[str, int]] = []
     radio.on_move(lambda k: told.append(("moved", k)))
-    radio.watch(air.direction, lambda k: told.append(("watched", k)))
-    ends: dict[int, float] = {}
+    radio.watch(direction, lambda k: told.append(("watched", k)))
+    ends = two_transfers(radio, uplink, lambda _: radio.move(1, coupling[1] * 2.0))
+    _, _, expected = doubled_ends(uplink)
     for k in (0, 1):
-        air.add(Flow(bits, 0.0, lambda f, k=k: ends.setdefault(k, f.end)), k, k, ONE,
-                power_w, coupling[k, k])
-    later = env.timeout(t1)
-    later.callbacks.append(lambda _: radio.move(1, coupling[1] * 2.0))
-    env.run()
-
-    def rate(signal_w: float, interference_w: float) -> float:
-        return block_hz * math.log2(1 + signal_w / (noise_w + interference_w))
-
-    def heard(k: int, gains: np.ndarray) -> float:
-        return power_w * (gains[1 - k, k] if uplink else gains[k, 1 - k])
-
-    after = coupling.copy()
-    after[1] *= 2.0
-    r = {k: rate(power_w * coupling[k, k], heard(k, coupling)) for k in (0, 1)}
-    r2 = {k: rate(power_w * after[k, k], heard(k, after)) for k in (0, 1)}
-    first = min((0, 1), key=lambda k: (bits - r[k] * t1) / r2[k])
-    t_first = t1 + (bits - r[first] * t1) / r2[first]
-    assert ends[first] == pytest.approx(t_first, rel=1e-12)
-    left = bits - r[1 - first] * t1 - r2[1 - first] * (t_first - t1)
-    assert ends[1 - first] == pytest.approx(
-        t_first + left / rate(power_w * after[1 - first, 1 - first], 0.0), rel=1e-12)
+        assert ends[k] == pytest.approx(expected[k], rel=1e-12)
     assert radio.coupling.tolist() == coupling.tolist()
     assert radio.serving_gain(1) == 2e-9 and radio.large_scale(1).tolist() == [4e-11, 2e-9]
-    assert radio.gains(air.direction)[1].tolist() == [4e-11, 2e-9]
+    assert radio.gains(direction)[1].tolist() == [4e-11, 2e-9]
     assert radio.gains(other)[1].tolist() == [2e-11, 1e-9]          # (times 0.5 in force)
     assert told[:2] == [("moved", 1), ("watched", 1)]
