@@ -54,23 +54,30 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
     count = air["blocks"].to_numpy()
     events = air["event_index"].to_numpy()
     coherence_s = settings.coherence_s    # gains by the block of time, interval by interval
-    every_gain = None if coherence_s is not None else settings.gains(
-        events, client, air["attempt"].to_numpy() if "attempt" in air else None)
+    attempt = air["attempt"].to_numpy() if "attempt" in air else None
+    moving = settings.moves is not None   # (and where clients move, by their moves')
+    every_gain = None if coherence_s is not None or moving else settings.gains(
+        events, client, attempt)
     direction = str(air["direction"].iloc[0])
     # does a stretch hold a set of blocks in several runs (a row a run, one start)?
     runs = bool(air.duplicated(["event_index", "start_s"]).any())
     bits, slack = np.zeros(len(air)), np.zeros(len(air))
-    instants = np.unique(np.concatenate([start, end, settings.blocks_in(
-        float(start.min()), float(end.max()))]))
+    span = (float(start.min()), float(end.max()))
+    moved = [] if settings.moves is None else settings.moves.instants_in(client, *span)
+    instants = np.unique(np.concatenate([start, end, settings.blocks_in(*span), moved]))
     held = settings.held_s(direction, instants[:-1], instants[1:])
     for t0, t1, dt in zip(instants[:-1].tolist(), instants[1:].tolist(), held.tolist(),
                           strict=True):
         on = np.flatnonzero((start <= t0) & (end >= t1) & (count > 0))   # (not parked)
         if not len(on):
             continue
+        middle = (t0 + t1) / 2
         if coherence_s is not None:
-            gains = settings.block_gains(client[on], math.floor((t0 + t1) / 2 / coherence_s),
-                                         direction)
+            gains = settings.block_gains(client[on], math.floor(middle / coherence_s),
+                                         direction, middle)
+        elif moving:
+            gains = settings.gains(events[on], client[on],
+                                   None if attempt is None else attempt[on], middle)
         else:
             assert every_gain is not None
             gains = every_gain[on]
@@ -163,10 +170,12 @@ def air_rate_problems(air: pd.DataFrame, events: pd.DataFrame, settings: AirSett
     # a transfer's stretches (per instant) summed: its bits over its whole air time, all
     # transfers at once (a fixed-rate link's attempts each on their own: _attempt_problems)
     keys = ["event_index", "attempt"] if "attempt" in air else ["event_index"]
-    every = air.assign(bits=bits, slack=slack).groupby(["direction", *keys], sort=False).agg(
+    every = air.assign(bits=bits, slack=slack, held=_stretch_held(air, settings)).groupby(
+        ["direction", *keys], sort=False).agg(
         bits=("bits", "sum"), slack=("slack", "sum"), start_s=("start_s", "min"),
         end_s=("end_s", "max"), payload=("payload", "first"), recorded=("recorded", "first"),
-        attempts=("attempts", "first"), cut=("cut", "first")).reset_index()
+        attempts=("attempts", "first"), cut=("cut", "first"), held=("held", "sum")
+    ).reset_index()
     every = every[every["end_s"].to_numpy() <= until]
     for direction, each in every.groupby("direction", sort=True):
         if "attempt" in each:
@@ -217,8 +226,10 @@ def _transfer_problems(each: pd.DataFrame, direction: str, settings: AirSettings
     against its recorded rate times its air time (air_rate_problems)."""
     problems = []
     bits, slack = each["bits"].to_numpy(), each["slack"].to_numpy()
-    recorded = each["recorded"].to_numpy() * settings.held_s(
-        direction, each["start_s"].to_numpy(), each["end_s"].to_numpy())
+    held = (each["held"].to_numpy() if settings.moves is not None   # (legs apart in time)
+            else settings.held_s(direction, each["start_s"].to_numpy(),
+                                 each["end_s"].to_numpy()))
+    recorded = each["recorded"].to_numpy() * held
     # a transfer cut short (completed 0) got its payload's whole bytes through, and less
     # than one more
     cut = each["cut"].to_numpy(bool)
@@ -233,6 +244,19 @@ def _transfer_problems(each: pd.DataFrame, direction: str, settings: AirSettings
                             f"{bits[i]:.6g} bits derived from the air record, "
                             f"{got[i]:.6g} by its {label}")
     return problems
+
+
+def _stretch_held(air: pd.DataFrame, settings: AirSettings) -> np.ndarray:
+    """Where clients move, each air row's time moving bits (AirSettings.held_s), once for a
+    stretch (its other runs of blocks 0): summed over a transfer, its air time in all the
+    cells it was handed over between, without the interruptions (0 elsewhere: unused)."""
+    if settings.moves is None:
+        return np.zeros(len(air))
+    start, end = air["start_s"].to_numpy(float), air["end_s"].to_numpy(float)
+    held = np.zeros(len(air))
+    for direction, rows in air.groupby("direction").indices.items():
+        held[rows] = settings.held_s(str(direction), start[rows], end[rows])
+    return np.where(air.duplicated(["event_index", "start_s"]).to_numpy(), 0.0, held)
 
 
 def _named(event: int) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 import channel
+from scala_netsim.books.moves import Moves
 from scala_netsim.core.columns import (
     AIR_ATTEMPT_COLUMNS,
     AIR_COLUMNS,
@@ -212,6 +213,9 @@ class AirSettings:
     #: None: none (scala_netsim.sim.network.traffic.fluid_load)
     load_floor: Mapping[str, np.ndarray] | None = None
     load_share: Mapping[str, np.ndarray] | None = None
+    #: moving clients' gain updates (network.mobility; books.moves.Moves): their gains in
+    #: force change at each (None: every client's are the drop's `coupling` all along)
+    moves: Moves | None = None
 
     @functools.cached_property
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:
@@ -219,12 +223,20 @@ class AirSettings:
         derived again."""
         return fades_by_event(self.fades, self.coupling.shape[1], self.fade_key == "attempt")
 
+    def large(self, client: np.ndarray, t: float | None = None) -> np.ndarray:
+        """The large-scale gains (rows x cells) of `client` at instant t: the drop's
+        coupling, or where clients move their gains in force then (`moves`)."""
+        if self.moves is None or t is None:
+            return self.coupling[client]
+        return self.moves.large(self.coupling, client, t)
+
     def gains(self, event_index: np.ndarray, client: np.ndarray,
-              key: np.ndarray | None = None) -> np.ndarray:
+              key: np.ndarray | None = None, t: float | None = None) -> np.ndarray:
         """The gains (rows x cells) of the transfers `event_index` of clients `client` while
-        they were on the air (a fixed-rate link's in their attempts `key`): the coupling
-        gains, times each one's fading row (blocks of time: `block_gains`)."""
-        gains = self.coupling[client]
+        they were on the air (a fixed-rate link's in their attempts `key`; at instant t where
+        clients move): the large-scale gains, times each one's fading row (blocks of time:
+        `block_gains`)."""
+        gains = self.large(client, t)
         rows = self._fade_rows
         if rows is None:
             return gains
@@ -232,12 +244,14 @@ class AirSettings:
         return gains * np.stack([rows[(int(e), int(a))]
                                  for e, a in zip(event_index, keys, strict=True)])
 
-    def block_gains(self, client: np.ndarray, block: int, direction: str) -> np.ndarray:
-        """The gains (rows x cells) of clients `client` in fading block `block` of time: the
-        coupling gains times each one's row drawn again (`draw_block`)."""
+    def block_gains(self, client: np.ndarray, block: int, direction: str,
+                    t: float | None = None) -> np.ndarray:
+        """The gains (rows x cells) of clients `client` in fading block `block` of time (at
+        instant t where clients move): the large-scale gains times each one's row drawn
+        again (`draw_block`)."""
         assert self.draw_block is not None
         draw = self.draw_block
-        return self.coupling[client] * np.stack([draw(int(k), block, direction)
+        return self.large(client, t) * np.stack([draw(int(k), block, direction)
                                                  for k in client])
 
     def blocks_in(self, t0: float, t1: float) -> np.ndarray:

@@ -91,7 +91,9 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
     records the bytes it got through, so it lasts at least that and less than one byte more.
     Under TDD (`duplexing`) what must equal attempts x bits / rate is the time of the
     direction's symbols from its grant to its end, to the clock's rounding of each symbol
-    boundary it crosses."""
+    boundary it crosses. A transfer whose client was handed over while it was in flight
+    (events.csv `handovers` above 0) was off the air a while: it lasts at least that (its
+    bits over each air time are derived again from the air record: air_rate_problems)."""
     t_end = moved["t_end_s"].to_numpy()
     duration_s = t_end - moved["t_start_s"].to_numpy()
     harq_s = _harq_s(moved)
@@ -107,6 +109,9 @@ def _misfit_durations(moved: pd.DataFrame, attempts: np.ndarray, rate_bps: np.nd
         above_next = duration_s > (attempts * (payload + 1) * 8.0 / rate_bps + backhaul_s
                                    + harq_s + slack)
         bad = np.where(cut, (duration_s + slack < expected_s) | above_next, bad)
+    if "handovers" in moved:    # (off the air while handed over: its air record's bits say)
+        bad = np.where(moved["handovers"].to_numpy() > 0, duration_s + slack < expected_s,
+                       bad)
     return int(bad.sum())
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from channel.energy import compute_energy_j, transmit_energy_j
 from scala_netsim.core.columns import (
     EVENT_COLUMNS,
+    MOBILITY_TRANSFER_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
     NR_TRANSFER_COLUMNS,
     TRANSFER_COLUMNS,
@@ -51,7 +52,8 @@ _KIND, _CLIENT, _PAYLOAD, _FLOPS, _START, _END = (EVENT_COLUMNS.index(c) for c i
 def radio_columns(rows: Sequence[Sequence], first_event: int,
                   transfer_rows: Sequence[Sequence], flops_per_s: np.ndarray,
                   energy_coefficient: float, network: bool = False,
-                  tdd: bool = False, nr: bool = False) -> dict[str, np.ndarray]:
+                  tdd: bool = False, nr: bool = False,
+                  mobility: bool = False) -> dict[str, np.ndarray]:
     """RADIO_COLUMNS of the event rows `rows` (EventLog.rows from position `first_event`),
     given the link's transfer rows of those events (TransferRate fields: event_index,
     bandwidth_hz, rate_bps, attempts, gain_linear, tx_power_w, and in a `network` its
@@ -68,6 +70,8 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
     if nr:
         out.update(mcs=np.full(n, np.nan), bler=np.full(n, np.nan), transmissions=np.zeros(n),
                    harq_wait_s=np.zeros(n))
+    if mobility:
+        out["handovers"] = np.zeros(n, dtype=np.int64)
     if tdd:
         out["tdd_wait_s"] = np.zeros(n)
     if not n:
@@ -88,7 +92,8 @@ def radio_columns(rows: Sequence[Sequence], first_event: int,
         if network:
             extra = np.array([t[width:] for t in transfer_rows], dtype=float)
             for i, column in enumerate(NETWORK_TRANSFER_COLUMNS
-                                       + (NR_TRANSFER_COLUMNS if nr else ())):
+                                       + (NR_TRANSFER_COLUMNS if nr else ())
+                                       + (MOBILITY_TRANSFER_COLUMNS if mobility else ())):
                 out[column][at] = extra[:, i]
         if tdd:   # its duration less its airtime (and HARQ wait): its grant and symbols
             duration_s = np.array([rows[i][_END] - rows[i][_START] for i in at.tolist()])

@@ -10,6 +10,7 @@ import pandas as pd
 from scala_netsim.core.columns import (
     AGGREGATION_COLUMNS,
     GRANT_COLUMNS,
+    MOBILITY_TRANSFER_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
     NR_TRANSFER_COLUMNS,
     TRANSFER_COLUMNS,
@@ -22,12 +23,13 @@ def grants_frame(grant_rows: Sequence[tuple]) -> pd.DataFrame:
 
 
 def transfers_frame(transfers: Sequence[tuple], network: bool = False,
-                    nr: bool = False) -> pd.DataFrame:
+                    nr: bool = False, mobility: bool = False) -> pd.DataFrame:
     """The transfers (sim.link.TransferRate or its rows; a `network`'s with its
     NETWORK_TRANSFER_COLUMNS after them, and under the NR link abstraction (`nr`) its
     NR_TRANSFER_COLUMNS) as a table, one column per field."""
     columns = (list(TRANSFER_COLUMNS) + (list(NETWORK_TRANSFER_COLUMNS) if network else [])
-               + (list(NR_TRANSFER_COLUMNS) if nr else []))
+               + (list(NR_TRANSFER_COLUMNS) if nr else [])
+               + (list(MOBILITY_TRANSFER_COLUMNS) if mobility else []))
     return pd.DataFrame(transfers, columns=columns)
 
 

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 import channel
 from scala_netsim.algorithms.config import Strict
 from scala_netsim.config.deployments import with_deployment
+from scala_netsim.config.mobility import HandoverConfig, MobilityConfig, mobility_problems
 from scala_netsim.config.ranges import (
     BACKHAUL_LATENCY,
     BAND,
@@ -291,6 +292,10 @@ class NetworkConfig(Strict):
     pf_beta: float = Field(default=0.98, gt=0, lt=1)
     # other users' traffic in every cell (config.traffic: none, full_buffer, ftp3)
     traffic: TrafficConfig = Field(default_factory=TrafficConfig)
+    # clients that move and are handed over (config.mobility: static, random_waypoint,
+    # random_direction; TS 38.331's event A3 and the interruption)
+    mobility: MobilityConfig = Field(default_factory=MobilityConfig)
+    handover: HandoverConfig = Field(default_factory=HandoverConfig)
     # write the radio and energy columns (scala_netsim.books.radio) even when no part of the
     # radio model above is on (they are written whenever one is)
     record_radio: bool = False
@@ -411,7 +416,7 @@ class NetworkConfig(Strict):
             raise ValueError(f"pf_beta: {self.pf_beta:g} weighs a proportional-fair "
                              f"scheduler's average; only with scheduler: proportional_fair "
                              f"(got {self.scheduler})")
-        if problems := traffic_problems(self):
+        if problems := traffic_problems(self) + mobility_problems(self):
             raise ValueError(problems[0])
         if self.scheduler != "static" and self.layout.kind == "single":
             raise ValueError(f"scheduler: {self.scheduler} hands out a network's resource "

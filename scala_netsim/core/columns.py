@@ -37,6 +37,9 @@ NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
 #: retransmissions, as means), and the expected wait of its last block for its
 #: retransmissions (HARQ round trips); NaN, NaN, 0, 0 for everything else
 NR_TRANSFER_COLUMNS = ("mcs", "bler", "transmissions", "harq_wait_s")
+#: after them with moving clients (network.mobility): the handovers of the transfer's client
+#: while it was in flight (0 for everything else)
+MOBILITY_TRANSFER_COLUMNS = ("handovers",)
 
 # --- demands.csv -------------------------------------------------------------------------
 #: what each participant told the allocator it needs in one local step of a round

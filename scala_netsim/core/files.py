@@ -15,6 +15,8 @@ FADING_CSV = "fading.csv"         # a faded network's: each transfer's |h|^2 to 
 TRAFFIC_CSV = "traffic.csv"       # a network's other users' files (network.traffic)
 TRAFFIC_AIR_CSV = "traffic_air.csv"   # the blocks each of those files held, and when
 LOAD_CSV = "load.csv"             # each cell's load: the background's, the learning's, idle
+MOBILITY_CSV = "mobility.csv"     # moving clients' gain updates: where, when, toward which cell
+HANDOVERS_CSV = "handovers.csv"   # their handovers: when, from and to which cell, the RSRPs
 SUMMARY_JSON = "summary.json"     # written last: its presence means the run ended
 CHECKPOINT_PT = "checkpoint.pt"   # state for resuming (the last one stays when the run ends)
 MODEL_PT = "model.pt"             # the global model at the end of a completed trained run
@@ -55,7 +57,7 @@ RECORD_FILES = (ROUNDS_CSV, EVENTS_CSV, DEMANDS_CSV)
 #: air.csv were digested has the first three, one before air.csv or coupling.csv was written
 #: has none: its digests name what it has, and only that is checked)
 DIGESTED_FILES = (*RECORD_FILES, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, AIR_CSV, FADING_CSV,
-                  TRAFFIC_CSV, TRAFFIC_AIR_CSV, LOAD_CSV)
+                  TRAFFIC_CSV, TRAFFIC_AIR_CSV, LOAD_CSV, MOBILITY_CSV, HANDOVERS_CSV)
 #: what a re-timed or timing-only run keeps in git (scala_netsim.tools.keep): its other files
 #: come back, to the same digests, from `python -m scala_netsim.tools.regenerate`
 SLIM_FILES = (SCENARIO_YAML, SUMMARY_JSON, ROUNDS_CSV)
@@ -66,7 +68,8 @@ FINISHED = ("completed", "diverged")
 #: first removes those an earlier run left (scala_netsim.core.results.remove_run_files), so
 #: that nothing of it passes for the new run's (a network's cells.csv beside a single cell's)
 RUN_WRITES = (SCENARIO_YAML, CLIENTS_CSV, CELLS_CSV, COUPLING_CSV, *RECORD_FILES, AIR_CSV,
-              FADING_CSV, TRAFFIC_CSV, TRAFFIC_AIR_CSV, LOAD_CSV, SUMMARY_JSON,
+              FADING_CSV, TRAFFIC_CSV, TRAFFIC_AIR_CSV, LOAD_CSV, MOBILITY_CSV, HANDOVERS_CSV,
+              SUMMARY_JSON,
               CHECKPOINT_PT, MODEL_PT, ATTACK_JSON, ATTACK_PNG, *RUN_FIGURES,
               *NETWORK_FIGURES)
 

@@ -79,7 +79,8 @@ def make_link(env: simpy.Environment, scenario: Scenario, algorithm: str, world:
                            NetworkFading(fading, world.seeds.sequence("fading"),
                                          world.cell.network.coupling_linear.shape[1])
                            if fading.fades else None,
-                           fade_rows, Drops() if rules.active or model.outages else None)
+                           fade_rows, Drops() if rules.active or model.outages else None,
+                           world.cell.network.mobile)
     return WirelessLink(env, world.cell, model, allocator, log, world.seeds.sequence("link"),
                         fading, world.seeds.sequence("fading"),
                         Drops() if rules.active or model.outages else None,

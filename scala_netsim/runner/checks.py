@@ -64,7 +64,8 @@ def run_problems(run: Checked) -> list[str]:
                "downlink": cells * run.world.cell.downlink_bandwidth_hz}
     network = run.world.cell.network is not None
     transfers = transfers_frame(run.link.transfer_rows, network,
-                                network and "harq_wait_s" in columns)
+                                network and "harq_wait_s" in columns,
+                                network and "handovers" in columns)
     band_rows = run.link.band_grant_rows()
     problems = check_run(events, rounds, grants_frame(run.link.grant_rows), transfers,
                          band_hz, run.protocol.pipelined_clients, run.radio_settings(),

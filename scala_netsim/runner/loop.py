@@ -126,7 +126,8 @@ class Run:
                              self.scenario.compute.energy_coefficient,
                              network=self.world.cell.network is not None,
                              tdd=self.scenario.network.duplex.kind == "tdd",
-                             nr=self.scenario.network.link_abstraction == "nr")
+                             nr=self.scenario.network.link_abstraction == "nr",
+                             mobility=self.scenario.network.mobility.moving)
 
     def event_table(self) -> tuple[tuple[str, ...], list[tuple]]:
         """events.csv: its columns and rows (with the `completed` column when clients can be

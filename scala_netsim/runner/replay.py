@@ -43,6 +43,7 @@ from scala_netsim.core.columns import (
     DEMAND_COLUMNS,
     DUPLEX_COLUMNS,
     EVENT_COLUMNS,
+    MOBILITY_TRANSFER_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
     NR_TRANSFER_COLUMNS,
     RADIO_COLUMNS,
@@ -227,7 +228,9 @@ def _record_tables(folder: Path, summary: dict
     with open_record(run_file(folder, EVENTS_CSV), "rt") as f:
         header = tuple(f.readline().rstrip("\n").split(","))
     demands = read_csv(run_file(folder, DEMANDS_CSV))
-    network = ((), NETWORK_TRANSFER_COLUMNS, NETWORK_TRANSFER_COLUMNS + NR_TRANSFER_COLUMNS)
+    network = ((), NETWORK_TRANSFER_COLUMNS, NETWORK_TRANSFER_COLUMNS + NR_TRANSFER_COLUMNS,
+               NETWORK_TRANSFER_COLUMNS + MOBILITY_TRANSFER_COLUMNS,
+               NETWORK_TRANSFER_COLUMNS + NR_TRANSFER_COLUMNS + MOBILITY_TRANSFER_COLUMNS)
     allowed = [EVENT_COLUMNS + extra + radio for extra in ((), (COMPLETED_COLUMN,))
                for radio in ((), *(RADIO_COLUMNS + cells + duplex for cells in network
                                    for duplex in ((), DUPLEX_COLUMNS)))]

@@ -28,6 +28,7 @@ from scala_netsim.learn.compression import Wire
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.learn.data import Dataset, load_dataset
 from scala_netsim.learn.partition import label_counts, make_partition
+from scala_netsim.runner.mobility import moving_clients
 from scala_netsim.sim.cell import BackgroundUsers, Cell, NetworkView
 from scala_netsim.sim.drops import RoundRules
 from scala_netsim.sim.network.nr import NrBlocks
@@ -151,7 +152,8 @@ def network_cell(scenario: Scenario, seeds: Seeds) -> Cell:
         shadowing_db=drop.on_serving_link(losses.shadowing_db), o2i_db=losses.o2i_db,
         drawn=drawn, antenna_gain_db=antenna_db,
         network=NetworkView(drop.cells, drop.serving, channel.db_to_linear(drop.coupling_db),
-                            background_users(net, model, sites_xy, offsets, seeds)))
+                            background_users(net, model, sites_xy, offsets, seeds),
+                            moving_clients(net, model, drop, sites_xy, offsets, seeds)))
 
 
 def _dropped(net: NetworkConfig, model: channel.pathloss.PathLossModel, points: np.ndarray,

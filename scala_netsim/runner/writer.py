@@ -28,7 +28,9 @@ from scala_netsim.core.files import (
     DIGESTED_FILES,
     EVENTS_CSV,
     FADING_CSV,
+    HANDOVERS_CSV,
     LOAD_CSV,
+    MOBILITY_CSV,
     RECORD_FILES,
     ROUNDS_CSV,
     SCENARIO_YAML,
@@ -47,6 +49,8 @@ from scala_netsim.core.results import (
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.air_files import coupling_rows
 from scala_netsim.runner.world import World, cells_frame, clients_frame
+from scala_netsim.sim.network.mobile import HANDOVER_COLUMNS
+from scala_netsim.sim.network.movement import MOVE_COLUMNS
 
 if TYPE_CHECKING:
     from scala_netsim.runner.loop import Run
@@ -119,6 +123,11 @@ class RunWriter:
             background = getattr(run.link, "background", None)
             if background is not None:
                 self._write_traffic(run, background, air)
+            mobility = getattr(run.link, "mobility", None)
+            if mobility is not None:
+                write_rows_csv(self.folder / MOBILITY_CSV, MOVE_COLUMNS, mobility.move_rows)
+                write_rows_csv(self.folder / HANDOVERS_CSV, HANDOVER_COLUMNS,
+                               mobility.handover_rows)
 
     def _write_traffic(self, run: Run, background: Background, air: AirRecord) -> None:
         """load.csv of a network with other users' traffic up to now, and recording each file

@@ -4,6 +4,7 @@ bands, in SI units; in a network of cells, the cells around and who serves whom.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,9 @@ class NetworkView:
     coupling_linear: np.ndarray
     #: other users' (network.traffic: kind not none), else None
     users: BackgroundUsers | None = None
+    #: the clients' paths and moving links (network.mobility: scala_netsim.sim.network.mobile.
+    #: Mobile), else None: every client stands at its drop
+    mobile: Any = None
 
 
 @dataclass

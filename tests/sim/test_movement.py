@@ -1,7 +1,8 @@
 """Clients that move on the radio map (scala_netsim.sim.network.movement): a followed client
-is moved every update_m metres it walks, at the instants its path reaches them, to the
-coupling its links give where it stands; one no longer followed is not moved, and followed
-again is first brought to where it stands; one never followed costs nothing."""
+is brought to where it stands when followed, then moved every update_m metres it walks, at
+the instants its path reaches them, to the coupling its links give where it stands; one no
+longer followed is not moved, and followed again is first brought to where it stands; one
+never followed costs nothing; a change of serving cell couples its last links again."""
 
 import math
 
@@ -46,6 +47,10 @@ def world(clients: int = 12):
     return radio, links, couple, drop
 
 
+def drop_point(drop, k):
+    return float(drop.x_m[k]), float(drop.y_m[k])
+
+
 def followed(client: int, until: float, update_m: float = 5.0, clients: int = 12):
     """A Movement over world(clients) following `client` from 0 until `until`."""
     radio, links, couple, drop = world(clients)
@@ -60,9 +65,10 @@ def test_a_followed_client_moves_every_five_metres_to_its_links_coupling():
     radio, links, couple, drop, _, movement = followed(0, 200.0)
     path = links.paths[0]
     walked = path.moved_m(200.0)
-    assert len(movement.rows) == math.floor(walked / 5.0) > 20
-    for j, (client, t, x, y, metres) in enumerate(movement.rows, start=1):
-        assert (client, metres) == (0, 5.0 * j)
+    assert movement.rows[0] == (0, 0.0, *drop_point(drop, 0), 0.0, drop.serving[0])
+    assert len(movement.rows) - 1 == math.floor(walked / 5.0) > 20
+    for j, (client, t, x, y, metres, serving) in enumerate(movement.rows[1:], start=1):
+        assert (client, metres, serving) == (0, 5.0 * j, drop.serving[0])
         assert t == pytest.approx(path.when_moved(5.0 * j), abs=1e-9)
         assert [x, y] == pytest.approx(path.position(t).tolist(), abs=1e-9)
     last = movement.rows[-1][1]
@@ -80,7 +86,7 @@ def test_unfollowed_a_client_stays_and_followed_again_it_is_first_brought_to_whe
     env.run(until=60.0)
     assert len(movement.rows) == before                  # nothing while not followed
     movement.follow(3)
-    client, t, _, _, metres = movement.rows[-1]
+    client, t, _, _, metres, _ = movement.rows[-1]
     assert (client, t) == (3, 60.0)
     assert metres == pytest.approx(links.paths[3].moved_m(60.0), abs=1e-12)
     env.run(until=90.0)
@@ -102,7 +108,7 @@ def test_a_step_whose_metres_round_below_a_whole_count_still_moves_on(update_m):
     step back at the same instant, for ever. Over 200 s each move is a step further, its
     instant later than the last's, and there are as many as the metres walked allow."""
     radio, links, _, _, _, movement = followed(0, 200.0, update_m, clients=2)
-    metres = [r[4] for r in movement.rows]
+    metres = [r[4] for r in movement.rows[1:]]         # (the first: where it was followed)
     assert metres == [update_m * j for j in range(1, len(metres) + 1)]
     assert all(b[1] >= a[1] for a, b in zip(movement.rows, movement.rows[1:], strict=False))
     walked = links.paths[0].moved_m(200.0)

@@ -113,21 +113,22 @@ class TimeFades:
         self._flow = flow
         block = self.fading.fading.block(self.env.now)
         self.last = self.fading.row_in_block(self.direction, self.k, block)
-        self._arm(block + 1)
+        self._arm(block + 1, flow)
         return self.last
 
-    def _arm(self, block: int) -> None:
+    def _arm(self, block: int, flow: Flow) -> None:
         starts = self.fading.fading.block_start(block)
         self.env.timeout(max(starts - self.env.now, 0.0)).callbacks.append(
-            lambda _: self._boundary(block))
+            lambda _: self._boundary(block, flow))
 
-    def _boundary(self, block: int) -> None:
-        flow = self._flow
-        if self._over or flow is None or not math.isnan(flow.end):   # off the air
+    def _boundary(self, block: int, flow: Flow) -> None:
+        """Block `block` begins: its row posted while `flow` is on the air (a flow taken
+        off the air at a handover arms no more: its transfer's next flow arms its own)."""
+        if self._over or flow is not self._flow or not math.isnan(flow.end):   # off the air
             return
         self.last = self.fading.row_in_block(self.direction, self.k, block)
         self.radio.post(self.direction, self.k, self.last)
-        self._arm(block + 1)
+        self._arm(block + 1, flow)
 
     def stop(self) -> None:
         """No more blocks: its record is written (a drop may have cut it off the air)."""

@@ -27,6 +27,7 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import simpy
@@ -40,6 +41,7 @@ from scala_netsim.books.blocks import (
     block_problems,
     turn_problems,
 )
+from scala_netsim.books.moves import Moves
 from scala_netsim.core.events import EventKind, EventLog
 from scala_netsim.sim.cell import Cell, NetworkView
 from scala_netsim.sim.drops import Drops
@@ -49,6 +51,7 @@ from scala_netsim.sim.network.air import Air
 from scala_netsim.sim.network.arq import Attempts
 from scala_netsim.sim.network.backhaul import Backhaul
 from scala_netsim.sim.network.fading import NetworkFading, TimeFades, blocks_of_time
+from scala_netsim.sim.network.mobile import Mobile, Mobility
 from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
@@ -67,7 +70,8 @@ class NetworkLink:
                  log: EventLog, grant_rows: list[tuple] | None = None,
                  transfer_rows: list[tuple] | None = None,
                  air_rows: list[tuple] | None = None, fading: NetworkFading | None = None,
-                 fade_rows: list[tuple] | None = None, drops: Drops | None = None) -> None:
+                 fade_rows: list[tuple] | None = None, drops: Drops | None = None,
+                 mobile: Mobile | None = None) -> None:
         if cell.network is None:
             raise ValueError("a NetworkLink needs a cell of a network (Cell.network)")
         self.env, self.cell, self.settings = env, cell, settings
@@ -98,21 +102,15 @@ class NetworkLink:
         self.turn_rows: list[tuple] = []
         #: the one owner of every client's gains and serving cell (fading posts its rows there)
         self.radio = RadioMap.of(cell)
-        self._air = {d: Air(env, self.radio, settings.blocks[d],
-                            settings.block_hz, settings.noise_w_per_hz(d) * settings.block_hz,
-                            d is Direction.UPLINK, settings.interference, settings.frame,
-                            None if settings.nr is None else settings.nr.tables[d],
-                            fading is not None and fading.fading.per_time)
-                     for d in Direction}
-        for d, air in self._air.items():     # (under static, none: the grants of the round)
-            scheduler = schedulers.per_instant(settings.scheduler, settings.blocks[d],
-                                               air.quiet_rate, settings.pf_beta,
-                                               settings.slot_s)
-            if scheduler is not None:
-                air.scheduler = scheduler
+        self._air = self._airs(fading is not None and fading.fading.per_time)
         self._backhaul = Backhaul(env, settings.backhaul)
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
-                                    self.air_rows, self.fade_rows)
+                                    self.air_rows, self.fade_rows, mobile is not None)
+        #: moving clients and their handovers (None: every client stands at its drop), and
+        #: each client's transfers in flight (sent or asked, not recorded)
+        self.mobility = (None if mobile is None
+                         else Mobility(env, self.radio, mobile, self._handing_over))
+        self._flying: dict[int, list[Transfer]] = {}
         self._nr_blocks = NrBlocks(self.radio, settings)
         #: the static scheduler: the round's grants (unused under a per-instant one)
         self._static = schedulers.Static(
@@ -122,6 +120,23 @@ class NetworkLink:
             self.block_rows, self.shared_rows)
         #: other users' files on the airs, or their load (network.traffic; None: none)
         self.background = self._background(cell.network)
+
+    def _airs(self, fades_in_time: bool) -> dict[Direction, Air]:
+        """Each direction's air on the radio map, its per-instant scheduler (none under
+        static: the round's grants)."""
+        settings = self.settings
+        airs = {d: Air(self.env, self.radio, settings.blocks[d], settings.block_hz,
+                       settings.noise_w_per_hz(d) * settings.block_hz, d is Direction.UPLINK,
+                       settings.interference, settings.frame,
+                       None if settings.nr is None else settings.nr.tables[d], fades_in_time)
+                for d in Direction}
+        for d, air in airs.items():
+            scheduler = schedulers.per_instant(settings.scheduler, settings.blocks[d],
+                                               air.quiet_rate, settings.pf_beta,
+                                               settings.slot_s)
+            if scheduler is not None:
+                air.scheduler = scheduler
+        return airs
 
     def best_snr_db(self, direction: Direction, client: int | None = None) -> np.ndarray:
         """(clients, blocks 1..N) each client's SNR a block with no interference (dB):
@@ -157,15 +172,19 @@ class NetworkLink:
 
     # --- what the protocols ask of a link ---------------------------------------------
     def stream_states(self) -> dict[str, dict[int, dict]]:
-        return {}                               # no random stream of its own
+        """No random stream of its own; with moving clients their state on the map and
+        their records (Mobility.state)."""
+        return {} if self.mobility is None else {"mobility": {0: self.mobility.state()}}
 
     def load_stream_states(self, states: dict[str, dict[int, dict]]) -> None:
-        del states
+        if self.mobility is not None:
+            self.mobility.load_state(states["mobility"][0])
 
     def begin_round(self, round_: int, demands: dict[Direction, channel.LinkDemand]) -> None:
         """The round begins: its fading, and under the static scheduler each cell's blocks
         handed out among its clients of the round (schedulers.Static.begin_round)."""
         self.round = round_
+        self._release()
         if self.fading is not None:
             self.fading.begin_round(round_)
         if self.background is not None:     # its full-buffer files' stretches so far
@@ -178,8 +197,14 @@ class NetworkLink:
         """An asynchronous run builds global version `number` from now: the round its
         records carry (and its fading rows')."""
         self.round = number
+        self._release()
         if self.fading is not None:
             self.fading.begin_round(number)
+
+    def _release(self) -> None:
+        """Moving clients with nothing in flight go idle (Mobility.release)."""
+        if self.mobility is not None:
+            self.mobility.release({k for k, ts in self._flying.items() if ts})
 
     def assign(self, k: int, shares: dict[Direction, float], record: bool = True) -> None:
         """An asynchronous run's slot for client k: none (its air's per-instant scheduler)."""
@@ -240,7 +265,9 @@ class NetworkLink:
             None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
             self.fade_rows, "attempt" if self.arq is not None else "",
             *blocks_of_time(self.fading),
-            *fluid_load(None if self.background is None else self.background.terms, s)),
+            *fluid_load(None if self.background is None else self.background.terms, s),
+            moves=None if self.mobility is None else Moves(
+                self.mobility.move_rows, self.mobility.mobile.coupling_at)),
             air_columns(s.per_instant, self.arq is not None))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
@@ -260,9 +287,12 @@ class NetworkLink:
         is free (and frees it when its air time is over). Where clients can be dropped a drop
         cuts it wherever it is (Transfer.cut)."""
         k = message.client_id
+        if self.mobility is not None:      # connected (idle: the best cell re-selected)
+            self.mobility.connect(k)
         t = Transfer(message, kind, local_iter, direction, self.radio.serving_cell(k),
                      self.radio.serving_gain(k), self.env.event(), self.env.now, k,
                      8.0 * message.payload_bytes)
+        self._flying.setdefault(k, []).append(t)
         queue = self._static.turn(direction, k)
         if queue is None:
             self._send(t)
@@ -317,10 +347,20 @@ class NetworkLink:
     def _join(self, t: Transfer, backhaul_s: float = 0.0) -> None:
         """Transfer t joins the air of its direction now (its fading row posted first: under
         fading blocks of time, the row of the block it joins in): on its grant, or asking the
-        air's scheduler for blocks."""
+        air's scheduler for blocks; with moving clients in its client's serving cell now,
+        once its handover's interruption is over."""
         t.stage, direction, k = Stage.AIR, t.direction, t.client
+        t.backhaul_s = backhaul_s
+        if self.mobility is not None:
+            wait = self.mobility.interruption_left(k)
+            if wait > 0:
+                t.stage = Stage.HANDOVER
+                self.env.timeout(wait).callbacks.append(
+                    lambda _: None if t.is_cut else self._join(t, backhaul_s))
+                return
+            t.cell = self.radio.serving_cell(k)
         if t.arq is None:
-            flow = Flow(t.bits, self.env.now, lambda f: self._air_over(t, f, backhaul_s))
+            flow = Flow(t.left, self.env.now, lambda f: self._air_over(t, f, backhaul_s))
         else:
             flow = t.arq.new_flow(lambda f: self._air_over(t, f, backhaul_s),
                                   lambda f: self._lost(t, f, backhaul_s))
@@ -371,7 +411,37 @@ class NetworkLink:
 
     def _record(self, t: Transfer, air: Flow | None, backhaul_s: float,
                 done: tuple[int, float] | None = None) -> None:
+        flying = self._flying.get(t.client)
+        if flying is not None and t in flying:
+            flying.remove(t)
         self._books.record(t, air, backhaul_s, self.round, done)
+
+    def _handing_over(self, k: int, target: int, interruption_s: float) -> None:
+        """Client k is handed over to cell `target` now, its data interrupted for
+        `interruption_s` (Mobility, before the map changes):
+        each of its transfers in flight counts it; one on the air leaves it with the bits it
+        moved (its air time so far a leg of its own, in its cell), and after the
+        interruption joins the target cell's air with the rest (Xn forwarding: `_join`);
+        one waiting for its grant or on the backhaul joins there when it comes (a download's
+        backhaul is its source cell's); one in its HARQ wait or up the backhaul is past the
+        air."""
+        for t in self._flying.get(k, ()):
+            t.handovers += 1
+            if t.stage is not Stage.AIR or t.air is None:
+                continue
+            flow, air = t.air, self._air[t.direction]
+            moved = air.remove(flow)
+            if moved is not None:              # (None: it was waiting for blocks)
+                if flow.stretches and math.isnan(flow.stretches[-1][3]):
+                    flow.stretches[-1][3] = self.env.now      # (parked: its last stretch)
+                t.legs.append((t.cell, flow))
+                t.left -= moved
+            t.air, t.stage = None, Stage.HANDOVER
+            self.env.timeout(interruption_s).callbacks.append(self._rejoin(t))
+
+    def _rejoin(self, t: Transfer) -> Callable[[simpy.Event], None]:
+        """What joins transfer t to the air again after its handover, unless a drop cut it."""
+        return lambda _: None if t.is_cut else self._join(t, t.backhaul_s)
 
     def _faded(self, direction: Direction, k: int) -> tuple[np.ndarray | TimeFades, float]:
         """Under fading, client k's transfer's fading block on every link (its blocks of time,

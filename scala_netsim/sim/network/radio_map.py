@@ -41,8 +41,9 @@ class RadioMap:
     def __init__(self, coupling: np.ndarray, serving: np.ndarray | None = None) -> None:
         self.coupling = np.ascontiguousarray(coupling, dtype=float)
         self.coupling.setflags(write=False)
+        # (a copy: a handover changes it, and the drop's is the world's)
         self.serving = (np.argmax(self.coupling, axis=1) if serving is None
-                        else np.asarray(serving, dtype=np.int64))
+                        else np.array(serving, dtype=np.int64))
         if self.serving.shape != (self.coupling.shape[0],):
             raise ValueError(f"the radio map's serving cells ({self.serving.shape}) do not "
                              f"match its coupling gains ({self.coupling.shape})")
@@ -140,6 +141,14 @@ class RadioMap:
             for watcher in self._watchers[direction]:
                 watcher(client)
 
+    def serve(self, client: int, cell: int) -> None:
+        """Client served by `cell` from now on (a handover, a re-selection), its gain to its
+        serving cell the large-scale one in force to `cell`; nobody told: the caller first
+        takes its transfers off the air, then moves it (RadioMap.move: its beam's gains
+        toward the new cell)."""
+        self.serving[client] = cell
+        self.serving_gains[client] = self._large[client, cell]
+
     def on_move(self, watcher: Watcher) -> None:
         """`watcher(client)` when a client's large-scale gains change (`move`), before the
         directions' watchers (the NR blocks forget what they kept of its old gain)."""
@@ -149,3 +158,7 @@ class RadioMap:
         """Client's large-scale gains to every cell in force now (the drop's until it moves;
         a copy)."""
         return self._large[client].copy()
+
+    def large_scale_all(self) -> np.ndarray:
+        """Every row's large-scale gains to every cell in force now (a copy)."""
+        return self._large.copy()

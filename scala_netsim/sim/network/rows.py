@@ -13,6 +13,7 @@ import simpy
 
 from channel import Direction
 from scala_netsim.core.columns import (
+    MOBILITY_TRANSFER_COLUMNS,
     NETWORK_TRANSFER_COLUMNS,
     NR_TRANSFER_COLUMNS,
     TRANSFER_COLUMNS,
@@ -78,6 +79,33 @@ def _time_averaged(stretches: list[list]) -> tuple[float, float]:
     return blocks, math.fsum(s * p for s, p in zip(spans, powers, strict=True)) / total
 
 
+def joined(legs: list[Flow]) -> Flow:
+    """A transfer's air times in several cells (its client handed over between them) as one
+    Flow for its record: its bits and time summed, its SINR and interference integrated
+    over them all, its stretches one after another, its last values the last leg's."""
+    first, last = legs[0], legs[-1]
+    out = Flow(math.fsum(f.bits for f in legs), first.start, _unused)
+    out.end, out.rate, out.sinr, out.interference_w = last.end, last.rate, last.sinr, \
+        last.interference_w
+    out.held_s = math.fsum(f.held_s for f in legs)
+    if any(not math.isnan(f.blocks_s) for f in legs):
+        out.blocks_s = math.fsum(f.held_s if math.isnan(f.blocks_s) else f.blocks_s
+                                 for f in legs)
+    out.sinr_area = math.fsum(f.sinr_area for f in legs)
+    out.interference_area = math.fsum(f.interference_area for f in legs)
+    out.varied = True
+    out.mcs_area = math.fsum(f.mcs_area for f in legs)
+    out.tbler_area = math.fsum(f.tbler_area for f in legs)
+    out.sending_s = math.fsum(f.sending_s for f in legs)
+    out.tbler = last.tbler
+    out.stretches = [s for f in legs for s in f.stretches]
+    return out
+
+
+def _unused(flow: Flow) -> None:
+    del flow
+
+
 class TransferBooks:
     """The link's books of its transfers (scala_netsim.sim.network.link): the event log, the
     transfer record (core.columns TRANSFER_COLUMNS, NETWORK_TRANSFER_COLUMNS and under NR
@@ -86,11 +114,12 @@ class TransferBooks:
 
     def __init__(self, env: simpy.Environment, log: EventLog, settings: NetworkSettings,
                  radio: RadioMap, transfer_rows: list[tuple], air_rows: list[tuple],
-                 fade_rows: list[tuple]) -> None:
+                 fade_rows: list[tuple], mobile: bool = False) -> None:
         self.env, self.log, self.settings, self.radio = env, log, settings, radio
         self.transfer_rows, self.air_rows, self.fade_rows = transfer_rows, air_rows, fade_rows
         nr = () if settings.nr is None else NR_TRANSFER_COLUMNS
-        self.columns = (*TRANSFER_COLUMNS, *NETWORK_TRANSFER_COLUMNS, *nr)
+        moving = MOBILITY_TRANSFER_COLUMNS if mobile else ()
+        self.columns = (*TRANSFER_COLUMNS, *NETWORK_TRANSFER_COLUMNS, *nr, *moving)
         #: a transfer's row from its values by column name, in the declared order
         self._row = operator.itemgetter(*self.columns)
         #: each transfer sent and not recorded yet (by id): its start
@@ -112,6 +141,9 @@ class TransferBooks:
             air = None
         rate_bps = sinr = interference_w = math.nan
         attempts = 1
+        legs = [*t.legs, *(() if air is None else ((t.cell, air),))]
+        if legs:                # (several: its client handed over while it was on the air)
+            air = legs[0][1] if len(legs) == 1 else joined([f for _, f in legs])
         if air is None:
             mean_blocks, power_w = 0, math.nan
         else:
@@ -123,9 +155,14 @@ class TransferBooks:
                     held_s = air_s if math.isnan(air.blocks_s) else air.blocks_s
                     sinr = air.sinr_area / held_s
                     interference_w = air.interference_area / held_s
-            rows, mean_blocks, power_w, start = air_rows(index, air, t.cell, direction,
-                                                         t.first, blocks, power_w, start, arq)
-            self.air_rows.extend(rows)
+            for cell, leg in legs:
+                rows, mean_blocks, power_w, leg_start = air_rows(index, leg, cell, direction,
+                                                                 t.first, blocks, t.power_w,
+                                                                 t.start, arq)
+                self.air_rows.extend(rows)
+                start = leg_start if leg is legs[0][1] else start
+            if len(legs) > 1:
+                mean_blocks, power_w = _time_averaged(air.stretches)
         if arq is not None:     # its fixed rate, and what a drop cut records as sent
             attempts = arq.attempt
             rate_bps = math.nan if air is None else arq.rate_bps
@@ -133,6 +170,7 @@ class TransferBooks:
                 done = (arq.done_bytes(payload_bytes, self.env.now), math.nan)
         values = {
             "event_index": index, "rate_bps": rate_bps, "attempts": attempts,
+            "handovers": t.handovers,
             "backhaul_s": backhaul_s, "bandwidth_hz": mean_blocks * self.settings.block_hz,
             "tx_power_w": power_w, "gain_linear": self._fade_record(t, index),
             "sinr_db": 10.0 * math.log10(sinr),

@@ -4,6 +4,8 @@ makes wherever it is.
 
     upload:    [turn] -> grant (K2) -> air -> harq -> backhaul -> done
     download:  [turn] -> backhaul -> air -> harq -> done
+    air -> handover -> air (its client handed over: off its cell's air for the interruption,
+                            then on the target cell's with the bits left)
     any stage before done -> cut (a drop: deadlines, over-selection)
 
 A transfer on a block taken in turns (the static scheduler, a cell with more clients than
@@ -38,6 +40,7 @@ class Stage(enum.Enum):
     AIR = "on the air (or waiting there for blocks)"
     HARQ = "waiting for its last transport block's retransmissions"
     BACKHAUL = "on its cell's backhaul"
+    HANDOVER = "off the air while its client is handed over (the interruption)"
     CUT = "cut by a drop"
     DONE = "recorded"
 
@@ -83,6 +86,22 @@ class Transfer:
     pool: tuple[Pool, Flow] | None = None
     turn: simpy.resources.resource.Request | None = None
     free: Callable[[float], None] = field(default=_unfreed)
+    #: the bits it has still to move on the air (its bits until a handover takes it off the
+    #: air part-way), the air times it had in earlier cells (cell, Flow: each off the air
+    #: at a handover) and the handovers of its client while it was in flight
+    left: float = math.nan
+    legs: list[tuple[int, Flow]] = field(default_factory=list)
+    handovers: int = 0
+    #: the time a download spent on the backhaul before it joined the air
+    backhaul_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.left = self.bits
+
+    @property
+    def carried(self) -> float:
+        """The bits it moved on the air in earlier cells (before its last handover)."""
+        return self.bits - self.left
 
     @property
     def is_cut(self) -> bool:
@@ -117,5 +136,5 @@ class Transfer:
             if self.air is not None and self.air.start >= self.pool[1].start:
                 until = self.air.start
             backhaul_s = until - self.pool[1].start
-        moved_bits = 0.0 if moved is None else moved
+        moved_bits = (0.0 if moved is None else moved) + self.carried
         record(self, self.air, backhaul_s, (int(moved_bits / 8.0), moved_bits))
