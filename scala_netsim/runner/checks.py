@@ -14,6 +14,7 @@ import pandas as pd
 from scala_netsim.books.air_rates import AIR_RATES_CHECKED_UP_TO, air_rate_problems, air_rate_work
 from scala_netsim.books.blocks import air_problems, round_robin_problems
 from scala_netsim.books.duplexing import Duplexing
+from scala_netsim.books.handovers import handover_problems
 from scala_netsim.books.invariants import (
     DropSettings,
     RadioSettings,
@@ -97,12 +98,24 @@ def run_problems(run: Checked) -> list[str]:
             problems.extend(round_robin_problems(frame, air.settings.blocks, until))
         index = frame["event_index"].to_numpy()
         air_rounds = np.where(index >= 0, events["round"].to_numpy()[np.maximum(index, 0)], -1)
+        problems.extend(_mobility_problems(run, frame, events))
         if air_rate_work(frame, air_rounds,
                          air.settings.coherence_s) <= AIR_RATES_CHECKED_UP_TO:
             problems.extend(air_rate_problems(
                 frame, events, air.settings, until=until,
                 traffic=None if background is None else traffic_frame(files)))
     return problems + _drop_problems(run, events, rounds)
+
+
+def _mobility_problems(run: Checked, air: pd.DataFrame, events: pd.DataFrame) -> list[str]:
+    """With moving clients, their moves and handovers against their paths, A3 and the air
+    record (books.handovers.handover_problems)."""
+    mobility = getattr(run.link, "mobility", None)
+    if mobility is None:
+        return []
+    mobile = mobility.mobile
+    return handover_problems(mobility.move_rows, mobility.handover_rows, air, events,
+                             mobile.event, mobile.rsrp_at, mobile.position)
 
 
 def _drop_problems(run: Checked, events: pd.DataFrame, rounds: pd.DataFrame) -> list[str]:

@@ -188,6 +188,13 @@ def test_every_scenario_file_runs(cli, tmp_path, scenario):
       "network.traffic=full_buffer"],
      "network.traffic.kind: full_buffer shares each cell's blocks under a work-conserving "
      "scheduler; network.scheduler: static grants"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.deployment=uma_n78", "--set",
+      "network.scheduler=round_robin", "--set",
+      "network.mobility={kind: random_waypoint, vehicle_speed_kmh: 600}"],
+     "network.mobility.vehicle_speed_kmh: must be a speed in (0, 500] km/h"),
+    (["scenarios/cellular_10pct.yaml", "--set", "network.deployment=uma_n78", "--set",
+      "network.mobility=random_waypoint"],
+     "network.mobility.kind: random_waypoint with network.scheduler: static"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(cli, tmp_path, args, message):
     earlier = tmp_path / "quickstart" / "scala" / "seed0" / "rounds.csv"

@@ -102,7 +102,10 @@ class NetworkLink:
         self.turn_rows: list[tuple] = []
         #: the one owner of every client's gains and serving cell (fading posts its rows there)
         self.radio = RadioMap.of(cell)
-        self._air = self._airs(fading is not None and fading.fading.per_time)
+        # (a transfer below the lowest MCS waits for its channel to change where it will: the
+        # next fading block of time, or its client's next move)
+        self._air = self._airs((fading is not None and fading.fading.per_time)
+                               or mobile is not None)
         self._backhaul = Backhaul(env, settings.backhaul)
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
                                     self.air_rows, self.fade_rows, mobile is not None)

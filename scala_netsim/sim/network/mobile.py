@@ -83,6 +83,18 @@ class Mobile:
         losses = self.links.losses(np.array([client]), points)
         return db_to_linear(self.antennas.coupling_db(points, losses, np.array([serving])))[0]
 
+    def rsrp_at(self, client: int, point: np.ndarray) -> np.ndarray:
+        """Client's RSRP from every cell standing at `point` (dBm): each cell's column gain
+        plus its reference power (drawn again, as the handovers were decided on)."""
+        points = np.asarray(point, float)[None, :]
+        losses = self.links.losses(np.array([client]), points)
+        column = self.antennas.coupling_db(points, losses, np.zeros(1, np.int64), beam=False)
+        return column[0] + self.reference_dbm
+
+    def position(self, client: int, t: float) -> np.ndarray:
+        """Where client stands at instant t (its path's)."""
+        return self.links.paths[client].position(t)
+
 
 #: the link's part in a handover: told (client, target cell, interruption in s) before the
 #: map changes
@@ -118,6 +130,7 @@ class Mobility:
     def connect(self, client: int) -> None:
         """Client has a transfer to make: from now connected (followed, measured), having
         re-selected the strongest cell where it stands; nothing if it is connected already."""
+        client = int(client)
         if client in self._monitors:
             return
         self.movement.follow(client)         # (moved now: its RSRPs measured, `_measured`)
@@ -175,7 +188,7 @@ class Mobility:
         source, target = monitor.serving, due[1]
         rsrp = monitor.rsrp_dbm
         interruption = self.mobile.interruption_s
-        self.handover_rows.append((client, float(self.env.now), source, target,
+        self.handover_rows.append((client, float(self.env.now), int(source), int(target),
                                    float(rsrp[source]), float(rsrp[target]), interruption))
         self.interrupted_until[client] = self.env.now + interruption
         self.handing_over(client, target, interruption)
@@ -190,7 +203,8 @@ class Mobility:
         """What a resumed run needs: the records so far, every client's large-scale gains
         and serving cell on the map, the interruptions."""
         return {"moves": list(self.movement.rows), "handovers": list(self.handover_rows),
-                "large": self.radio.large_scale_all(), "serving": self.radio.serving.copy(),
+                "large": self.radio.large_scale_all().tolist(),
+                "serving": self.radio.serving.tolist(),
                 "interrupted_until": dict(self.interrupted_until)}
 
     def load_state(self, state: dict) -> None:
