@@ -86,7 +86,7 @@ def air_bits(air: pd.DataFrame, power_w: np.ndarray, client: np.ndarray, uplink:
         if settings.load_floor is not None and direction in settings.load_floor:
             assert settings.load_share is not None      # (the fluid model's: both or none)
             transfers = dataclasses.replace(
-                transfers, floor_w=settings.load_floor[direction][client[on], cell[on]],
+                transfers, floor_w=settings.floor(direction, client[on], cell[on], middle),
                 share=settings.load_share[direction][cell[on]])
         rates = channel.network.transfer_rates(
             transfers, settings.blocks[direction], settings.block_hz,

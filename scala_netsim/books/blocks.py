@@ -216,6 +216,25 @@ class AirSettings:
     #: moving clients' gain updates (network.mobility; books.moves.Moves): their gains in
     #: force change at each (None: every client's are the drop's `coupling` all along)
     moves: Moves | None = None
+    #: with them under other users' load in its mean: a moved client's downlink floor from
+    #: its gains in force and its serving cell (sim.network.traffic.LoadTerms.moved_floor)
+    moved_floor: Callable[[str, np.ndarray, int], float] | None = None
+
+    def floor(self, direction: str, client: np.ndarray, cell: np.ndarray,
+              t: float) -> np.ndarray:
+        """The interference floor other users' load in its mean leaves transfers of `client`
+        on `cell` at instant t: the drop's, or a moved client's downlink one drawn again."""
+        assert self.load_floor is not None
+        floor = self.load_floor[direction][client, cell]
+        if self.moves is None or self.moved_floor is None or direction != "downlink":
+            return floor
+        moved = self.moves.moved(client, t)
+        if moved.any():
+            floor = floor.copy()
+            large = self.moves.large(self.coupling, client[moved], t)
+            floor[moved] = [self.moved_floor(direction, g, int(c))
+                            for g, c in zip(large, cell[moved], strict=True)]
+        return floor
 
     @functools.cached_property
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:

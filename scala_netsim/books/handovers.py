@@ -131,6 +131,7 @@ def _interruption_problems(handovers: list[Handover], air: pd.DataFrame,
     """No air row of a handed-over client's overlaps its interruption."""
     if not handovers or not len(air):
         return []
+    air = air[air["event_index"].to_numpy() >= 0]      # (not other users' files)
     client = events["client_id"].to_numpy()[air["event_index"].to_numpy()]
     start, end = air["start_s"].to_numpy(float), air["end_s"].to_numpy(float)
     problems = []

@@ -66,6 +66,12 @@ class Moves:
                 out[i] = self._row(moves[1][j])
         return out
 
+    def moved(self, clients: np.ndarray, t: float) -> np.ndarray:
+        """Whether each of `clients` has moved by instant t (its gains are a move's)."""
+        by_client = self._by_client
+        return np.array([k in by_client and by_client[k][0][0] <= t
+                         for k in np.asarray(clients).tolist()], dtype=bool)
+
     def instants_in(self, clients: np.ndarray, t0: float, t1: float) -> list[float]:
         """The move instants of `clients` strictly inside (t0, t1)."""
         out: list[float] = []

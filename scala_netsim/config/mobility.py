@@ -119,9 +119,8 @@ def mobility_problems(network: Any) -> list[str]:
     """What a network (config.network.NetworkConfig) cannot run moving clients with, each
     naming both keys: the paper's single cell (not wired yet), a path loss other than TR
     38.901's (moving links carry its LOS and shadowing draws), the static scheduler (a
-    client's blocks are granted for the round in its drop's cell), a fixed-rate link (its
-    attempts' flows are not handed over yet) and other users' load in its mean (its
-    downlink floor is the drop's); handover keys without mobility."""
+    client's blocks are granted for the round in its drop's cell) and a fixed-rate link (its
+    attempts' flows are not handed over yet); handover keys without mobility."""
     mobility = network.mobility
     kind = f"mobility.kind: {mobility.kind}"
     if not mobility.moving:
@@ -148,10 +147,5 @@ def mobility_problems(network: Any) -> list[str]:
     if network.link.mode != "adaptive":
         problems.append(f"{kind} with network.link.mode: {network.link.mode}: a fixed-rate "
                         f"transfer's attempts are not handed over; allowed: adaptive")
-    if network.traffic.on and network.traffic.model == "fluid" and (
-            "downlink" in network.traffic.directions):
-        problems.append(f"{kind} with network.traffic.model: fluid on the downlink: the "
-                        f"interference floor other cells' load leaves a client is the drop's; "
-                        f"allowed: model files, or directions: [uplink]")
     return problems
 

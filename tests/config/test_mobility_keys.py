@@ -79,8 +79,6 @@ def test_the_defaults():
     (MOVING, None, {"layout": {"kind": "single"}, "scheduler": "static",
                     "pathloss": "3gpp_36814_macro", "carrier_frequency_hz": 2e9},
      "the single layout (the paper's cell) has static clients only"),
-    (MOVING, None, {"traffic": {"kind": "ftp3", "offered_load": 0.3, "model": "fluid"}},
-     "with network.traffic.model: fluid on the downlink"),
 ])
 def test_a_refusal_names_the_key_the_value_and_what_is_allowed(mobility, handover, network,
                                                               message):

@@ -1,7 +1,8 @@
 """Clients that move and are handed over while the model trains (issue 64), end to end on a
 tiny network of 7 sites: with each thing the network runs (TDD, the NR link abstraction
-with the panel's beams, both per-instant schedulers, fading in blocks of time, deadlines,
-over-selection, an asynchronous algorithm) every invariant holds, the rates derive again
+with the panel's beams, both per-instant schedulers, other users' traffic file by file or
+in its mean, fading in blocks of time, deadlines, over-selection, an asynchronous
+algorithm) every invariant holds, the rates derive again
 through the moves, each handover is justified by A3 from the positions, and no bits move
 during an interruption (run.problems: books.handovers); a run interrupted after a round
 resumes to the uninterrupted run's records; static clients leave a run as it was."""
@@ -33,8 +34,15 @@ def moving_run(make_run, algorithm: str, network: dict | None = None, **training
                     network={**MOVING, **(network or {})})
 
 
+#: other users at 30 % load in their mean (a moving client's downlink floor moves with it)
+FLUID = {"traffic": {"kind": "ftp3", "offered_load": 0.3, "model": "fluid"}}
+
+
 @pytest.mark.parametrize("algorithm,network,training", [
-    ("scala", NR_BEAMS, {}),
+    ("scala", {**NR_BEAMS, **FLUID}, {}),
+    pytest.param("scala", {"traffic": {"kind": "ftp3", "offered_load": 0.3,
+                                       "record_files": True}}, {},
+                 marks=pytest.mark.slow),
     pytest.param("fedavg", {"scheduler": "proportional_fair", "fading": {
         "kind": "rayleigh", "coherence": "time", "coherence_s": 0.05}}, {"deadline_s": 3.0},
                  marks=pytest.mark.slow),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 import simpy
@@ -96,6 +97,10 @@ class Air:
         self._parked: set[int] = set()
         #: each client's slots in flight (a watcher's post concerns the air only where any)
         self._clients: dict[int, int] = {}
+        #: under other users' load in its mean, the floor a client's transfer in a cell sees
+        #: now (its downlink's moves with it: issue 64), read again when its gains change;
+        #: None: a transfer keeps the floor it joined with
+        self.floor_of: Callable[[int, int], float] | None = None
 
     def quiet_rate(self, request: Request, n: int) -> float:
         """Request's rate on n blocks of its cell at its gain now with no interference
@@ -148,6 +153,10 @@ class Air:
             blocks = self.owned[h, :self.ints[h, grid.COUNT]]
             self.flows[h, grid.SIGNAL] = self.flows[h, grid.PER_BLOCK_W] * gains[cell]
             term = self._shared.get(h)
+            if self.floor_of is not None:
+                self.flows[h, grid.FLOOR] = self.floor_of(client, cell)
+                if term is not None:
+                    term.floor_w = float(self.flows[h, grid.FLOOR])
             if term is not None:      # (per instant: its blocks regranted at the new gain)
                 term.gain = float(gains[cell])
                 cells.append(cell)
@@ -158,6 +167,8 @@ class Air:
             for shared in waiting:
                 if shared.client == client:
                     shared.gain = float(gains[shared.cell])
+                    if self.floor_of is not None:
+                        shared.floor_w = self.floor_of(client, shared.cell)
                     cells.append(shared.cell)
         if self.scheduler.reacts_to_gains:
             for cell in dict.fromkeys(cells):

@@ -26,6 +26,7 @@ SINR and interference of its air time and the time it spent on the backhaul."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -123,6 +124,8 @@ class NetworkLink:
             self.block_rows, self.shared_rows)
         #: other users' files on the airs, or their load (network.traffic; None: none)
         self.background = self._background(cell.network)
+        if self.background is not None and self.mobility is not None:
+            self._moving_floors(self.background)
 
     def _airs(self, fades_in_time: bool) -> dict[Direction, Air]:
         """Each direction's air on the radio map, its per-instant scheduler (none under
@@ -161,6 +164,19 @@ class NetworkLink:
         return Background(self.env, traffic, network.users, first, self._air,
                           self._background_request, self._share,
                           load_terms(self.radio, first, self.settings, traffic, self._cap))
+
+    def _moving_floors(self, background: Background) -> None:
+        """Under other users' load in its mean, a moving client's downlink floor follows its
+        gains (Background.move, before the airs re-rate it) and the airs read it again."""
+        radio = self.radio
+        radio.on_move(lambda k: background.move(k, radio.large_scale(k),
+                                                radio.serving_cell(k)))
+        for d, air in self._air.items():
+            air.floor_of = functools.partial(self._floor_of, d, background)
+
+    @staticmethod
+    def _floor_of(direction: Direction, background: Background, k: int, cell: int) -> float:
+        return background.fluid_terms(direction, k, cell)[0]
 
     def _background_request(self, flow: Flow, direction: Direction, k: int) -> Request:
         """A background user's (row k's) request for blocks: a client's power, cap and
@@ -270,7 +286,8 @@ class NetworkLink:
             *blocks_of_time(self.fading),
             *fluid_load(None if self.background is None else self.background.terms, s),
             moves=None if self.mobility is None else Moves(
-                self.mobility.move_rows, self.mobility.mobile.coupling_at)),
+                self.mobility.move_rows, self.mobility.mobile.coupling_at),
+            moved_floor=None if self.background is None else self.background.moved_floor),
             air_columns(s.per_instant, self.arq is not None))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------
@@ -356,7 +373,11 @@ class NetworkLink:
         t.backhaul_s = backhaul_s
         if self.mobility is not None:
             wait = self.mobility.interruption_left(k)
-            if wait > 0:
+            if wait > 0:               # (its client's handover holds it back: counted once)
+                until = self.mobility.interrupted_until[k]
+                if t.interrupted != until:
+                    t.handovers += 1
+                    t.interrupted = until
                 t.stage = Stage.HANDOVER
                 self.env.timeout(wait).callbacks.append(
                     lambda _: None if t.is_cut else self._join(t, backhaul_s))
@@ -430,6 +451,7 @@ class NetworkLink:
         air."""
         for t in self._flying.get(k, ()):
             t.handovers += 1
+            t.interrupted = self.env.now + interruption_s
             if t.stage is not Stage.AIR or t.air is None:
                 continue
             flow, air = t.air, self._air[t.direction]

@@ -42,6 +42,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import simpy
@@ -79,6 +80,25 @@ class LoadTerms:
     loaded: dict[Direction, np.ndarray]
     load: dict[Direction, np.ndarray]
     floor: dict[Direction, np.ndarray]
+    #: which cells send in each of the FLOOR_SAMPLES draws (samples x cells), and the
+    #: noise and a cell's power on a block its floor is taken over (W)
+    on: dict[Direction, np.ndarray]
+    noise_w: dict[Direction, float]
+    block_w: dict[Direction, float]
+
+    def moved_floor(self, direction: Direction, gains: np.ndarray, serving: int) -> float:
+        """The downlink floor of a client that moved (issue 64): its gains to every cell
+        in force `gains` (linear), served by `serving`, as `load_terms` takes the drop's
+        (each other cell sending with its load's probability, heard through the client's
+        gains); on the uplink a cell's floor is its own, whoever moved: the drop's. One
+        client's row alone (a sum over cells, not the drop's matrix product: both the run
+        and its checks take this one)."""
+        if direction is not Direction.DOWNLINK:
+            raise ValueError("moved_floor: the uplink's floor does not move with a client")
+        heard = gains * self.block_w[direction]
+        on = self.on[direction]
+        interference = (on * heard[None, :]).sum(axis=1) - on[:, serving] * heard[serving]
+        return float(_rate_level(interference[:, None], self.noise_w[direction])[0])
 
 
 def load_terms(radio: RadioMap, first: int, settings: NetworkSettings,
@@ -91,7 +111,7 @@ def load_terms(radio: RadioMap, first: int, settings: NetworkSettings,
     serving = radio.serving[rows]
     gains = radio.coupling
     cells = radio.num_cells
-    out: dict[str, dict[Direction, np.ndarray]] = {k: {} for k in LoadTerms.__annotations__}
+    out: dict[str, dict[Direction, Any]] = {k: {} for k in LoadTerms.__annotations__}
     for d in traffic.directions:
         n = np.array([min(cap(d, int(r)), settings.blocks[d]) for r in rows])
         per_block = np.array([settings.powers(d, radio.serving_gain(int(r)), int(k))[1]
@@ -123,6 +143,8 @@ def load_terms(radio: RadioMap, first: int, settings: NetworkSettings,
             floor = np.broadcast_to(_rate_level(heard.sum(axis=1), noise_w)[None, :],
                                     (len(gains), cells))
         out["alone"][d], out["load"][d], out["floor"][d] = alone, load, floor
+        out["on"][d], out["noise_w"][d] = on, noise_w
+        out["block_w"][d] = settings.powers(d, 1.0, 1)[1]
         out["loaded"][d] = _rates(settings, d, n, signal / (noise_w + floor[rows, serving]))
     return LoadTerms(**out)
 
@@ -205,8 +227,9 @@ class Background:
         #: files ended, the bits they delivered, and the block-seconds of the folded
         #: stretches (of the direction's time)
         self.cells: dict[tuple[int, Direction], list[float]] = {}
-        #: other users' load (load_terms)
+        #: other users' load (load_terms), and the downlink floors of rows that moved
         self.terms = terms
+        self.moved: dict[tuple[Direction, int], float] = {}
         for d_index, d in enumerate(settings.directions):
             alone, loaded = terms.alone[d], terms.loaded[d]
             for c in range(num_cells):
@@ -239,8 +262,20 @@ class Background:
         (1 - the cell's load); (0, 1) otherwise, or in a direction without traffic."""
         if not self.settings.fluid or direction not in self.terms.load:
             return 0.0, 1.0
-        return (float(self.terms.floor[direction][row, cell]),
+        floor = self.moved.get((direction, row))
+        return (float(self.terms.floor[direction][row, cell]) if floor is None else floor,
                 1.0 - float(self.terms.load[direction][cell]))
+
+    def moved_floor(self, direction: str, gains: np.ndarray, serving: int) -> float:
+        """LoadTerms.moved_floor by the direction's name (books.blocks.AirSettings's)."""
+        return self.terms.moved_floor(Direction(direction), gains, serving)
+
+    def move(self, row: int, gains: np.ndarray, serving: int) -> None:
+        """The radio map's row moved (issue 64), now with `gains` to every cell, served by
+        `serving`: under the fluid model its downlink floor from now on (moved_floor)."""
+        if self.settings.fluid and Direction.DOWNLINK in self.terms.load:
+            self.moved[(Direction.DOWNLINK, row)] = self.terms.moved_floor(
+                Direction.DOWNLINK, gains, serving)
 
     def _arrivals(self, cell: int, d: Direction, rate: float, users: np.ndarray,
                   rng: np.random.Generator) -> Generator[simpy.Event, None, None]:

@@ -88,10 +88,14 @@ class Transfer:
     free: Callable[[float], None] = field(default=_unfreed)
     #: the bits it has still to move on the air (its bits until a handover takes it off the
     #: air part-way), the air times it had in earlier cells (cell, Flow: each off the air
-    #: at a handover) and the handovers of its client while it was in flight
+    #: at a handover) and the handovers of its client that held it back (made while it was
+    #: in flight, or before, their interruption not over when it would join the air)
     left: float = math.nan
     legs: list[tuple[int, Flow]] = field(default_factory=list)
     handovers: int = 0
+    #: the end of the last interruption counted in `handovers` (one that began before it
+    #: was sent counts when it holds it back)
+    interrupted: float = math.nan
     #: the time a download spent on the backhaul before it joined the air
     backhaul_s: float = 0.0
 
