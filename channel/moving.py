@@ -34,7 +34,7 @@ from channel import layout, tr38901
 from channel.mobility import Path
 from channel.network import LinkLosses, link_geometry
 from channel.pathloss import Tr38901
-from channel.spatial import Field, Through
+from channel.spatial import Field, Fields
 
 
 class MovingLinks:
@@ -55,16 +55,25 @@ class MovingLinks:
         d_los, d_nlos, d_o2i = table.shadowing_correlation_m
         sites = len(sites_xy)
         self._fields = {
-            kind: [Field.draw(d, stream(kind, s)) for s in range(sites)]
+            kind: Fields([Field.draw(d, stream(kind, s)) for s in range(sites)])
             for kind, d in (("los", table.los_correlation_m), ("shadowing_los", d_los),
                             ("shadowing_nlos", d_nlos), ("shadowing_o2i", d_o2i))}
         # where each link was read at the drop: its site plus its vector to the client
         self._origins = self._reading_points(self.points)
+        #: each client's fields at its links' origins, by kind (sites,): drawn when first asked
+        self._at_origin: dict[int, dict[str, np.ndarray]] = {}
 
     def _reading_points(self, points: np.ndarray) -> np.ndarray:
         """(clients, sites, 2): each site's position plus its nearest image's vector to the
         client, the point a link reads its site's fields at."""
         return self.sites[None, :, :] + layout.nearest_image(points, self.sites, self.offsets)
+
+    def _origin_values(self, k: int) -> dict[str, np.ndarray]:
+        values = self._at_origin.get(k)
+        if values is None:
+            values = self._at_origin[k] = {kind: fields(self._origins[k])
+                                           for kind, fields in self._fields.items()}
+        return values
 
     def losses(self, clients: np.ndarray, points: np.ndarray) -> LinkLosses:
         """The links of `clients` standing at `points` ((n, 2)), as the module's docstring
@@ -82,28 +91,43 @@ class MovingLinks:
         h_ut = drop.h_ut_m[clients]
         n, sites = geometry.d2d_m.shape
         los, normals = np.empty((n, sites), bool), np.empty((n, sites))
-        for s in range(sites):
-            origin = self._origins[clients, s]
+        for i, k in enumerate(clients.tolist()):
             probability = tr38901.los_probability(
-                self.model.table, np.maximum(geometry.d2d_m[:, s] - d_in, 0.0), h_ut)
-            for i, k in enumerate(clients.tolist()):
-                through = Through(self._fields["los"][s], origin[i],
-                                  float(ndtri(drop.los_uniform[k, s])))
-                at_drop = bool(np.array_equal(reading[i, s], origin[i]))
-                los[i, s] = (drop.los[k, s] if at_drop else
-                             bool(ndtr(through(reading[i, s])) < probability[i]))
-                kind = ("shadowing_o2i" if indoor[i] else
-                        "shadowing_los" if los[i, s] else "shadowing_nlos")
-                shadow = Through(self._fields[kind][s], origin[i],
-                                 float(drop.shadowing_normal[k, s]))
-                normals[i, s] = (drop.shadowing_normal[k, s] if at_drop
-                                 else float(shadow(reading[i, s])))
+                self.model.table, np.maximum(geometry.d2d_m[i] - d_in[i], 0.0), h_ut[i])
+            los[i], normals[i] = self._states(k, reading[i], probability, bool(indoor[i]))
         part = LinkLosses(drop.pathloss_db[clients], drop.shadowing_db[clients],
                           drop.los[clients], drop.o2i_db[clients], indoor, h_ut,
                           drop.los_uniform[clients], drop.shadowing_normal[clients],
                           drop.environment_m[clients], d_in)
         return self.model.moved_links(geometry.d2d_m, los, normals,
                                       drop.environment_m[clients], part)
+
+    def _states(self, k: int, at: np.ndarray, probability: np.ndarray,
+                indoor: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Client k's links read at `at` ((sites, 2)): each one's LOS state (its LOS
+        probability there `probability`) and its shadowing's standard normal, every site at
+        once (spatial.Through's rho value + G(r) - rho G(origin), the field of its kind);
+        the drop's own where a link reads its drop point."""
+        drop = self.drop
+        assert drop.los_uniform is not None and drop.shadowing_normal is not None
+        origin = self._origins[k]
+        at_drop = np.all(at == origin, axis=1)
+        distance = np.hypot(*(at - origin).T)
+        fixed = self._origin_values(k)
+
+        def through(kind: str, value: np.ndarray) -> np.ndarray:
+            fields = self._fields[kind]
+            rho = np.exp(-distance / fields.d_corr_m)
+            return rho * value + (fields(at) - rho * fixed[kind])
+        state = ndtr(through("los", ndtri(drop.los_uniform[k]))) < probability
+        los = np.where(at_drop, drop.los[k], state)
+        normal = drop.shadowing_normal[k]
+        if indoor:
+            moved = through("shadowing_o2i", normal)
+        else:
+            moved = np.where(los, through("shadowing_los", normal),
+                             through("shadowing_nlos", normal))
+        return los, np.where(at_drop, normal, moved)
 
     def at(self, t: float, clients: np.ndarray | None = None) -> tuple[np.ndarray, LinkLosses]:
         """Where `clients` (all by default) stand at time `t`, and their links there."""

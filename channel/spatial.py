@@ -54,6 +54,33 @@ class Field:
         return np.sqrt(2.0 / len(self.phases)) * np.cos(phase).sum(axis=-1)
 
 
+class Fields:
+    """Several fields of one correlation distance (one a site), each read at its own point
+    at once: `fields(points)` with points (..., len(fields), 2) is field j at points[..., j,
+    :] for every j, the same numbers as each field asked alone (element by element, each
+    field's sum over its own cosines)."""
+
+    def __init__(self, fields: list[Field]) -> None:
+        self.d_corr_m = fields[0].d_corr_m
+        if any(f.d_corr_m != self.d_corr_m for f in fields):
+            raise ValueError("Fields: one correlation distance for all")
+        self.waves = np.stack([f.waves for f in fields])          # (fields, M, 2)
+        self.phases = np.stack([f.phases for f in fields])        # (fields, M)
+        self._scale = np.sqrt(2.0 / self.phases.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.phases)
+
+    def __getitem__(self, j: int) -> Field:
+        return Field(self.d_corr_m, self.waves[j], self.phases[j])
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        points = np.asarray(points, float)
+        phase = (points[..., 0:1] * self.waves[..., 0] + points[..., 1:2] * self.waves[..., 1]
+                 + self.phases)
+        return self._scale * np.cos(phase).sum(axis=-1)
+
+
 @dataclass(frozen=True)
 class Through:
     """A field made to pass through `value` at `origin`: G'(r) = rho(r) value + G(r) -

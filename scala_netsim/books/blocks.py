@@ -228,6 +228,14 @@ class AirSettings:
         floor = self.load_floor[direction][client, cell]
         if self.moves is None or self.moved_floor is None or direction != "downlink":
             return floor
+        moved_floor = functools.partial(self.moved_floor, direction)
+        rows = self.moves.current(client, t)
+        if any(row >= 0 for row in rows):
+            floor = floor.copy()
+            for i, row in enumerate(rows):
+                if row >= 0:
+                    floor[i] = self.moves.floor(row, int(cell[i]), moved_floor)
+        return floor
         moved = self.moves.moved(client, t)
         if moved.any():
             floor = floor.copy()

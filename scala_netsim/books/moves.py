@@ -52,25 +52,36 @@ class Moves:
             drawn[i] = self.coupling_at(int(client), np.array([x, y], float), int(serving))
         return drawn[i]
 
+    def current(self, clients: np.ndarray, t: float) -> list[int]:
+        """Each of `clients`' move in force at instant t (its row; -1: none yet)."""
+        out = []
+        by_client = self._by_client
+        for k in np.asarray(clients).tolist():
+            moves = by_client.get(k)
+            j = -1 if moves is None else bisect.bisect_right(moves[0], t) - 1
+            out.append(-1 if j < 0 else moves[1][j])      # type: ignore[index]
+        return out
+
     def large(self, coupling: np.ndarray, clients: np.ndarray, t: float) -> np.ndarray:
         """The large-scale gains (rows x cells) of `clients` in force at instant t (not a
         move's instant: between two): their last move's, else the drop's `coupling`."""
         out = coupling[clients].copy()
-        by_client = self._by_client
-        for i, k in enumerate(np.asarray(clients).tolist()):
-            moves = by_client.get(k)
-            if moves is None:
-                continue
-            j = bisect.bisect_right(moves[0], t) - 1
-            if j >= 0:
-                out[i] = self._row(moves[1][j])
+        for i, row in enumerate(self.current(clients, t)):
+            if row >= 0:
+                out[i] = self._row(row)
         return out
 
-    def moved(self, clients: np.ndarray, t: float) -> np.ndarray:
-        """Whether each of `clients` has moved by instant t (its gains are a move's)."""
-        by_client = self._by_client
-        return np.array([k in by_client and by_client[k][0][0] <= t
-                         for k in np.asarray(clients).tolist()], dtype=bool)
+    def floor(self, row: int, cell: int, moved_floor: Callable[[np.ndarray, int], float]
+              ) -> float:
+        """A downlink floor (`moved_floor`) of move `row`'s gains on `cell`, drawn once."""
+        floors = self._floors
+        if (row, cell) not in floors:
+            floors[(row, cell)] = moved_floor(self._row(row), cell)
+        return floors[(row, cell)]
+
+    @functools.cached_property
+    def _floors(self) -> dict[tuple[int, int], float]:
+        return {}
 
     def instants_in(self, clients: np.ndarray, t0: float, t1: float) -> list[float]:
         """The move instants of `clients` strictly inside (t0, t1)."""

@@ -18,7 +18,9 @@ client's RSRPs, `a3_offset_db` and `hysteresis_db` (0.5 dB steps, -15..15 and 0.
 `time_to_trigger_s` one of TS 38.331's TimeToTrigger values; the handover interrupts the
 client's data for `interruption_s`. Defaults: 5G-LENA's A3-RSRP handover algorithm
 (nr-a3-rsrp-handover-algorithm.cc: 3 dB hysteresis, 256 ms time to trigger, no offset) and
-Simu5G's handoverLatency (0.05 s)."""
+Simu5G's handoverLatency (0.05 s). A client with nothing in flight for `inactivity_s` (10
+s: an RRC inactivity timer, the network's setting, [choice]) goes idle until its next
+transfer, when it re-selects the best cell."""
 
 from __future__ import annotations
 
@@ -101,6 +103,9 @@ class HandoverConfig(Strict):
     hysteresis_db: float = 3.0
     time_to_trigger_s: float = 0.256
     interruption_s: float = Field(default=0.05, ge=0, le=10)
+    #: a client with nothing to send for this long goes idle (RRC's inactivity timer): no
+    #: longer measured or handed over; it re-selects the best cell at its next transfer
+    inactivity_s: float = Field(default=10.0, ge=0, le=3600)
 
     @model_validator(mode="after")
     def _values_of_ts_38_331(self) -> HandoverConfig:

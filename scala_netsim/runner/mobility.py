@@ -57,4 +57,4 @@ def moving_clients(net: NetworkConfig, model: channel.pathloss.PathLossModel,
     blocks = channel.nr.resource_blocks(net.downlink_bandwidth_hz, net.subcarrier_spacing_hz)
     per_element_w = net.bs_tx_power_w / (blocks * channel.nr.SUBCARRIERS_PER_BLOCK)
     return Mobile(links, antennas, update_m, net.handover.event, net.handover.interruption_s,
-                  10.0 * math.log10(per_element_w) + 30.0)
+                  10.0 * math.log10(per_element_w) + 30.0, net.handover.inactivity_s)

@@ -438,6 +438,8 @@ class NetworkLink:
         flying = self._flying.get(t.client)
         if flying is not None and t in flying:
             flying.remove(t)
+            if not flying and self.mobility is not None:
+                self.mobility.quiet(t.client)
         self._books.record(t, air, backhaul_s, self.round, done)
 
     def _handing_over(self, k: int, target: int, interruption_s: float) -> None:

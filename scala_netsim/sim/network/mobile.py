@@ -2,8 +2,9 @@
 (`Mobile`: the clients' moving links, the network's antennas, the update distances, TS
 38.331's event A3 and the interruption) and the link's part (`Mobility`).
 
-A client is connected from its first transfer of a round (or of an asynchronous run's
-version) until the next round begins with nothing of it in flight (`connect`, `release`):
+A client is connected from its first transfer (`connect`) until it has had nothing in flight
+for the inactivity timer's time, or a round begins with nothing of it in flight (`quiet`,
+`release`):
 while connected it is followed on the radio map (scala_netsim.sim.network.movement: its
 links drawn again every update_m metres it walks) and at each of its moves it measures
 every cell's RSRP: its coupling gain to the cell by the cell's column alone (the SSB's, no
@@ -15,9 +16,11 @@ the time to trigger hands the client over to that neighbour: recorded (HANDOVER_
 the link told first (it takes the client's transfers off the air: `NetworkLink.
 handing_over`), then the map's serving cell set and the client's gains coupled toward the
 new cell's beam, and the client moves no bits for `interruption_s` (`interrupted_until`).
-A client connecting (idle until now) re-selects the strongest cell by the same RSRPs, with
-no interruption (an idle client camps on the best cell: TS 38.304's cell re-selection taken
-as done by the time it is next selected)."""
+A connected client with nothing in flight for `inactivity_s` (RRC's inactivity timer) goes
+idle, as every connected client with nothing in flight does when a round (or an
+asynchronous run's version) begins. A client connecting (idle until now) re-selects the
+strongest cell by the same RSRPs, with no interruption (an idle client camps on the best
+cell: TS 38.304's cell re-selection taken as done by the time it next sends)."""
 
 from __future__ import annotations
 
@@ -75,6 +78,8 @@ class Mobile:
     event: A3
     interruption_s: float
     reference_dbm: float
+    #: a client with nothing in flight this long goes idle (RRC's inactivity timer, s)
+    inactivity_s: float = 10.0
 
     def coupling_at(self, client: int, point: np.ndarray, serving: int) -> np.ndarray:
         """Client's coupling gains (linear, to every cell) standing at `point`, its beam from
@@ -117,6 +122,8 @@ class Mobility:
         self._rsrp: dict[int, np.ndarray] = {}
         #: each connected client's armed timer: (its expiry, target)
         self._armed: dict[int, tuple[float, int]] = {}
+        #: each connected client with nothing in flight: when its inactivity timer runs out
+        self._idle_at: dict[int, float] = {}
 
     @property
     def move_rows(self) -> list[tuple]:
@@ -131,6 +138,7 @@ class Mobility:
         """Client has a transfer to make: from now connected (followed, measured), having
         re-selected the strongest cell where it stands; nothing if it is connected already."""
         client = int(client)
+        self._idle_at.pop(client, None)
         if client in self._monitors:
             return
         self.movement.follow(client)         # (moved now: its RSRPs measured, `_measured`)
@@ -147,9 +155,22 @@ class Mobility:
         """Every connected client with nothing in flight (not in `busy`) idle from now: no
         longer followed or measured, its timers stopped."""
         for client in [k for k in self._monitors if k not in busy]:
-            self.movement.unfollow(client)
-            del self._monitors[client]
-            self._armed.pop(client, None)
+            self._idle(client)
+
+    def _idle(self, client: int) -> None:
+        self.movement.unfollow(client)
+        del self._monitors[client]
+        self._armed.pop(client, None)
+        self._idle_at.pop(client, None)
+
+    def quiet(self, client: int) -> None:
+        """Client has nothing in flight from now: idle when its inactivity timer runs out,
+        unless a transfer connects it again before."""
+        if client not in self._monitors:
+            return
+        at = self._idle_at[client] = self.env.now + self.mobile.inactivity_s
+        self.env.timeout(self.mobile.inactivity_s).callbacks.append(
+            lambda _: self._idle(client) if self._idle_at.get(client) == at else None)
 
     def interruption_left(self, client: int) -> float:
         """The time left of client's handover interruption (s; 0: none)."""
