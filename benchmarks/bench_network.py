@@ -5,7 +5,7 @@ clients, measured side by side in this one run.
 
     python benchmarks/bench_network.py [--rounds 50] [--sites 19] [--batch-per-client 8]
         [--duplex fdd|tdd|both] [--nr-round-robin [--scheduler round_robin|proportional_fair]]
-        [--deployment uma_n78|umi_n78|rma_fdd] [--traffic-load 0.7]
+        [--deployment uma_n78|umi_n78|rma_fdd] [--traffic-load 0.7] [--mobility]
 
 Prints, per algorithm and layout: setup time (dataset, partition, drop), the simulated rounds'
 CPU time (the first round meters each new batch size for real: its time is given apart),
@@ -19,7 +19,9 @@ CPU second against the plain network's; both networks then radiate 46 dBm a cell
 some clients decode nothing under NR, and are refused). `--scheduler proportional_fair` times
 the three with the proportional-fair scheduler in round robin's place. `--deployment NAME`
 times the plain network against that named deployment (config.deployments: its own carrier,
-frame, power, antenna and floors) on the same sites, side by side.
+frame, power, antenna and floors) on the same sites, side by side. `--mobility` times the
+network under round robin with static clients against the same with every client walking
+random waypoints at 3 km/h (network.mobility, with handover), side by side.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ def timed_run(algorithm: str, sites: int, rounds: int, batch_per_client: int,
             "events_per_s": (len(run.log) - first_events) / rest_s,
             "sim_s": run.env.now, "problems": len(run.problems()),
             **background_books(run),
+            "moves": 0 if (m := getattr(run.link, "mobility", None)) is None else len(m.move_rows),
+            "handovers": (0 if m is None
+                          else len(m.handover_rows)),
             "rounds_rss_MB": rounds_rss_MB,
             "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -117,7 +122,13 @@ def main() -> None:
     parser.add_argument("--traffic-load", type=float,
                         help="the network under round robin (46 dBm a cell) with no other "
                              "users against the same with FTP model 3 at this offered load")
+    parser.add_argument("--mobility", action="store_true",
+                        help="the network under round robin (46 dBm a cell) with static "
+                             "clients against the same with pedestrians (3 km/h)")
     args = parser.parse_args()
+    if args.mobility:
+        mobility(args)
+        return
     if args.traffic_load is not None:
         if not 0 <= args.traffic_load < 1:
             parser.error(f"--traffic-load: must be in [0, 1), got {args.traffic_load:g}")
@@ -210,6 +221,31 @@ def traffic_load(args: argparse.Namespace) -> None:
                    / (results["no load"]["rest_s"] / results["no load"]["sim_s"]))
         print(f"{algorithm}: {loaded}, CPU time a round {ratio:.2f}x no load's "
               f"({per_sim:.2f}x a simulated second)", flush=True)
+
+
+def mobility(args: argparse.Namespace) -> None:
+    """The network under round robin with static clients against the same with every client
+    a pedestrian (random waypoint at 3 km/h, handed over by A3), side by side: events per CPU
+    second and the moves and handovers made."""
+    base = MACRO_POWER + ["network.scheduler=round_robin"]
+    walking = "pedestrians at 3 km/h"
+    cases = (("static", base), (walking, base + ["network.mobility=random_waypoint"]))
+    for algorithm in args.algorithms.split(","):
+        results = {}
+        for label, extra in cases:
+            r = results[label] = timed_run(algorithm, args.sites, args.rounds,
+                                           args.batch_per_client, True, "fdd", tuple(extra))
+            print(f"{algorithm}, {args.sites} sites x 3 sectors, round robin, {label}: "
+                  f"{r['clients']:,} clients, {r['participants']} a round, {args.rounds} "
+                  f"rounds: setup {r['setup_s']:.1f} s, rounds 2-{args.rounds} "
+                  f"{r['rest_s']:.2f} CPU s for {r['events']:,} events ({r['transfers']:,} "
+                  f"transfers) = {r['events_per_s']:,.0f} events per CPU s, {r['moves']:,} "
+                  f"moves and {r['handovers']:,} handovers; simulated {r['sim_s']:.1f} s; "
+                  f"invariant problems {r['problems']}; peak RSS {r['peak_rss_MB']:,.0f} MB",
+                  flush=True)
+        ratio = results[walking]["events_per_s"] / results["static"]["events_per_s"]
+        print(f"{algorithm}: events per CPU s with {walking} {ratio:.2f}x the static "
+              f"network's", flush=True)
 
 
 if __name__ == "__main__":

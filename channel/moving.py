@@ -68,12 +68,12 @@ class MovingLinks:
         client, the point a link reads its site's fields at."""
         return self.sites[None, :, :] + layout.nearest_image(points, self.sites, self.offsets)
 
-    def _origin_values(self, k: int) -> dict[str, np.ndarray]:
-        values = self._at_origin.get(k)
-        if values is None:
-            values = self._at_origin[k] = {kind: fields(self._origins[k])
-                                           for kind, fields in self._fields.items()}
-        return values
+    def _at_origins(self, k: int, kind: str) -> np.ndarray:
+        """Client k's `kind` fields at its links' origins (sites,), drawn when first asked."""
+        values = self._at_origin.setdefault(k, {})
+        if kind not in values:
+            values[kind] = self._fields[kind](self._origins[k])
+        return values[kind]
 
     def losses(self, clients: np.ndarray, points: np.ndarray) -> LinkLosses:
         """The links of `clients` standing at `points` ((n, 2)), as the module's docstring
@@ -113,12 +113,11 @@ class MovingLinks:
         origin = self._origins[k]
         at_drop = np.all(at == origin, axis=1)
         distance = np.hypot(*(at - origin).T)
-        fixed = self._origin_values(k)
 
         def through(kind: str, value: np.ndarray) -> np.ndarray:
             fields = self._fields[kind]
             rho = np.exp(-distance / fields.d_corr_m)
-            return rho * value + (fields(at) - rho * fixed[kind])
+            return rho * value + (fields(at) - rho * self._at_origins(k, kind))
         state = ndtr(through("los", ndtri(drop.los_uniform[k]))) < probability
         los = np.where(at_drop, drop.los[k], state)
         normal = drop.shadowing_normal[k]

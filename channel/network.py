@@ -399,20 +399,35 @@ def couple(cells: Cells, geometry: LinkGeometry, losses: LinkLosses,
     `losses`, under drop_network's antennas. `serving` None: each client's strongest cell
     before the beams (a drop); given (a client that moved keeps its cell until a handover):
     the beams point from those cells."""
+    antenna, coupling, serving, beam = couple_with_beam(
+        cells, geometry, losses, downtilt_deg, bs_height_m, panel_rows, panel_columns, serving)
+    if beam is None:
+        return antenna, coupling, serving
+    return antenna + beam, coupling + beam, serving
+
+
+def couple_with_beam(cells: Cells, geometry: LinkGeometry, losses: LinkLosses,
+                     downtilt_deg: float | None = None, bs_height_m: float = 0.0,
+                     panel_rows: int | None = None, panel_columns: int | None = None,
+                     serving: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """`couple`'s numbers before the beam: (the antenna gains and the coupling gains by each
+    cell's column alone, the serving cells, the beam's gain to add: beam_gain_db; None
+    without panel_columns)."""
     zenith = (None if downtilt_deg is None else
               zenith_angle_deg(geometry.d2d_m, bs_height_m, losses.h_ut_m[:, None]))
     antenna = antenna_gain_db(cells, geometry.azimuth_deg, zenith, downtilt_deg, panel_rows)
     coupling = coupling_gain_db(cells, losses.total_db, antenna)
     if serving is None:
         serving = serving_cells(coupling)
-    if panel_columns is not None:
-        if zenith is None or downtilt_deg is None:
-            raise ValueError("layout.panel_columns: a beam toward each client needs the "
-                             "panel's column, steered to a downtilt")
-        beam = beam_gain_db(cells, geometry.azimuth_deg, zenith, serving, downtilt_deg,
-                            panel_columns)
-        antenna, coupling = antenna + beam, coupling + beam
-    return antenna, coupling, serving
+    if panel_columns is None:
+        return antenna, coupling, serving, None
+    if zenith is None or downtilt_deg is None:
+        raise ValueError("layout.panel_columns: a beam toward each client needs the "
+                         "panel's column, steered to a downtilt")
+    beam = beam_gain_db(cells, geometry.azimuth_deg, zenith, serving, downtilt_deg,
+                        panel_columns)
+    return antenna, coupling, serving, beam
 
 
 def drop_network(cells: Cells, points: np.ndarray, sites_xy: np.ndarray,

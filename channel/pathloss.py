@@ -221,19 +221,15 @@ class Tr38901(PathLossModel):
         times its state's sigma; each client's indoor state, O2I loss and height kept from
         its `drop` (an indoor client moves inside its building), each link's effective
         environment height `environment_m` too. At the drop's own distances, states, normals
-        and heights these are draw_links's losses to the bit (the same operations, site by
-        site)."""
+        and heights these are draw_links's losses to the bit (the same operations, element by
+        element)."""
         h_ut = drop.h_ut_m
-        basic, shadowing = np.empty(d2d_m.shape), np.empty(d2d_m.shape)
-        for s in range(d2d_m.shape[1]):
-            d = d2d_m[:, s]
-            h_e = (environment_m if np.ndim(environment_m) == 0
-                   else np.asarray(environment_m)[:, s])
-            args = (self.table, d, self.carrier_hz, self.bs_height_m, h_ut, h_e)
-            basic[:, s] = np.where(los[:, s], tr38901.pathloss_los_db(*args),
-                                   tr38901.pathloss_nlos_db(*args))
-            shadowing[:, s] = normals[:, s] * tr38901.shadowing_std_db(
-                self.table, los[:, s], d, self.carrier_hz, self.bs_height_m, h_ut)
+        # every site at once (element by element: the numbers of a site at a time)
+        args = (self.table, d2d_m, self.carrier_hz, self.bs_height_m, h_ut[:, None],
+                np.asarray(environment_m, float))
+        basic = np.where(los, tr38901.pathloss_los_db(*args), tr38901.pathloss_nlos_db(*args))
+        shadowing = normals * tr38901.shadowing_std_db(
+            self.table, los, d2d_m, self.carrier_hz, self.bs_height_m, h_ut[:, None])
         return LinkLosses(basic, shadowing, np.asarray(los, dtype=bool), drop.o2i_db,
                           drop.indoor, h_ut, None, np.asarray(normals, float),
                           np.broadcast_to(environment_m, d2d_m.shape).astype(float),

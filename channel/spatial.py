@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import ndtr
 
 #: cosines a field sums (its values' distribution within a few per cent of the normal's)
-COMPONENTS = 512
+COMPONENTS = 256
 
 
 @dataclass(frozen=True)

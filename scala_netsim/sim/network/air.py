@@ -134,8 +134,9 @@ class Air:
         hear of it changed: the block's sender is marked unknown so that the settle re-rates
         all of them). One waiting for a block (round robin) joins at the new gain. A client
         with nothing of this direction in flight (a fading block that begins with its
-        transfer) changes nothing here until it joins. Its serving cell stays (a handover is a
-        new transfer, not a new gain: the seam for mobility, docs/model/network.md)."""
+        transfer) changes nothing here until it joins. Its serving cell stays (a handover takes
+        the transfer off this cell's air first: NetworkLink._handing_over; its floor, under
+        other users' load in its mean, read again where `floor_of` says)."""
         if not self._clients.get(client) and not any(
                 shared.client == client for waiting in self._waiting.values()
                 for shared in waiting):

@@ -25,7 +25,7 @@ cell: TS 38.304's cell re-selection taken as done by the time it next sends)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
@@ -33,7 +33,7 @@ import simpy
 from channel import db_to_linear
 from channel.handover import A3, A3Monitor
 from channel.moving import MovingLinks
-from channel.network import Cells, LinkLosses, couple, link_geometry
+from channel.network import Cells, LinkLosses, couple_with_beam, link_geometry
 from scala_netsim.sim.network.movement import Movement
 from scala_netsim.sim.network.radio_map import RadioMap
 
@@ -55,15 +55,24 @@ class Antennas:
     bs_height_m: float
     panel_rows: int | None
     panel_columns: int | None
+    #: the last links' coupling (both kinds), and the links themselves (held, so that their
+    #: id in the key is theirs)
+    _last: dict = field(default_factory=dict, compare=False, repr=False)
 
     def coupling_db(self, points: np.ndarray, losses: LinkLosses, serving: np.ndarray,
                     beam: bool = True) -> np.ndarray:
         """(clients, cells) coupling gains (dB) of links `losses` at `points`: with `beam`
         the panel's beam toward each client from its `serving` cell (drop_network's), else
-        each cell's column alone."""
-        geometry = link_geometry(points, self.sites_xy, self.offsets)
-        return couple(self.cells, geometry, losses, self.downtilt_deg, self.bs_height_m,
-                      self.panel_rows, self.panel_columns if beam else None, serving)[1]
+        each cell's column alone. The last links' numbers are kept: a move asks for both."""
+        key = (points.tobytes(), id(losses), np.asarray(serving).tobytes())
+        if self._last.get("key") != key:
+            geometry = link_geometry(points, self.sites_xy, self.offsets)
+            _, column, _, gain = couple_with_beam(
+                self.cells, geometry, losses, self.downtilt_deg, self.bs_height_m,
+                self.panel_rows, self.panel_columns, serving)
+            self._last.update(key=key, losses=losses, column=column,
+                              beam=column if gain is None else column + gain)
+        return self._last["beam" if beam else "column"]
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,14 @@ power control and the NR blocks (`serving_gain`, the large-scale gain to the ser
 the link's records, and the books (`coupling`, which the re-derivation of rates multiplies by
 the recorded or re-drawn rows, as the air did). A post that lands while the client has a
 transfer on the air re-rates it there (the air watches the map: Air.regained). A client
-that moves (issue 64) changes its large-scale gains (`move`); `coupling` stays the drop's,
-which the books, the link's air record and the background users' floors still read: a run
-that moves clients is not wired yet.
+that moves (issue 64) changes its large-scale gains (`move`) and, handed over, its serving
+cell (`serve`); `coupling` stays the drop's, and the books take a moved client's gains from
+its moves (books.moves.Moves: mobility.csv's positions, drawn again).
 
 Each post is recorded in the run's files (the fading record's rows) or drawn again from the
-seed (fading in blocks of time), so the map the air used can be rebuilt from the files alone;
-the coupling itself is the drop's (clients.csv's serving link, and every cell's in the
-network's records)."""
+seed (fading in blocks of time), and each move in mobility.csv, so the map the air used can
+be rebuilt from the files and the seed; the coupling itself is the drop's (clients.csv's
+serving link, and every cell's in the network's records)."""
 
 from __future__ import annotations
 
