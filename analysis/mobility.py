@@ -115,19 +115,19 @@ def times(comparison: pd.DataFrame, root: Path) -> pd.DataFrame:
 
 
 def answers(table: pd.DataFrame, handovers: pd.DataFrame) -> list[str]:
-    t = table.set_index(["algorithm", "case"])
-    h = handovers.groupby(["algorithm", "case"]).agg(
+    t = {(r["algorithm"], r["case"]): r for r in table.to_dict("records")}
+    h = {(r["algorithm"], r["case"]): r for r in handovers.groupby(["algorithm", "case"]).agg(
         per_client_hour=("per_client_hour", "mean"), per_round=("per_round", "mean"),
         held=("transfers_held", "mean"), lost=("interruption_s", "mean"),
-        share=("interruption_share", "mean"), moves=("moves", "mean"))
+        share=("interruption_share", "mean"), moves=("moves", "mean")
+    ).reset_index().to_dict("records")}
     lines = []
     for case in [c for c in CASES if c != "static"]:
         parts = []
         for algorithm in NAMES:
-            if (algorithm, case) not in t.index:
+            if (algorithm, case) not in t:
                 continue
-            row: dict = t.loc[(algorithm, case)].to_dict()
-            hr: dict = h.loc[(algorithm, case)].to_dict()
+            row, hr = t[(algorithm, case)], h[(algorithm, case)]
             parts.append(
                 f"{NAMES[algorithm]}: {hr['per_client_hour']:.1f} handovers a selected "
                 f"client-hour ({hr['per_round']:.2f} a round), {100 * hr['held']:.2f} % of its "
