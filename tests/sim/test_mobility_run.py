@@ -1,9 +1,8 @@
 """Clients that move and are handed over while the model trains (issue 64), end to end on a
-tiny network of 7 sites: with each thing the network runs (TDD, the NR link abstraction
-with the panel's beams, both per-instant schedulers, other users' traffic file by file or
-in its mean, fading in blocks of time, deadlines, over-selection, an asynchronous
-algorithm) every invariant holds, the rates derive again
-through the moves, each handover is justified by A3 from the positions, and no bits move
+tiny network of 7 sites: with each thing the network runs (TDD, the NR link abstraction with
+the panel's beams, both per-instant schedulers, block fading by the transfer or in blocks of
+time, other users' traffic file by file or in its mean, deadlines, over-selection, an
+asynchronous algorithm) every invariant holds, the rates derive again through the moves, each handover is justified by A3 from the positions, and no bits move
 during an interruption (run.problems: books.handovers); a run interrupted after a round
 resumes to the uninterrupted run's records; static clients leave a run as it was."""
 
@@ -47,7 +46,8 @@ FLUID = {"traffic": {"kind": "ftp3", "offered_load": 0.3, "model": "fluid"}}
         "kind": "rayleigh", "coherence": "time", "coherence_s": 0.05}}, {"deadline_s": 3.0},
                  marks=pytest.mark.slow),
     pytest.param("splitfed_v1", {"mobility": {"kind": "random_direction",
-                                              "vehicle_share": 0.5}},
+                                              "vehicle_share": 0.5},
+                                 "fading": {"kind": "rayleigh", "coherence": "transfer"}},
                  {"over_selection": 0.3}, marks=pytest.mark.slow),
     pytest.param("fedbuff", {}, {}, marks=pytest.mark.slow),
 ])
