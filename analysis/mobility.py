@@ -3,9 +3,9 @@ number in its report comes from the tables beside it:
 
     python -m analysis.mobility RESULTS --out docs/studies/mobility
 
-- handovers.csv: per run (algorithm, case, seed), from its full records where they are there
-  (events.csv, handovers.csv, mobility.csv of a fresh re-timing; the kept slim runs hold
-  none, so it is read back from --out): the moves and handovers, handovers per selected
+- RESULTS/handovers.csv: per run (algorithm, case, seed), from its full records where they
+  are there (events.csv, handovers.csv, mobility.csv of a fresh re-timing, written beside its
+  comparison.csv; the kept slim runs hold none, so it is read back from there): the moves and handovers, handovers per selected
   client-hour (over the 10 clients a round and the run's simulated hours) and per round, the
   share of transfers that a handover held back (events.csv `handovers` above 0), and the
   time those transfers spent in an interruption (each handover's [t, t + interruption) met
@@ -154,7 +154,7 @@ def report(table: pd.DataFrame, handovers: pd.DataFrame) -> str:
         "(issue 64)", "",
         "Built by `python -m analysis.mobility RESULTS --out docs/studies/mobility` from the "
         "study's run records (kept slim in `results/`; the handover numbers, which need the "
-        "full records, in handovers.csv). The runs:", "", f"    {COMMAND}", "",
+        "full records, in results/handovers.csv). The runs:", "", f"    {COMMAND}", "",
         "The headline's kept SCALA and FedAvg trainings (the paper's setting, the authors' "
         "AlexNet, 500 rounds, seeds 0-2), each re-timed on 3GPP's n78 macro deployment cut to "
         "7 sites (uma_n78: ISD 500 m, wraparound, 38.901 UMa at 3.5 GHz, 80 % of the clients "
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     full = all(run_file(args.results / f, EVENTS_CSV).is_file() for f in comparison["folder"])
-    kept = args.out / "handovers.csv"
+    kept = args.results / "handovers.csv"
     if full:
         handovers = handover_table(comparison, args.results)
         handovers.to_csv(kept, index=False)
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     table = times(comparison, args.results)
     table.to_csv(args.out / "times.csv", index=False)
     (args.out / "report.md").write_text(report(table, handovers))
-    print(f"wrote {args.out / 'times.csv'}, {kept} and {args.out / 'report.md'}")
+    print(f"wrote {args.out / 'times.csv'} and {args.out / 'report.md'} ({kept})")
     return 0
 
 

@@ -4,7 +4,8 @@ transfer's rate again needs (books.blocks.AirSettings), read back from the folde
 alone (`air_settings_of`): scenario.yaml (the bands, the noise, interference, the TDD frame,
 the NR tables, the fading and its seed), coupling.csv (the gains) and fading.csv (each
 transfer's |h|^2 to every cell), the same settings the run's link checked itself with
-(NetworkLink.air_record), the coupling to the bit."""
+(NetworkLink.air_record), the coupling to the bit; with moving clients, mobility.csv's
+moves, each one's gains drawn again from its position through the scenario's moving links."""
 
 from __future__ import annotations
 
@@ -14,15 +15,23 @@ import numpy as np
 
 import channel
 from scala_netsim.books.blocks import AirSettings
+from scala_netsim.books.moves import Moves
 from scala_netsim.config.scenario import Scenario, validate_scenario
 from scala_netsim.core.columns import COUPLING_COLUMNS, FADING_ATTEMPT_COLUMNS
 from scala_netsim.core.errors import DamagedRunError
-from scala_netsim.core.files import COUPLING_CSV, FADING_CSV, SCENARIO_YAML, run_file
+from scala_netsim.core.files import (
+    COUPLING_CSV,
+    FADING_CSV,
+    MOBILITY_CSV,
+    SCENARIO_YAML,
+    run_file,
+)
 from scala_netsim.core.results import damaged_hint, read_record, read_written_yaml
 from scala_netsim.core.seeds import Seeds
-from scala_netsim.runner.world import network_settings
+from scala_netsim.runner.world import network_cell, network_settings
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.network.fading import NetworkFading, blocks_of_time
+from scala_netsim.sim.network.movement import MOVE_COLUMNS
 from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.settings import NetworkSettings
@@ -86,14 +95,37 @@ def air_settings_of(folder: Path | str) -> AirSettings:
     network_fading = (NetworkFading(fading, Seeds(scenario.seed).sequence("fading"),
                                     coupling.shape[1]) if fading.fades else None)
     coherence_s, draw_block = blocks_of_time(network_fading)
-    load_floor, load_share = fluid_load(_load_terms(scenario, s, coupling), s)
+    terms = _load_terms(scenario, s, coupling)
+    load_floor, load_share = fluid_load(terms, s)
+    moves = _moves(folder, scenario)
     return AirSettings(
         blocks={d.value: n for d, n in s.blocks.items()}, block_hz=s.block_hz,
         noise_w={d.value: s.noise_w_per_hz(d) * s.block_hz for d in channel.Direction},
         interference=s.interference, coupling=coupling, frame=s.frame,
         nr=None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
         fades=fades, fade_key=fade_key, coherence_s=coherence_s, draw_block=draw_block,
-        load_floor=load_floor, load_share=load_share)
+        load_floor=load_floor, load_share=load_share, moves=moves,
+        moved_floor=None if terms is None or moves is None else (
+            lambda d, gains, cell: terms.moved_floor(channel.Direction(d), gains, cell)))
+
+
+def _moves(folder: Path, scenario: Scenario) -> Moves | None:
+    """A moving network's moves (mobility.csv), each one's gains drawn again from its
+    position and cell through the scenario's moving links (the world's, from its seed);
+    None where its clients stood still."""
+    if not run_file(folder, MOBILITY_CSV).is_file():
+        return None
+    table = read_record(folder, MOBILITY_CSV)
+    if tuple(table.columns) != MOVE_COLUMNS:
+        raise DamagedRunError(f"{run_file(folder, MOBILITY_CSV)}: columns "
+                              f"{list(table.columns)}, not {list(MOVE_COLUMNS)}; "
+                              f"{damaged_hint(folder)}")
+    network = network_cell(scenario, Seeds(scenario.seed)).network
+    assert network is not None and network.mobile is not None    # (it moved its clients)
+    mobile = network.mobile
+    rows = [(int(k), float(t), float(x), float(y), float(w), int(c))
+            for k, t, x, y, w, c in table.itertuples(index=False, name=None)]
+    return Moves(rows, mobile.coupling_at)
 
 
 def _load_terms(scenario: Scenario, settings: NetworkSettings,

@@ -90,3 +90,29 @@ def test_a_coupling_record_with_a_gain_missing_is_refused_naming_it(make_run, tm
     (tmp_path / COUPLING_CSV).write_text("".join(lines[:5] + lines[6:]))
     with pytest.raises(DamagedRunError, match=r"coupling\.csv: not every client's gain"):
         read_coupling(tmp_path)
+
+
+def test_a_moving_run_derives_its_rates_again_from_its_files_alone(make_run, tmp_path):
+    """Clients driving at 120 km/h under round robin with other users' load in its mean:
+    mobility.csv's moves, drawn again through the scenario's moving links, give every rate
+    (each moved client's downlink floor too); a move's position shifted by a metre does
+    not."""
+    network = {**NETWORK, "scheduler": "round_robin",
+               "traffic": {"kind": "ftp3", "offered_load": 0.3, "model": "fluid"},
+               "mobility": {"kind": "random_waypoint", "vehicle_share": 1.0,
+                            "vehicle_speed_kmh": 120.0}}
+    run = written_run(make_run, tmp_path, network)
+    assert len(run.link.mobility.handover_rows) > 0
+    settings = air_settings_of(tmp_path)
+    air, events = read_record(tmp_path, AIR_CSV), read_record(tmp_path, EVENTS_CSV)
+    assert air_rate_problems(air, events, settings) == []
+    rows = list(settings.moves.rows)
+    clients = events["client_id"].to_numpy()[air["event_index"].to_numpy()]
+    on_air = [j for j, (k, t, *_) in enumerate(rows)
+              if ((clients == k) & (air["start_s"] < t) & (air["end_s"] > t)).any()]
+    i = on_air[0]                      # (a move while its client was on the air)
+    k, t, x, y, walked, cell = rows[i]
+    rows[i] = (k, t, x + 1.0, y, walked, cell)
+    shifted = dataclasses.replace(settings, moves=type(settings.moves)(
+        rows, settings.moves.coupling_at))
+    assert air_rate_problems(air, events, shifted) != []
