@@ -4,12 +4,13 @@ number in its report comes from the tables beside it:
     python -m analysis.mobility RESULTS --out docs/studies/mobility
 
 - RESULTS/handovers.csv: per run (algorithm, case, seed), from its full records where they
-  are there (events.csv, handovers.csv, mobility.csv of a fresh re-timing, written beside its
-  comparison.csv; the kept slim runs hold none, so it is read back from there): the moves and handovers, handovers per selected
-  client-hour (over the 10 clients a round and the run's simulated hours) and per round, the
-  share of transfers that a handover held back (events.csv `handovers` above 0), and the
-  time those transfers spent in an interruption (each handover's [t, t + interruption) met
-  with its client's transfers in flight), in all and as a share of the transfers' time;
+  are there (events.csv, handovers.csv, mobility.csv of a fresh re-timing, written beside
+  its comparison.csv; the kept slim runs hold none, so it is read back from there): the
+  moves and handovers, handovers per selected client-hour (over the 10 clients a round and
+  the run's simulated hours) and per round, the share of transfers that a handover held back
+  (events.csv `handovers` above 0), and the time those transfers spent in an interruption
+  (each handover's [t, t + interruption) met with its client's transfers in flight), in all
+  and as a share of the transfers' time;
 - times.csv: per algorithm and case, the time to 80 % (mean and each seed), each seed's
   median round and the median over rounds of each round's time over the static case's same
   round (the same learning: round r is the same clients' work), and the time to 80 % over

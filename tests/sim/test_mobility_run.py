@@ -2,9 +2,10 @@
 tiny network of 7 sites: with each thing the network runs (TDD, the NR link abstraction with
 the panel's beams, both per-instant schedulers, block fading by the transfer or in blocks of
 time, other users' traffic file by file or in its mean, deadlines, over-selection, an
-asynchronous algorithm) every invariant holds, the rates derive again through the moves, each handover is justified by A3 from the positions, and no bits move
-during an interruption (run.problems: books.handovers); a run interrupted after a round
-resumes to the uninterrupted run's records; static clients leave a run as it was."""
+asynchronous algorithm) every invariant holds, the rates derive again through the moves,
+each handover is justified by A3 from the positions, and no bits move during an interruption
+(run.problems: books.handovers); a run interrupted after a round resumes to the
+uninterrupted run's records; static clients leave a run as it was."""
 
 import copy
 
