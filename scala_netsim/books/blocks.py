@@ -236,13 +236,6 @@ class AirSettings:
                 if row >= 0:
                     floor[i] = self.moves.floor(row, int(cell[i]), moved_floor)
         return floor
-        moved = self.moves.moved(client, t)
-        if moved.any():
-            floor = floor.copy()
-            large = self.moves.large(self.coupling, client[moved], t)
-            floor[moved] = [self.moved_floor(direction, g, int(c))
-                            for g, c in zip(large, cell[moved], strict=True)]
-        return floor
 
     @functools.cached_property
     def _fade_rows(self) -> dict[tuple[int, int], np.ndarray] | None:

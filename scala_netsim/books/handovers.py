@@ -38,16 +38,20 @@ def handover_problems(moves: Sequence[tuple], handovers: Sequence[tuple], air: p
     HANDOVER_COLUMNS), `air` air.csv, `events` events.csv."""
     problems = _position_problems(moves, position)
     by_client: dict[int, list[Move]] = {}
-    for row in moves:
-        move = Move(*row)
-        by_client.setdefault(int(move.client_id), []).append(move)
+    for row in moves:          # (a later row at the same instant replaces the earlier one:
+        move = Move(*row)      # a re-selection or a handover re-points the beam there)
+        mine = by_client.setdefault(int(move.client_id), [])
+        if mine and mine[-1].t_s == move.t_s:
+            mine[-1] = move
+        else:
+            mine.append(move)
     for row in handovers:
         h = Handover(*row)
-        mine = by_client.get(int(h.client_id))
-        if mine is None:
+        moved = by_client.get(int(h.client_id))
+        if moved is None:
             problems.append(f"handover of client {h.client_id} at {h.t_s:.9g} s: no move of it")
             continue
-        problems.extend(_a3_problems(h, mine, event, rsrp_at))
+        problems.extend(_a3_problems(h, moved, event, rsrp_at))
     return problems + _interruption_problems([Handover(*h) for h in handovers], air, events)
 
 

@@ -113,6 +113,12 @@ class HandoverConfig(Strict):
             A3(self.a3_offset_db, self.hysteresis_db, self.time_to_trigger_s)
         except ValueError as error:     # (its message names handover.<key>: the key alone)
             raise ValueError(str(error).removeprefix("handover.")) from None
+        if self.a3_offset_db + self.hysteresis_db < 0:
+            raise ValueError(f"a3_offset_db: {self.a3_offset_db:g} with hysteresis_db "
+                             f"{self.hysteresis_db:g} makes A3 hold both ways at once (a "
+                             f"neighbour better by offset + hysteresis < 0): a client would "
+                             f"be handed back and forth for ever; allowed: a3_offset_db + "
+                             f"hysteresis_db >= 0")
         return self
 
     @property

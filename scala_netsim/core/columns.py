@@ -38,7 +38,8 @@ NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
 #: retransmissions (HARQ round trips); NaN, NaN, 0, 0 for everything else
 NR_TRANSFER_COLUMNS = ("mcs", "bler", "transmissions", "harq_wait_s")
 #: after them with moving clients (network.mobility): the handovers of the transfer's client
-#: while it was in flight (0 for everything else)
+#: while it was in flight, and one begun before it whose interruption held it back when it
+#: would join the air (0 for everything else)
 MOBILITY_TRANSFER_COLUMNS = ("handovers",)
 
 # --- demands.csv -------------------------------------------------------------------------

@@ -94,3 +94,15 @@ def test_a_refusal_names_the_key_the_value_and_what_is_allowed(mobility, handove
 def test_a_written_scenario_reads_back(mobility, handover):
     written = scenario(mobility, handover)
     assert validate_scenario(yaml.safe_load(scenario_yaml(written))) == written
+
+
+def test_an_offset_and_hysteresis_that_let_a3_hold_both_ways_are_refused():
+    """Review of issue 64: a3_offset_db + hysteresis_db < 0 lets a neighbour and the serving
+    cell each be 'better' than the other; with no time to trigger a client was handed back
+    at the very instant, for ever."""
+    with pytest.raises(ScenarioError) as error:
+        scenario(MOVING, {"a3_offset_db": -3.0, "hysteresis_db": 0.0,
+                          "time_to_trigger_s": 0.0})
+    assert ("network.handover.a3_offset_db: -3 with hysteresis_db 0 makes A3 hold both ways "
+            "at once") in str(error.value)
+    assert scenario(MOVING, {"a3_offset_db": -3.0, "hysteresis_db": 3.0}).network.handover

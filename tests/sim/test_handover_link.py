@@ -78,22 +78,29 @@ class OmniCells:
         return np.stack([gain_db(float(x)) for x, _ in points])
 
 
-def driving_upload():
-    """The upload from 0 on the link: -> env, link, log, its end."""
+def driving_link(backhaul=None, drops=None):
+    """The link of the driving client (its cells, round robin, the moves): -> env, it, log."""
     cell = Cell(np.array([X0]), np.array([0.0]), np.array([1e9]), 1e13, 20e6, 20e6,
                 network=NetworkView(channel.network.Cells(np.array([0, 1]), SITES[:, 0],
                                                           SITES[:, 1], np.full(2, np.nan)),
                                     np.array([0]), channel.db_to_linear(gain_db(X0))[None]))
     settings = NetworkSettings({Direction.UPLINK: BLOCKS, Direction.DOWNLINK: BLOCKS},
-                               BLOCK_HZ, NOISE_W / BLOCK_HZ, 0.2, 1.0,
+                               BLOCK_HZ, NOISE_W / BLOCK_HZ, 0.2, 1.0, backhaul=backhaul,
                                scheduler="round_robin")
     mobile = Mobile(LineLinks(), OmniCells(), np.array([UPDATE_M]), A3(3.0, 1.0, TTT),
                     INTERRUPTION, 0.0)
     env, log = simpy.Environment(), EventLog()
     link = NetworkLink(env, cell, settings, channel.EqualShareAllocator(),
-                       channel.AdaptiveShannonLink(0.2, 1.0, 20e6, -174.0), log, mobile=mobile)
+                       channel.AdaptiveShannonLink(0.2, 1.0, 20e6, -174.0), log, drops=drops,
+                       mobile=mobile)
     demand = channel.LinkDemand(np.arange(1), cell.gain_linear, np.zeros(1), np.zeros(1))
     link.begin_round(1, {d: demand for d in Direction})
+    return env, link, log
+
+
+def driving_upload():
+    """The upload from 0 on the link: -> env, link, log, its end."""
+    env, link, log = driving_link()
     ends = {}
 
     def go():
@@ -167,3 +174,32 @@ def test_a_transfer_spanning_a_handover_ends_where_its_rates_say():
     # the move at the handover: the last update's point, coupled toward the new cell
     assert at_handover["serving_cell"].tolist()[-1] == 1
     assert before < 8.0 * PAYLOAD
+
+
+def test_a_download_cut_after_its_handover_keeps_its_backhaul_time_and_counts_in_flight():
+    """Review of issue 64: a download across a backhaul (0.5 s and 1 Gbit/s), handed over at
+    4.456 s and cut by a drop at 6 s, spent 0.5 s and its bits' time on the backhaul, not up
+    to its second air time; while it waits out the interruption it is in flight (an
+    asynchronous run is not saved then)."""
+    from scala_netsim.sim.drops import Drops
+
+    drops = Drops()
+    drops.begin(1, [0])
+    env, link, log = driving_link(backhaul=(0.5, 1e9), drops=drops)
+    link.download(Message(0, PAYLOAD), EventKind.MODEL_DOWNLOAD, 0)
+    t_handover = by_hand()[0]
+    seen = {}
+
+    def watch():
+        yield env.timeout(t_handover + INTERRUPTION / 2)
+        seen["in_flight"] = link.in_flight
+        yield env.timeout(6.0 - env.now)
+        drops.cut(0)
+    env.process(watch())
+    env.run(until=10.0)
+    assert seen["in_flight"] == 1
+    transfers = pd.DataFrame(link.transfer_rows, columns=list(link._books.columns))
+    assert transfers["handovers"].tolist() == [1]
+    assert transfers["backhaul_s"].iloc[0] == pytest.approx(0.5 + 8.0 * PAYLOAD / 1e9,
+                                                            rel=1e-12)
+    assert log.rows[0][1] == pytest.approx(6.0, rel=1e-12)

@@ -44,7 +44,7 @@ FLUID = {"traffic": {"kind": "ftp3", "offered_load": 0.3, "model": "fluid"}}
                                        "record_files": True}}, {},
                  marks=pytest.mark.slow),
     pytest.param("fedavg", {"scheduler": "proportional_fair", "fading": {
-        "kind": "rayleigh", "coherence": "time", "coherence_s": 0.05}}, {"deadline_s": 3.0},
+        "kind": "rayleigh", "coherence": "time", "coherence_s": 0.05}}, {"deadline_s": 30.0},
                  marks=pytest.mark.slow),
     pytest.param("splitfed_v1", {"mobility": {"kind": "random_direction",
                                               "vehicle_share": 0.5},

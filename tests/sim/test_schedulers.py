@@ -242,3 +242,13 @@ def test_a_proportional_fair_run_whose_sets_of_blocks_are_not_ranges_derives_aga
     for _, runs in frame[again].groupby(["event_index", "start_s"]):
         ends = (runs["first_block"] + runs["blocks"]).to_numpy()
         assert (runs["first_block"].to_numpy()[1:] > ends[:-1]).all()     # gaps between
+
+
+def test_a_book_with_no_decision_has_no_problem():
+    """Review of issue 64: a proportional-fair scheduler that never decided (every client of
+    the direction dropped before it sent: a deadline shorter than the downloads) broke its
+    book's reading."""
+    from scala_netsim.sim.network.pf_book import DecisionBook, decision_problems
+
+    assert DecisionBook().decisions() == []
+    assert decision_problems(DecisionBook(), 10, 0.98, 1e-3) == []

@@ -97,6 +97,9 @@ class Air:
         self._parked: set[int] = set()
         #: each client's slots in flight (a watcher's post concerns the air only where any)
         self._clients: dict[int, int] = {}
+        #: the radio map's rows of clients that move (0..moving-1; issue 64): one below the
+        #: lowest MCS waits for its next move rather than stopping the run
+        self.moving = 0
         #: under other users' load in its mean, the floor a client's transfer in a cell sees
         #: now (its downlink's moves with it: issue 64), read again when its gains change;
         #: None: a transfer keeps the floor it joined with
@@ -360,7 +363,8 @@ class Air:
         until its SINR changes. One that nobody interferes with never would (its SNR is fixed
         on its blocks), nor would any when no transfer of this direction will ever end (`end`
         infinite: each waits for another's interference to stop): the run stops, naming
-        them. Not under fading in blocks of time: every block brings a fresh channel."""
+        them. Not under fading in blocks of time: every block brings a fresh channel; nor for
+        a moving client (`moving`), whose next move does."""
         if self.fades_in_time:           # its channel changes at the next block's boundary
             return
         flows = self.flows[:self._used]
@@ -368,7 +372,10 @@ class Air:
         if not any_quiet and not (math.isinf(end) and any_stopped):
             return
         stopped = ((flows[:, grid.RATE] == 0.0) & (self.ints[:self._used, grid.COUNT] > 0)
-                   & np.isfinite(flows[:, grid.BITS]))
+                   & np.isfinite(flows[:, grid.BITS])
+                   & (self.ints[:self._used, grid.CLIENT] >= self.moving))
+        if not stopped.any():           # (moving clients' wait for their next move)
+            return
         quiet = stopped & (flows[:, grid.INTERFERENCE] == 0.0)
         stuck = np.flatnonzero(quiet if quiet.any() else stopped)
         names = []

@@ -104,9 +104,11 @@ class NetworkLink:
         #: the one owner of every client's gains and serving cell (fading posts its rows there)
         self.radio = RadioMap.of(cell)
         # (a transfer below the lowest MCS waits for its channel to change where it will: the
-        # next fading block of time, or its client's next move)
-        self._air = self._airs((fading is not None and fading.fading.per_time)
-                               or mobile is not None)
+        # next fading block of time, or its moving client's next move: Air.moving)
+        self._air = self._airs(fading is not None and fading.fading.per_time)
+        if mobile is not None:
+            for air in self._air.values():
+                air.moving = len(cell.network.serving)
         self._backhaul = Backhaul(env, settings.backhaul)
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
                                     self.air_rows, self.fade_rows, mobile is not None)
@@ -238,7 +240,11 @@ class NetworkLink:
     @property
     def in_flight(self) -> int:
         """Transfers on the air or the backhaul now (an asynchronous run is saved only when
-        none is: a network's transfer has no end known in advance to save)."""
+        none is: a network's transfer has no end known in advance to save); with moving
+        clients every transfer sent and not recorded (one off the air in a handover's
+        interruption, its grant's or HARQ's wait too)."""
+        if self.mobility is not None:
+            return sum(len(flying) for flying in self._flying.values())
         return (sum(air.in_progress for air in self._air.values())
                 + self._backhaul.in_flight)
 
@@ -417,6 +423,8 @@ class NetworkLink:
     def _decoded(self, t: Transfer, crossed: Flow, backhaul_s: float) -> None:
         if t.direction is Direction.UPLINK:
             t.stage = Stage.BACKHAUL
+            if t.legs:                     # (handed over: up its last cell's backhaul)
+                t.backhaul = self._backhaul.pool(t.direction, t.cell)
             self._backhaul.cross(t.backhaul, t.bits, lambda s: self._done(t, crossed, s), t)
         else:
             self._done(t, crossed, backhaul_s)
@@ -462,7 +470,7 @@ class NetworkLink:
                 if flow.stretches and math.isnan(flow.stretches[-1][3]):
                     flow.stretches[-1][3] = self.env.now      # (parked: its last stretch)
                 t.legs.append((t.cell, flow))
-                t.left -= moved
+                t.left = max(t.left - moved, 0.0)   # (a sliver the clock's rounding left)
             t.air, t.stage = None, Stage.HANDOVER
             self.env.timeout(interruption_s).callbacks.append(self._rejoin(t))
 

@@ -228,10 +228,12 @@ class Mobility:
         monitor.measure(self.env.now, rsrp)
         self._arm(client)
 
-    # --- checkpoints: between rounds, nobody connected ---------------------------------
+    # --- checkpoints: between rounds (the next one's begin releases every client) ---------
     def state(self) -> dict:
         """What a resumed run needs: the records so far, every client's large-scale gains
-        and serving cell on the map, the interruptions."""
+        and serving cell on the map, the interruptions (saved between rounds, or in an
+        asynchronous run with nothing in flight: NetworkLink.in_flight counts a transfer in
+        a handover's interruption too)."""
         return {"moves": list(self.movement.rows), "handovers": list(self.handover_rows),
                 "large": self.radio.large_scale_all().tolist(),
                 "serving": self.radio.serving.tolist(),

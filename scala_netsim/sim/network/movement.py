@@ -1,5 +1,6 @@
 """Clients that move on the radio map (issue 64), a SimPy process a client: while a client is
-followed (connected: selected for a round or with a transfer in flight), every `update_m`
+followed (connected: from a transfer until it goes idle, scala_netsim.sim.network.mobile),
+every `update_m`
 metres it walks its links are drawn again where it stands (channel.moving.MovingLinks, then
 its coupling gains by the network's antennas toward its serving cell) and posted on the radio
 map (RadioMap.move), which re-rates what it has on the air; never per slot. A client not

@@ -62,7 +62,7 @@ class DecisionBook:
     def decisions(self) -> list[tuple[float, int, np.ndarray]]:
         """Each decision as (instant, cell, its rows)."""
         table = self.table()
-        ends = list(self.firsts[1:]) + [len(table)]
+        ends = list(self.firsts[1:]) + [len(table)] if len(self.firsts) else []
         return [(t, c, table[first:end]) for t, c, first, end
                 in zip(self.instants, self.cells, self.firsts, ends, strict=True)]
 

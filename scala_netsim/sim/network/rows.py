@@ -79,12 +79,13 @@ def _time_averaged(stretches: list[list]) -> tuple[float, float]:
     return blocks, math.fsum(s * p for s, p in zip(spans, powers, strict=True)) / total
 
 
-def joined(legs: list[Flow]) -> Flow:
+def joined(legs: list[Flow], bits: float) -> Flow:
     """A transfer's air times in several cells (its client handed over between them) as one
-    Flow for its record: its bits and time summed, its SINR and interference integrated
-    over them all, its stretches one after another, its last values the last leg's."""
+    Flow for its record of `bits` (what it moved in them all): its time summed, its SINR and
+    interference integrated over them all, its stretches one after another, its last values
+    the last leg's."""
     first, last = legs[0], legs[-1]
-    out = Flow(math.fsum(f.bits for f in legs), first.start, _unused)
+    out = Flow(bits, first.start, _unused)
     out.end, out.rate, out.sinr, out.interference_w = last.end, last.rate, last.sinr, \
         last.interference_w
     out.held_s = math.fsum(f.held_s for f in legs)
@@ -118,6 +119,7 @@ class TransferBooks:
         self.env, self.log, self.settings, self.radio = env, log, settings, radio
         self.transfer_rows, self.air_rows, self.fade_rows = transfer_rows, air_rows, fade_rows
         nr = () if settings.nr is None else NR_TRANSFER_COLUMNS
+        self.mobile = mobile
         moving = MOBILITY_TRANSFER_COLUMNS if mobile else ()
         self.columns = (*TRANSFER_COLUMNS, *NETWORK_TRANSFER_COLUMNS, *nr, *moving)
         #: a transfer's row from its values by column name, in the declared order
@@ -143,7 +145,7 @@ class TransferBooks:
         attempts = 1
         legs = [*t.legs, *(() if air is None else ((t.cell, air),))]
         if legs:                # (several: its client handed over while it was on the air)
-            air = legs[0][1] if len(legs) == 1 else joined([f for _, f in legs])
+            air = legs[0][1] if len(legs) == 1 else joined([f for _, f in legs], bits)
         if air is None:
             mean_blocks, power_w = 0, math.nan
         else:
@@ -194,7 +196,8 @@ class TransferBooks:
         sending = 0.0 if air is None else air.sending_s
         harq_s = 0.0 if air is None else nr.tail_s(air.tbler)
         if cut and air is not None:
-            harq_s = min(harq_s, self.env.now - air.end)
+            harq_s = (0.0 if t.air is None      # (cut off the air, in a handover)
+                      else min(harq_s, self.env.now - air.end))
         mcs, bler = ((air.mcs_area / sending, air.tbler_area / sending)
                      if air is not None and sending > 0 else (math.nan, math.nan))
         return dict(mcs=mcs, bler=bler,
@@ -213,4 +216,7 @@ class TransferBooks:
             last = arq.fades[-1] if arq.fades else None
         elif fade is not None:
             self.fade_rows.extend((index, cell, h2) for cell, h2 in enumerate(fade.tolist()))
+        if self.mobile:       # (its gain moved with it: as it ended, to its last cell)
+            row = last if last is not None else (fade if isinstance(fade, np.ndarray) else None)
+            return self.radio.faded(t.client, row)
         return t.gain if last is None else self.radio.faded(t.client, last)

@@ -137,8 +137,9 @@ class Transfer:
         backhaul_s = 0.0       # its time on the backhaul: up to now, or to its air time
         if self.pool is not None:    # where it crossed the backhaul first (a download)
             until = now
-            if self.air is not None and self.air.start >= self.pool[1].start:
-                until = self.air.start
+            first = self.legs[0][1] if self.legs else self.air    # (its first air time)
+            if first is not None and first.start >= self.pool[1].start:
+                until = first.start
             backhaul_s = until - self.pool[1].start
         moved_bits = (0.0 if moved is None else moved) + self.carried
         record(self, self.air, backhaul_s, (int(moved_bits / 8.0), moved_bits))
