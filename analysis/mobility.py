@@ -145,6 +145,26 @@ def answers(table: pd.DataFrame, handovers: pd.DataFrame) -> list[str]:
                 f"{row['time_to_0.8_s_per_seed']}), median round stretch "
                 f"{row['median_stretch']:.3f} (seeds {row['median_stretch_per_seed']})")
         lines.append(f"- **{CASES[case]}**. " + "; ".join(parts) + ".")
+    if all((a, c) in t for a in NAMES for c in ("pedestrians", "vehicles_120")):
+        speed = {a: t[(a, "vehicles_120")]["time_to_0.8_s"] / t[(a, "pedestrians")]
+                 ["time_to_0.8_s"] for a in NAMES}
+        share = {a: (h[(a, "vehicles_120")]["share"], h[(a, "vehicles_120")]["held"])
+                 for a in NAMES}
+        lines.append(
+            f"- **Which loses more.** From pedestrians to 30 % of the outdoor clients at "
+            f"120 km/h, SCALA's time to 80 % moves {100 * (speed['scala'] - 1):+.1f} % and "
+            f"FedAvg's {100 * (speed['fedavg'] - 1):+.1f} % (ratios of the seeds' means). At "
+            f"120 km/h a handover holds back {100 * share['fedavg'][1]:.2f} % of FedAvg's "
+            f"transfers (its one long upload a round spans one) against "
+            f"{100 * share['scala'][1]:.2f} % of SCALA's many short ones, but the "
+            f"interruptions take {100 * share['scala'][0]:.3f} % of SCALA's transfers' time "
+            f"and {100 * share['fedavg'][0]:.3f} % of FedAvg's: what either loses to the "
+            f"interruptions themselves is small; what moves the times is who the stragglers "
+            f"are (against static clients, times to 80 % of "
+            f"{t[('scala', 'vehicles_120')]['vs_static_0.8']:.2f}x and "
+            f"{t[('fedavg', 'vehicles_120')]['vs_static_0.8']:.2f}x: a client in a deep fade "
+            f"at its drop point stays the straggler of every round it is selected in, unless "
+            f"it moves).")
     return lines
 
 
