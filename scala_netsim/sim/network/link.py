@@ -103,12 +103,8 @@ class NetworkLink:
         self.turn_rows: list[tuple] = []
         #: the one owner of every client's gains and serving cell (fading posts its rows there)
         self.radio = RadioMap.of(cell)
-        # (a transfer below the lowest MCS waits for its channel to change where it will: the
-        # next fading block of time, or its moving client's next move: Air.moving)
-        self._air = self._airs(fading is not None and fading.fading.per_time)
-        if mobile is not None:
-            for air in self._air.values():
-                air.moving = len(cell.network.serving)
+        self._air = self._airs(fading is not None and fading.fading.per_time,
+                               0 if mobile is None else len(cell.network.serving))
         self._backhaul = Backhaul(env, settings.backhaul)
         self._books = TransferBooks(env, log, settings, self.radio, self.transfer_rows,
                                     self.air_rows, self.fade_rows, mobile is not None)
@@ -129,9 +125,11 @@ class NetworkLink:
         if self.background is not None and self.mobility is not None:
             self._moving_floors(self.background)
 
-    def _airs(self, fades_in_time: bool) -> dict[Direction, Air]:
+    def _airs(self, fades_in_time: bool, moving: int) -> dict[Direction, Air]:
         """Each direction's air on the radio map, its per-instant scheduler (none under
-        static: the round's grants)."""
+        static: the round's grants); a transfer below the lowest MCS waits for its channel to
+        change where it will (`fades_in_time`: the next fading block; the first `moving`
+        rows of the map, clients that move: their next move, Air.moving)."""
         settings = self.settings
         airs = {d: Air(self.env, self.radio, settings.blocks[d], settings.block_hz,
                        settings.noise_w_per_hz(d) * settings.block_hz, d is Direction.UPLINK,
@@ -139,6 +137,7 @@ class NetworkLink:
                        None if settings.nr is None else settings.nr.tables[d], fades_in_time)
                 for d in Direction}
         for d, air in airs.items():
+            air.moving = moving
             scheduler = schedulers.per_instant(settings.scheduler, settings.blocks[d],
                                                air.quiet_rate, settings.pf_beta,
                                                settings.slot_s)
