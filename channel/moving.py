@@ -32,7 +32,7 @@ from scipy.special import ndtr, ndtri
 
 from channel import layout, tr38901
 from channel.mobility import Path
-from channel.network import LinkLosses, link_geometry
+from channel.network import LinkLosses, geometry_of
 from channel.pathloss import Tr38901
 from channel.spatial import Field, Fields
 
@@ -58,6 +58,7 @@ class MovingLinks:
             kind: Fields([Field.draw(d, stream(kind, s)) for s in range(sites)])
             for kind, d in (("los", table.los_correlation_m), ("shadowing_los", d_los),
                             ("shadowing_nlos", d_nlos), ("shadowing_o2i", d_o2i))}
+        self._last_vectors: tuple[bytes, np.ndarray] = (b"", np.zeros((0, sites, 2)))
         # where each link was read at the drop: its site plus its vector to the client
         self._origins = self._reading_points(self.points)
         #: each client's fields at its links' origins, by kind (sites,): drawn when first asked
@@ -66,7 +67,16 @@ class MovingLinks:
     def _reading_points(self, points: np.ndarray) -> np.ndarray:
         """(clients, sites, 2): each site's position plus its nearest image's vector to the
         client, the point a link reads its site's fields at."""
-        return self.sites[None, :, :] + layout.nearest_image(points, self.sites, self.offsets)
+        return self.sites[None, :, :] + self.vectors(points)
+
+    def vectors(self, points: np.ndarray) -> np.ndarray:
+        """(points, sites, 2) each site's nearest image's vector to each point
+        (layout.nearest_image; the last points' kept: a move asks for them thrice)."""
+        points = np.asarray(points, float)
+        key = points.tobytes()
+        if self._last_vectors[0] != key:
+            self._last_vectors = (key, layout.nearest_image(points, self.sites, self.offsets))
+        return self._last_vectors[1]
 
     def _at_origins(self, k: int, kind: str) -> np.ndarray:
         """Client k's `kind` fields at its links' origins (sites,), drawn when first asked."""
@@ -84,7 +94,7 @@ class MovingLinks:
         drop = self.drop
         assert drop.los_uniform is not None and drop.shadowing_normal is not None
         assert drop.indoor_distance_m is not None and drop.environment_m is not None
-        geometry = link_geometry(np.asarray(points, float), self.sites, self.offsets)
+        geometry = geometry_of(self.vectors(points))
         reading = self._reading_points(np.asarray(points, float))
         indoor = drop.indoor[clients]
         d_in = drop.indoor_distance_m[clients]

@@ -59,7 +59,11 @@ def link_geometry(points: np.ndarray, sites_xy: np.ndarray,
                   offsets: np.ndarray | None) -> LinkGeometry:
     """Distances and azimuths from every site (its nearest wraparound image where `offsets`
     are given) to every client position."""
-    vectors = layout.nearest_image(points, sites_xy, offsets)
+    return geometry_of(layout.nearest_image(points, sites_xy, offsets))
+
+
+def geometry_of(vectors: np.ndarray) -> LinkGeometry:
+    """link_geometry of the (points, sites, 2) vectors from each site's image to each point."""
     return LinkGeometry(np.hypot(vectors[..., 0], vectors[..., 1]),
                         np.degrees(np.arctan2(vectors[..., 1], vectors[..., 0])))
 

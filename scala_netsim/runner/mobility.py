@@ -53,7 +53,8 @@ def moving_clients(net: NetworkConfig, model: channel.pathloss.PathLossModel,
     update_m = (np.where(indoor, d_o2i, outdoor_m) * UPDATE_SHARE if mob.update_m is None
                 else np.full(len(points), mob.update_m))
     antennas = Antennas(drop.cells, sites_xy, offsets, lay.downtilt_deg,
-                        getattr(model, "bs_height_m", 0.0), lay.panel_rows, lay.panel_columns)
+                        getattr(model, "bs_height_m", 0.0), lay.panel_rows, lay.panel_columns,
+                        vectors=links.vectors)
     blocks = channel.nr.resource_blocks(net.downlink_bandwidth_hz, net.subcarrier_spacing_hz)
     per_element_w = net.bs_tx_power_w / (blocks * channel.nr.SUBCARRIERS_PER_BLOCK)
     return Mobile(links, antennas, update_m, net.handover.event, net.handover.interruption_s,

@@ -33,7 +33,7 @@ import simpy
 from channel import db_to_linear
 from channel.handover import A3, A3Monitor
 from channel.moving import MovingLinks
-from channel.network import Cells, LinkLosses, couple_with_beam, link_geometry
+from channel.network import Cells, LinkLosses, couple_with_beam, geometry_of, link_geometry
 from scala_netsim.sim.network.movement import Movement
 from scala_netsim.sim.network.radio_map import RadioMap
 
@@ -55,6 +55,9 @@ class Antennas:
     bs_height_m: float
     panel_rows: int | None
     panel_columns: int | None
+    #: each site's nearest image's vector to points (MovingLinks.vectors, which keeps the
+    #: last; None: computed here)
+    vectors: Callable[[np.ndarray], np.ndarray] | None = None
     #: the last links' coupling (both kinds), and the links themselves (held, so that their
     #: id in the key is theirs)
     _last: dict = field(default_factory=dict, compare=False, repr=False)
@@ -66,7 +69,8 @@ class Antennas:
         each cell's column alone. The last links' numbers are kept: a move asks for both."""
         key = (points.tobytes(), id(losses), np.asarray(serving).tobytes())
         if self._last.get("key") != key:
-            geometry = link_geometry(points, self.sites_xy, self.offsets)
+            geometry = (link_geometry(points, self.sites_xy, self.offsets) if self.vectors is None
+                         else geometry_of(self.vectors(points)))
             _, column, _, gain = couple_with_beam(
                 self.cells, geometry, losses, self.downtilt_deg, self.bs_height_m,
                 self.panel_rows, self.panel_columns, serving)
