@@ -34,6 +34,7 @@ import pandas as pd
 
 from analysis.composed_deadline import finishes
 from analysis.tables import markdown_table, seed_times
+from scala_netsim.core.events import DOWNLINK_KINDS, UPLINK_KINDS
 from scala_netsim.core.files import EVENTS_CSV, HANDOVERS_CSV, MOBILITY_CSV, run_file
 from scala_netsim.core.results import read_record
 
@@ -43,7 +44,7 @@ CASES = {"static": "static (every client at its drop point)",
          "vehicles_120": "30 % of outdoor clients in vehicles at 120 km/h"}
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 SELECTED = 10      # clients a round (K = 100, 10 %)
-TRANSFERS = ("model_download", "model_upload", "activation_upload", "gradient_download")
+TRANSFERS = sorted(k.value for k in UPLINK_KINDS | DOWNLINK_KINDS)
 COMMAND = ("python -m scala_netsim scenarios/mobility.yaml --retime-from "
            "docs/studies/cellular_10pct")
 

@@ -34,8 +34,8 @@ def handover_problems(moves: Sequence[tuple], handovers: Sequence[tuple], air: p
                       rsrp_at: Callable[[int, np.ndarray], np.ndarray],
                       position: Callable[[int, float], np.ndarray]) -> list[str]:
     """Problems of the records (the module's docstring): `moves` mobility.csv's rows
-    (sim.network.movement.MOVE_COLUMNS), `handovers` handovers.csv's (sim.network.mobile.
-    HANDOVER_COLUMNS), `air` air.csv, `events` events.csv."""
+    (core.columns.MOVE_COLUMNS), `handovers` handovers.csv's (core.columns.HANDOVER_COLUMNS),
+    `air` air.csv, `events` events.csv."""
     problems = _position_problems(moves, position)
     by_client: dict[int, list[Move]] = {}
     for row in moves:          # (a later row at the same instant replaces the earlier one:
@@ -56,7 +56,7 @@ def handover_problems(moves: Sequence[tuple], handovers: Sequence[tuple], air: p
 
 
 class Move(NamedTuple):
-    """A row of mobility.csv."""
+    """A row of mobility.csv (core.columns.MOVE_COLUMNS: tests/core/test_columns.py)."""
 
     client_id: int
     t_s: float
@@ -67,7 +67,7 @@ class Move(NamedTuple):
 
 
 class Handover(NamedTuple):
-    """A row of handovers.csv."""
+    """A row of handovers.csv (core.columns.HANDOVER_COLUMNS)."""
 
     client_id: int
     t_s: float

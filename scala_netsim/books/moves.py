@@ -1,5 +1,5 @@
 """Moving clients' gains as a run's records say them (mobility.csv: core columns of
-scala_netsim.sim.network.movement.MOVE_COLUMNS): each move's coupling gains drawn again from
+core.columns.MOVE_COLUMNS): each move's coupling gains drawn again from
 where the client stood and the cell its beam came from (`coupling_at`: the scenario's moving
 links and antennas, from its seed), in force from the move's instant until the next; before
 a client's first move, the drop's. What deriving a moving network's rates again reads

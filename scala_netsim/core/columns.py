@@ -37,6 +37,14 @@ NETWORK_TRANSFER_COLUMNS = ("sinr_db", "interference_dbm", "backhaul_s")
 #: retransmissions, as means), and the expected wait of its last block for its
 #: retransmissions (HARQ round trips); NaN, NaN, 0, 0 for everything else
 NR_TRANSFER_COLUMNS = ("mcs", "bler", "transmissions", "harq_wait_s")
+#: mobility.csv, a network with moving clients (network.mobility): each move of a client's
+#: gains (scala_netsim.sim.network.movement): client, time (s), x and y (m), metres walked
+#: since the drop, and the serving cell its gains were coupled toward (its beam's)
+MOVE_COLUMNS = ("client_id", "t_s", "x_m", "y_m", "walked_m", "serving_cell")
+#: handovers.csv: each handover (scala_netsim.sim.network.mobile): client, instant (s),
+#: source and target cell, both RSRPs (dBm) at the last measurement, the interruption (s)
+HANDOVER_COLUMNS = ("client_id", "t_s", "source_cell", "target_cell", "source_rsrp_dbm",
+                    "target_rsrp_dbm", "interruption_s")
 #: after them with moving clients (network.mobility): the handovers of the transfer's client
 #: while it was in flight, and one begun before it whose interruption held it back when it
 #: would join the air (0 for everything else)

@@ -17,7 +17,7 @@ import channel
 from scala_netsim.books.blocks import AirSettings
 from scala_netsim.books.moves import Moves
 from scala_netsim.config.scenario import Scenario, validate_scenario
-from scala_netsim.core.columns import COUPLING_COLUMNS, FADING_ATTEMPT_COLUMNS
+from scala_netsim.core.columns import COUPLING_COLUMNS, FADING_ATTEMPT_COLUMNS, MOVE_COLUMNS
 from scala_netsim.core.errors import DamagedRunError
 from scala_netsim.core.files import (
     COUPLING_CSV,
@@ -31,7 +31,6 @@ from scala_netsim.core.seeds import Seeds
 from scala_netsim.runner.world import network_cell, network_settings
 from scala_netsim.sim.cell import Cell
 from scala_netsim.sim.network.fading import NetworkFading, blocks_of_time
-from scala_netsim.sim.network.movement import MOVE_COLUMNS
 from scala_netsim.sim.network.nr import NrBlocks
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.settings import NetworkSettings
@@ -105,8 +104,7 @@ def air_settings_of(folder: Path | str) -> AirSettings:
         nr=None if s.nr is None else {d.value: t for d, t in s.nr.tables.items()},
         fades=fades, fade_key=fade_key, coherence_s=coherence_s, draw_block=draw_block,
         load_floor=load_floor, load_share=load_share, moves=moves,
-        moved_floor=None if terms is None or moves is None else (
-            lambda d, gains, cell: terms.moved_floor(channel.Direction(d), gains, cell)))
+        moved_floor=None if terms is None or moves is None else terms.moved_floor)
 
 
 def _moves(folder: Path, scenario: Scenario) -> Moves | None:

@@ -16,6 +16,8 @@ from scala_netsim.config.scenario import Scenario, scenario_yaml
 from scala_netsim.core.columns import (
     COUPLING_COLUMNS,
     DEMAND_COLUMNS,
+    HANDOVER_COLUMNS,
+    MOVE_COLUMNS,
     TRAFFIC_AIR_COLUMNS,
     TRAFFIC_COLUMNS,
 )
@@ -49,8 +51,6 @@ from scala_netsim.core.results import (
 from scala_netsim.learn.contract import Trainer
 from scala_netsim.runner.air_files import coupling_rows
 from scala_netsim.runner.world import World, cells_frame, clients_frame
-from scala_netsim.sim.network.mobile import HANDOVER_COLUMNS
-from scala_netsim.sim.network.movement import MOVE_COLUMNS
 
 if TYPE_CHECKING:
     from scala_netsim.runner.loop import Run

@@ -15,6 +15,9 @@ def test_the_typed_records_have_the_declared_fields_in_order():
     assert tuple(f.name for f in dataclasses.fields(Event)) == columns.EVENT_COLUMNS
     assert tuple(f.name for f in dataclasses.fields(Grant)) == columns.GRANT_COLUMNS
     assert TransferRate._fields == columns.TRANSFER_COLUMNS
+    from scala_netsim.books.handovers import Handover, Move
+    assert Move._fields == columns.MOVE_COLUMNS
+    assert Handover._fields == columns.HANDOVER_COLUMNS
 
 
 def test_the_tables_take_the_declared_columns():

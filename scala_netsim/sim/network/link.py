@@ -292,7 +292,7 @@ class NetworkLink:
             *fluid_load(None if self.background is None else self.background.terms, s),
             moves=None if self.mobility is None else Moves(
                 self.mobility.move_rows, self.mobility.mobile.coupling_at),
-            moved_floor=None if self.background is None else self.background.moved_floor),
+            moved_floor=None if self.background is None else self.background.terms.moved_floor),
             air_columns(s.per_instant, self.arq is not None))
 
     # --- the transfer: air, backhaul, and its record ---------------------------------------

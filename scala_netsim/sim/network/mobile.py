@@ -4,23 +4,23 @@
 
 A client is connected from its first transfer (`connect`) until it has had nothing in flight
 for the inactivity timer's time, or a round begins with nothing of it in flight (`quiet`,
-`release`):
-while connected it is followed on the radio map (scala_netsim.sim.network.movement: its
-links drawn again every update_m metres it walks) and at each of its moves it measures
-every cell's RSRP: its coupling gain to the cell by the cell's column alone (the SSB's, no
-beam toward it: the gain the drop picks the strongest cell by) plus the cell's power on a
-resource element (dBm), unfiltered (no layer-3 filter: each measurement in force until the
-next). Event A3 (channel.handover.A3Monitor) arms a timer when a neighbour's entering
-condition starts to hold; a later move where it no longer holds stops it; one that runs
-the time to trigger hands the client over to that neighbour: recorded (HANDOVER_COLUMNS),
-the link told first (it takes the client's transfers off the air: `NetworkLink.
-handing_over`), then the map's serving cell set and the client's gains coupled toward the
-new cell's beam, and the client moves no bits for `interruption_s` (`interrupted_until`).
-A connected client with nothing in flight for `inactivity_s` (RRC's inactivity timer) goes
-idle, as every connected client with nothing in flight does when a round (or an
-asynchronous run's version) begins. A client connecting (idle until now) re-selects the
-strongest cell by the same RSRPs, with no interruption (an idle client camps on the best
-cell: TS 38.304's cell re-selection taken as done by the time it next sends)."""
+`release`): while connected it is followed on the radio map
+(scala_netsim.sim.network.movement: its links drawn again every update_m metres it walks)
+and at each of its moves it measures every cell's RSRP: its coupling gain to the cell by the
+cell's column alone (the SSB's, no beam toward it: the gain the drop picks the strongest
+cell by) plus the cell's power on a resource element (dBm), unfiltered (no layer-3 filter:
+each measurement in force until the next). Event A3 (channel.handover.A3Monitor) arms a
+timer when a neighbour's entering condition starts to hold; a later move where it no longer
+holds stops it; one that runs the time to trigger hands the client over to that neighbour:
+recorded (core.columns.HANDOVER_COLUMNS), the link told first (it takes the client's
+transfers off the air: `NetworkLink._handing_over`), then the map's serving cell set and the
+client's gains coupled toward the new cell's beam, and the client moves no bits for
+`interruption_s` (`interrupted_until`). A connected client with nothing in flight for
+`inactivity_s` (RRC's inactivity timer) goes idle, as every connected client with nothing in
+flight does when a round (or an asynchronous run's version) begins. A client connecting
+(idle until now) re-selects the strongest cell by the same RSRPs, with no interruption (an
+idle client camps on the best cell: TS 38.304's cell re-selection taken as done by the time
+it next sends)."""
 
 from __future__ import annotations
 
@@ -36,11 +36,6 @@ from channel.moving import MovingLinks
 from channel.network import Cells, LinkLosses, couple_with_beam, geometry_of, link_geometry
 from scala_netsim.sim.network.movement import Movement
 from scala_netsim.sim.network.radio_map import RadioMap
-
-#: handovers.csv: client, instant (s), source and target cell, both RSRPs (dBm) at the last
-#: measurement, and the interruption it makes (s)
-HANDOVER_COLUMNS = ("client_id", "t_s", "source_cell", "target_cell", "source_rsrp_dbm",
-                    "target_rsrp_dbm", "interruption_s")
 
 
 @dataclass(frozen=True)

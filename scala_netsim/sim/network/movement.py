@@ -24,9 +24,6 @@ from channel.moving import MovingLinks
 from channel.network import LinkLosses
 from scala_netsim.sim.network.radio_map import RadioMap
 
-#: a move's record (mobility.csv): client, time (s), x and y (m), metres walked since the drop,
-#: and the serving cell its gains were coupled toward (its beam's)
-MOVE_COLUMNS = ("client_id", "t_s", "x_m", "y_m", "walked_m", "serving_cell")
 #: the coupling gains (linear, to every cell) of clients at points, their links given
 Couple = Callable[[np.ndarray, np.ndarray, LinkLosses], np.ndarray]
 #: told after each move: the client, where it stands and its links there
@@ -49,6 +46,7 @@ class Movement:
         self.env, self.radio, self.links = env, radio, links
         self.couple, self.moved = couple, moved
         self.update_m = steps.tolist()
+        #: its moves (core.columns.MOVE_COLUMNS)
         self.rows: list[tuple[int, float, float, float, float, int]] = []
         #: each followed client's last move: where it stood and its links there
         self._last: dict[int, tuple[np.ndarray, LinkLosses]] = {}

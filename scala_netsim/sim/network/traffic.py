@@ -86,13 +86,14 @@ class LoadTerms:
     noise_w: dict[Direction, float]
     block_w: dict[Direction, float]
 
-    def moved_floor(self, direction: Direction, gains: np.ndarray, serving: int) -> float:
+    def moved_floor(self, direction: Direction | str, gains: np.ndarray, serving: int) -> float:
         """The downlink floor of a client that moved (issue 64): its gains to every cell
         in force `gains` (linear), served by `serving`, as `load_terms` takes the drop's
         (each other cell sending with its load's probability, heard through the client's
         gains); on the uplink a cell's floor is its own, whoever moved: the drop's. One
         client's row alone (a sum over cells, not the drop's matrix product: both the run
-        and its checks take this one)."""
+        and its checks take this one; `direction` also by its name, as the checks give it)."""
+        direction = Direction(direction)
         if direction is not Direction.DOWNLINK:
             raise ValueError("moved_floor: the uplink's floor does not move with a client")
         heard = gains * self.block_w[direction]
@@ -265,10 +266,6 @@ class Background:
         floor = self.moved.get((direction, row))
         return (float(self.terms.floor[direction][row, cell]) if floor is None else floor,
                 1.0 - float(self.terms.load[direction][cell]))
-
-    def moved_floor(self, direction: str, gains: np.ndarray, serving: int) -> float:
-        """LoadTerms.moved_floor by the direction's name (books.blocks.AirSettings's)."""
-        return self.terms.moved_floor(Direction(direction), gains, serving)
 
     def move(self, row: int, gains: np.ndarray, serving: int) -> None:
         """The radio map's row moved (issue 64), now with `gains` to every cell, served by
