@@ -2,7 +2,6 @@
 
 import torch
 from torch import nn
-from torchvision.models.resnet import resnet18
 
 from scala_netsim.core.catalog import (
     ARCHS,
@@ -83,7 +82,11 @@ def alexnet_layers(in_channels: int, num_classes: int, image_size: int,
 def resnet18_layers(in_channels: int, num_classes: int) -> list[nn.Module]:
     """ResNet-18 for 32x32 inputs (He et al. 2016; the CIFAR form: 3x3 stride-1 stem, no
     max-pool): torchvision's network with that stem, as 7 layers (stem, 4 residual stages of
-    two BasicBlocks, global average pooling, classifier). BatchNorm after every convolution."""
+    two BasicBlocks, global average pooling, classifier). BatchNorm after every convolution.
+    torchvision is imported here, not with the module: importing it costs a process about
+    2 s (it imports torch._dynamo), more than a small run of the AlexNet takes."""
+    from torchvision.models.resnet import resnet18
+
     net = resnet18(num_classes=num_classes)
     stem = nn.Sequential(nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1,
                                    bias=False), net.bn1, net.relu)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torchmetrics.functional.image import structural_similarity_index_measure
 
 DECODER_WIDTH = 64        # channels inside an inversion decoder (the attacker's, SCALA-PE's)
 PSNR_CAP_DB = 100.0   # the PSNR of an exact reconstruction (MSE <= 1e-10)
@@ -47,6 +46,10 @@ def reconstruction_scores(original: torch.Tensor, reconstructed: torch.Tensor
     psnr = torch.where(mse > 10 ** (-PSNR_CAP_DB / 10),
                        10 * torch.log10(1 / mse.clamp_min(1e-300)),
                        torch.full_like(mse, PSNR_CAP_DB))
+    # imported here: torchmetrics imports torch._dynamo, about 2 s a process, and only an
+    # attack scores images
+    from torchmetrics.functional.image import structural_similarity_index_measure
+
     ssim = structural_similarity_index_measure(reconstructed, original, data_range=1.0,
                                                reduction="none")
     if not isinstance(ssim, torch.Tensor):   # (a pair only when asked for the full image)
