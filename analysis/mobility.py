@@ -15,7 +15,10 @@ number in its report comes from the tables beside it:
   median round and the median over rounds of each round's time over the static case's same
   round (the same learning: round r is the same clients' work), and the time to 80 % over
   static's;
-- report.md: what was run and the answers, every number from those two tables.
+- with the deadline cases (trained): deadline.csv and dropped.csv (analysis.mobility_deadline;
+  dropped.csv, which needs the deadline runs' full records, kept beside comparison.csv as
+  handovers.csv is);
+- report.md: what was run and the answers, every number from those tables.
 
 `--deadlines` prints instead the 70th percentiles, over the static case's seeds and rounds,
 of what a deadline weighs (analysis.composed_deadline.finishes: FedAvg's model upload's end
@@ -32,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import mobility_deadline
 from analysis.composed_deadline import finishes
 from analysis.tables import markdown_table, seed_times
 from scala_netsim.core.events import DOWNLINK_KINDS, UPLINK_KINDS
@@ -41,7 +45,9 @@ from scala_netsim.core.results import read_record
 CASES = {"static": "static (every client at its drop point)",
          "pedestrians": "pedestrians at 3 km/h",
          "vehicles_30": "30 % of outdoor clients in vehicles at 30 km/h",
-         "vehicles_120": "30 % of outdoor clients in vehicles at 120 km/h"}
+         "vehicles_120": "30 % of outdoor clients in vehicles at 120 km/h",
+         "static_deadline": "static clients under the deadline",
+         "vehicles_120_deadline": "vehicles at 120 km/h under the deadline"}
 NAMES = {"scala": "SCALA", "fedavg": "FedAvg"}
 SELECTED = 10      # clients a round (K = 100, 10 %)
 TRANSFERS = sorted(k.value for k in UPLINK_KINDS | DOWNLINK_KINDS)
@@ -79,13 +85,24 @@ def run_handovers(folder: Path, rounds: int) -> dict:
             "interruption_s": lost, "interruption_share": lost / busy if busy else 0.0}
 
 
-def handover_table(comparison: pd.DataFrame, root: Path) -> pd.DataFrame:
+def handover_table(comparison: pd.DataFrame, root: Path, kept: pd.DataFrame) -> pd.DataFrame:
+    """handovers.csv: each run's row from its full records where it has them, else its row of
+    `kept` (the table written when it had them); a run with neither raises ValueError."""
+    known = {(str(r["algorithm"]), str(r["case"]), int(r["seed"])): r
+             for r in kept.to_dict("records")}
     rows = []
     for algorithm, case, seed, folder in zip(*(comparison[c].tolist() for c in (
             "algorithm", "case", "seed", "folder")), strict=True):
-        rounds = int(pd.read_csv(run_file(root / str(folder), "rounds.csv"))["round"].max())
-        rows.append({"algorithm": algorithm, "case": case, "seed": int(seed),
-                     **run_handovers(root / str(folder), rounds)})
+        if run_file(root / str(folder), EVENTS_CSV).is_file():
+            rounds = int(pd.read_csv(run_file(root / str(folder), "rounds.csv"))["round"].max())
+            rows.append({"algorithm": algorithm, "case": case, "seed": int(seed),
+                         **run_handovers(root / str(folder), rounds)})
+        elif (str(algorithm), str(case), int(seed)) in known:
+            rows.append(known[(str(algorithm), str(case), int(seed))])
+        else:
+            raise ValueError(f"{folder}: slim (no events.csv) and not in {HANDOVERS_CSV}: "
+                             f"re-time the study, or regenerate its runs "
+                             f"(python -m scala_netsim.tools.regenerate)")
     return _ordered(pd.DataFrame(rows), ["algorithm", "case", "seed"])
 
 
@@ -145,7 +162,8 @@ def answers(table: pd.DataFrame, handovers: pd.DataFrame) -> list[str]:
                 f"{row['time_to_0.8_s']:,.0f} s ({row['vs_static_0.8']:.3f}x static's; seeds "
                 f"{row['time_to_0.8_s_per_seed']}), median round stretch "
                 f"{row['median_stretch']:.3f} (seeds {row['median_stretch_per_seed']})")
-        lines.append(f"- **{CASES[case]}**. " + "; ".join(parts) + ".")
+        if parts:
+            lines.append(f"- **{CASES[case]}**. " + "; ".join(parts) + ".")
     if all((a, c) in t for a in NAMES for c in ("pedestrians", "vehicles_120")):
         speed = {a: t[(a, "vehicles_120")]["time_to_0.8_s"] / t[(a, "pedestrians")]
                  ["time_to_0.8_s"] for a in NAMES}
@@ -169,7 +187,8 @@ def answers(table: pd.DataFrame, handovers: pd.DataFrame) -> list[str]:
     return lines
 
 
-def report(table: pd.DataFrame, handovers: pd.DataFrame) -> str:
+def report(table: pd.DataFrame, handovers: pd.DataFrame,
+           deadline: list[str] | None = None) -> str:
     shown = table.assign(algorithm=table["algorithm"].map(NAMES))
     columns = list(shown.columns)
     rows = [[f"{v:,.3f}" if isinstance(v, float) else v for v in r.values()]
@@ -201,7 +220,31 @@ def report(table: pd.DataFrame, handovers: pd.DataFrame) -> str:
         "## Handovers, run by run (handovers.csv)", "",
         markdown_table(["algorithm", "case", "seed", "moves", "handovers",
                         "per selected client-hour", "per round",
-                        "transfers held back (%)", "in interruptions (s)"], per_run), ""])
+                        "transfers held back (%)", "in interruptions (s)"], per_run), "",
+        *(deadline or [])])
+
+
+def _deadline_section(comparison: pd.DataFrame, results: Path
+                      ) -> tuple[list[str], dict[str, pd.DataFrame]] | None:
+    """The report's deadline section and its tables (deadline.csv, dropped.csv), or None
+    where the results hold no deadline case. dropped.csv comes from the deadline runs' full
+    records where every one has them (and is kept beside the comparison then), else from the
+    one kept there; ValueError where neither."""
+    cases = set(comparison["case"]) & set(mobility_deadline.DEADLINE_CASES)
+    if not cases:
+        return None
+    runs = comparison[comparison["case"].isin(list(cases))]["folder"]
+    kept = results / "dropped.csv"
+    if all(run_file(results / str(f), EVENTS_CSV).is_file() for f in runs):
+        dropped = mobility_deadline.dropped_table(results)
+        dropped.to_csv(kept, index=False)
+    elif kept.is_file():
+        dropped = pd.read_csv(kept)
+    else:
+        raise ValueError(f"its deadline runs are slim (no events.csv) and {kept} is not there")
+    deadline = mobility_deadline.deadline_table(comparison)
+    return (mobility_deadline.section(deadline, dropped),
+            {"deadline.csv": deadline, "dropped.csv": dropped})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -227,22 +270,24 @@ def main(argv: list[str] | None = None) -> int:
               f"case and at least one moving one ({', '.join(CASES)}); found "
               f"{', '.join(sorted(found)) or 'none'}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    full = all(run_file(args.results / f, EVENTS_CSV).is_file() for f in comparison["folder"])
     kept = args.results / "handovers.csv"
-    if full:
-        handovers = handover_table(comparison, args.results)
-        handovers.to_csv(kept, index=False)
-    elif kept.is_file():
-        handovers = pd.read_csv(kept)
-    else:
-        print(f"error: {args.results}: its runs are slim (no events.csv) and {kept} is not "
-              f"there: re-time the study, or regenerate its runs "
-              f"(python -m scala_netsim.tools.regenerate)", file=sys.stderr)
+    try:
+        handovers = handover_table(comparison, args.results, pd.read_csv(kept) if kept.is_file()
+                                   else pd.DataFrame(columns=["algorithm", "case", "seed"]))
+        deadline = _deadline_section(comparison, args.results)
+    except ValueError as error:
+        print(f"error: {args.results}: {error}", file=sys.stderr)
         return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    if any(run_file(args.results / str(f), EVENTS_CSV).is_file() for f in comparison["folder"]):
+        handovers.to_csv(kept, index=False)   # (kept for when the runs are slimmed)
+    if deadline is not None:
+        for name, frame in deadline[1].items():
+            frame.to_csv(args.out / name, index=False)
     table = times(comparison, args.results)
     table.to_csv(args.out / "times.csv", index=False)
-    (args.out / "report.md").write_text(report(table, handovers))
+    (args.out / "report.md").write_text(report(table, handovers,
+                                               deadline[0] if deadline else None))
     print(f"wrote {args.out / 'times.csv'} and {args.out / 'report.md'} ({kept})")
     return 0
 

@@ -13,11 +13,10 @@ import pytest
 from channel import Direction
 from scala_netsim.config.link_budget import edge_rate_warning, undecodable_problem
 
+from conftest import NETWORK as SEVEN_SITES
 from conftest import tiny_scenario
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
-           "bs_tx_power_w": 40.0}
+NETWORK = {**SEVEN_SITES, "carrier_frequency_hz": 3.5e9, "bs_tx_power_w": 40.0}
 SECTIONS = {"data": {"num_clients": 40}, "training": {"participation": 0.3}}
 # (clients, blocks 1..3): client 1 decodes on one block only, client 2 on none (best -6.0 dB)
 SNR_DB = np.array([[3.0, 0.0, -2.0], [-4.0, -7.0, -9.0], [-6.0, -7.5, -8.0]])

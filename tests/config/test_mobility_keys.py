@@ -11,9 +11,9 @@ import yaml
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.config.scenario import scenario_yaml, validate_scenario
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
-           "scheduler": "round_robin"}
+from conftest import NETWORK as SEVEN_SITES
+
+NETWORK = {**SEVEN_SITES, "carrier_frequency_hz": 3.5e9, "scheduler": "round_robin"}
 MOVING = {"kind": "random_waypoint"}
 
 

@@ -7,8 +7,10 @@ import channel
 from scala_netsim import load_scenario
 from scala_netsim.config.scenario import ScenarioError
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 1, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9}
+from conftest import NETWORK as SEVEN_SITES
+
+NETWORK = {**SEVEN_SITES, "layout": {"kind": "hexagonal", "sites": 1, "sectors": 3},
+           "carrier_frequency_hz": 3.5e9}
 
 
 def test_nr_without_sionna_is_refused_saying_what_to_install(monkeypatch):

@@ -8,9 +8,10 @@ import yaml
 from scala_netsim.config.documents import ScenarioError
 from scala_netsim.config.scenario import scenario_yaml, validate_scenario
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 1, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
-           "scheduler": "round_robin"}
+from conftest import NETWORK as SEVEN_SITES
+
+NETWORK = {**SEVEN_SITES, "layout": {"kind": "hexagonal", "sites": 1, "sectors": 3},
+           "carrier_frequency_hz": 3.5e9, "scheduler": "round_robin"}
 
 
 def scenario(traffic, algorithms=("scala",), **network):

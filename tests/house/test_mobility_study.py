@@ -38,3 +38,73 @@ def test_another_studys_folder_is_refused_before_anything_is_written(tmp_path, c
     assert mobility.main([str(other), "--out", str(tmp_path / "out")]) == 2
     assert "not the mobility study's results" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _write(folder: Path, name: str, rows: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(folder / name, index=False)
+
+
+def test_who_a_deadline_drops_is_counted_by_hand(tmp_path, monkeypatch):
+    """Four clients over two rounds (by hand): 0 indoor; 1 outdoor at 0.83 m/s; 2 outdoor at
+    33.3 m/s (a vehicle), handed over at t = 5 s in round 1 and dropped in both its rounds;
+    3 outdoor with no move recorded (on foot), dropped in round 2."""
+    from analysis import mobility_deadline as md
+
+    monkeypatch.setattr(md, "SELECTED_AT_LEAST", 2)
+    run = tmp_path / "scala" / "case=vehicles_120_deadline" / "seed0"
+    loss = {"pathloss_db": 100.0, "shadowing_db": 0.0, "o2i_db": 0.0, "antenna_gain_db": 0.0}
+    _write(run, "clients.csv", [
+        {"client_id": k, "indoor": int(k == 0), "flops_per_s": 2e9 if k < 2 else 8e9,
+         **{**loss, "pathloss_db": 100.0 + k}} for k in range(4)])
+    _write(run, "mobility.csv", [
+        {"client_id": 0, "t_s": 5.0, "walked_m": 1.0}, {"client_id": 0, "t_s": 10.0,
+                                                          "walked_m": 5.0},
+        {"client_id": 1, "t_s": 0.0, "walked_m": 0.0}, {"client_id": 1, "t_s": 10.0,
+                                                          "walked_m": 8.3},
+        {"client_id": 2, "t_s": 0.0, "walked_m": 0.0}, {"client_id": 2, "t_s": 1.0,
+                                                          "walked_m": 33.3}])
+    _write(run, "events.csv", [
+        {"round": 1, "client_id": 0, "kind": "model_download", "t_start_s": 0.0,
+         "t_end_s": 20.0},
+        {"round": 1, "client_id": 2, "kind": "client_dropped", "t_start_s": 15.0,
+         "t_end_s": 15.0},
+        {"round": 2, "client_id": 1, "kind": "model_download", "t_start_s": 20.0,
+         "t_end_s": 40.0},
+        {"round": 2, "client_id": 2, "kind": "client_dropped", "t_start_s": 35.0,
+         "t_end_s": 35.0},
+        {"round": 2, "client_id": 3, "kind": "client_dropped", "t_start_s": 35.0,
+         "t_end_s": 35.0}])
+    _write(run, "demands.csv", [{"round": r, "client_id": k}
+                                for r, ks in ((1, (0, 1, 2)), (2, (1, 2, 3))) for k in ks])
+    _write(run, "handovers.csv", [{"client_id": 2, "t_s": 5.0}, {"client_id": 1, "t_s": 45.0}])
+
+    chosen = md.selections(run)
+    assert dict(zip(chosen["client_id"], chosen["kind"], strict=False)) == {
+        0: "indoor on foot", 1: "outdoor on foot", 2: "outdoor in a vehicle",
+        3: "outdoor on foot"}
+    assert chosen.loc[chosen["handed_over"], ["round", "client_id"]].values.tolist() == [[1, 2]]
+    table = md.dropped_table(tmp_path).set_index("group")
+    assert table.loc["outdoor in a vehicle", ["selected", "dropped"]].tolist() == [2, 2]
+    assert table.loc["outdoor on foot", ["selected", "dropped"]].tolist() == [3, 1]
+    assert table.loc["indoor on foot", "value"] == 0.0
+    assert table.loc["handed over in the round", "value"] == 1.0
+    assert table.loc["not handed over in the round", "value"] == 2 / 5
+    assert table.loc["1-5.5 GFLOP/s", ["selected", "dropped"]].tolist() == [3, 0]
+    assert table.loc["drops carried by the tenth of clients dropped most", "value"] == 2 / 3
+    # selected twice or more: clients 1 (never dropped) and 2 (dropped twice)
+    assert table.loc["clients selected 2+ times never dropped", "value"] == 0.5
+
+
+def test_a_deadlines_cost_is_weighed_seed_by_seed_against_its_own_mobility():
+    from analysis import mobility_deadline as md
+
+    comparison = pd.DataFrame([
+        {"algorithm": "fedavg", "case": case, "seed": seed, "late_acc": acc,
+         "final_acc": acc, "time_to_0.8_s": 100.0, "total_sim_time_s": 500.0, "rounds": 5}
+        for case, seed, acc in (("static", 0, 0.80), ("static", 1, 0.82),
+                                ("static_deadline", 0, 0.78), ("static_deadline", 1, 0.83))])
+    table = md.deadline_table(comparison).set_index("case")
+    assert table.loc["static_deadline", "late_cost_pp_per_seed"] == "-2.00 +1.00"
+    assert abs(table.loc["static_deadline", "late_cost_pp"] - (-0.5)) < 1e-12
+    assert table.loc["static", "round_s"] == 100.0

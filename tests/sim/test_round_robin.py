@@ -18,13 +18,12 @@ from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.schedulers import Request
 
+from conftest import NETWORK as SEVEN_SITES
 from conftest import per_instant_air
 
 BLOCK_HZ = 360e3
 NOISE_W = 4e-21 * BLOCK_HZ            # -174 dBm/Hz over a block
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
-           "scheduler": "round_robin"}
+NETWORK = {**SEVEN_SITES, "carrier_frequency_hz": 3.5e9, "scheduler": "round_robin"}
 
 
 def test_shares_are_equal_whole_blocks_in_join_order_and_respect_caps():

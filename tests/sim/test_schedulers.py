@@ -21,6 +21,7 @@ from scala_netsim.sim.network.pool import Flow
 from scala_netsim.sim.network.radio_map import RadioMap
 from scala_netsim.sim.network.schedulers import ProportionalFair, Request, RoundRobin
 
+from conftest import NETWORK as SEVEN_SITES
 from conftest import per_instant_air
 
 BLOCK_HZ = 360e3
@@ -195,9 +196,7 @@ def test_the_problems_listed_stop_at_five_and_say_how_many():
     assert pf_book.decision_problems(scheduler.book, BLOCKS, BETA, SLOT_S) == problems
 
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 7, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
-           "scheduler": "proportional_fair",
+NETWORK = {**SEVEN_SITES, "carrier_frequency_hz": 3.5e9, "scheduler": "proportional_fair",
            "fading": {"kind": "rayleigh", "coherence": "time", "coherence_s": 0.02}}
 
 

@@ -23,6 +23,7 @@ from scala_netsim.sim.network.schedulers import Request, RoundRobin
 from scala_netsim.sim.network.settings import NetworkSettings, TrafficSettings
 from scala_netsim.sim.network.traffic import Background, load_terms
 
+from conftest import NETWORK as SEVEN_SITES
 from conftest import events_of
 
 BLOCK_HZ = 360e3
@@ -148,9 +149,8 @@ def test_the_seed_draws_the_same_files_and_another_seed_others():
     assert not tables[0]["arrival_s"].equals(tables[2]["arrival_s"])
 
 
-NETWORK = {"layout": {"kind": "hexagonal", "sites": 1, "isd_m": 500.0, "sectors": 3},
-           "pathloss": "3gpp_38901_uma", "carrier_frequency_hz": 3.5e9,
-           "bs_tx_power_w": 40.0}
+NETWORK = {**SEVEN_SITES, "layout": {"kind": "hexagonal", "sites": 1, "isd_m": 500.0, "sectors": 3},
+           "carrier_frequency_hz": 3.5e9, "bs_tx_power_w": 40.0}
 
 
 @pytest.mark.slow
