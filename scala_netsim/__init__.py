@@ -5,7 +5,8 @@ layers below it (tests/house/test_layers.py reads every import, those inside fun
 TYPE_CHECKING included, and finds no cycle):
 
     entry      the root modules: cli, retime, attack, __main__, api (this package's Python API)
-    tools/     sweep (planning and executors), attack (the model-inversion attack)
+    tools/     sweep (planning and executors), attack (the model-inversion attack)  |
+               flower/ (Flower's strategies over the package's clients; the [flower] extra)
     runner/    world, assembly, run loop, drivers, writer, checkpoints, execution, a run's
                checks; the re-timers (replay, timing, recorded), the run-time estimate
     config/    scenario (the schema; loads no torch), documents, registry (every algorithm:
@@ -21,7 +22,8 @@ TYPE_CHECKING included, and finds no cycle):
     core/      files (the run folder's files), columns (every record's columns), events,
                results, seeds, catalog, exits, version (no torch, simpy or pydantic)
 
-Layers side by side (learn, channel and analysis; algorithms and sim; config and sim/network)
+Layers side by side (learn, channel and analysis; algorithms and sim; config and sim/network;
+tools and flower)
 do not import each other:
 the algorithms and the simulator meet only in the trainer contract below them.
 """

@@ -178,3 +178,39 @@ class ScalaPEConfig(OptimizerStateConfig):
 
 class SplitFedV3Config(OptimizerStateConfig):
     eval_clients: int = Field(default=10, ge=1)    # [choice] clients averaged in evaluation
+
+
+#: the Flower strategies a scenario's `flower.strategy` names (flwr.serverapp.strategy)
+FLOWER_STRATEGIES = ("FedAvg", "FedProx", "FedAvgM", "FedAdam", "FedYogi", "FedAdagrad",
+                     "QFedAvg", "FedTrimmedAvg", "FedMedian", "Krum", "MultiKrum", "Bulyan")
+#: what a scenario's `flower.options` may not set: the run sets them (its clients a round and
+#: the nodes its network can reach; the package evaluates the global model itself)
+FLOWER_RUN_OPTIONS = ("fraction_train", "fraction_evaluate", "min_train_nodes",
+                      "min_evaluate_nodes", "min_available_nodes")
+
+
+class FlowerConfig(OptimizerStateConfig):
+    """`algorithms: [flower]` (issue 65): a Flower strategy (flwr 1.42, the `[flower]` extra)
+    aggregating the package's FedAvg clients, `options` its constructor's keywords."""
+
+    strategy: Literal[FLOWER_STRATEGIES] = "FedAvg"  # type: ignore[valid-type]
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def problems(self, scenario: Any) -> list[str]:
+        import importlib.util
+        import inspect
+
+        if importlib.util.find_spec("flwr") is None:
+            return ["flower: Flower is not installed: pip install -e '.[flower]' (flwr 1.42)"]
+        from flwr.serverapp import strategy as strategies
+
+        taken = [key for key in self.options if key in FLOWER_RUN_OPTIONS]
+        if taken:
+            return [f"flower.options: {', '.join(taken)} are the run's (training."
+                    f"participation, the clients its network reaches), got {taken}"]
+        allowed = set(inspect.signature(getattr(strategies, self.strategy)).parameters)
+        unknown = sorted(set(self.options) - allowed)
+        if unknown:
+            return [f"flower.options: {self.strategy} takes "
+                    f"{', '.join(sorted(allowed - set(FLOWER_RUN_OPTIONS)))}, got {unknown}"]
+        return []

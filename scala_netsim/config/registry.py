@@ -40,6 +40,7 @@ from scala_netsim.algorithms.config import (
     FedDynConfig,
     FedLCConfig,
     FedProxConfig,
+    FlowerConfig,
     GASConfig,
     OptimizerStateConfig,
     ScalaPEConfig,
@@ -332,6 +333,10 @@ for _spec in (
     _builtin("gas", "gas:GAS", ASYNC_SPLIT,
              "asynchronous split learning with generated activations rebalancing labels (GAS)",
              config=GASConfig),
+    # Flower's strategies over the package's FedAvg clients (issue 65; the [flower] extra)
+    AlgorithmSpec("flower", "scala_netsim.flower.trainer:FlowerFedAvg", FED[0],
+                  "a Flower strategy (flwr) over FedAvg clients", config=FlowerConfig,
+                  traits=FED[1]),
 ):
     register(_spec)
 ALGORITHMS.sealed = True

@@ -26,6 +26,7 @@ LAYERS = [
     ("config", 4, ["scala_netsim.config"]),
     ("runner", 5, ["scala_netsim.runner"]),
     ("tools", 6, ["scala_netsim.tools"]),
+    ("flower", 6, ["scala_netsim.flower"]),
     ("entry", 7, ["scala_netsim$", "scala_netsim.__main__", "scala_netsim.api",
                   "scala_netsim.cli", "scala_netsim.retime", "scala_netsim.attack"]),
 ]

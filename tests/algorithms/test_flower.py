@@ -1,0 +1,110 @@
+"""Flower's strategies over the package's clients (issue 65): `algorithms: [flower]`."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import scala_netsim as sn
+
+from conftest import ROOT
+
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+TINY = {"data.train_samples": 600, "data.test_samples": 100, "data.num_clients": 10,
+        "training.participation": 0.3, "training.local_iters": 2, "training.batch_size": 30,
+        "training.eval_every": 1, "model.arch": "alexnet14"}
+STRATEGIES = ("FedAvg", "FedProx", "FedAvgM", "FedAdam", "FedYogi", "FedAdagrad", "QFedAvg",
+              "FedTrimmedAvg", "FedMedian", "Krum", "MultiKrum", "Bulyan")
+#: the tests that run Flower (the refusal below runs without it)
+needs_flower = pytest.mark.skipif(importlib.util.find_spec("flwr") is None,
+                                  reason="the optional extra: pip install -e '.[flower]'")
+
+
+def test_without_the_extra_a_flower_scenario_is_refused_saying_what_to_install(monkeypatch):
+    find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "flwr" else find(name, *a))
+    with pytest.raises(sn.ScenarioError, match=r"flower: Flower is not installed: pip "
+                                               r"install -e '\.\[flower\]' \(flwr 1\.42\)"):
+        sn.load_scenario(QUICK, {"algorithms": ["flower"]})
+
+
+def run(out: Path, rounds: int, **keys) -> Path:
+    scenario = sn.load_scenario(QUICK, {**TINY, "training.rounds": rounds, **keys})
+    sn.run(scenario, out=out, echo=False)
+    return out / "quickstart"
+
+
+def weights(folder: Path) -> torch.Tensor:
+    state = torch.load(folder / "model.pt", weights_only=True)["modules"]
+    return torch.cat([t.flatten().double() for part in state.values()
+                      for t in part.values()])
+
+
+@needs_flower
+def test_flowers_fedavg_is_the_packages_fedavg_to_the_bit_on_the_clock(tmp_path):
+    """The same clients (the run's selection stream), the same bytes, FLOPs and times to the
+    bit; the weights after 3 rounds within float32 round-off of the averaging (flwr averages
+    in NumPy, the package in torch: 2e-8 measured, weights of order 0.1)."""
+    root = run(tmp_path, 3, algorithms=["fedavg", "flower"])
+    for name in ("events.csv", "rounds.csv", "clients.csv"):
+        assert ((root / "fedavg/seed0" / name).read_bytes()
+                == (root / "flower/seed0" / name).read_bytes()), name
+    gap = (weights(root / "fedavg/seed0") - weights(root / "flower/seed0")).abs().max()
+    assert 0 < gap < 1e-6
+
+
+@needs_flower
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_each_strategy_trains_on_the_clock_and_aggregates_its_own_way(tmp_path, strategy):
+    """Two rounds of 3 clients; the clock is FedAvg's (what a strategy does with the weights
+    changes no byte, FLOP or second); the weights are FedAvg's only where the strategy's
+    defaults make it FedAvg."""
+    results = sn.run(sn.load_scenario(QUICK, {**TINY, "training.rounds": 2,
+                                              "algorithms": ["fedavg", "flower"],
+                                              "flower": {"strategy": strategy}}),
+                     out=tmp_path, echo=False)
+    assert results.summary["status"].tolist() == ["completed", "completed"]
+    root = tmp_path / "quickstart"
+    assert ((root / "fedavg/seed0/events.csv").read_bytes()
+            == (root / "flower/seed0/events.csv").read_bytes())
+    gap = (weights(root / "flower/seed0") - weights(root / "fedavg/seed0")).abs().max()
+    # at their defaults FedProx (mu 0) and FedAvgM (no server momentum) are FedAvg
+    assert (gap < 1e-6) == (strategy in ("FedAvg", "FedProx", "FedAvgM")), float(gap)
+
+
+@needs_flower
+def test_a_resumed_fedadam_run_gives_the_uninterrupted_runs_model(tmp_path):
+    """FedAdam's moments outlive a round: saved in the checkpoint and restored."""
+    keys = {"algorithms": ["flower"], "flower": {"strategy": "FedAdam"},
+            "training.checkpoint_every": 2}
+    root = run(tmp_path, 3, **keys)
+    folder = root / "flower/seed0"
+    whole, model = (folder / "rounds.csv").read_bytes(), weights(folder)
+    (folder / "summary.json").unlink()        # as if stopped after round 2's checkpoint
+    run(tmp_path, 3, **keys)
+    assert json.loads((folder / "summary.json").read_text())["resumed_from_round"] == 2
+    assert (folder / "rounds.csv").read_bytes() == whole
+    assert torch.equal(weights(folder), model)
+    # and the moments matter: the same checkpoint without them resumes to another model
+    checkpoint = torch.load(folder / "checkpoint.pt", weights_only=True)
+    assert checkpoint["round"] == 2 and set(checkpoint["run"]["trainer"]["extra"]["strategy"]) \
+        == {"m_t", "v_t"}
+    checkpoint["run"]["trainer"]["extra"]["strategy"] = {}
+    torch.save(checkpoint, folder / "checkpoint.pt")
+    (folder / "summary.json").unlink()
+    run(tmp_path, 3, **keys)
+    assert not torch.equal(weights(folder), model)
+
+
+@needs_flower
+def test_options_the_run_sets_or_the_strategy_lacks_are_refused():
+    with pytest.raises(sn.ScenarioError, match=r"flower.options: fraction_train are the run's"):
+        sn.load_scenario(QUICK, {"algorithms": ["flower"],
+                                 "flower": {"options": {"fraction_train": 0.5}}})
+    with pytest.raises(sn.ScenarioError, match=r"flower.options: FedAdam takes .*eta.*, got "
+                                               r"\['etaa'\]"):
+        sn.load_scenario(QUICK, {"algorithms": ["flower"],
+                                 "flower": {"strategy": "FedAdam", "options": {"etaa": 0.1}}})
