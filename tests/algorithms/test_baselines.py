@@ -238,7 +238,7 @@ EXPECTED_KINDS = {
                   EventKind.MODEL_UPLOAD},
 }
 FEDERATED_FAMILY = {"fedavg", "fedprox", "fedlc", "fedla", "feddyn", "feddecorr", "fedconcat",
-                    "fedcbs"}
+                    "fedcbs", "flower"}
 
 
 @pytest.mark.parametrize("algorithm", sorted(set(ALGORITHMS)
