@@ -224,9 +224,16 @@ def learns_elsewhere(summary: dict) -> bool:
     return bool(summary.get("retimed_from")) or summary.get("timing_only") is True
 
 
+#: summary.json's `kept` of a trained run kept for its findings only (tools.keep
+#: --findings-only): SLIM_FILES, its other files' digests; training it again writes them
+KEPT_FOR_FINDINGS = "findings"
+
+
 def is_slim_kept(folder: Path, summary: dict) -> bool:
-    """Is `folder` such a run kept in git without its event tables (scala_netsim.tools.keep)?"""
-    return learns_elsewhere(summary) and not run_file(folder, EVENTS_CSV).is_file()
+    """Is `folder` such a run kept in git without its event tables (scala_netsim.tools.keep):
+    a re-timed or timing-only one, or a trained one kept for its findings only?"""
+    return ((learns_elsewhere(summary) or summary.get("kept") == KEPT_FOR_FINDINGS)
+            and not run_file(folder, EVENTS_CSV).is_file())
 
 
 def damaged_record(folder: Path, digests: dict, slim: bool = False) -> str | None:

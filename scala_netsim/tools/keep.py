@@ -50,6 +50,7 @@ from scala_netsim.core.files import (
     sweep_points,
 )
 from scala_netsim.core.results import (
+    KEPT_FOR_FINDINGS,
     damaged_record,
     file_sha256,
     is_slim_kept,
@@ -98,11 +99,14 @@ def kept_summary(run_dir: Path, summary: dict) -> dict:
     return {**summary, "files_sha256": digests}
 
 
-def keep_run(run_dir: Path, target: Path) -> int:
+def keep_run(run_dir: Path, target: Path, findings_only: bool = False) -> int:
     """Copy the finished run in `run_dir` to `target` (CSV tables compressed, LEFT_OUT left
     out), checking its record files against summary.json's digests first and the copy after;
     a re-timed or timing-only run (`learns_elsewhere`) keeps only SLIM_FILES, its summary with the
-    digests of every file it wrote (`kept_summary`). -> the bytes kept."""
+    digests of every file it wrote (`kept_summary`); so does a trained run with
+    `findings_only` (its summary then says `kept: findings`: what its study reads from its
+    other files is kept beside the study's comparison, and only training it again writes
+    them). -> the bytes kept."""
     summary_path = run_dir / SUMMARY_JSON
     summary = json.loads(summary_path.read_text())
     if not str(summary.get("status", "")).startswith(FINISHED):
@@ -112,8 +116,10 @@ def keep_run(run_dir: Path, target: Path) -> int:
         raise KeepError(problem)
     if target.resolve() == run_dir.resolve():
         raise KeepError(f"{run_dir}: keeping a run into its own folder (keep it elsewhere)")
-    slim = learns_elsewhere(summary)
+    slim = learns_elsewhere(summary) or findings_only
     kept = kept_summary(run_dir, summary)
+    if findings_only and not learns_elsewhere(summary):
+        kept = {**kept, "kept": KEPT_FOR_FINDINGS}
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -145,7 +151,8 @@ def finished_runs(scenario_dir: Path) -> list[Path]:
     return runs
 
 
-def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
+def keep_study(scenario_dir: Path, kept_dir: Path,
+               findings_only: bool = False) -> list[tuple[Path, int]]:
     """Keep every finished run of `scenario_dir` under `kept_dir` at the same relative path
     (<algorithm>/[<setting>/]seed<k>/), skipping those already kept with the same summary,
     and the study's index (sweep.json: its swept keys label the report's rows). -> (kept
@@ -157,9 +164,10 @@ def keep_study(scenario_dir: Path, kept_dir: Path) -> list[tuple[Path, int]]:
         kept = target / SUMMARY_JSON
         if kept.is_file():
             summary = json.loads((run_dir / SUMMARY_JSON).read_text())
-            if json.loads(kept.read_text()) == kept_summary(run_dir, summary):
+            if {k: v for k, v in json.loads(kept.read_text()).items() if k != "kept"} \
+                    == kept_summary(run_dir, summary):
                 continue
-        copied.append((target, keep_run(run_dir, target)))
+        copied.append((target, keep_run(run_dir, target, findings_only)))
     if (scenario_dir / SWEEP_JSON).is_file():
         write_json(kept_dir / SWEEP_JSON, kept_index(scenario_dir / SWEEP_JSON, kept_dir))
     return copied
@@ -206,12 +214,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("scenario_dir", type=Path, help="a scenario's results folder")
     parser.add_argument("kept_dir", type=Path, help="where its runs are kept (in git)")
+    parser.add_argument("--findings-only", action="store_true",
+                        help="keep trained runs as re-timed ones are kept (scenario.yaml, "
+                             "rounds.csv, summary.json with every file's digest): for runs "
+                             "no other study re-times, whose study keeps what it reads of "
+                             "their other files")
     args = parser.parse_args(argv)
     if not args.scenario_dir.is_dir():
         print(f"error: {args.scenario_dir}: no such results folder", file=sys.stderr)
         return 2
     try:
-        copied = keep_study(args.scenario_dir, args.kept_dir)
+        copied = keep_study(args.scenario_dir, args.kept_dir, args.findings_only)
     except KeepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

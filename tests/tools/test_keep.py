@@ -154,3 +154,25 @@ def test_a_study_of_other_points_is_re_timed_from_kept_records_training_nothing(
         assert rounds["test_acc"].equals(kept_rounds["test_acc"])
     assert code == 0 and "re-timed" in out
     assert cli(SCENARIO, "--out", tmp_path, "--retime-from", tmp_path / "nothing")[0] == 2
+
+
+def test_a_trained_run_kept_for_its_findings_keeps_what_a_re_timed_one_does(golden_run,
+                                                                             tmp_path):
+    """--findings-only: a trained run no other study re-times keeps scenario.yaml, rounds.csv
+    and summary.json (every file's digest, `kept: findings`); it reads as a slim kept run
+    whose kept files the digests vouch for."""
+    from scala_netsim.core.results import damaged_record, is_slim_kept
+
+    target = tmp_path / "kept" / "fedavg" / "seed3"
+    keep_run(golden_run.run_dir("fedavg"), target, findings_only=True)
+    assert sorted(p.name for p in target.iterdir()) == ["rounds.csv.xz", "scenario.yaml",
+                                                         "summary.json"]
+    summary = json.loads((target / "summary.json").read_text())
+    original = json.loads((golden_run.run_dir("fedavg") / "summary.json").read_text())
+    assert summary["kept"] == "findings" and is_slim_kept(target, summary)
+    assert summary["files_sha256"]["events.csv"] == original["files_sha256"]["events.csv"]
+    assert damaged_record(target, summary["files_sha256"], slim=True) is None
+    assert main([str(golden_run.out), str(tmp_path / "all"), "--findings-only"]) == 0
+    assert not list((tmp_path / "all").rglob("events.csv.xz"))
+    assert len(list((tmp_path / "all").rglob("summary.json"))) == len(
+        list(golden_run.out.glob("*/seed3")))
