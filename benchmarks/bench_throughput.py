@@ -199,7 +199,8 @@ def main() -> None:
         run = Run(scenario, algorithm, world, device)
         # a block: `count` rounds; for an asynchronous algorithm, `count` x (clients per
         # round) versions (a version takes one client's update, FedBuff's K of them)
-        per_round = scenario.num_participants if run.asynchronous else 1
+        per_round = (scenario.num_participants
+                     if ALGORITHMS[algorithm].traits.asynchronous else 1)
 
         def block(count: int, first_round: int, run: Run = run,
                   per_round: int = per_round) -> tuple[float, int]:
