@@ -6,11 +6,12 @@ analysis.mobility from the study's results folder:
 - deadline.csv: per algorithm and case (each deadline case and the same mobility without the
   deadline, the headline's trainings re-timed): the seeds, end-of-training accuracy (the mean
   of the evaluations in the last 20 % of the rounds) and its standard deviation over the
-  seeds, the final accuracy, the time to 80 %, the mean round, the share of the selections
+  seeds, the final accuracy, the time to 80 % (the mean over the seeds that reach it, and
+  how many do), the mean round, the share of the selections
   dropped (in all, at the round deadline, at SCALA's step deadline), the contributors' label
   bias (total variation from the selected clients' labels), and the end-of-training cost
-  against the same mobility without the deadline (percentage points, the seeds' mean and
-  each seed's: a seed against its own re-timed training);
+  against the same mobility without the deadline (percentage points, the mean and each
+  value over the seeds that both cases have: a seed against its own re-timed training);
 - dropped.csv: per algorithm and deadline case, the selections of its seeds pooled, grouped
   by kind of client (indoor on foot; outdoor on foot; outdoor in a vehicle: its speed over
   its recorded moves above VEHICLE_MPS), by compute (the halves of the FLOP/s range), by
@@ -70,6 +71,7 @@ def deadline_table(comparison: pd.DataFrame) -> pd.DataFrame:
                     "late_acc": r["late_acc"].mean(), "late_acc_std": r["late_acc"].std(),
                     "final_acc": r["final_acc"].mean(),
                     "time_to_0.8_s": r["time_to_0.8_s"].mean(),
+                    "seeds_reaching_0.8": int(r["time_to_0.8_s"].notna().sum()),
                     "round_s": r["round_s"].mean(),
                     **{name: r[name].fillna(0.0).mean() if name in r else 0.0 for name in (
                         "dropped_fraction", "dropped_fraction_deadline",
@@ -88,6 +90,10 @@ def kinds(run: Path, clients: pd.DataFrame) -> pd.Series:
     if path.is_file():
         moves = read_record(run, MOBILITY_CSV, usecols=["client_id", "t_s", "walked_m"])
         moves = moves.sort_values(["client_id", "t_s"])
+        # a row at a handover or a re-pointed beam repeats the last move's distance: only the
+        # rows where the client walked on (its moves) are timed
+        walked = moves.groupby("client_id")["walked_m"].diff()
+        moves = moves[walked.isna() | (walked > 0)]
         step = moves.groupby("client_id")[["t_s", "walked_m"]].diff()
         speed = (step["walked_m"] / step["t_s"]).where(step["t_s"] > 0)
         fast = speed.groupby(moves["client_id"]).max() > VEHICLE_MPS
@@ -135,13 +141,15 @@ def _groups(chosen: pd.DataFrame) -> list[tuple[str, pd.Series]]:
             ("handover", handed)]
 
 
-def dropped_table(results: Path) -> pd.DataFrame:
-    """dropped.csv (the module's docstring), from the deadline runs' full records under
-    `results`, their seeds pooled."""
+def dropped_table(results: Path, comparison: pd.DataFrame) -> pd.DataFrame:
+    """dropped.csv (the module's docstring), from the full records of the deadline runs the
+    comparison lists (folders under `results`), their seeds pooled."""
     rows = []
     for algorithm in NAMES:
         for case in DEADLINE_CASES:
-            runs = sorted((results / algorithm / f"case={case}").glob("seed*"))
+            listed = comparison[(comparison["algorithm"] == algorithm)
+                                & (comparison["case"] == case)].sort_values("seed")
+            runs = [results / str(f) for f in listed["folder"]]
             if not runs:
                 continue
             chosen = pd.concat([selections(run).assign(seed=run.name) for run in runs],

@@ -186,7 +186,14 @@ FLOWER_STRATEGIES = ("FedAvg", "FedProx", "FedAvgM", "FedAdam", "FedYogi", "FedA
 #: what a scenario's `flower.options` may not set: the run sets them (its clients a round and
 #: the nodes its network can reach; the package evaluates the global model itself)
 FLOWER_RUN_OPTIONS = ("fraction_train", "fraction_evaluate", "min_train_nodes",
-                      "min_evaluate_nodes", "min_available_nodes")
+                      "min_evaluate_nodes", "min_available_nodes",
+                      # the records' keys the package's clients write and read, and
+                      # functions (no YAML value is one)
+                      "weighted_by_key", "arrayrecord_key", "configrecord_key",
+                      "train_loss_key", "train_metrics_aggr_fn", "evaluate_metrics_aggr_fn")
+#: strategies that never aggregate below a number of clients a round for f malicious ones
+#: (a x f + b; flwr's Bulyan only warns each round and keeps the model)
+FLOWER_ROBUST_NEEDS = {"Bulyan": (4, 3)}
 
 
 class FlowerConfig(OptimizerStateConfig):
@@ -207,10 +214,24 @@ class FlowerConfig(OptimizerStateConfig):
         taken = [key for key in self.options if key in FLOWER_RUN_OPTIONS]
         if taken:
             return [f"flower.options: {', '.join(taken)} are the run's (training."
-                    f"participation, the clients its network reaches), got {taken}"]
+                    f"participation, the clients its network reaches, the records its "
+                    f"clients write), got {taken}"]
         allowed = set(inspect.signature(getattr(strategies, self.strategy)).parameters)
         unknown = sorted(set(self.options) - allowed)
         if unknown:
             return [f"flower.options: {self.strategy} takes "
                     f"{', '.join(sorted(allowed - set(FLOWER_RUN_OPTIONS)))}, got {unknown}"]
+        try:   # the strategy's own checks of its values (QFedAvg's rate: training.lr's)
+            defaults = ({"client_learning_rate": scenario.training.lr}
+                        if self.strategy == "QFedAvg" else {})
+            getattr(strategies, self.strategy)(**{**defaults, **self.options})
+        except (TypeError, ValueError) as error:
+            return [f"flower.options: {self.strategy} refuses {self.options}: {error}"]
+        if self.strategy in FLOWER_ROBUST_NEEDS:
+            times, plus = FLOWER_ROBUST_NEEDS[self.strategy]
+            f = int(self.options.get("num_malicious_nodes", 0))
+            if scenario.num_selected < times * f + plus:
+                return [f"flower.options.num_malicious_nodes: {self.strategy} needs at least "
+                        f"{times} f + {plus} = {times * f + plus} clients a round for f = {f}, "
+                        f"the run has {scenario.num_selected} (training.participation)"]
         return []

@@ -4,4 +4,6 @@ download, local steps and upload timed on the run's cell or network as any algor
 
 `algorithms: [flower]` with `flower: {strategy: FedAdam, options: {eta: 0.01}}` in a scenario
 (scala_netsim.algorithms.config.FlowerConfig; trainer: scala_netsim.flower.trainer). Flower
-is imported only by a run of it: the package runs and tests without the extra."""
+is imported only by a scenario that names it: the package runs without the extra, and a
+scenario naming `flower` without it is refused saying what to install. The test set-up
+installs it (the golden scenario runs Flower's FedAdam)."""

@@ -34,7 +34,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.serverapp import Grid
 from flwr.serverapp import strategy as strategies
-from flwr.serverapp.strategy import Strategy, strategy_utils
+from flwr.serverapp.strategy import strategy_utils
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 from torch import nn
@@ -53,7 +53,7 @@ STRATEGY_STATE = ("m_t", "v_t", "momentum_vector")
 
 
 def build_strategy(config: FlowerConfig, num_clients: int, num_selected: int,
-                   client_lr: float) -> Strategy:
+                   client_lr: float) -> strategies.FedAvg:
     """The scenario's strategy with its options, sampling `num_selected` of `num_clients`
     (fraction_train (n + 1/2) / K: flwr takes int(K x fraction)), no federated evaluation
     (flwr's warning that it is skipped is not shown: the run says so). QFedAvg's
@@ -143,8 +143,9 @@ def _as_tensors(value: Any) -> Any:
 
 
 def _as_arrays(value: Any) -> Any:
+    """`_as_tensors` undone (a resumed run's tensors are on its device: back to the CPU)."""
     if isinstance(value, torch.Tensor):
-        return value.numpy()
+        return value.detach().cpu().numpy()
     if isinstance(value, dict):
         return {k: _as_arrays(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -160,7 +161,8 @@ class FlowerFedAvg(FedAvg):
         super().__init__(features, head, data, *args, **kwargs)
         self.config = flower
         self.nodes = Nodes(data.num_clients)
-        self.strategy: Strategy | None = None
+        # (every strategy the scenario may name derives from flwr's FedAvg)
+        self.strategy: strategies.FedAvg | None = None
         self._saved: dict = {}        # a resumed strategy's state, set once it is built
         self.server_round = 0
         self._sent: dict[int, Message] = {}
@@ -176,8 +178,12 @@ class FlowerFedAvg(FedAvg):
 
     # --- a round --------------------------------------------------------------------------
     def arrays(self) -> ArrayRecord:
-        """The global model as an ArrayRecord (its state dict's names and values)."""
-        return ArrayRecord(self.model.state_dict())
+        """The global model's floating-point tensors (weights, BatchNorm's statistics) as an
+        ArrayRecord under their state-dict names. Integer counters (BatchNorm's batch count)
+        stay out of the strategy's arithmetic: the global model takes the first reply's, as
+        the package's FedAvg does."""
+        return ArrayRecord({n: t for n, t in self.model.state_dict().items()
+                            if t.is_floating_point()})
 
     def begin_round(self, selected: Sequence[int]) -> None:
         super().begin_round(selected)
@@ -187,6 +193,9 @@ class FlowerFedAvg(FedAvg):
                                            float(self.optim_args["lr"]))
             for name, value in self._saved.items():
                 setattr(self.strategy, name, _as_arrays(value))
+        # this round's number of clients (a timing-only run meters a batch size with fewer)
+        self.strategy.fraction_train = (len(selected) + 0.5) / self.nodes.num_clients
+        self.strategy.min_train_nodes = len(selected)
         self.server_round += 1
         _identity()
         with _sampling([k + NODE_BASE for k in selected]):
@@ -214,7 +223,7 @@ class FlowerFedAvg(FedAvg):
 
     def end_round(self) -> None:
         assert self.strategy is not None
-        names = list(self.model.state_dict())
+        state = self.model.state_dict()
         replies = []
         for upload in self._uploads:            # (in client-id order)
             k = upload.client_id
@@ -222,12 +231,17 @@ class FlowerFedAvg(FedAvg):
             metrics = MetricRecord({
                 "num-examples": self.sampler.num_samples(k),
                 "train_loss": float(torch.stack(losses).mean()) if losses else 0.0})
-            arrays = ArrayRecord(dict(zip(names, upload.tensors, strict=True)))
+            arrays = ArrayRecord({n: t for n, t in zip(state, upload.tensors, strict=True)
+                                  if t.is_floating_point()})
             replies.append(Message(RecordDict({"arrays": arrays, "metrics": metrics}),
                                    reply_to=self._sent[k]))
         aggregate, _ = self.strategy.aggregate_train(self.server_round, replies)
-        if aggregate is not None:     # (None: no reply, every client dropped)
-            self.model.load_state_dict(aggregate.to_torch_state_dict())
+        if aggregate is None:         # no reply: every client dropped
+            return
+        with torch.no_grad():
+            for (name, dst), first in zip(state.items(), self._uploads[0].tensors, strict=True):
+                dst.copy_(first if not dst.is_floating_point()
+                          else torch.from_numpy(aggregate[name].numpy()))
 
     # --- resume ---------------------------------------------------------------------------
     def extra_state(self) -> dict:

@@ -99,6 +99,13 @@ def kept_summary(run_dir: Path, summary: dict) -> dict:
     return {**summary, "files_sha256": digests}
 
 
+def for_findings(summary: dict, findings_only: bool) -> bool:
+    """Is the run kept for its findings only: a trained run kept with --findings-only, or one
+    kept so before (kept again as it was)?"""
+    return not learns_elsewhere(summary) and (findings_only
+                                              or summary.get("kept") == KEPT_FOR_FINDINGS)
+
+
 def keep_run(run_dir: Path, target: Path, findings_only: bool = False) -> int:
     """Copy the finished run in `run_dir` to `target` (CSV tables compressed, LEFT_OUT left
     out), checking its record files against summary.json's digests first and the copy after;
@@ -116,9 +123,10 @@ def keep_run(run_dir: Path, target: Path, findings_only: bool = False) -> int:
         raise KeepError(problem)
     if target.resolve() == run_dir.resolve():
         raise KeepError(f"{run_dir}: keeping a run into its own folder (keep it elsewhere)")
-    slim = learns_elsewhere(summary) or findings_only
+    findings = for_findings(summary, findings_only)
+    slim = learns_elsewhere(summary) or findings
     kept = kept_summary(run_dir, summary)
-    if findings_only and not learns_elsewhere(summary):
+    if findings:
         kept = {**kept, "kept": KEPT_FOR_FINDINGS}
     if target.exists():
         shutil.rmtree(target)
@@ -164,8 +172,10 @@ def keep_study(scenario_dir: Path, kept_dir: Path,
         kept = target / SUMMARY_JSON
         if kept.is_file():
             summary = json.loads((run_dir / SUMMARY_JSON).read_text())
-            if {k: v for k, v in json.loads(kept.read_text()).items() if k != "kept"} \
-                    == kept_summary(run_dir, summary):
+            want = kept_summary(run_dir, summary)
+            if for_findings(summary, findings_only):
+                want = {**want, "kept": KEPT_FOR_FINDINGS}
+            if json.loads(kept.read_text()) == want:
                 continue
         copied.append((target, keep_run(run_dir, target, findings_only)))
     if (scenario_dir / SWEEP_JSON).is_file():

@@ -30,7 +30,12 @@ from pathlib import Path
 
 from scala_netsim.core.errors import Error
 from scala_netsim.core.files import SCENARIO_YAML, SUMMARY_JSON, SWEEP_JSON
-from scala_netsim.core.results import file_sha256, is_slim_kept, read_written_yaml
+from scala_netsim.core.results import (
+    KEPT_FOR_FINDINGS,
+    file_sha256,
+    is_slim_kept,
+    read_written_yaml,
+)
 
 #: where a kept trained run lives in a checkout: what a `retimed_from` path is resolved by
 STUDIES = ("docs", "studies")
@@ -53,7 +58,10 @@ def slim_runs(kept: Path) -> list[Path]:
     runs = []
     for summary_path in sorted(kept.rglob(SUMMARY_JSON)):
         summary = json.loads(summary_path.read_text())
-        if is_slim_kept(summary_path.parent, summary):
+        # (a trained run kept for its findings only comes back by training it again, hours,
+        # not by regenerating: left out)
+        if is_slim_kept(summary_path.parent, summary) and summary.get("kept") != \
+                KEPT_FOR_FINDINGS:
             runs.append(summary_path.parent)
     return runs
 

@@ -108,3 +108,30 @@ def test_options_the_run_sets_or_the_strategy_lacks_are_refused():
                                                r"\['etaa'\]"):
         sn.load_scenario(QUICK, {"algorithms": ["flower"],
                                  "flower": {"strategy": "FedAdam", "options": {"etaa": 0.1}}})
+
+
+@needs_flower
+def test_a_timing_only_flower_run_keeps_fedavgs_clock(tmp_path):
+    """A timing-only run meters each batch size with one client (a round of another number
+    of clients than the run's): the strategy samples each round's number."""
+    results = sn.run(sn.load_scenario(QUICK, {**TINY, "training.rounds": 2, "timing_only": True,
+                                              "algorithms": ["fedavg", "flower"],
+                                              "flower": {"strategy": "FedAdam"}}),
+                     out=tmp_path, echo=False)
+    assert results.summary["status"].tolist() == ["completed", "completed"]
+    root = tmp_path / "quickstart"
+    assert ((root / "fedavg/seed0/events.csv").read_bytes()
+            == (root / "flower/seed0/events.csv").read_bytes())
+
+
+@needs_flower
+@pytest.mark.parametrize("strategy", ["QFedAvg", "FedAdam"])
+def test_batchnorms_counters_stay_out_of_the_strategys_arithmetic(tmp_path, strategy):
+    """ResNet-18's num_batches_tracked (int64): QFedAvg's scaling of it raised, FedAdam moved
+    it; the global model takes the first reply's counter, its floats the strategy's."""
+    root = run(tmp_path, 1, algorithms=["flower"], flower={"strategy": strategy},
+               **{"model.arch": "resnet18", "training.local_iters": 1})
+    state = torch.load(root / "flower/seed0/model.pt", weights_only=True)["modules"]
+    counters = [t for part in state.values() for n, t in part.items()
+                if n.endswith("num_batches_tracked")]
+    assert counters and all(int(t) == 1 for t in counters)

@@ -46,7 +46,8 @@ def _write(folder: Path, name: str, rows: list[dict]) -> None:
 
 
 def test_who_a_deadline_drops_is_counted_by_hand(tmp_path, monkeypatch):
-    """Four clients over two rounds (by hand): 0 indoor; 1 outdoor at 0.83 m/s; 2 outdoor at
+    """Four clients over two rounds (by hand): 0 indoor; 1 outdoor at 0.83 m/s (0.53 m/s
+    over its last move); 2 outdoor at
     33.3 m/s (a vehicle), handed over at t = 5 s in round 1 and dropped in both its rounds;
     3 outdoor with no move recorded (on foot), dropped in round 2."""
     from analysis import mobility_deadline as md
@@ -62,6 +63,10 @@ def test_who_a_deadline_drops_is_counted_by_hand(tmp_path, monkeypatch):
                                                           "walked_m": 5.0},
         {"client_id": 1, "t_s": 0.0, "walked_m": 0.0}, {"client_id": 1, "t_s": 10.0,
                                                           "walked_m": 8.3},
+        # a handover's row repeats the last move's distance; timed from it, the next move
+        # (0.1 m in 0.01 s) would look like a vehicle's
+        {"client_id": 1, "t_s": 10.18, "walked_m": 8.3}, {"client_id": 1, "t_s": 10.19,
+                                                           "walked_m": 8.4},
         {"client_id": 2, "t_s": 0.0, "walked_m": 0.0}, {"client_id": 2, "t_s": 1.0,
                                                           "walked_m": 33.3}])
     _write(run, "events.csv", [
@@ -84,7 +89,9 @@ def test_who_a_deadline_drops_is_counted_by_hand(tmp_path, monkeypatch):
         0: "indoor on foot", 1: "outdoor on foot", 2: "outdoor in a vehicle",
         3: "outdoor on foot"}
     assert chosen.loc[chosen["handed_over"], ["round", "client_id"]].values.tolist() == [[1, 2]]
-    table = md.dropped_table(tmp_path).set_index("group")
+    listed = pd.DataFrame([{"algorithm": "scala", "case": "vehicles_120_deadline", "seed": 0,
+                            "folder": "scala/case=vehicles_120_deadline/seed0"}])
+    table = md.dropped_table(tmp_path, listed).set_index("group")
     assert table.loc["outdoor in a vehicle", ["selected", "dropped"]].tolist() == [2, 2]
     assert table.loc["outdoor on foot", ["selected", "dropped"]].tolist() == [3, 1]
     assert table.loc["indoor on foot", "value"] == 0.0
