@@ -239,7 +239,7 @@ def _deadline_section(comparison: pd.DataFrame, results: Path
         dropped = mobility_deadline.dropped_table(results, comparison)
         dropped.to_csv(kept, index=False)
     elif kept.is_file():
-        dropped = pd.read_csv(kept, float_precision="round_trip")
+        dropped = pd.read_csv(kept)
     else:
         raise ValueError(f"its deadline runs are slim (no events.csv) and {kept} is not there")
     deadline = mobility_deadline.deadline_table(comparison)
@@ -272,9 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     kept = args.results / "handovers.csv"
     try:
-        handovers = handover_table(comparison, args.results,
-                                   pd.read_csv(kept, float_precision="round_trip")
-                                   if kept.is_file()
+        handovers = handover_table(comparison, args.results, pd.read_csv(kept) if kept.is_file()
                                    else pd.DataFrame(columns=["algorithm", "case", "seed"]))
         deadline = _deadline_section(comparison, args.results)
     except ValueError as error:

@@ -4,11 +4,12 @@ clients against 30 % of the outdoor clients in vehicles at 120 km/h. Written by
 analysis.mobility from the study's results folder:
 
 - deadline.csv: per algorithm and case (each deadline case and the same mobility without the
-  deadline, the headline's trainings re-timed): the seeds, end-of-training accuracy (the mean
-  of the evaluations in the last 20 % of the rounds) and its standard deviation over the
-  seeds, the final accuracy, the time to 80 % (the mean over the seeds that reach it, and
-  how many do), the mean round, the share of the selections
-  dropped (in all, at the round deadline, at SCALA's step deadline), the contributors' label
+  deadline, the headline's trainings re-timed, over the seeds the deadline case has): the
+  seeds, end-of-training accuracy (the mean of the evaluations in the last 20 % of the
+  rounds) and its standard deviation over the seeds, the final accuracy, the time to 80 %
+  (the mean over the seeds that reach it, and how many do), the mean round, the share of the
+  selections dropped (in all, at the round deadline, at SCALA's step deadline), the
+  contributors' label
   bias (total variation from the selected clients' labels), and the end-of-training cost
   against the same mobility without the deadline (percentage points, the mean and each
   value over the seeds that both cases have: a seed against its own re-timed training);
@@ -59,8 +60,11 @@ def deadline_table(comparison: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for algorithm in NAMES:
         for case, without in DEADLINE_CASES.items():
+            trained = runs[(runs["algorithm"] == algorithm) & (runs["case"] == case)]["seed"]
             for shown in (without, case):
                 r = runs[(runs["algorithm"] == algorithm) & (runs["case"] == shown)]
+                if shown == without and len(trained):   # the deadline case's seeds
+                    r = r[r["seed"].isin(trained)]
                 r = r.sort_values("seed")
                 if r.empty:
                     continue

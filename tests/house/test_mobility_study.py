@@ -15,7 +15,7 @@ STUDY = ROOT / "docs" / "studies" / "mobility"
 
 def test_the_report_and_its_table_are_the_ones_written_from_the_kept_runs(tmp_path):
     assert mobility.main([str(STUDY / "results"), "--out", str(tmp_path)]) == 0
-    for name in ("report.md", "times.csv"):
+    for name in ("report.md", "times.csv", "deadline.csv", "dropped.csv"):
         assert (tmp_path / name).read_text() == (STUDY / name).read_text(), name
 
 
