@@ -9,10 +9,10 @@ analysis.mobility from the study's results folder:
   rounds) and its standard deviation over the seeds, the final accuracy, the time to 80 %
   (the mean over the seeds that reach it, and how many do), the mean round, the share of the
   selections dropped (in all, at the round deadline, at SCALA's step deadline), the
-  contributors' label
-  bias (total variation from the selected clients' labels), and the end-of-training cost
-  against the same mobility without the deadline (percentage points, the mean and each
-  value over the seeds that both cases have: a seed against its own re-timed training);
+  contributors' label bias (total variation from the selected clients' labels), and the
+  end-of-training cost against the same mobility without the deadline (percentage points,
+  the mean and each value over the seeds that both cases have: a seed against its own
+  re-timed training);
 - dropped.csv: per algorithm and deadline case, the selections of its seeds pooled, grouped
   by kind of client (indoor on foot; outdoor on foot; outdoor in a vehicle: its speed over
   its recorded moves above VEHICLE_MPS), by compute (the halves of the FLOP/s range), by
