@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -35,7 +35,6 @@ from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.serverapp import Grid
 from flwr.serverapp import strategy as strategies
 from flwr.serverapp.strategy import strategy_utils
-from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 from torch import nn
 
@@ -74,37 +73,16 @@ def build_strategy(config: FlowerConfig, num_clients: int, num_selected: int,
         logger.setLevel(level)
 
 
-class Nodes(Grid):
-    """The grid a strategy configures a round on: the run's clients as Flower nodes. It
-    sends nothing: the run's protocol carries the messages on its clock."""
+class Nodes:
+    """What a strategy reads of its grid when it configures a round: the node ids (flwr's
+    `sample_nodes` asks for nothing else), the run's clients as Flower nodes. Nothing is
+    sent through it: the run's protocol carries the messages on its clock."""
 
     def __init__(self, num_clients: int) -> None:
-        self._run = Run.create_empty(run_id=0)
         self.num_clients = num_clients
 
-    def set_run(self, run: Run) -> None:
-        self._run = run
-
-    @property
-    def run(self) -> Run:
-        return self._run
-
-    def create_message(self, content: RecordDict, message_type: str, dst_node_id: int,
-                       group_id: str, ttl: float | None = None) -> Message:
-        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
-
-    def get_node_ids(self) -> Iterable[int]:
+    def get_node_ids(self) -> range:
         return range(NODE_BASE, NODE_BASE + self.num_clients)
-
-    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
-        raise NotImplementedError("the run's protocol carries the messages on its clock")
-
-    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        raise NotImplementedError("the run's protocol carries the messages on its clock")
-
-    def send_and_receive(self, messages: Iterable[Message], *,
-                         timeout: float | None = None) -> Iterable[Message]:
-        raise NotImplementedError("the run's protocol carries the messages on its clock")
 
 
 class _Drawn:
@@ -199,12 +177,14 @@ class FlowerFedAvg(FedAvg):
         self.server_round += 1
         _identity()
         with _sampling([k + NODE_BASE for k in selected]):
-            messages = list(self.strategy.configure_train(self.server_round, self.arrays(),
-                                                          ConfigRecord(), self.nodes))
+            messages = list(self.strategy.configure_train(
+                self.server_round, self.arrays(), ConfigRecord(), cast(Grid, self.nodes)))
         self._sent = {m.metadata.dst_node_id - NODE_BASE: m for m in messages}
         config = messages[0].content.config_records.get("config", ConfigRecord())
         self._mu = float(config.get("proximal-mu", 0.0))   # type: ignore[arg-type]
-        self._global = [p.detach().clone() for p in self.model.parameters()]
+        # the round's global weights, the proximal term's anchor (a copy only where used)
+        self._global = ([p.detach().clone() for p in self.model.parameters()] if self._mu
+                        else [])
         self._losses = {k: [] for k in selected}
 
     def local_loss(self, k: int, features: torch.Tensor, logits: torch.Tensor,

@@ -86,17 +86,21 @@ def table_name(name: str) -> str | None:
     return None
 
 
-def kept_summary(run_dir: Path, summary: dict) -> dict:
+def kept_summary(run_dir: Path, summary: dict, findings_only: bool = False) -> dict:
     """summary.json as kept: with the digests of every file its run wrote (DIGESTED_FILES; a
     run written before clients.csv and cells.csv were digested gets theirs now, issue 61; one
     written before coupling.csv existed has none, and keeps none), what a slim run's
-    regeneration is checked against and what vouches for a trained run's copy."""
+    regeneration is checked against and what vouches for a trained run's copy; `kept:
+    findings` for a run kept for its findings only (`for_findings`)."""
     digests = dict(summary.get("files_sha256", {}))
     for name in DIGESTED_FILES:
         path = run_file(run_dir, name)
         if name not in digests and path.is_file():
             digests[name] = file_sha256(path)
-    return {**summary, "files_sha256": digests}
+    kept = {**summary, "files_sha256": digests}
+    if for_findings(summary, findings_only):
+        kept["kept"] = KEPT_FOR_FINDINGS
+    return kept
 
 
 def for_findings(summary: dict, findings_only: bool) -> bool:
@@ -123,11 +127,8 @@ def keep_run(run_dir: Path, target: Path, findings_only: bool = False) -> int:
         raise KeepError(problem)
     if target.resolve() == run_dir.resolve():
         raise KeepError(f"{run_dir}: keeping a run into its own folder (keep it elsewhere)")
-    findings = for_findings(summary, findings_only)
-    slim = learns_elsewhere(summary) or findings
-    kept = kept_summary(run_dir, summary)
-    if findings:
-        kept = {**kept, "kept": KEPT_FOR_FINDINGS}
+    slim = learns_elsewhere(summary) or for_findings(summary, findings_only)
+    kept = kept_summary(run_dir, summary, findings_only)
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -172,10 +173,7 @@ def keep_study(scenario_dir: Path, kept_dir: Path,
         kept = target / SUMMARY_JSON
         if kept.is_file():
             summary = json.loads((run_dir / SUMMARY_JSON).read_text())
-            want = kept_summary(run_dir, summary)
-            if for_findings(summary, findings_only):
-                want = {**want, "kept": KEPT_FOR_FINDINGS}
-            if json.loads(kept.read_text()) == want:
+            if json.loads(kept.read_text()) == kept_summary(run_dir, summary, findings_only):
                 continue
         copied.append((target, keep_run(run_dir, target, findings_only)))
     if (scenario_dir / SWEEP_JSON).is_file():
