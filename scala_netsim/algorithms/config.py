@@ -211,6 +211,10 @@ class FlowerConfig(OptimizerStateConfig):
             return ["flower: Flower is not installed: pip install -e '.[flower]' (flwr 1.42)"]
         from flwr.serverapp import strategy as strategies
 
+        if scenario.compression.models != "none":
+            return [f"compression.models: a Flower strategy's messages travel as their arrays "
+                    f"(no codec on them), got {scenario.compression.models!r}; allowed with "
+                    f"algorithms: [flower]: 'none'"]
         taken = [key for key in self.options if key in FLOWER_RUN_OPTIONS]
         if taken:
             return [f"flower.options: {', '.join(taken)} are the run's (training."

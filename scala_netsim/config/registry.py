@@ -334,7 +334,8 @@ for _spec in (
              "asynchronous split learning with generated activations rebalancing labels (GAS)",
              config=GASConfig),
     # Flower's strategies over the package's FedAvg clients (issue 65; the [flower] extra)
-    AlgorithmSpec("flower", "scala_netsim.flower.trainer:FlowerFedAvg", FED[0],
+    AlgorithmSpec("flower", "scala_netsim.flower.trainer:FlowerFedAvg",
+                  "scala_netsim.flower.protocol:GridProtocol",
                   "a Flower strategy (flwr) over FedAvg clients", config=FlowerConfig,
                   traits=FED[1]),
 ):

@@ -77,17 +77,22 @@ class Protocol(ClientStages[RoundTrainerT]):
         self.round = round_
         self._compute_s.clear()
         self.trainer.begin_round(selected)
-        self.link.begin_round(round_, self.demands(selected))
+        self.carry(selected, self.rules.deadline_s)
+        self.trainer.end_round()
+
+    def carry(self, selected: Sequence[int], deadline_s: float | None) -> None:
+        """Run the round's processes on the link until they have all ended; a client still in
+        the round `deadline_s` after its start is dropped."""
+        self.link.begin_round(self.round, self.demands(selected))
         drops = self.drops
         if drops is not None:
-            drops.begin(round_, selected)
-            if self.rules.deadline_s is not None:
+            drops.begin(self.round, selected)
+            if deadline_s is not None:
                 # (a round that ends earlier leaves its deadline in the queue: `_expire`
                 # ignores it when it comes, in a later round)
-                deadline = self.env.timeout(self.rules.deadline_s, value=round_)
+                deadline = self.env.timeout(deadline_s, value=self.round)
                 deadline.callbacks.append(self._expire)
         self.env.run(until=self.env.all_of(self.round_processes(selected)))
-        self.trainer.end_round()
 
     # --- drops ----------------------------------------------------------------------------
     def _spawn(self, owner: int, body: Generator) -> simpy.Process:

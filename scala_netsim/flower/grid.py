@@ -1,0 +1,264 @@
+"""A Flower `Grid` on the run's simulated clock (issue 65).
+
+A strategy talks to its clients through a Grid only: `push_messages`, `pull_messages` and
+`send_and_receive(messages, timeout)`. `SimulatedGrid` is one whose messages travel on the
+run's cell or network, as any algorithm's do:
+- `push_messages` addresses each message to its node (client k is node k + NODE_BASE); the
+  run's protocol (scala_netsim.flower.protocol.GridProtocol) then carries it: the download of
+  its arrays, the client's ClientApp called in-process on it (`deliver`), the client's compute
+  at its FLOP/s, the upload of the reply's arrays (`arrived` puts it in the inbox);
+- `send_and_receive` pushes, lets the run's clock carry the messages (`carry`, set by the
+  protocol for the round) until every reply is in or `timeout` simulated seconds have passed
+  (a client still busy then is dropped and recorded as a round deadline drops it), and pulls
+  the replies that arrived. Nothing sleeps in wall-clock time.
+
+Bytes: a message's arrays, each Array's elements times its element size, as the package
+counts every message (`array_bytes`); configs and metrics are not counted (a few bytes), nor
+Flower's framing. FLOPs: what the reply's MetricRecord reports per local step
+(`flops-forward` and `flops-backward`, lists of one entry a step: the package's own ClientApp
+reports what its model meter measured), otherwise torch's FLOP counter around the call
+(`CountedFlops`: the registered matrix products and convolutions of the forward and of the
+backward pass apart; element-wise operations, normalisation and the optimiser's update count
+nothing, and work outside torch is not seen). A counted call is timed as one forward and one
+backward computation at local iteration 0, since where an app's steps begin and end is not
+visible: the run's later local iterations then take no time (0 FLOPs each)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.serverapp import Grid
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+from torch.utils.flop_counter import FlopCounterMode
+
+from scala_netsim.core.errors import Error
+
+#: client k is Flower node k + NODE_BASE (node 1 is the SuperLink's, 0 is never a node)
+NODE_BASE = 2
+#: the run id the grid's messages and its clients' Contexts carry
+RUN_ID = 0
+#: the MetricRecord keys of a reply that report its local steps' FLOPs
+FLOP_KEYS = ("flops-forward", "flops-backward")
+
+
+class FlowerAppError(Error, RuntimeError):
+    """A client's ClientApp raised, or replied with what a strategy cannot aggregate."""
+
+
+def array_bytes(content: RecordDict) -> int:
+    """Bytes of a message's arrays on the wire: elements x element size, every Array of
+    every ArrayRecord (framing and serialisation headers not counted, as for every message
+    of the package)."""
+    return sum(math.prod(array.shape) * np.dtype(array.dtype).itemsize
+               for record in content.array_records.values() for array in record.values())
+
+
+class CountedFlops(FlopCounterMode):
+    """torch's FLOP counter with the backward pass's FLOPs apart: an operation counts as
+    backward while autograd's engine runs a graph task."""
+
+    def __init__(self) -> None:
+        super().__init__(display=False)
+        self.forward_flops = 0
+        self.backward_flops = 0
+
+    def _count_flops(self, func_packet: Any, out: Any, args: Any, kwargs: Any) -> Any:
+        if func_packet in self.flop_registry:
+            flops = int(self.flop_registry[func_packet](*args, **kwargs, out_val=out))
+            if torch._C._current_graph_task_id() == -1:
+                self.forward_flops += flops
+            else:
+                self.backward_flops += flops
+        return super()._count_flops(func_packet, out, args, kwargs)
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A client's reply to the message it was sent, and the compute it took: (forward FLOPs,
+    backward FLOPs) a local step, reported by the app or counted (`counted`)."""
+
+    reply: Message
+    steps: tuple[tuple[int, int], ...]
+    counted: bool
+
+
+class SimulatedGrid(Grid):
+    """A Grid whose messages travel on the run's clock (the module's docstring).
+    `app` is the clients' ClientApp; each node's Context (its `state` kept from call to call,
+    as a SuperNode keeps it) says `partition-id` k and `num-partitions` K in its node_config,
+    Flower's convention for which data a client holds."""
+
+    def __init__(self, app: ClientApp, num_clients: int,
+                 run_config: dict[str, Any] | None = None) -> None:
+        self.app, self.num_clients = app, num_clients
+        self.run_config = dict(run_config or {})
+        self._run = Run.create_empty(RUN_ID)
+        self.contexts: dict[int, Context] = {}
+        #: the round the messages belong to (named in a ClientApp's errors)
+        self.round = 0
+        #: lets the run's clock carry the pushed messages for at most `timeout` simulated
+        #: seconds (None: until every reply is in); the protocol sets it for each round
+        self.carry: Callable[[float | None], None] | None = None
+        self._pushed: dict[int, Message] = {}
+        self._delivered: dict[int, Delivered] = {}
+        self._inbox: dict[str, Message] = {}
+
+    # --- flwr's Grid ----------------------------------------------------------------------
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def run(self) -> Run:
+        return self._run
+
+    def create_message(self, content: RecordDict, message_type: str, dst_node_id: int,
+                       group_id: str, ttl: float | None = None) -> Message:
+        with identity(SUPERLINK_NODE_ID):
+            return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self) -> range:
+        """The run's clients as Flower nodes."""
+        return range(NODE_BASE, NODE_BASE + self.num_clients)
+
+    def push_messages(self, messages: Iterable[Message]) -> list[str]:
+        """Address each message to its node (one a node at a time); -> their ids, which
+        `pull_messages` takes. The ids are the round and the node (reproducible)."""
+        ids = []
+        for message in messages:
+            node = message.metadata.dst_node_id
+            if node not in self.get_node_ids():
+                raise ValueError(f"a message for node {node}: the run's nodes are "
+                                 f"{NODE_BASE}..{NODE_BASE + self.num_clients - 1}")
+            if node in self._pushed:
+                raise ValueError(f"node {node} has a message in flight already")
+            message.metadata.__dict__["_message_id"] = f"{self.round}-{node}"
+            self._pushed[node] = message
+            ids.append(message.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:
+        """The replies in to the messages `message_ids`, in node order; each is pulled once."""
+        wanted = set(message_ids)
+        replies = [self._inbox.pop(i) for i in sorted(self._inbox) if i in wanted]
+        return sorted(replies, key=lambda reply: reply.metadata.src_node_id)
+
+    def send_and_receive(self, messages: Iterable[Message], *,
+                         timeout: float | None = None) -> list[Message]:
+        """Push `messages`, let the run's clock carry them until every reply is in or
+        `timeout` simulated seconds have passed, and pull the replies that arrived (a client
+        still busy at the timeout is dropped: its message is withdrawn)."""
+        if self.carry is None:
+            raise RuntimeError("a SimulatedGrid carries messages on a run's clock: it is "
+                               "given one by the run's protocol (algorithms: [flower])")
+        ids = self.push_messages(messages)
+        self.carry(timeout)
+        self._pushed.clear()
+        self._delivered.clear()
+        return self.pull_messages(ids)
+
+    # --- what the run's protocol calls as it carries node k's message ----------------------
+    @property
+    def pushed(self) -> frozenset[int]:
+        """The nodes with a message in flight."""
+        return frozenset(self._pushed)
+
+    def outgoing(self, node: int) -> Message:
+        """The message pushed to `node`."""
+        return self._pushed[node]
+
+    def deliver(self, node: int) -> Delivered:
+        """Call `node`'s ClientApp on its message, in-process: its reply, checked, and the
+        FLOPs it took."""
+        message = self._pushed[node]
+        context = self.contexts.setdefault(node, Context(
+            run_id=RUN_ID, node_id=node, node_config={
+                "partition-id": node - NODE_BASE, "num-partitions": self.num_clients},
+            state=RecordDict(), run_config=dict(self.run_config)))
+        counter = CountedFlops()
+        try:
+            with identity(node), counter:
+                reply = self.app(message, context)
+        except Exception as error:
+            raise self._error(node, f"its ClientApp raised {type(error).__name__}: "
+                                    f"{error}") from error
+        self._check(node, message, reply)
+        try:
+            steps = _reported_steps(reply)
+        except ValueError as error:
+            raise self._error(node, str(error)) from error
+        delivered = Delivered(reply, steps or ((counter.forward_flops,
+                                                counter.backward_flops),), steps is None)
+        self._delivered[node] = delivered
+        return delivered
+
+    def reply(self, node: int) -> Message:
+        """The reply `node`'s ClientApp gave (once `deliver` has called it)."""
+        return self._delivered[node].reply
+
+    def arrived(self, node: int) -> None:
+        """`node`'s reply is in at the server."""
+        reply = self._delivered[node].reply
+        self._inbox[self._pushed[node].metadata.message_id] = reply
+
+    # --- checks ---------------------------------------------------------------------------
+    def _error(self, node: int, what: str) -> FlowerAppError:
+        return FlowerAppError(f"flower: client {node - NODE_BASE} (node {node}) in round "
+                              f"{self.round}: {what}")
+
+    def _check(self, node: int, message: Message, reply: Any) -> None:
+        """A reply a strategy can aggregate: a Message without an error, with the arrays it
+        was sent, shape for shape."""
+        if not isinstance(reply, Message):
+            raise self._error(node, f"its ClientApp returned a {type(reply).__name__}, "
+                                    f"not a flwr Message")
+        if reply.has_error():
+            raise self._error(node, f"its reply carries an error: {reply.error.reason}")
+        sent = {name: tuple(array.shape) for record in message.content.array_records.values()
+                for name, array in record.items()}
+        got = {name: tuple(array.shape) for record in reply.content.array_records.values()
+               for name, array in record.items()}
+        if not got:
+            raise self._error(node, "its reply holds no arrays (an ArrayRecord of the "
+                                    "model it trained is expected)")
+        changed = {name: (sent.get(name), shape) for name, shape in got.items()
+                   if sent.get(name) != shape}
+        missing = sorted(set(sent) - set(got))
+        if changed or missing:
+            detail = "; ".join([f"{n}: sent {a}, returned {b}" for n, (a, b) in changed.items()]
+                               + [f"{n}: sent, not returned" for n in missing])
+            raise self._error(node, f"its reply's arrays differ from those it was sent: "
+                                    f"{detail}")
+
+
+def _reported_steps(reply: Message) -> tuple[tuple[int, int], ...] | None:
+    """(forward, backward) FLOPs a local step as the reply's MetricRecord reports them."""
+    for record in reply.content.metric_records.values():
+        if all(key in record for key in FLOP_KEYS):
+            forward, backward = (record[key] for key in FLOP_KEYS)
+            forward = forward if isinstance(forward, list) else [forward]
+            backward = backward if isinstance(backward, list) else [backward]
+            if len(forward) != len(backward):
+                raise ValueError(f"a reply reports {len(forward)} forward and "
+                                 f"{len(backward)} backward FLOP counts")
+            return tuple((int(f), int(b)) for f, b in zip(forward, backward, strict=True))
+    return None
+
+
+@contextlib.contextmanager
+def identity(node: int) -> Iterator[None]:
+    """Flower's task identity of `node` (a Message made there is from it), as flwr's
+    in-process runtimes set it."""
+    TaskIdentity.task_id = node
+    TaskIdentity.run_id = RUN_ID
+    TaskIdentity.node_id = node
+    yield

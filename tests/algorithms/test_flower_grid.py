@@ -1,0 +1,193 @@
+"""The SimulatedGrid (issue 65): Flower's messages on the run's clock, the ClientApp called
+in-process, its bytes and FLOPs, its deadline and its errors."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import scala_netsim as sn
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("flwr") is None,
+                                reason="the optional extra: pip install -e '.[flower]'")
+
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+TINY = {"data.train_samples": 600, "data.test_samples": 100, "data.num_clients": 10,
+        "training.participation": 0.3, "training.local_iters": 2, "training.batch_size": 30,
+        "training.eval_every": 1, "model.arch": "alexnet14", "algorithms": ["flower"]}
+
+
+def test_a_messages_bytes_are_its_arrays_elements_times_their_size():
+    from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+
+    from scala_netsim.flower.grid import array_bytes
+
+    content = RecordDict({"arrays": ArrayRecord({"w": torch.zeros(3, 4)}),
+                          "buffers": ArrayRecord({"n": torch.zeros(2, dtype=torch.int64)}),
+                          "config": ConfigRecord({"local-steps": 5})})
+    assert array_bytes(content) == 3 * 4 * 4 + 2 * 8
+
+
+def test_the_counted_flops_keep_the_backward_pass_apart():
+    """Two linear layers on a batch of 2 (4 -> 3 -> 2): forward 2*2*4*3 + 2*2*3*2 = 72;
+    backward: the second layer's weight and input gradients 24 + 24, the first's weight
+    gradient 48 (its input needs none)."""
+    from scala_netsim.flower.grid import CountedFlops
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    with CountedFlops() as counter:
+        model(torch.randn(2, 4)).sum().backward()
+    assert (counter.forward_flops, counter.backward_flops) == (72, 96)
+    assert counter.get_total_flops() == 168
+
+
+def echo_app(change=None):
+    """A ClientApp that sends its arrays back (after `change(message, arrays)`)."""
+    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+
+    app = ClientApp()
+
+    @app.train()
+    def train(message, context):
+        arrays = message.content["arrays"].to_torch_state_dict()
+        model = torch.nn.Linear(2, 1, bias=False)
+        model.weight.data.copy_(arrays["w"])
+        model(torch.ones(3, 2)).sum().backward()      # 2*3*2*1 forward, 12 backward
+        content = RecordDict({"arrays": ArrayRecord({"w": model.weight.detach()}),
+                              "metrics": MetricRecord({"num-examples": context.node_config[
+                                  "partition-id"] + 1})})
+        if change is not None:
+            content = change(message, content)
+        return Message(content, reply_to=message) if content is not None else None
+
+    return app
+
+
+def messages_for(grid, nodes):
+    from flwr.app import ArrayRecord, Message, RecordDict
+
+    from scala_netsim.flower.grid import identity
+
+    with identity(1):
+        return [Message(RecordDict({"arrays": ArrayRecord({"w": torch.ones(1, 2)})}), node,
+                        "train") for node in nodes]
+
+
+def immediate(grid):
+    """A clock on which every pushed message is carried at once (the protocol's order)."""
+    def carry(timeout_s):
+        for node in sorted(grid.pushed):
+            grid.deliver(node)
+            grid.arrived(node)
+    return carry
+
+
+def test_the_grid_carries_each_message_to_its_clients_app_and_returns_the_replies():
+    from scala_netsim.flower.grid import SimulatedGrid
+
+    grid = SimulatedGrid(echo_app(), num_clients=4)
+    assert list(grid.get_node_ids()) == [2, 3, 4, 5]
+    with pytest.raises(RuntimeError, match="carries messages on a run's clock"):
+        grid.send_and_receive(messages_for(grid, [3]))
+    grid.carry = immediate(grid)
+    grid.round = 7
+    sent = messages_for(grid, [5, 3])
+    replies = grid.send_and_receive(sent)
+    assert [r.metadata.src_node_id for r in replies] == [3, 5]
+    assert [r.metadata.reply_to_message_id for r in replies] == ["7-3", "7-5"]
+    assert [r.content["metrics"]["num-examples"] for r in replies] == [2, 4]
+    assert grid.pull_messages(["7-3", "7-5"]) == []          # each reply is pulled once
+    # the app's FLOPs are counted around the call, forward and backward apart
+    grid.push_messages(messages_for(grid, [4]))
+    assert grid.deliver(4).steps == ((12, 12),) and grid.deliver(4).counted
+    with pytest.raises(ValueError, match="node 9: the run's nodes are 2..5"):
+        grid.push_messages(messages_for(grid, [9]))
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda m, c: 1 / 0, r"its ClientApp raised ZeroDivisionError: division by zero"),
+    (lambda m, c: None, r"its ClientApp returned a NoneType, not a flwr Message"),
+    (lambda m, c: type(c)({"metrics": c["metrics"]}), r"its reply holds no arrays"),
+    (lambda m, c: type(c)({**c, "arrays": type(c["arrays"])({"w": torch.ones(2, 1)})}),
+     r"its reply's arrays differ from those it was sent: w: sent \(1, 2\), returned \(2, 1\)"),
+])
+def test_a_bad_reply_is_an_error_naming_the_client_and_the_round(change, says):
+    from scala_netsim.flower.grid import FlowerAppError, SimulatedGrid
+
+    grid = SimulatedGrid(echo_app(change), num_clients=4)
+    grid.carry, grid.round = immediate(grid), 3
+    with pytest.raises(FlowerAppError, match=r"flower: client 2 \(node 4\) in round 3: " + says):
+        grid.send_and_receive(messages_for(grid, [4]))
+
+
+def test_a_clientapp_failing_mid_run_names_itself_and_keeps_the_rounds_before(tmp_path,
+                                                                               monkeypatch):
+    """The package's ClientApp, one client of round 2 replying with a reshaped array: the
+    run stops with the error, the rounds before it are on disk."""
+    from flwr.app import ArrayRecord
+    from flwr.clientapp import ClientApp
+
+    import scala_netsim.flower.trainer as trainer_module
+    from scala_netsim.flower.grid import FlowerAppError
+
+    package_app = trainer_module.client_app
+
+    def broken(trainer):
+        inner, app = package_app(trainer), ClientApp()
+
+        @app.train()
+        def train(message, context):
+            reply = inner(message, context)
+            if message.content["config"]["server-round"] == 2:
+                first = next(iter(reply.content["arrays"]))
+                arrays = reply.content["arrays"].to_torch_state_dict()
+                arrays[first] = arrays[first].unsqueeze(0)
+                reply.content["arrays"] = ArrayRecord(arrays)
+            return reply
+
+        return app
+
+    monkeypatch.setattr(trainer_module, "client_app", broken)
+    scenario = sn.load_scenario(QUICK, {**TINY, "training.rounds": 3})
+    with pytest.raises(FlowerAppError, match=r"flower: client \d+ \(node \d+\) in round 2: "
+                                             r"its reply's arrays differ"):
+        sn.run(scenario, out=tmp_path, echo=False)
+    rounds = pd.read_csv(tmp_path / "quickstart/flower/seed0/rounds.csv")
+    assert rounds["round"].tolist() == [1]
+
+
+def upload_ends(folder: Path) -> pd.Series:
+    """Each client's model upload's end (s), uploads cut by a drop left out."""
+    events = pd.read_csv(folder / "events.csv")
+    uploads = events[(events.kind == "model_upload")
+                     & (events.get("completed", pd.Series(1, events.index)) == 1)]
+    return uploads.set_index("client_id")["t_end_s"]
+
+
+def test_a_timeout_drops_exactly_the_clients_whose_replies_arrive_after_it(tmp_path):
+    """One round without a deadline gives each client's reply instant; a deadline between
+    two of them drops the later ones, and only they send no reply (the strategy aggregates
+    the others: the model is FedAvg's of those clients)."""
+    free = sn.run(sn.load_scenario(QUICK, {**TINY, "training.rounds": 1,
+                                           "algorithms": ["flower"]}),
+                  out=tmp_path / "free", echo=False)
+    assert free.summary["status"].tolist() == ["completed"]
+    ends = upload_ends(tmp_path / "free/quickstart/flower/seed0").sort_values()
+    deadline_s = float(np.mean(ends.iloc[:2]))
+    keys = {**TINY, "training.rounds": 1, "training.deadline_s": deadline_s,
+            "algorithms": ["fedavg", "flower"]}
+    sn.run(sn.load_scenario(QUICK, keys), out=tmp_path / "cut", echo=False)
+    root = tmp_path / "cut/quickstart"
+    events = pd.read_csv(root / "flower/seed0/events.csv")
+    dropped = sorted(events[events.kind == "client_dropped"].client_id)
+    assert dropped == sorted(ends.index[ends > deadline_s]) and len(dropped) == 2
+    assert upload_ends(root / "flower/seed0").index.tolist() == [ends.index[0]]
+    # the same drops, bytes and times as the package's FedAvg under that deadline
+    assert ((root / "fedavg/seed0/events.csv").read_bytes()
+            == (root / "flower/seed0/events.csv").read_bytes())
