@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scala_netsim.flower.trainer import FlowerFedAvg
+from scala_netsim.flower.strategy import StrategyRounds
 from scala_netsim.sim.protocols import FederatedProtocol
 
 
 class GridProtocol(FederatedProtocol):
-    """FederatedProtocol whose round a Flower strategy plays (FlowerFedAvg.play_round): the
+    """FederatedProtocol whose round a Flower strategy plays (StrategyRounds.play_round): the
     trainer's grid carries the strategy's messages with `carry`, its timeout the round's
     deadline (training.deadline_s). A trainer that is not Flower's (a timing-only run's
     meter, a replay) runs FedAvg's rounds: the clock is the same."""
 
     def run_round(self, round_: int, selected: Sequence[int]) -> None:
         trainer = self.trainer
-        if not isinstance(trainer, FlowerFedAvg):
+        if not isinstance(trainer, StrategyRounds):
             super().run_round(round_, selected)
             return
         self.round = round_
