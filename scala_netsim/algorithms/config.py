@@ -202,6 +202,12 @@ class FlowerConfig(OptimizerStateConfig):
 
     strategy: Literal[FLOWER_STRATEGIES] = "FedAvg"  # type: ignore[valid-type]
     options: dict[str, Any] = Field(default_factory=dict)
+    # a user's own ClientApp (scala_netsim.flower.apps), each "module:attribute"; null: the
+    # package's clients on the scenario's data and model
+    client_app: str | None = None        # the flwr ClientApp
+    initial_arrays: str | None = None    # a function -> the initial global model
+    evaluate_fn: str | None = None       # Flower's evaluate_fn(server_round, arrays)
+    run_config: dict[str, bool | int | float | str] = Field(default_factory=dict)
 
     def problems(self, scenario: Any) -> list[str]:
         import importlib.util
@@ -211,6 +217,9 @@ class FlowerConfig(OptimizerStateConfig):
             return ["flower: Flower is not installed: pip install -e '.[flower]' (flwr 1.42)"]
         from flwr.serverapp import strategy as strategies
 
+        problems = self.app_problems(scenario)
+        if problems:
+            return problems
         if scenario.compression.models != "none":
             return [f"compression.models: a Flower strategy's messages travel as their arrays "
                     f"(no codec on them), got {scenario.compression.models!r}; allowed with "
@@ -239,3 +248,41 @@ class FlowerConfig(OptimizerStateConfig):
                         f"{times} f + {plus} = {times * f + plus} clients a round for f = {f}, "
                         f"the run has {scenario.num_selected} (training.participation)"]
         return []
+
+    def app_problems(self, scenario: Any) -> list[str]:
+        """A user's ClientApp: all three paths, each importable and of its kind; none of
+        them without `client_app`; no timing-only run (its steps' costs are the app's)."""
+        paths = {"client_app": self.client_app, "initial_arrays": self.initial_arrays,
+                 "evaluate_fn": self.evaluate_fn}
+        if self.client_app is None:
+            given = [f"flower.{key}" for key, value in paths.items() if value is not None]
+            if self.run_config:
+                given.append("flower.run_config")
+            return [f"{', '.join(given)}: only with flower.client_app (a user's ClientApp)"
+                    ] if given else []
+        problems = [f"flower.{key}: a user's ClientApp needs it (module:attribute)"
+                    for key, value in paths.items() if value is None]
+        if scenario.timing_only:
+            problems.append("timing_only: a user's ClientApp (flower.client_app) decides its "
+                            "own steps' costs; allowed: false")
+        if problems:
+            return problems
+        from flwr.clientapp import ClientApp
+
+        from scala_netsim.flower.apps import imported
+
+        for key, path in paths.items():
+            if ":" not in str(path):
+                problems.append(f"flower.{key}: module:attribute expected, got {path!r}")
+                continue
+            try:
+                found = imported(str(path))
+            except (ImportError, AttributeError) as error:
+                problems.append(f"flower.{key}: cannot import {path!r}: {error} (the module "
+                                f"must be importable: the working directory or PYTHONPATH)")
+                continue
+            kind_ok = isinstance(found, ClientApp) if key == "client_app" else callable(found)
+            if not kind_ok:
+                problems.append(f"flower.{key}: {path!r} is a {type(found).__name__}, not "
+                                f"{'a flwr ClientApp' if key == 'client_app' else 'a function'}")
+        return problems

@@ -50,6 +50,16 @@ class FlowerFedAvg(StrategyRounds, FedAvg):
     def hyper_parameters(cls, config: Any) -> dict:
         return {"flower": config}
 
+    @classmethod
+    def from_setup(cls, setup: Any, config: Any = None) -> Any:
+        """The package's clients, or a user's ClientApp where `flower.client_app` names one
+        (scala_netsim.flower.apps)."""
+        if config is not None and config.client_app is not None:
+            from scala_netsim.flower.apps import FlowerApps
+
+            return FlowerApps.from_setup(setup, config)
+        return super().from_setup(setup, config)
+
     # --- a round --------------------------------------------------------------------------
     def global_arrays(self) -> ArrayRecord:
         """The global model's floating-point tensors (weights, BatchNorm's statistics) as an

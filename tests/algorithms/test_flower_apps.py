@@ -1,0 +1,94 @@
+"""A user's own Flower ClientApp on the run's clock (issue 65): flower.client_app, with the
+example app of docs/examples/flower (an MLP 784 -> 64 -> 10 on its own share of
+Fashion-MNIST)."""
+
+import importlib.util
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+import scala_netsim as sn
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("flwr") is None,
+                                reason="the optional extra: pip install -e '.[flower]'")
+
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+APP = {"client_app": "my_app:app", "initial_arrays": "my_app:initial_arrays",
+       "evaluate_fn": "my_app:evaluate"}
+TINY = {"data.train_samples": 600, "data.test_samples": 100, "data.num_clients": 10,
+        "training.participation": 0.3, "training.local_iters": 2, "training.batch_size": 30,
+        "training.eval_every": 1, "model.arch": "alexnet14", "algorithms": ["flower"],
+        "flower": APP}
+#: the MLP's weights and biases, float32
+MODEL_BYTES = (784 * 64 + 64 + 64 * 10 + 10) * 4
+#: one step on a batch of 32, counted: forward 2*32*784*64 + 2*32*64*10; backward the
+#: second layer's weight and input gradients (2 x 2*32*64*10) and the first's weight gradient
+FORWARD, BACKWARD = 2 * 32 * 784 * 64 + 2 * 32 * 64 * 10, 2 * 2 * 32 * 64 * 10 + 2 * 32 * 784 * 64
+
+
+@pytest.fixture(autouse=True)
+def _app_on_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "examples" / "flower"))
+
+
+def run(out, rounds, **keys):
+    sn.run(sn.load_scenario(QUICK, {**TINY, "training.rounds": rounds, **keys}), out=out,
+           echo=False)
+    return out / "quickstart/flower/seed0"
+
+
+def test_a_users_clientapp_trains_on_the_clock_with_its_bytes_and_counted_flops(tmp_path):
+    folder = run(tmp_path, 3)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    events = pd.read_csv(folder / "events.csv")
+    transfers = events[events.kind.isin(["model_download", "model_upload"])]
+    assert (transfers.payload_bytes == MODEL_BYTES).all() and len(transfers) == 3 * 3 * 2
+    # counted around the call: two steps' FLOPs at local iteration 0, none at 1
+    forward = events[events.kind == "client_forward"].set_index("local_iter").flops
+    backward = events[events.kind == "client_backward"].set_index("local_iter").flops
+    assert (forward.loc[0] == 2 * FORWARD).all() and (forward.loc[1] == 0).all()
+    assert (backward.loc[0] == 2 * BACKWARD).all() and (backward.loc[1] == 0).all()
+    # the run's accuracy is the app's evaluate_fn on its own test images
+    rounds = pd.read_csv(folder / "rounds.csv")
+    assert rounds["round"].tolist() == [1, 2, 3]
+    assert rounds.test_acc.between(0.2, 1).all() and rounds.test_acc.iloc[-1] > 0.4
+
+
+def test_a_resumed_users_app_keeps_its_clients_context_state(tmp_path):
+    """The app seeds its draws from the rounds a client has trained, which it keeps in its
+    Context's state: a resume that lost it would draw other batches."""
+    keys = {"training.checkpoint_every": 2, "training.participation": 0.5}
+    folder = run(tmp_path, 4, **keys)
+    whole = (folder / "rounds.csv").read_bytes()
+    (folder / "summary.json").unlink()        # as if stopped after round 2's checkpoint
+    run(tmp_path, 4, **keys)
+    assert json.loads((folder / "summary.json").read_text())["resumed_from_round"] == 4 - 2
+    assert (folder / "rounds.csv").read_bytes() == whole
+    checkpoint = torch.load(folder / "checkpoint.pt", weights_only=True)
+    assert len(checkpoint["run"]["trainer"]["contexts"]) > 0
+
+
+@pytest.mark.parametrize(("flower", "says"), [
+    ({"client_app": "my_app:app"},
+     r"(?s)flower.initial_arrays: a user's ClientApp needs it .*flower.evaluate_fn"),
+    ({**APP, "client_app": "my_app:nothing"},
+     r"flower.client_app: cannot import 'my_app:nothing'"),
+    ({**APP, "client_app": "my_app:Net"}, r"flower.client_app: 'my_app:Net' is a type, not a "
+                                          r"flwr ClientApp"),
+    ({**APP, "client_app": "my_app"}, r"flower.client_app: module:attribute expected"),
+    ({"evaluate_fn": "my_app:evaluate"},
+     r"flower.evaluate_fn: only with flower.client_app"),
+])
+def test_a_users_app_named_wrongly_is_refused_naming_the_key(flower, says):
+    with pytest.raises(sn.ScenarioError, match=says):
+        sn.load_scenario(QUICK, {**TINY, "flower": flower})
+
+
+def test_a_users_app_is_not_timed_without_running_it():
+    with pytest.raises(sn.ScenarioError, match=r"timing_only: a user's ClientApp"):
+        sn.load_scenario(QUICK, {**TINY, "timing_only": True})
