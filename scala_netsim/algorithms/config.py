@@ -267,16 +267,17 @@ class FlowerConfig(OptimizerStateConfig):
                             "own steps' costs; allowed: false")
         if problems:
             return problems
-        from flwr.clientapp import ClientApp
+        import importlib
 
-        from scala_netsim.flower.apps import imported
+        from flwr.clientapp import ClientApp
 
         for key, path in paths.items():
             if ":" not in str(path):
                 problems.append(f"flower.{key}: module:attribute expected, got {path!r}")
                 continue
+            module, _, attribute = str(path).partition(":")
             try:
-                found = imported(str(path))
+                found = getattr(importlib.import_module(module), attribute)
             except (ImportError, AttributeError) as error:
                 problems.append(f"flower.{key}: cannot import {path!r}: {error} (the module "
                                 f"must be importable: the working directory or PYTHONPATH)")

@@ -4,6 +4,8 @@ Fashion-MNIST)."""
 
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -92,3 +94,19 @@ def test_a_users_app_named_wrongly_is_refused_naming_the_key(flower, says):
 def test_a_users_app_is_not_timed_without_running_it():
     with pytest.raises(sn.ScenarioError, match=r"timing_only: a user's ClientApp"):
         sn.load_scenario(QUICK, {**TINY, "timing_only": True})
+
+
+def test_the_guides_example_runs_its_app_on_a_7_site_nr_network(tmp_path):
+    """docs/examples/flower/run_my_app.py (the guide's): FedAdam over the example app on the
+    mobility study's network (7 sites, TDD, NR, round robin, other users' traffic)."""
+    script = ROOT / "docs" / "examples" / "flower" / "run_my_app.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "my_flower_app/flower/seed0"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["rounds"] == 10
+    scenario = sn.load_scenario(folder / "scenario.yaml")
+    assert scenario.network.link_abstraction == "nr" and scenario.flower.strategy == "FedAdam"
+    assert pd.read_csv(folder / "rounds.csv").test_acc.dropna().iloc[-1] > 0.5
+    assert "model_upload" in done.stdout
