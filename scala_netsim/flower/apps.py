@@ -16,10 +16,11 @@ imports any module: from the working directory or PYTHONPATH):
 What is timed: each message's arrays down and the reply's up (their bytes), and the app's
 compute at the client's FLOP/s: the FLOPs its reply reports per local step (`flops-forward`,
 `flops-backward`), else torch's count around the call (scala_netsim.flower.grid). The round's
-demands for the static allocators: the global arrays' bytes both ways, and the FLOPs of the
-client's last counted step (0 before its first call). What survives a resume: the global
-arrays, the round counter, the strategy's state and every node's Context (its `state`, which
-a ClientApp may keep between rounds), serialised with Flower's own protobuf."""
+demands for the static allocators: the global arrays' bytes both ways, and a step's share of
+the FLOPs of the client's last call (0 before its first). What survives a resume: the global
+arrays, the round counter, the strategy's state, each client's last FLOPs and every node's
+Context (its `state`, which a ClientApp may keep between rounds), serialised with Flower's own
+protobuf."""
 
 from __future__ import annotations
 
@@ -97,13 +98,13 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
 
     def client_local_step(self, k: int, local_iter: int) -> LocalStep:
         step = super().client_local_step(k, local_iter)
-        if local_iter == 0:
-            self._step_flops[k] = step.forward_flops + step.backward_flops
+        if local_iter == 0:     # a step's share of the call: its steps' FLOPs over T
+            self._step_flops[k] = sum(f + b for f, b in self._steps[k]) // self._local_steps
         return step
 
     def step_demand(self, k: int) -> StepDemand:
-        """The global arrays both ways; the client's last step's FLOPs (0 before its
-        first)."""
+        """The global arrays both ways; a step's share of the FLOPs of the client's last call
+        (its FLOPs over local-steps T; 0 before its first)."""
         model_bytes = array_bytes(RecordDict({"arrays": self.arrays}))
         return StepDemand(model_bytes, model_bytes, self._step_flops.get(k, 0))
 
@@ -125,6 +126,7 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
                         context_to_proto(context).SerializeToString()), dtype=torch.uint8)
                     for node, context in self.grid.contexts.items()}
         return {"arrays": self.arrays.to_torch_state_dict(), "contexts": contexts,
+                "step_flops": {str(k): flops for k, flops in self._step_flops.items()},
                 **self.strategy_state()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -134,5 +136,6 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
             proto = ProtoContext()
             proto.ParseFromString(data.cpu().numpy().tobytes())
             self.grid.contexts[int(node)] = context_from_proto(proto)
+        self._step_flops = {int(k): int(flops) for k, flops in state["step_flops"].items()}
         self.load_strategy_state(state)
 

@@ -15,13 +15,15 @@ run's cell or network, as any algorithm's do:
 Bytes: a message's arrays, each Array's elements times its element size, as the package
 counts every message (`array_bytes`); configs and metrics are not counted (a few bytes), nor
 Flower's framing. FLOPs: what the reply's MetricRecord reports per local step
-(`flops-forward` and `flops-backward`, lists of one entry a step: the package's own ClientApp
+(`flops-forward` and `flops-backward`, lists of one entry a step; the package's own ClientApp
 reports what its model meter measured), otherwise torch's FLOP counter around the call
 (`CountedFlops`: the registered matrix products and convolutions of the forward and of the
 backward pass apart; element-wise operations, normalisation and the optimiser's update count
 nothing, and work outside torch is not seen). A counted call is timed as one forward and one
 backward computation at local iteration 0, since where an app's steps begin and end is not
-visible: the run's later local iterations then take no time (0 FLOPs each)."""
+visible: the run's later local iterations then take no time (0 FLOPs each). The counter slows
+every torch operation, so once an app has reported its FLOPs its calls run without it (a
+later reply that reports none is then an error)."""
 
 from __future__ import annotations
 
@@ -45,8 +47,12 @@ from scala_netsim.core.errors import Error
 
 #: client k is Flower node k + NODE_BASE (node 1 is the SuperLink's, 0 is never a node)
 NODE_BASE = 2
+#: what flwr's TaskIdentity holds (restored after a call)
+IDENTITY = ("task_id", "run_id", "node_id")
 #: the run id the grid's messages and its clients' Contexts carry
 RUN_ID = 0
+#: the MetricRecord key that weighs a reply in the strategies' aggregation
+WEIGHT_KEY = "num-examples"
 #: the MetricRecord keys of a reply that report its local steps' FLOPs
 FLOP_KEYS = ("flops-forward", "flops-backward")
 
@@ -99,8 +105,11 @@ class SimulatedGrid(Grid):
     Flower's convention for which data a client holds."""
 
     def __init__(self, app: ClientApp, num_clients: int,
-                 run_config: dict[str, Any] | None = None) -> None:
+                 run_config: dict[str, Any] | None = None, reports_flops: bool = False) -> None:
         self.app, self.num_clients = app, num_clients
+        #: does the app report its steps' FLOPs? Then its calls run without torch's counter
+        #: (which slows every operation); learnt from its first reply that reports them
+        self.reports_flops = reports_flops
         self.run_config = dict(run_config or {})
         self._run = Run.create_empty(RUN_ID)
         self.contexts: dict[int, Context] = {}
@@ -142,6 +151,10 @@ class SimulatedGrid(Grid):
             if node in self._pushed:
                 raise ValueError(f"node {node} has a message in flight already")
             message.metadata.__dict__["_message_id"] = f"{self.round}-{node}"
+            # each node its own records (a strategy puts one RecordDict, the global model's
+            # arrays, in every message): what an app changes in place stays its own
+            message.content = RecordDict({name: record.copy()
+                                          for name, record in message.content.items()})
             self._pushed[node] = message
             ids.append(message.metadata.message_id)
         return ids
@@ -161,10 +174,13 @@ class SimulatedGrid(Grid):
             raise RuntimeError("a SimulatedGrid carries messages on a run's clock: it is "
                                "given one by the run's protocol (algorithms: [flower])")
         ids = self.push_messages(messages)
-        self.carry(timeout)
-        self._pushed.clear()
-        self._delivered.clear()
-        return self.pull_messages(ids)
+        try:
+            self.carry(timeout)
+            return self.pull_messages(ids)
+        finally:      # (a message not answered by now is withdrawn, its reply never pulled)
+            self._pushed.clear()
+            self._delivered.clear()
+            self._inbox.clear()
 
     # --- what the run's protocol calls as it carries node k's message ----------------------
     @property
@@ -184,7 +200,7 @@ class SimulatedGrid(Grid):
             run_id=RUN_ID, node_id=node, node_config={
                 "partition-id": node - NODE_BASE, "num-partitions": self.num_clients},
             state=RecordDict(), run_config=dict(self.run_config)))
-        counter = CountedFlops()
+        counter = CountedFlops() if not self.reports_flops else contextlib.nullcontext()
         try:
             with identity(node), counter:
                 reply = self.app(message, context)
@@ -196,8 +212,15 @@ class SimulatedGrid(Grid):
             steps = _reported_steps(reply)
         except ValueError as error:
             raise self._error(node, str(error)) from error
-        delivered = Delivered(reply, steps or ((counter.forward_flops,
-                                                counter.backward_flops),), steps is None)
+        counted = steps is None
+        if steps is not None:
+            self.reports_flops = True
+        elif isinstance(counter, CountedFlops):
+            steps = ((counter.forward_flops, counter.backward_flops),)
+        else:
+            raise self._error(node, f"its reply reports no FLOPs ({', '.join(FLOP_KEYS)}), "
+                                    f"which the app's earlier replies did")
+        delivered = Delivered(reply, steps, counted)
         self._delivered[node] = delivered
         return delivered
 
@@ -217,7 +240,8 @@ class SimulatedGrid(Grid):
 
     def _check(self, node: int, message: Message, reply: Any) -> None:
         """A reply a strategy can aggregate: a Message without an error, with the arrays it
-        was sent, shape for shape."""
+        was sent, shape for shape, in one ArrayRecord (and the package's "buffers"), and one
+        MetricRecord with `num-examples` (the strategies' weight)."""
         if not isinstance(reply, Message):
             raise self._error(node, f"its ClientApp returned a {type(reply).__name__}, "
                                     f"not a flwr Message")
@@ -230,6 +254,14 @@ class SimulatedGrid(Grid):
         if not got:
             raise self._error(node, "its reply holds no arrays (an ArrayRecord of the "
                                     "model it trained is expected)")
+        records = sorted(set(reply.content.array_records) - {"buffers"})
+        metrics = list(reply.content.metric_records.values())
+        if len(records) != 1:
+            raise self._error(node, f"its reply holds {len(records)} ArrayRecords "
+                                    f"{records}: one is expected")
+        if len(metrics) != 1 or WEIGHT_KEY not in metrics[0]:
+            raise self._error(node, f"its reply holds {len(metrics)} MetricRecords: one with "
+                                    f"{WEIGHT_KEY!r} is expected")
         changed = {name: (sent.get(name), shape) for name, shape in got.items()
                    if sent.get(name) != shape}
         missing = sorted(set(sent) - set(got))
@@ -258,7 +290,12 @@ def _reported_steps(reply: Message) -> tuple[tuple[int, int], ...] | None:
 def identity(node: int) -> Iterator[None]:
     """Flower's task identity of `node` (a Message made there is from it), as flwr's
     in-process runtimes set it."""
+    saved = [getattr(TaskIdentity, f"_{name}", None) for name in IDENTITY]
     TaskIdentity.task_id = node
     TaskIdentity.run_id = RUN_ID
     TaskIdentity.node_id = node
-    yield
+    try:
+        yield
+    finally:
+        for name, value in zip(IDENTITY, saved, strict=True):
+            setattr(TaskIdentity, f"_{name}", value)

@@ -33,7 +33,13 @@ from flwr.serverapp import strategy as strategies
 from flwr.serverapp.strategy import strategy_utils
 
 from scala_netsim.algorithms.config import FlowerConfig
-from scala_netsim.flower.grid import NODE_BASE, SimulatedGrid, array_bytes, identity
+from scala_netsim.flower.grid import (
+    NODE_BASE,
+    FlowerAppError,
+    SimulatedGrid,
+    array_bytes,
+    identity,
+)
 from scala_netsim.learn.contract import LocalStep
 from scala_netsim.learn.messages import ModelMessage
 
@@ -126,6 +132,7 @@ class StrategyRounds(ABC):
         self.server_round = 0
         self._selected: list[int] = []
         self._steps: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._local_steps = 0
 
     # --- what a trainer supplies ------------------------------------------------------------
     @abstractmethod
@@ -161,6 +168,7 @@ class StrategyRounds(ABC):
         """The round as Flower's `Strategy.start` plays it; the grid's clock is the run's
         (the protocol gave it the round)."""
         assert self.strategy is not None
+        self._local_steps = local_steps
         with identity(SUPERLINK_NODE_ID), _sampling([k + NODE_BASE for k in self._selected]):
             messages = list(self.strategy.configure_train(
                 self.server_round, self.global_arrays(),
@@ -196,7 +204,13 @@ class StrategyRounds(ABC):
         if not self.in_grid(k):
             return super().client_local_step(k, local_iter)  # type: ignore[misc]
         if local_iter == 0:
-            self._steps[k] = self.grid.deliver(k + NODE_BASE).steps
+            delivered = self.grid.deliver(k + NODE_BASE)
+            if not delivered.counted and len(delivered.steps) != self._local_steps:
+                raise FlowerAppError(
+                    f"flower: client {k} (node {k + NODE_BASE}) in round {self.server_round}: "
+                    f"its reply reports {len(delivered.steps)} steps' FLOPs, the round has "
+                    f"local-steps {self._local_steps} (training.local_iters)")
+            self._steps[k] = delivered.steps
         steps = self._steps[k]
         return LocalStep(*steps[local_iter]) if local_iter < len(steps) else LocalStep(0, 0)
 
@@ -216,8 +230,10 @@ class StrategyRounds(ABC):
     # --- resume -----------------------------------------------------------------------------
     def strategy_state(self) -> dict:
         """The round counter and the strategy's state that outlives a round, as tensors."""
-        state = {name: as_tensors(getattr(self.strategy, name)) for name in STRATEGY_STATE
-                 if getattr(self.strategy, name, None) is not None}
+        state = (dict(self._saved) if self.strategy is None   # (restored, not yet rebuilt)
+                 else {name: as_tensors(getattr(self.strategy, name))
+                       for name in STRATEGY_STATE
+                       if getattr(self.strategy, name, None) is not None})
         return {"server_round": self.server_round, "strategy": state}
 
     def load_strategy_state(self, state: dict) -> None:

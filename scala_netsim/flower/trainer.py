@@ -38,7 +38,8 @@ class FlowerFedAvg(StrategyRounds, FedAvg):
     def __init__(self, features: nn.Module, head: nn.Module, data: ClientData, *args: Any,
                  flower: FlowerConfig, **kwargs: Any) -> None:
         super().__init__(features, head, data, *args, **kwargs)
-        self._init_rounds(flower, SimulatedGrid(client_app(self), data.num_clients),
+        self._init_rounds(flower, SimulatedGrid(client_app(self), data.num_clients,
+                                                   reports_flops=True),
                           float(self.optim_args["lr"]))
         self._losses: dict[int, list[torch.Tensor]] = {}
         self._anchors: dict[int, list[torch.Tensor]] = {}

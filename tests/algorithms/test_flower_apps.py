@@ -63,14 +63,20 @@ def test_a_users_clientapp_trains_on_the_clock_with_its_bytes_and_counted_flops(
 
 def test_a_resumed_users_app_keeps_its_clients_context_state(tmp_path):
     """The app seeds its draws from the rounds a client has trained, which it keeps in its
-    Context's state: a resume that lost it would draw other batches."""
-    keys = {"training.checkpoint_every": 2, "training.participation": 0.5}
+    Context's state: a resume that lost it would draw other batches. Under an allocator that
+    reads the clients' compute demand, their last calls' FLOPs are kept too."""
+    keys = {"training.checkpoint_every": 2, "training.participation": 0.5,
+            "network.allocation": "min_max_latency"}
     folder = run(tmp_path, 4, **keys)
-    whole = (folder / "rounds.csv").read_bytes()
+    whole = {name: (folder / name).read_bytes()
+             for name in ("rounds.csv", "events.csv", "demands.csv")}
     (folder / "summary.json").unlink()        # as if stopped after round 2's checkpoint
     run(tmp_path, 4, **keys)
     assert json.loads((folder / "summary.json").read_text())["resumed_from_round"] == 4 - 2
-    assert (folder / "rounds.csv").read_bytes() == whole
+    for name, data in whole.items():
+        assert (folder / name).read_bytes() == data, name
+    demands = pd.read_csv(folder / "demands.csv")
+    assert (demands.compute_flops > 0).any()
     checkpoint = torch.load(folder / "checkpoint.pt", weights_only=True)
     assert len(checkpoint["run"]["trainer"]["contexts"]) > 0
 
@@ -110,3 +116,26 @@ def test_the_guides_example_runs_its_app_on_a_7_site_nr_network(tmp_path):
     assert scenario.network.link_abstraction == "nr" and scenario.flower.strategy == "FedAdam"
     assert pd.read_csv(folder / "rounds.csv").test_acc.dropna().iloc[-1] > 0.5
     assert "model_upload" in done.stdout
+
+
+def test_a_users_app_reporting_other_steps_than_the_rounds_is_an_error(tmp_path, monkeypatch):
+    """An app that reports three steps' FLOPs in a round of two: named, client and round."""
+    (tmp_path / "three_steps.py").write_text(
+        "from flwr.app import MetricRecord\n"
+        "from flwr.clientapp import ClientApp\n"
+        "import my_app\n"
+        "app = ClientApp()\n"
+        "@app.train()\n"
+        "def train(message, context):\n"
+        "    reply = my_app.app(message, context)\n"
+        "    metrics = dict(reply.content['metrics'])\n"
+        "    reply.content['metrics'] = MetricRecord({**metrics, 'flops-forward': [1, 1, 1],\n"
+        "                                             'flops-backward': [2, 2, 2]})\n"
+        "    return reply\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from scala_netsim.flower.grid import FlowerAppError
+
+    with pytest.raises(FlowerAppError, match=r"flower: client \d+ \(node \d+\) in round 1: "
+                                             r"its reply reports 3 steps' FLOPs, the round "
+                                             r"has local-steps 2"):
+        run(tmp_path, 1, flower={**APP, "client_app": "three_steps:app"})

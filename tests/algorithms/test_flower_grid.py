@@ -114,6 +114,10 @@ def test_the_grid_carries_each_message_to_its_clients_app_and_returns_the_replie
     (lambda m, c: 1 / 0, r"its ClientApp raised ZeroDivisionError: division by zero"),
     (lambda m, c: None, r"its ClientApp returned a NoneType, not a flwr Message"),
     (lambda m, c: type(c)({"metrics": c["metrics"]}), r"its reply holds no arrays"),
+    (lambda m, c: type(c)({**c, "more": c["arrays"]}),
+     r"its reply holds 2 ArrayRecords \['arrays', 'more'\]: one is expected"),
+    (lambda m, c: type(c)({**c, "metrics": type(c["metrics"])({"loss": 1.0})}),
+     r"its reply holds 1 MetricRecords: one with 'num-examples' is expected"),
     (lambda m, c: type(c)({**c, "arrays": type(c["arrays"])({"w": torch.ones(2, 1)})}),
      r"its reply's arrays differ from those it was sent: w: sent \(1, 2\), returned \(2, 1\)"),
 ])
@@ -188,6 +192,71 @@ def test_a_timeout_drops_exactly_the_clients_whose_replies_arrive_after_it(tmp_p
     dropped = sorted(events[events.kind == "client_dropped"].client_id)
     assert dropped == sorted(ends.index[ends > deadline_s]) and len(dropped) == 2
     assert upload_ends(root / "flower/seed0").index.tolist() == [ends.index[0]]
-    # the same drops, bytes and times as the package's FedAvg under that deadline
-    assert ((root / "fedavg/seed0/events.csv").read_bytes()
-            == (root / "flower/seed0/events.csv").read_bytes())
+    # the same drops, bytes and times as the package's FedAvg under that deadline, and the
+    # same model: only the replies that arrived were aggregated
+    for name in ("events.csv", "rounds.csv"):
+        assert ((root / "fedavg/seed0" / name).read_bytes()
+                == (root / "flower/seed0" / name).read_bytes()), name
+
+
+def test_reported_flops_are_the_steps_and_turn_the_counter_off():
+    """An app that reports its steps' FLOPs is timed by them, its later calls run without
+    torch's counter, and a later reply reporting none is an error."""
+    from flwr.app import MetricRecord
+
+    from scala_netsim.flower.grid import FlowerAppError, SimulatedGrid
+
+    calls = []
+
+    def report_once(message, content):
+        calls.append(1)
+        if len(calls) == 1:
+            content["metrics"] = MetricRecord({"num-examples": 1, "flops-forward": [5, 7],
+                                               "flops-backward": [10, 14]})
+        return content
+
+    grid = SimulatedGrid(echo_app(report_once), num_clients=4)
+    grid.round = 1
+    grid.push_messages(messages_for(grid, [2, 3]))
+    first = grid.deliver(2)
+    assert first.steps == ((5, 10), (7, 14)) and not first.counted and grid.reports_flops
+    with pytest.raises(FlowerAppError, match=r"client 1 \(node 3\) in round 1: its reply "
+                                             r"reports no FLOPs \(flops-forward, "
+                                             r"flops-backward\), which the app's earlier"):
+        grid.deliver(3)
+
+
+def test_a_reply_not_in_when_the_clock_stops_is_withdrawn():
+    """A clock that delivers two nodes' messages but brings one reply in (the other client
+    dropped on its way up): only that reply is pulled, and the grid is empty for the next
+    round. The two messages share their records, as a strategy's do: what the first app
+    changes in place, the second does not see."""
+    from flwr.app import Array, Message
+
+    from scala_netsim.flower.grid import SimulatedGrid, identity
+
+    seen = []
+
+    def scribble(message, content):
+        seen.append(message.content["arrays"]["w"].numpy().tolist())
+        message.content["arrays"]["w"] = Array(np.zeros((1, 2), np.float32))
+        return content
+
+    grid = SimulatedGrid(echo_app(scribble), num_clients=4)
+
+    def one_in(timeout_s):
+        for node in sorted(grid.pushed):
+            grid.deliver(node)
+        grid.arrived(2)
+
+    grid.carry, grid.round = one_in, 1
+    shared = messages_for(grid, [2])[0].content
+    with identity(1):
+        sent = [Message(shared, node, "train") for node in (2, 3)]
+    replies = grid.send_and_receive(sent)
+    assert [r.metadata.src_node_id for r in replies] == [2]
+    assert seen == [[[1.0, 1.0]], [[1.0, 1.0]]]
+    assert grid.pushed == frozenset()
+    grid.carry, grid.round = immediate(grid), 2
+    assert [r.metadata.src_node_id for r in grid.send_and_receive(messages_for(grid, [3]))] \
+        == [3]
