@@ -1,0 +1,153 @@
+"""The Flower study's answers (issue 65), written from its comparison and the kept runs of
+SCALA and FedAvg on the same two clocks, so that every number in its report comes from the
+table beside it:
+
+    python -m analysis.flower RESULTS/flower --out docs/studies/flower
+
+- flower.csv: per place (the paper's cell; the 7-site n78 TDD NR network) and method (each
+  Flower strategy; SCALA and the package's FedAvg from their kept runs: the headline's
+  docs/studies/cellular_10pct in the cell, the mobility study's static case on the network,
+  the same clocks): the seeds, end-of-training accuracy (the mean of the evaluations in the
+  last 20 % of the rounds) mean and standard deviation over the seeds, the final accuracy's
+  mean, the time to 70 % and to 80 % (mean over the seeds that reach it, each seed's, and
+  how many reach it), and against SCALA in the same place and on the method's own seeds:
+  end-of-training accuracy minus SCALA's (percentage points) and the time to 80 % over
+  SCALA's (means over those seeds);
+- report.md: what was run and that table, place by place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.tables import markdown_table
+
+PLACES = {"cell": "the paper's cell (the headline's)",
+          "nr_7_sites": "the 7-site n78 network (100 MHz TDD, NR, round robin, 30 % load)"}
+#: the kept runs on each place's clock: (comparison.csv, the rows' filter)
+KEPT = {"cell": ("docs/studies/cellular_10pct/results/comparison.csv", {}),
+        "nr_7_sites": ("docs/studies/mobility/results/comparison.csv", {"case": "static"})}
+KEPT_NAMES = {"scala": "SCALA (kept)", "fedavg": "FedAvg, the package's (kept)"}
+TARGETS = ("0.7", "0.8")
+COMMAND = "python -m scala_netsim scenarios/flower.yaml"
+
+
+def kept_runs(root: Path) -> pd.DataFrame:
+    """SCALA's and FedAvg's kept runs on each place's clock, as comparison rows with
+    `place` and `method`."""
+    frames = []
+    for place, (path, where) in KEPT.items():
+        runs = pd.read_csv(root / path)
+        for key, value in where.items():
+            runs = runs[runs[key] == value]
+        runs = runs[runs.algorithm.isin(KEPT_NAMES)]
+        frames.append(runs.assign(place=place, method=runs.algorithm.map(KEPT_NAMES)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def method_row(place: str, method: str, runs: pd.DataFrame) -> dict:
+    """One method's runs in one place (the module's docstring), sorted by seed."""
+    runs = runs.sort_values("seed")
+    row: dict = {"place": place, "method": method,
+                 "seeds": " ".join(str(int(s)) for s in runs.seed),
+                 "late_acc": runs.late_acc.mean(),
+                 "late_acc_std": runs.late_acc.std(ddof=1) if len(runs) > 1 else np.nan,
+                 "final_acc": runs.final_acc.mean()}
+    for target in TARGETS:
+        times = runs[f"time_to_{target}_s"].astype(float)
+        row[f"time_to_{target}_s"] = times.mean()        # (NaN: not reached, left out)
+        row[f"time_to_{target}_s_per_seed"] = " ".join(
+            "-" if np.isnan(t) else f"{t:.1f}" for t in times)
+        row[f"reached_{target}"] = f"{int(times.notna().sum())}/{len(times)}"
+    return row
+
+
+def table(flower: pd.DataFrame, kept: pd.DataFrame) -> pd.DataFrame:
+    """flower.csv: every method in every place, with its gaps to SCALA there."""
+    rows = []
+    for place in PLACES:
+        here = flower[flower.place == place]
+        for strategy in dict.fromkeys(here.strategy):
+            rows.append(method_row(place, f"Flower {strategy}",
+                                   here[here.strategy == strategy]))
+        theirs = kept[kept.place == place]
+        for method in KEPT_NAMES.values():
+            if (theirs.method == method).any():
+                rows.append(method_row(place, method, theirs[theirs.method == method]))
+    out = pd.DataFrame(rows)
+    scala = kept[kept.method == KEPT_NAMES["scala"]]
+    gaps = [_against(scala[(scala.place == r.place)
+                           & scala.seed.isin([int(s) for s in r.seeds.split()])], r)
+            for _, r in out.iterrows()]
+    out["late_acc_vs_scala_pp"] = [g[0] for g in gaps]
+    out["time_to_0.8_vs_scala"] = [g[1] for g in gaps]
+    return out
+
+
+def _against(scala: pd.DataFrame, row: pd.Series) -> tuple[float, float]:
+    """A method's end-of-training accuracy minus SCALA's (pp) and its time to 80 % over
+    SCALA's, SCALA's over the method's own seeds (means)."""
+    if scala.empty:
+        return np.nan, np.nan
+    return (100 * (row.late_acc - scala.late_acc.mean()),
+            row["time_to_0.8_s"] / scala["time_to_0.8_s"].astype(float).mean())
+
+
+def _pct(mean: float, std: float) -> str:
+    return "-" if np.isnan(mean) else (f"{100 * mean:.2f} %" if np.isnan(std)
+                                       else f"{100 * mean:.2f} ± {100 * std:.2f} %")
+
+
+def _s(value: float) -> str:
+    return "-" if np.isnan(value) else f"{value:,.0f} s"
+
+
+def report(rows: pd.DataFrame, flower: pd.DataFrame) -> str:
+    seeds = sorted({int(s) for s in flower.seed})
+    parts = ["# Flower's strategies on the wireless clock (issue 65)", "",
+             f"`{COMMAND}`: Flower's strategies (flwr 1.42) over the package's clients on the "
+             f"SCALA paper's setting (K = 100, alpha = 2, T = 5, B = 320, the authors' "
+             f"AlexNet, 10 % of the clients a round, 500 rounds), each trained in the cell "
+             f"and re-timed on the network; seeds {', '.join(map(str, seeds))}. SCALA and "
+             f"the package's FedAvg: their kept runs on the same clocks (seeds 0-2); each "
+             f"method is set against SCALA on its own seeds. "
+             f"End-of-training accuracy: the mean of the evaluations in the last 20 % of "
+             f"the rounds. Every number below is in flower.csv.", ""]
+    for place, title in PLACES.items():
+        here = rows[rows.place == place]
+        if here.empty:
+            continue
+        parts += [f"## {title}", "", markdown_table(
+            ["method", "seeds", "end-of-training accuracy", "vs SCALA", "time to 70 %",
+             "time to 80 % (reached)", "over SCALA's"],
+            [[r.method, r.seeds, _pct(r.late_acc, r.late_acc_std),
+              f"{r.late_acc_vs_scala_pp:+.2f} pp", _s(r["time_to_0.7_s"]),
+              f"{_s(r['time_to_0.8_s'])} ({r['reached_0.8']})",
+              "-" if np.isnan(r["time_to_0.8_vs_scala"])
+              else f"{r['time_to_0.8_vs_scala']:.1f}x"]
+             for _, r in here.iterrows()]), ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="the study's folder (comparison.csv)")
+    parser.add_argument("--out", type=Path, default=Path("docs/studies/flower"))
+    parser.add_argument("--root", type=Path, default=Path("."),
+                        help="the repository, where the kept runs are")
+    args = parser.parse_args(argv)
+    flower = pd.read_csv(args.results / "comparison.csv")
+    rows = table(flower, kept_runs(args.root))
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(args.out / "flower.csv", index=False)
+    (args.out / "report.md").write_text(report(rows, flower) + "\n")
+    print(f"wrote {args.out / 'flower.csv'} and report.md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
