@@ -227,21 +227,18 @@ def report(table: pd.DataFrame, handovers: pd.DataFrame,
 def _deadline_section(comparison: pd.DataFrame, results: Path
                       ) -> tuple[list[str], dict[str, pd.DataFrame]] | None:
     """The report's deadline section and its tables (deadline.csv, dropped.csv), or None
-    where the results hold no deadline case. dropped.csv comes from the deadline runs' full
-    records where every one has them (and is kept beside the comparison then), else from the
-    one kept there; ValueError where neither."""
+    where the results hold no deadline case. dropped.csv: each deadline run's rows from its
+    full records where it has them, else from the dropped.csv kept beside the comparison
+    (written there again when some run had full records); ValueError where neither."""
     cases = set(comparison["case"]) & set(mobility_deadline.DEADLINE_CASES)
     if not cases:
         return None
     runs = comparison[comparison["case"].isin(list(cases))]["folder"]
     kept = results / "dropped.csv"
-    if all(run_file(results / str(f), EVENTS_CSV).is_file() for f in runs):
-        dropped = mobility_deadline.dropped_table(results, comparison)
-        dropped.to_csv(kept, index=False)
-    elif kept.is_file():
-        dropped = pd.read_csv(kept)
-    else:
-        raise ValueError(f"its deadline runs are slim (no events.csv) and {kept} is not there")
+    dropped = mobility_deadline.dropped_table(
+        results, comparison, pd.read_csv(kept) if kept.is_file() else None)
+    if any(run_file(results / str(f), EVENTS_CSV).is_file() for f in runs):
+        dropped.to_csv(kept, index=False)     # (what full records gave, kept beside them)
     deadline = mobility_deadline.deadline_table(comparison)
     return (mobility_deadline.section(deadline, dropped),
             {"deadline.csv": deadline, "dropped.csv": dropped})

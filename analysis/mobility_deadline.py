@@ -13,11 +13,12 @@ analysis.mobility from the study's results folder:
   end-of-training cost against the same mobility without the deadline (percentage points,
   the mean and each value over the seeds that both cases have: a seed against its own
   re-timed training);
-- dropped.csv: per algorithm and deadline case, the selections of its seeds pooled, grouped
+- dropped.csv: per algorithm, deadline case and seed (the report pools the seeds: `pooled`),
+  the run's selections grouped
   by kind of client (indoor on foot; outdoor on foot; outdoor in a vehicle: its speed over
   its recorded moves above VEHICLE_MPS), by compute (the halves of the FLOP/s range), by
   coupling loss at the drop point (path loss, shadowing and building entry less antenna
-  gain, in quarters over the case's selections), and by whether the client was handed over
+  gain, in quarters over the run's selections), and by whether the client was handed over
   during the round: each group's selections, drops, drop rate and share of the drops. Then
   how the drops spread over the clients (group `concentration`): the share of the drops
   that the tenth of the clients dropped most carry, and the share of clients selected at
@@ -145,39 +146,76 @@ def _groups(chosen: pd.DataFrame) -> list[tuple[str, pd.Series]]:
             ("handover", handed)]
 
 
-def dropped_table(results: Path, comparison: pd.DataFrame) -> pd.DataFrame:
-    """dropped.csv (the module's docstring), from the full records of the deadline runs the
-    comparison lists (folders under `results`), their seeds pooled."""
+def seed_rows(run: Path) -> list[dict]:
+    """dropped.csv's rows of one deadline run (its seed alone): each group's selections,
+    drops, drop rate and share of the drops, then how its drops spread over its clients."""
+    chosen = selections(run)
+    drops = chosen["dropped"].sum()
+    rows = []
+    for by, groups in _groups(chosen):
+        for group, picked in chosen.groupby(groups.to_numpy(), sort=True):
+            rows.append({"by": by, "group": group, "selected": len(picked),
+                         "dropped": int(picked["dropped"].sum()),
+                         "value": picked["dropped"].mean(),
+                         "share_of_drops": picked["dropped"].sum() / drops})
+    per = chosen.groupby("client_id")["dropped"].agg(["sum", "size"])
+    top = per["sum"].sort_values(ascending=False)
+    tenth = max(1, round(len(top) / 10))
+    often = per[per["size"] >= SELECTED_AT_LEAST]
+    for spread, value in (
+            ("drops carried by the tenth of clients dropped most",
+             top.iloc[:tenth].sum() / drops if drops else 0.0),
+            (f"clients selected {SELECTED_AT_LEAST}+ times never dropped",
+             float((often["sum"] == 0).mean()) if len(often) else float("nan"))):
+        rows.append({"by": "concentration", "group": spread, "selected": len(chosen),
+                     "dropped": int(drops), "value": value, "share_of_drops": float("nan")})
+    return rows
+
+
+def dropped_table(results: Path, comparison: pd.DataFrame,
+                  kept: pd.DataFrame | None = None) -> pd.DataFrame:
+    """dropped.csv (the module's docstring), a row per group and seed: from the full records
+    of each deadline run the comparison lists (folders under `results`), or, for a run kept
+    slim, its seed's rows of `kept` (the dropped.csv written before); ValueError where
+    neither has it."""
     rows = []
     for algorithm in NAMES:
         for case in DEADLINE_CASES:
             listed = comparison[(comparison["algorithm"] == algorithm)
                                 & (comparison["case"] == case)].sort_values("seed")
-            runs = [results / str(f) for f in listed["folder"]]
-            if not runs:
-                continue
-            chosen = pd.concat([selections(run).assign(seed=run.name) for run in runs],
-                               ignore_index=True)
-            drops = chosen["dropped"].sum()
-            for by, groups in _groups(chosen):
-                for group, picked in chosen.groupby(groups.to_numpy(), sort=True):
-                    rows.append({"algorithm": algorithm, "case": case, "by": by,
-                                 "group": group, "selected": len(picked),
-                                 "dropped": int(picked["dropped"].sum()),
-                                 "value": picked["dropped"].mean(),
-                                 "share_of_drops": picked["dropped"].sum() / drops})
-            per = chosen.groupby(["seed", "client_id"])["dropped"].agg(["sum", "size"])
-            top = per["sum"].sort_values(ascending=False)
-            tenth = max(1, round(len(top) / 10))
-            often = per[per["size"] >= SELECTED_AT_LEAST]
-            for group, value in (
-                    ("drops carried by the tenth of clients dropped most",
-                     top.iloc[:tenth].sum() / drops if drops else 0.0),
-                    (f"clients selected {SELECTED_AT_LEAST}+ times never dropped",
-                     float((often["sum"] == 0).mean()) if len(often) else float("nan"))):
-                rows.append({"algorithm": algorithm, "case": case, "by": "concentration",
-                             "group": group, "selected": len(chosen), "dropped": int(drops),
-                             "value": value, "share_of_drops": float("nan")})
+            for seed, folder in zip(listed["seed"], listed["folder"], strict=True):
+                head = {"algorithm": algorithm, "case": case, "seed": int(seed)}
+                run = results / str(folder)
+                if run_file(run, EVENTS_CSV).is_file():
+                    rows += [{**head, **row} for row in seed_rows(run)]
+                    continue
+                mine = (pd.DataFrame() if kept is None else kept[
+                    (kept["algorithm"] == algorithm) & (kept["case"] == case)
+                    & (kept["seed"] == int(seed))])
+                if mine.empty:
+                    raise ValueError(f"{run}: kept slim (no events.csv) and not in the kept "
+                                     f"dropped.csv")
+                rows += mine.to_dict("records")
+    return pd.DataFrame(rows)
+
+
+def pooled(dropped: pd.DataFrame) -> pd.DataFrame:
+    """dropped.csv's seeds pooled, per algorithm, case and group: selections and drops summed
+    (the drop rate and share of the drops of the sums; a coupling quarter is each seed's own
+    quarter of its selections), a concentration the mean of the seeds' values."""
+    rows = []
+    for (algorithm, case), runs in dropped.groupby(["algorithm", "case"], sort=False):
+        seeds = runs["seed"].nunique()
+        drops = runs[runs["by"] == "concentration"].drop_duplicates("seed")["dropped"].sum()
+        for (by, group), picked in runs.groupby(["by", "group"], sort=False):
+            concentration = by == "concentration"
+            rows.append({"algorithm": algorithm, "case": case, "seeds": seeds, "by": by,
+                         "group": group, "selected": int(picked["selected"].sum()),
+                         "dropped": int(picked["dropped"].sum()),
+                         "value": (picked["value"].mean() if concentration
+                                   else picked["dropped"].sum() / picked["selected"].sum()),
+                         "share_of_drops": (float("nan") if concentration
+                                            else picked["dropped"].sum() / drops)})
     return pd.DataFrame(rows)
 
 
@@ -229,6 +267,7 @@ def section(deadline: pd.DataFrame, dropped: pd.DataFrame) -> list[str]:
     """The report's section on the deadline cases (markdown lines)."""
     from analysis.tables import markdown_table
 
+    dropped = pooled(dropped)
     shown = deadline.assign(algorithm=deadline["algorithm"].map(NAMES))
     rows = [[f"{v:,.4f}" if isinstance(v, float) else v for v in r.values()]
             for r in shown.to_dict("records")]
@@ -252,8 +291,9 @@ def section(deadline: pd.DataFrame, dropped: pd.DataFrame) -> list[str]:
         markdown_table(["algorithm", "case", "by", "group", "selected", "dropped",
                         "drop rate (concentration: the share)", "share of drops"], groups),
         "",
-        "The deadline cases' selections, the seeds pooled. A vehicle: a client whose recorded "
+        "The deadline cases' selections, the seeds pooled (dropped.csv: seed by seed; a "
+        "concentration here the mean of the seeds'). A vehicle: a client whose recorded "
         f"moves ran faster than {VEHICLE_MPS:g} m/s. Coupling loss at the drop point: path "
         "loss, shadowing and building entry less antenna gain toward its first serving cell "
-        "(a moving client's changes as it moves), in quarters over the case's selections.",
+        "(a moving client's changes as it moves), in quarters over each seed's selections.",
         ""]

@@ -6,6 +6,7 @@ folder that is not the study's is refused, exit 2, before anything is written.""
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from analysis import mobility
 
@@ -101,6 +102,21 @@ def test_who_a_deadline_drops_is_counted_by_hand(tmp_path, monkeypatch):
     assert table.loc["drops carried by the tenth of clients dropped most", "value"] == 2 / 3
     # selected twice or more: clients 1 (never dropped) and 2 (dropped twice)
     assert table.loc["clients selected 2+ times never dropped", "value"] == 0.5
+    assert set(table["seed"]) == {0}
+    # a second seed kept slim: its rows come from the dropped.csv kept before, and the
+    # report pools both (sums of selections and drops; a concentration the seeds' mean)
+    kept = md.dropped_table(tmp_path, listed).assign(seed=1)
+    kept.loc[kept["group"] == "outdoor in a vehicle", ["selected", "dropped"]] = [4, 1]
+    kept.loc[kept["group"] == "clients selected 2+ times never dropped", "value"] = 1.0
+    both = pd.concat([listed, listed.assign(seed=1, folder="scala/slim/seed1")])
+    with pytest.raises(ValueError, match="seed1: kept slim .* not in the kept dropped.csv"):
+        md.dropped_table(tmp_path, both)
+    pool = md.pooled(md.dropped_table(tmp_path, both, kept)).set_index("group")
+    assert pool.loc["outdoor in a vehicle", ["seeds", "selected", "dropped"]].tolist() \
+        == [2, 6, 3]
+    assert pool.loc["outdoor in a vehicle", "value"] == 3 / 6
+    assert pool.loc["outdoor in a vehicle", "share_of_drops"] == 3 / (3 + 3)
+    assert pool.loc["clients selected 2+ times never dropped", "value"] == (0.5 + 1.0) / 2
 
 
 def test_a_deadlines_cost_is_weighed_seed_by_seed_against_its_own_mobility():
