@@ -4,6 +4,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -59,15 +60,20 @@ def test_flowers_fedavg_is_the_packages_fedavg_to_the_bit_on_the_clock(tmp_path)
 @needs_flower
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_each_strategy_trains_on_the_clock_and_aggregates_its_own_way(tmp_path, strategy):
-    """Two rounds of 3 clients; the clock is FedAvg's (what a strategy does with the weights
-    changes no byte, FLOP or second); the weights are FedAvg's only where the strategy's
-    defaults make it FedAvg."""
-    results = sn.run(sn.load_scenario(QUICK, {**TINY, "training.rounds": 2,
+    """Three rounds of 5 clients selected, the first 3 to finish kept (over-selection: 2
+    dropped a round, their replies never aggregated); the run's invariants hold (events,
+    rounds, drops: a violation fails the run); the clock is FedAvg's (what a strategy does
+    with the weights changes no byte, FLOP or second); the weights are FedAvg's only where
+    the strategy's defaults make it FedAvg."""
+    results = sn.run(sn.load_scenario(QUICK, {**TINY, "training.rounds": 3,
+                                              "training.over_selection": 0.5,
                                               "algorithms": ["fedavg", "flower"],
                                               "flower": {"strategy": strategy}}),
                      out=tmp_path, echo=False)
     assert results.summary["status"].tolist() == ["completed", "completed"]
     root = tmp_path / "quickstart"
+    events = pd.read_csv(root / "flower/seed0/events.csv")
+    assert (events.kind == "client_dropped").sum() == 3 * 2
     assert ((root / "fedavg/seed0/events.csv").read_bytes()
             == (root / "flower/seed0/events.csv").read_bytes())
     gap = (weights(root / "flower/seed0") - weights(root / "fedavg/seed0")).abs().max()
