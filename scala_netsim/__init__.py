@@ -6,7 +6,7 @@ TYPE_CHECKING included, and finds no cycle):
 
     entry      the root modules: cli, retime, attack, __main__, api (this package's Python API)
     tools/     sweep (planning and executors), attack (the model-inversion attack)  |
-               flower/ (Flower's strategies over the package's clients; the [flower] extra)
+               flower/ (Flower's strategies and ClientApps on the clock; the [flower] extra)
     runner/    world, assembly, run loop, drivers, writer, checkpoints, execution, a run's
                checks; the re-timers (replay, timing, recorded), the run-time estimate
     config/    scenario (the schema; loads no torch), documents, registry (every algorithm:

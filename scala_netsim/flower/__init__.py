@@ -1,9 +1,16 @@
-"""Flower on the wireless clock (issue 65): Flower's strategies (flwr 1.42, the `[flower]`
-extra) aggregating the package's clients in runs of this package, each client's model
-download, local steps and upload timed on the run's cell or network as any algorithm's.
+"""Flower on the wireless clock (issue 65; flwr 1.42, the `[flower]` extra): Flower's
+strategies, over the package's clients or a user's own ClientApp, in runs of this package.
 
-`algorithms: [flower]` with `flower: {strategy: FedAdam, options: {eta: 0.01}}` in a scenario
-(scala_netsim.algorithms.config.FlowerConfig; trainer: scala_netsim.flower.trainer). Flower
-is imported only by a scenario that names it: the package runs without the extra, and a
-scenario naming `flower` without it is refused saying what to install. The test set-up
-installs it (the golden scenario runs Flower's FedAdam)."""
+- grid: SimulatedGrid, a flwr Grid whose messages travel on the run's cell or network (the
+  download of a message's arrays, the ClientApp called in-process, its compute, the upload of
+  its reply), its `timeout` a deadline in simulated seconds;
+- strategy: a strategy's round as Flower's `Strategy.start` plays it (configure, send and
+  receive on the grid, aggregate), and its state across a resume;
+- protocol: GridProtocol, the round of `algorithms: [flower]` on the run's clock;
+- trainer: the package's clients as a Flower ClientApp (`flower: {strategy: FedAdam}`);
+- apps: a user's ClientApp by import path (`flower.client_app: module:app`).
+
+Flower is imported only by a scenario that names it: the package runs without the extra, and
+a scenario naming `flower` without it is refused saying what to install. The test set-up
+installs it (the golden scenario runs Flower's FedAdam). docs/guides/flower.md: how to bring
+a Flower app."""
