@@ -146,8 +146,10 @@ README_STUDIES = {"[alexnet] Headline": ["cellular_10pct"], "[alexnet] Bandwidth
 def accuracies(study: str, alexnet: bool) -> set[str]:
     """Every accuracy a reader can find for `study`, as printed (two decimals, in %): each
     run's, and the mean, min, max and std of each setting's seeds, from the comparison table
-    (the kept records' for an `alexnet` finding where they exist), and every number in the
-    tables of its reports (generated from the run folders, some of them lost)."""
+    (the kept records' for an `alexnet` finding where they exist), every accuracy column of
+    the tables beside its report (deadline.csv: a seed's deadline case against its own
+    training), and every number in the tables of its reports (generated from the run
+    folders, some of them lost)."""
     kept = STUDIES / study / "results" / "comparison.csv"
     runs = pd.read_csv(kept if alexnet and kept.is_file() else STUDIES / study / "comparison.csv")
     keys = [c for c in runs.columns if not pd.api.types.is_numeric_dtype(runs[c])
@@ -158,6 +160,11 @@ def accuracies(study: str, alexnet: bool) -> set[str]:
         by = runs.assign(**{column: values}).groupby(keys, dropna=False)[column]
         for series in (values, by.mean(), by.min(), by.max(), by.std(ddof=1), by.std(ddof=0)):
             found |= {f"{100 * v:.2f}" for v in series.dropna()}
+    for table in (STUDIES / study).glob("*.csv"):   # the report's own tables (deadline.csv)
+        beside = pd.read_csv(table)
+        for column in [c for c in beside.columns if c.endswith("_acc")]:
+            found |= {f"{100 * v:.2f}" for v in pd.to_numeric(beside[column],
+                                                               errors="coerce").dropna()}
     for report in (STUDIES / study / "report.md", STUDIES / study / "results" / "report.md"):
         if report.is_file():
             for line in report.read_text().splitlines():
