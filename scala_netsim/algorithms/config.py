@@ -200,7 +200,9 @@ class FlowerConfig(OptimizerStateConfig):
     """`algorithms: [flower]` (issue 65): a Flower strategy (flwr 1.42, the `[flower]` extra)
     aggregating the package's FedAvg clients, `options` its constructor's keywords."""
 
-    strategy: Literal[FLOWER_STRATEGIES] = "FedAvg"  # type: ignore[valid-type]
+    # one of FLOWER_STRATEGIES, or a user's strategy by "module:Class" (a subclass of flwr's
+    # FedAvg, as all twelve are: the run sets its fraction and minimum of clients a round)
+    strategy: str = "FedAvg"
     options: dict[str, Any] = Field(default_factory=dict)
     # a user's own ClientApp (scala_netsim.flower.apps), each "module:attribute"; null: the
     # package's clients on the scenario's data and model
@@ -229,15 +231,23 @@ class FlowerConfig(OptimizerStateConfig):
             return [f"flower.options: {', '.join(taken)} are the run's (training."
                     f"participation, the clients its network reaches, the records its "
                     f"clients write), got {taken}"]
-        allowed = set(inspect.signature(getattr(strategies, self.strategy)).parameters)
+        try:
+            cls = self.strategy_class()
+        except (ImportError, AttributeError, ValueError) as error:
+            return [f"flower.strategy: {error}"]
+        if not (isinstance(cls, type) and issubclass(cls, strategies.FedAvg)):
+            return [f"flower.strategy: {self.strategy!r} is not a subclass of flwr's FedAvg "
+                    f"(the run sets its fraction and minimum of clients a round)"]
+        parameters = inspect.signature(cls).parameters
+        allowed = set(parameters)
         unknown = sorted(set(self.options) - allowed)
-        if unknown:
+        if unknown and not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
             return [f"flower.options: {self.strategy} takes "
                     f"{', '.join(sorted(allowed - set(FLOWER_RUN_OPTIONS)))}, got {unknown}"]
         try:   # the strategy's own checks of its values (QFedAvg's rate: training.lr's)
             defaults = ({"client_learning_rate": scenario.training.lr}
-                        if self.strategy == "QFedAvg" else {})
-            getattr(strategies, self.strategy)(**{**defaults, **self.options})
+                        if issubclass(cls, strategies.QFedAvg) else {})
+            cls(**{**defaults, **self.options})
         except (TypeError, ValueError) as error:
             return [f"flower.options: {self.strategy} refuses {self.options}: {error}"]
         if self.strategy in FLOWER_ROBUST_NEEDS:
@@ -248,6 +258,29 @@ class FlowerConfig(OptimizerStateConfig):
                         f"{times} f + {plus} = {times * f + plus} clients a round for f = {f}, "
                         f"the run has {scenario.num_selected} (training.participation)"]
         return []
+
+    def strategy_class(self) -> type:
+        """The strategy's class: flwr's of that name, or a user's ("module:Class")."""
+        import importlib
+
+        from flwr.serverapp import strategy as strategies
+
+        if ":" not in self.strategy:
+            if self.strategy not in FLOWER_STRATEGIES:
+                raise ValueError(f"one of {', '.join(FLOWER_STRATEGIES)}, or a user's strategy "
+                                 f"as module:Class, got {self.strategy!r}")
+            return getattr(strategies, self.strategy)
+        module, _, name = self.strategy.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as error:
+            raise ImportError(f"cannot import {self.strategy!r}: {error} (the module must be "
+                              f"importable: the working directory or PYTHONPATH)") from error
+
+    @property
+    def user_strategy(self) -> bool:
+        """Is the strategy a user's (by import path)?"""
+        return ":" in self.strategy
 
     def app_problems(self, scenario: Any) -> list[str]:
         """A user's ClientApp: all three paths, each importable and of its kind; none of

@@ -14,8 +14,12 @@ ClientApp (scala_netsim.flower.apps):
 - `aggregate_train(round, replies)`: the strategy's arrays become the global model.
 - No federated evaluation (fraction_evaluate 0): the run evaluates the global model itself.
 
-What survives a resume: the round counter and the strategy's state that outlives a round
-(FedOpt's m_t and v_t, FedAvgM's momentum), as tensors (`strategy_state`)."""
+The strategy: one of flwr's twelve by name, or a user's subclass of flwr's FedAvg by import
+path (`flower.strategy: module:Class`). What survives a resume: the round counter and the
+strategy's state that outlives a round (FedOpt's m_t and v_t, FedAvgM's momentum), as
+tensors, and a user's strategy's own `extra_state()` (restored by its
+`load_extra_state(state)`); a user's strategy without them cannot resume, and says so
+(`strategy_state`)."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from flwr.serverapp import strategy as strategies
 from flwr.serverapp.strategy import strategy_utils
 
 from scala_netsim.algorithms.config import FlowerConfig
+from scala_netsim.core.errors import RefusedError
 from scala_netsim.flower.grid import (
     NODE_BASE,
     FlowerAppError,
@@ -58,13 +63,14 @@ def build_strategy(config: FlowerConfig, num_clients: int, num_selected: int,
     client_learning_rate, unless an option sets it, is the clients' (training.lr)."""
     fraction = (num_selected + 0.5) / num_clients
     options = dict(config.options)
-    if config.strategy == "QFedAvg":
+    cls = config.strategy_class()
+    if issubclass(cls, strategies.QFedAvg):
         options.setdefault("client_learning_rate", client_lr)
     logger = logging.getLogger("flwr")
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        return getattr(strategies, config.strategy)(
+        return cls(
             **options, fraction_train=fraction, fraction_evaluate=0.0,
             min_train_nodes=num_selected, min_evaluate_nodes=0,
             min_available_nodes=num_clients)
@@ -129,6 +135,7 @@ class StrategyRounds(ABC):
         # (every strategy the scenario may name derives from flwr's FedAvg)
         self.strategy: strategies.FedAvg | None = None
         self._saved: dict = {}        # a resumed strategy's state, set once it is built
+        self._saved_user: Any = None  # (a user's strategy's own)
         self.server_round = 0
         self._selected: list[int] = []
         self._steps: dict[int, tuple[tuple[int, int], ...]] = {}
@@ -157,6 +164,8 @@ class StrategyRounds(ABC):
                                            self.client_lr)
             for name, value in self._saved.items():
                 setattr(self.strategy, name, as_arrays(value))
+            if self._saved_user is not None:      # a user's strategy's own, restored
+                self.strategy.load_extra_state(as_arrays(self._saved_user))  # type: ignore[attr-defined]
         self.strategy.fraction_train = (len(selected) + 0.5) / self.grid.num_clients
         self.strategy.min_train_nodes = len(selected)
         self.server_round += 1
@@ -229,14 +238,31 @@ class StrategyRounds(ABC):
 
     # --- resume -----------------------------------------------------------------------------
     def strategy_state(self) -> dict:
-        """The round counter and the strategy's state that outlives a round, as tensors."""
-        state = (dict(self._saved) if self.strategy is None   # (restored, not yet rebuilt)
-                 else {name: as_tensors(getattr(self.strategy, name))
-                       for name in STRATEGY_STATE
-                       if getattr(self.strategy, name, None) is not None})
-        return {"server_round": self.server_round, "strategy": state}
+        """The round counter and the strategy's state that outlives a round, as tensors: the
+        built-in strategies' attributes (STRATEGY_STATE), and a user's strategy's own
+        `extra_state()` where it defines one (None where it does not: such a run cannot
+        resume)."""
+        if self.strategy is None:                  # (restored, not yet rebuilt)
+            state, user = dict(self._saved), self._saved_user
+        else:
+            state = {name: as_tensors(getattr(self.strategy, name))
+                     for name in STRATEGY_STATE
+                     if getattr(self.strategy, name, None) is not None}
+            own = getattr(self.strategy, "extra_state", None)
+            user = as_tensors(own()) if own is not None else None
+        saved = {"server_round": self.server_round, "strategy": state}
+        return {**saved, "user_strategy": user} if self.config.user_strategy else saved
 
     def load_strategy_state(self, state: dict) -> None:
+        """Restore `strategy_state` (applied when the next round builds the strategy); a
+        user's strategy that saves no state of its own is refused past round 0."""
         self.server_round = int(state["server_round"])
-        self._saved = dict(state["strategy"])   # (applied when the next round builds it)
+        self._saved = dict(state["strategy"])
+        self._saved_user = state.get("user_strategy")
+        if self.config.user_strategy and self._saved_user is None and self.server_round:
+            raise RefusedError(
+                f"flower.strategy: {self.config.strategy} defines no extra_state() and "
+                f"load_extra_state(state), so what it keeps from round to round is not in "
+                f"the checkpoint of round {self.server_round}: its run cannot resume; run it "
+                f"from the start (--force), or give the class those two methods")
         self.strategy = None

@@ -152,3 +152,100 @@ def test_batchnorms_counters_stay_out_of_the_strategys_arithmetic(tmp_path, stra
     counters = [t for part in state.values() for n, t in part.items()
                 if n.endswith("num_batches_tracked")]
     assert counters and all(int(t) == 1 for t in counters)
+
+
+DAMPED = '''
+import numpy as np
+from flwr.app import ArrayRecord
+from flwr.serverapp.strategy import FedAvg
+
+
+class Damped(FedAvg):
+    """FedAvg whose global model moves `share` of the way to the replies' average; it counts
+    the rounds it aggregated (its state from round to round)."""
+
+    def __init__(self, *, share: float = 0.5, **kwargs):
+        super().__init__(**kwargs)
+        self.share, self.rounds, self.current = share, 0, None
+
+    def configure_train(self, server_round, arrays, config, grid):
+        self.current = arrays.to_torch_state_dict()
+        return super().configure_train(server_round, arrays, config, grid)
+
+    def aggregate_train(self, server_round, replies):
+        average, metrics = super().aggregate_train(server_round, replies)
+        self.rounds += 1
+        mean = average.to_torch_state_dict()
+        return ArrayRecord({k: self.current[k] + self.share * (mean[k] - self.current[k])
+                            for k in mean}), metrics
+
+    def extra_state(self):
+        return {"rounds": np.array(self.rounds)}
+
+    def load_extra_state(self, state):
+        self.rounds = int(state["rounds"])
+
+
+class Forgetful(Damped):
+    extra_state = None
+'''
+
+
+@pytest.fixture
+def user_strategy(tmp_path, monkeypatch):
+    (tmp_path / "my_strategy.py").write_text(DAMPED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@needs_flower
+def test_a_users_strategy_by_import_path_aggregates_its_way_on_fedavgs_clock(user_strategy):
+    """Damped with share 1 is FedAvg (weights to round-off); with share 0.5 it is not; the
+    clock is FedAvg's either way."""
+    full = run(user_strategy / "full", 2, algorithms=["fedavg", "flower"],
+               flower={"strategy": "my_strategy:Damped", "options": {"share": 1.0}})
+    half = run(user_strategy / "half", 2, algorithms=["flower"],
+               flower={"strategy": "my_strategy:Damped", "options": {"share": 0.5}})
+    assert ((full / "fedavg/seed0/events.csv").read_bytes()
+            == (full / "flower/seed0/events.csv").read_bytes()
+            == (half / "flower/seed0/events.csv").read_bytes())
+    fedavg = weights(full / "fedavg/seed0")
+    assert (weights(full / "flower/seed0") - fedavg).abs().max() < 1e-6
+    assert (weights(half / "flower/seed0") - fedavg).abs().max() > 1e-4
+
+
+@needs_flower
+def test_a_users_strategy_resumes_with_its_own_state_or_is_refused(user_strategy):
+    keys = {"algorithms": ["flower"], "training.checkpoint_every": 2,
+            "flower": {"strategy": "my_strategy:Damped"}}
+    root = run(user_strategy, 3, **keys)
+    folder = root / "flower/seed0"
+    whole, model = (folder / "rounds.csv").read_bytes(), weights(folder)
+    checkpoint = torch.load(folder / "checkpoint.pt", weights_only=True)
+    assert int(checkpoint["run"]["trainer"]["extra"]["user_strategy"]["rounds"]) == 2
+    (folder / "summary.json").unlink()        # as if stopped after round 2's checkpoint
+    run(user_strategy, 3, **keys)
+    assert json.loads((folder / "summary.json").read_text())["resumed_from_round"] == 2
+    assert (folder / "rounds.csv").read_bytes() == whole
+    assert torch.equal(weights(folder), model)
+    # a strategy keeping state it does not save: its run is not resumed
+    keys["flower"] = {"strategy": "my_strategy:Forgetful"}
+    other = run(user_strategy / "forgetful", 3, **keys) / "flower/seed0"
+    (other / "summary.json").unlink()
+    with pytest.raises(sn.RefusedError, match=r"flower.strategy: my_strategy:Forgetful "
+                                              r"defines no extra_state\(\) .* round 2: its "
+                                              r"run cannot resume"):
+        run(user_strategy / "forgetful", 3, **keys)
+
+
+@needs_flower
+@pytest.mark.parametrize(("strategy", "says"), [
+    ("FedNope", r"flower.strategy: one of FedAvg, .*, or a user's strategy as module:Class, "
+                r"got 'FedNope'"),
+    ("my_strategy:Nothing", r"flower.strategy: cannot import 'my_strategy:Nothing'"),
+    ("my_strategy:np", r"flower.strategy: 'my_strategy:np' is not a subclass of flwr's FedAvg"),
+])
+def test_a_strategy_that_is_not_one_is_refused_naming_the_key(user_strategy, strategy, says):
+    with pytest.raises(sn.ScenarioError, match=says):
+        sn.load_scenario(QUICK, {**TINY, "algorithms": ["flower"],
+                                 "flower": {"strategy": strategy}})
