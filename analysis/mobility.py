@@ -16,8 +16,8 @@ number in its report comes from the tables beside it:
   round (the same learning: round r is the same clients' work), and the time to 80 % over
   static's;
 - with the deadline cases (trained): deadline.csv and dropped.csv (analysis.mobility_deadline;
-  dropped.csv, which needs the deadline runs' full records, kept beside comparison.csv as
-  handovers.csv is);
+  dropped.csv, seed by seed, from each deadline run's full records where it has them, else
+  from the dropped.csv kept beside comparison.csv, as handovers.csv is);
 - report.md: what was run and the answers, every number from those tables.
 
 `--deadlines` prints instead the 70th percentiles, over the static case's seeds and rounds,

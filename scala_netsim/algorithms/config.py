@@ -250,8 +250,9 @@ class FlowerConfig(OptimizerStateConfig):
             cls(**{**defaults, **self.options})
         except (TypeError, ValueError) as error:
             return [f"flower.options: {self.strategy} refuses {self.options}: {error}"]
-        if self.strategy in FLOWER_ROBUST_NEEDS:
-            times, plus = FLOWER_ROBUST_NEEDS[self.strategy]
+        robust = [n for n in FLOWER_ROBUST_NEEDS if issubclass(cls, getattr(strategies, n))]
+        if robust:
+            times, plus = FLOWER_ROBUST_NEEDS[robust[0]]
             f = int(self.options.get("num_malicious_nodes", 0))
             if scenario.num_selected < times * f + plus:
                 return [f"flower.options.num_malicious_nodes: {self.strategy} needs at least "
@@ -275,7 +276,8 @@ class FlowerConfig(OptimizerStateConfig):
             return getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as error:
             raise ImportError(f"cannot import {self.strategy!r}: {error} (the module must be "
-                              f"importable: the working directory or PYTHONPATH)") from error
+                              f"on Python's path: run from its folder with python -m, or "
+                              f"set PYTHONPATH)") from error
 
     @property
     def user_strategy(self) -> bool:
@@ -313,7 +315,8 @@ class FlowerConfig(OptimizerStateConfig):
                 found = getattr(importlib.import_module(module), attribute)
             except (ImportError, AttributeError) as error:
                 problems.append(f"flower.{key}: cannot import {path!r}: {error} (the module "
-                                f"must be importable: the working directory or PYTHONPATH)")
+                                f"must be on Python's path: run from its folder with python "
+                                f"-m, or set PYTHONPATH)")
                 continue
             kind_ok = isinstance(found, ClientApp) if key == "client_app" else callable(found)
             if not kind_ok:

@@ -5,7 +5,7 @@ The app brings its own model and data (a client reads which part it holds from i
 Context's node_config: `partition-id` k of `num-partitions` K, Flower's convention); the run
 brings the clients' places, radio and FLOP/s, their selection from its seeded stream, and the
 strategy. Three things of the user's, by import path (`module:attribute`, imported as Python
-imports any module: from the working directory or PYTHONPATH):
+imports any module: on its path, i.e. from the folder `python -m` runs in, or PYTHONPATH):
 - `client_app`: the flwr ClientApp, called in-process on each train message;
 - `initial_arrays`: a function returning the initial global model (an ArrayRecord, a state
   dict or a torch module), what a ServerApp passes `Strategy.start`;

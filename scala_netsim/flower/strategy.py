@@ -103,12 +103,13 @@ def _sampling(nodes: Sequence[int]) -> Iterator[None]:
 
 
 def as_tensors(value: Any) -> Any:
-    """A strategy's state with its NumPy arrays as tensors (a checkpoint holds tensors)."""
-    if isinstance(value, np.ndarray):
+    """A strategy's state with its NumPy arrays and scalars as tensors, its tuples as lists
+    (what a checkpoint read with weights_only holds)."""
+    if isinstance(value, np.ndarray | np.generic):
         return torch.from_numpy(np.array(value, copy=True))
     if isinstance(value, dict):
         return {k: as_tensors(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [as_tensors(v) for v in value]
     return value
 
@@ -259,10 +260,12 @@ class StrategyRounds(ABC):
         self.server_round = int(state["server_round"])
         self._saved = dict(state["strategy"])
         self._saved_user = state.get("user_strategy")
-        if self.config.user_strategy and self._saved_user is None and self.server_round:
+        keeps = (self._saved_user is not None
+                 and callable(getattr(self.config.strategy_class(), "load_extra_state", None)))
+        if self.config.user_strategy and not keeps and self.server_round:
             raise RefusedError(
-                f"flower.strategy: {self.config.strategy} defines no extra_state() and "
-                f"load_extra_state(state), so what it keeps from round to round is not in "
+                f"flower.strategy: {self.config.strategy} does not define both extra_state() "
+                f"and load_extra_state(state), so what it keeps from round to round is not in "
                 f"the checkpoint of round {self.server_round}: its run cannot resume; run it "
                 f"from the start (--force), or give the class those two methods")
         self.strategy = None

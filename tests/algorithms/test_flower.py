@@ -161,12 +161,13 @@ from flwr.serverapp.strategy import FedAvg
 
 
 class Damped(FedAvg):
-    """FedAvg whose global model moves `share` of the way to the replies' average; it counts
-    the rounds it aggregated (its state from round to round)."""
+    """FedAvg whose global model moves share x decay^rounds of the way to the replies'
+    average, `rounds` the rounds it aggregated (its state from round to round, a NumPy
+    scalar in its extra_state)."""
 
-    def __init__(self, *, share: float = 0.5, **kwargs):
+    def __init__(self, *, share: float = 0.5, decay: float = 1.0, **kwargs):
         super().__init__(**kwargs)
-        self.share, self.rounds, self.current = share, 0, None
+        self.share, self.decay, self.rounds, self.current = share, decay, 0, None
 
     def configure_train(self, server_round, arrays, config, grid):
         self.current = arrays.to_torch_state_dict()
@@ -174,13 +175,14 @@ class Damped(FedAvg):
 
     def aggregate_train(self, server_round, replies):
         average, metrics = super().aggregate_train(server_round, replies)
+        share = self.share * self.decay ** self.rounds
         self.rounds += 1
         mean = average.to_torch_state_dict()
-        return ArrayRecord({k: self.current[k] + self.share * (mean[k] - self.current[k])
+        return ArrayRecord({k: self.current[k] + share * (mean[k] - self.current[k])
                             for k in mean}), metrics
 
     def extra_state(self):
-        return {"rounds": np.array(self.rounds)}
+        return {"rounds": np.int64(self.rounds), "history": (1.0, 2.0)}
 
     def load_extra_state(self, state):
         self.rounds = int(state["rounds"])
@@ -188,6 +190,10 @@ class Damped(FedAvg):
 
 class Forgetful(Damped):
     extra_state = None
+
+
+class HalfForgetful(Damped):
+    load_extra_state = None
 '''
 
 
@@ -217,7 +223,7 @@ def test_a_users_strategy_by_import_path_aggregates_its_way_on_fedavgs_clock(use
 @needs_flower
 def test_a_users_strategy_resumes_with_its_own_state_or_is_refused(user_strategy):
     keys = {"algorithms": ["flower"], "training.checkpoint_every": 2,
-            "flower": {"strategy": "my_strategy:Damped"}}
+            "flower": {"strategy": "my_strategy:Damped", "options": {"decay": 0.5}}}
     root = run(user_strategy, 3, **keys)
     folder = root / "flower/seed0"
     whole, model = (folder / "rounds.csv").read_bytes(), weights(folder)
@@ -228,14 +234,21 @@ def test_a_users_strategy_resumes_with_its_own_state_or_is_refused(user_strategy
     assert json.loads((folder / "summary.json").read_text())["resumed_from_round"] == 2
     assert (folder / "rounds.csv").read_bytes() == whole
     assert torch.equal(weights(folder), model)
-    # a strategy keeping state it does not save: its run is not resumed
-    keys["flower"] = {"strategy": "my_strategy:Forgetful"}
-    other = run(user_strategy / "forgetful", 3, **keys) / "flower/seed0"
-    (other / "summary.json").unlink()
-    with pytest.raises(sn.RefusedError, match=r"flower.strategy: my_strategy:Forgetful "
-                                              r"defines no extra_state\(\) .* round 2: its "
-                                              r"run cannot resume"):
-        run(user_strategy / "forgetful", 3, **keys)
+    # and the state matters: without it (rounds back at 0) the resumed run ends elsewhere
+    checkpoint["run"]["trainer"]["extra"]["user_strategy"]["rounds"] = torch.tensor(0)
+    torch.save(checkpoint, folder / "checkpoint.pt")
+    (folder / "summary.json").unlink()
+    run(user_strategy, 3, **keys)
+    assert not torch.equal(weights(folder), model)
+    # a strategy keeping state it does not save, or cannot load: its run is not resumed
+    for name in ("Forgetful", "HalfForgetful"):
+        keys["flower"] = {"strategy": f"my_strategy:{name}"}
+        other = run(user_strategy / name, 3, **keys) / "flower/seed0"
+        (other / "summary.json").unlink()
+        with pytest.raises(sn.RefusedError, match=rf"flower.strategy: my_strategy:{name} does "
+                                                  rf"not define both extra_state\(\) .* round "
+                                                  rf"2: its run cannot resume"):
+            run(user_strategy / name, 3, **keys)
 
 
 @needs_flower

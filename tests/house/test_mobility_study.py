@@ -106,17 +106,21 @@ def test_who_a_deadline_drops_is_counted_by_hand(tmp_path, monkeypatch):
     # a second seed kept slim: its rows come from the dropped.csv kept before, and the
     # report pools both (sums of selections and drops; a concentration the seeds' mean)
     kept = md.dropped_table(tmp_path, listed).assign(seed=1)
-    kept.loc[kept["group"] == "outdoor in a vehicle", ["selected", "dropped"]] = [4, 1]
     kept.loc[kept["group"] == "clients selected 2+ times never dropped", "value"] = 1.0
+    kept = kept[kept["group"] != "indoor on foot"]   # (no indoor client selected in seed 1)
     both = pd.concat([listed, listed.assign(seed=1, folder="scala/slim/seed1")])
     with pytest.raises(ValueError, match="seed1: kept slim .* not in the kept dropped.csv"):
         md.dropped_table(tmp_path, both)
-    pool = md.pooled(md.dropped_table(tmp_path, both, kept)).set_index("group")
-    assert pool.loc["outdoor in a vehicle", ["seeds", "selected", "dropped"]].tolist() \
-        == [2, 6, 3]
-    assert pool.loc["outdoor in a vehicle", "value"] == 3 / 6
-    assert pool.loc["outdoor in a vehicle", "share_of_drops"] == 3 / (3 + 3)
-    assert pool.loc["clients selected 2+ times never dropped", "value"] == (0.5 + 1.0) / 2
+    pool = md.pooled(md.dropped_table(tmp_path, both, kept))
+    by_group = pool.set_index("group")
+    assert by_group.loc["outdoor in a vehicle", ["seeds", "selected", "dropped"]].tolist() \
+        == [2, 4, 4]
+    assert by_group.loc["outdoor in a vehicle", "value"] == 4 / 4
+    assert by_group.loc["outdoor in a vehicle", "share_of_drops"] == 4 / (3 + 3)
+    assert by_group.loc["indoor on foot", "selected"] == table.loc["indoor on foot", "selected"]
+    assert by_group.loc["clients selected 2+ times never dropped", "value"] == (0.5 + 1.0) / 2
+    shares = pool[pool["by"] != "concentration"].groupby("by")["share_of_drops"].sum()
+    assert (abs(shares - 1.0) < 1e-12).all(), shares
 
 
 def test_a_deadlines_cost_is_weighed_seed_by_seed_against_its_own_mobility():

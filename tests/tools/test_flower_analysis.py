@@ -45,9 +45,10 @@ def test_each_method_is_set_against_scala_on_its_own_seeds_in_its_place(study):
     # 70 % reached by both seeds (mean 800 s), 80 % by one (1,200 s, the mean of those)
     assert adam["time_to_0.7_s"] == 800.0 and adam["reached_0.8"] == "1/2"
     assert adam["time_to_0.8_s_per_seed"] == "1200.0 -"
-    # SCALA over seeds 0 and 1 in the cell: 0.87, 600 s to 80 %
+    # SCALA over seeds 0 and 1 in the cell: 0.87; to 80 % on seed 0 alone, the one seed of
+    # FedAdam's that reached it: 1,200 s against 400 s
     assert adam.late_acc_vs_scala_pp == pytest.approx(-3.0)
-    assert adam["time_to_0.8_vs_scala"] == pytest.approx(2.0)
+    assert adam["time_to_0.8_vs_scala"] == pytest.approx(3.0)
     # on the network: the mobility study's static case, seed 0 (2,000 s to 80 %)
     network = rows.loc[("nr_7_sites", "Flower FedAdam")]
     assert network["time_to_0.8_vs_scala"] == pytest.approx(3.0)
@@ -61,6 +62,6 @@ def test_each_method_is_set_against_scala_on_its_own_seeds_in_its_place(study):
 
 def test_the_report_says_each_places_table(study):
     text = (study / "report.md").read_text()
-    assert "| Flower FedAdam | 0 1 | 84.00 ± 1.41 % | -3.00 pp | 800 s | 1,200 s (1/2) | 2.0x |" \
+    assert "| Flower FedAdam | 0 1 | 84.00 ± 1.41 % | -3.00 pp | 800 s | 1,200 s (1/2) | 3.0x |" \
         in text
     assert "## the 7-site n78 network" in text
