@@ -347,7 +347,9 @@ def check_round_payloads(run: Run, algorithm: str, arch: str, image_size: int = 
     whole = state_bytes(torch.nn.Sequential(client, server))
     models = {"FederatedProtocol": whole, "AsyncFederatedProtocol": whole,
               "LocalLossProtocol": state_bytes(client) + (sample * 10 + 10) * 4}
-    protocol = ALGORITHMS[algorithm].protocol.__name__
+    # (the protocol or the pattern it extends: Flower's GridProtocol is FederatedProtocol's)
+    protocol = next((c.__name__ for c in ALGORITHMS[algorithm].protocol.__mro__
+                     if c.__name__ in models), ALGORITHMS[algorithm].protocol.__name__)
     kinds = set()
     for e in run.log.events:
         kinds.add(e.kind)
