@@ -13,7 +13,9 @@ table beside it:
   how many reach it), and against SCALA in the same place, on the seeds where both have
   the value (a time to 80 % a seed did not reach leaves that seed out): end-of-training
   accuracy minus SCALA's (percentage points) and the time to 80 % over SCALA's (means);
-- report.md: what was run and that table, place by place.
+- flower.png: accuracy against simulated time, a panel a place, each method's mean over its
+  seeds at each evaluated round (the rounds' mean time), on a logarithmic time axis;
+- report.md: what was run and that table, place by place, and the figure.
 """
 
 from __future__ import annotations
@@ -25,11 +27,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.style import plt
 from analysis.tables import markdown_table
+from scala_netsim.core.files import run_file
 
 PLACES = {"cell": "the paper's cell (the headline's)",
           "nr_7_sites": "the 7-site n78 network (100 MHz TDD, NR, round robin, 30 % load)"}
-#: the kept runs on each place's clock: (comparison.csv, the rows' filter)
+#: the kept runs on each place's clock: (comparison.csv, the rows' filter; their folders are
+#: relative to the comparison's)
 KEPT = {"cell": ("docs/studies/cellular_10pct/results/comparison.csv", {}),
         "nr_7_sites": ("docs/studies/mobility/results/comparison.csv", {"case": "static"})}
 KEPT_NAMES = {"scala": "SCALA (kept)", "fedavg": "FedAvg, the package's (kept)"}
@@ -39,15 +44,47 @@ COMMAND = "python -m scala_netsim scenarios/flower.yaml"
 
 def kept_runs(root: Path) -> pd.DataFrame:
     """SCALA's and FedAvg's kept runs on each place's clock, as comparison rows with
-    `place` and `method`."""
+    `place`, `method` and `run` (the run's folder)."""
     frames = []
     for place, (path, where) in KEPT.items():
         runs = pd.read_csv(root / path)
         for key, value in where.items():
             runs = runs[runs[key] == value]
         runs = runs[runs.algorithm.isin(KEPT_NAMES)]
-        frames.append(runs.assign(place=place, method=runs.algorithm.map(KEPT_NAMES)))
+        frames.append(runs.assign(place=place, method=runs.algorithm.map(KEPT_NAMES),
+                                  run=[str((root / path).parent / f) for f in runs.folder]))
     return pd.concat(frames, ignore_index=True)
+
+
+def curve(folders: list[str]) -> pd.DataFrame:
+    """The mean over runs of test accuracy and simulated time at each evaluated round."""
+    rows = []
+    for folder in folders:
+        rounds = pd.read_csv(run_file(Path(folder), "rounds.csv"))
+        rows.append(rounds.dropna(subset=["test_acc"])[["round", "sim_time_s", "test_acc"]])
+    return pd.concat(rows).groupby("round").mean()
+
+
+def figure(runs: pd.DataFrame, path: Path) -> None:
+    """flower.png (the module's docstring) from runs with place, method and run."""
+    places = [p for p in PLACES if (runs.place == p).any()]
+    fig, axes = plt.subplots(1, len(places), figsize=(6 * len(places), 4.2), squeeze=False,
+                             sharey=True)
+    for ax, place in zip(axes[0], places, strict=True):
+        here = runs[runs.place == place]
+        for method in dict.fromkeys(here.method):
+            mean = curve(list(here[here.method == method].run))
+            ax.plot(mean.sim_time_s, 100 * mean.test_acc, label=method,
+                    linestyle="--" if "kept" in method else "-")
+        ax.set_xscale("log")
+        ax.set_xlabel("simulated time (s)")
+        ax.set_title(PLACES[place], fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy (%)")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def method_row(place: str, method: str, runs: pd.DataFrame) -> dict:
@@ -148,10 +185,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="the repository, where the kept runs are")
     args = parser.parse_args(argv)
     flower = pd.read_csv(args.results / "comparison.csv")
-    rows = table(flower, kept_runs(args.root))
+    kept = kept_runs(args.root)
+    rows = table(flower, kept)
     args.out.mkdir(parents=True, exist_ok=True)
     rows.to_csv(args.out / "flower.csv", index=False)
-    (args.out / "report.md").write_text(report(rows, flower) + "\n")
+    ours = flower.assign(method="Flower " + flower.strategy,
+                         run=[str(args.results / f) for f in flower.folder])
+    figure(pd.concat([ours, kept], ignore_index=True), args.out / "flower.png")
+    (args.out / "report.md").write_text(report(rows, flower) + "\n\n![accuracy against "
+                                        "simulated time](flower.png)\n")
     print(f"wrote {args.out / 'flower.csv'} and report.md", file=sys.stderr)
 
 

@@ -10,8 +10,17 @@ COLUMNS = ["algorithm", "seed", "late_acc", "final_acc", "time_to_0.7_s", "time_
 
 
 def write(path, rows, **extra):
+    """A comparison.csv of `rows`, each run's folder with a rounds.csv of two evaluations."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows, columns=COLUMNS + list(extra)).to_csv(path, index=False)
+    table = pd.DataFrame(rows, columns=COLUMNS + list(extra))
+    table["folder"] = [f"{r.algorithm}/{i}/seed{r.seed}" for i, r in table.iterrows()]
+    for _, run in table.iterrows():
+        folder = path.parent / run.folder
+        folder.mkdir(parents=True)
+        pd.DataFrame({"round": [1, 2], "sim_time_s": [10.0, 20.0],
+                      "test_acc": [0.5, run.final_acc]}).to_csv(folder / "rounds.csv",
+                                                                index=False)
+    table.to_csv(path, index=False)
 
 
 @pytest.fixture
@@ -20,19 +29,15 @@ def study(tmp_path):
     write(root / "docs/studies/cellular_10pct/results/comparison.csv",
           [["scala", 0, 0.88, 0.89, 100.0, 400.0], ["scala", 1, 0.86, 0.87, 300.0, 800.0],
            ["fedavg", 0, 0.84, 0.85, 5000.0, 9000.0], ["splitfed_v1", 0, 0.8, 0.8, 1, 2]])
-    mobility = root / "docs/studies/mobility/results/comparison.csv"
-    mobility.parent.mkdir(parents=True)
-    pd.DataFrame([["scala", 0, "static", 0.88, 0.89, 1000.0, 2000.0],
-                  ["scala", 0, "pedestrians", 0.5, 0.5, 1.0, 1.0]],
-                 columns=["algorithm", "seed", "case", *COLUMNS[2:]]).to_csv(mobility,
-                                                                             index=False)
+    write(root / "docs/studies/mobility/results/comparison.csv",
+          [["scala", 0, 0.88, 0.89, 1000.0, 2000.0, "static"],
+           ["scala", 0, 0.5, 0.5, 1.0, 1.0, "pedestrians"]], case=None)
     results = tmp_path / "results"
-    results.mkdir()
-    pd.DataFrame([["flower", 0, "FedAdam", "cell", 0.85, 0.86, 700.0, 1200.0],
-                  ["flower", 1, "FedAdam", "cell", 0.83, 0.84, 900.0, np.nan],
-                  ["flower", 0, "FedAdam", "nr_7_sites", 0.85, 0.86, 3000.0, 6000.0]],
-                 columns=["algorithm", "seed", "strategy", "place", *COLUMNS[2:]]).to_csv(
-        results / "comparison.csv", index=False)
+    write(results / "comparison.csv",
+          [["flower", 0, 0.85, 0.86, 700.0, 1200.0, "FedAdam", "cell"],
+           ["flower", 1, 0.83, 0.84, 900.0, np.nan, "FedAdam", "cell"],
+           ["flower", 0, 0.85, 0.86, 3000.0, 6000.0, "FedAdam", "nr_7_sites"]],
+          strategy=None, place=None)
     flower.main([str(results), "--out", str(tmp_path / "out"), "--root", str(root)])
     return tmp_path / "out"
 
@@ -65,3 +70,18 @@ def test_the_report_says_each_places_table(study):
     assert "| Flower FedAdam | 0 1 | 84.00 ± 1.41 % | -3.00 pp | 800 s | 1,200 s (1/2) | 3.0x |" \
         in text
     assert "## the 7-site n78 network" in text
+    assert "![accuracy against simulated time](flower.png)" in text
+    assert (study / "flower.png").stat().st_size > 10_000
+
+
+def test_a_methods_curve_is_the_mean_of_its_runs_at_each_evaluated_round(tmp_path):
+    for seed, acc, t in ((0, 0.8, 30.0), (1, 0.6, 50.0)):
+        folder = tmp_path / f"seed{seed}"
+        folder.mkdir()
+        pd.DataFrame({"round": [1, 2, 3], "sim_time_s": [10.0, 20.0, t],
+                      "test_acc": [0.4, np.nan, acc]}).to_csv(folder / "rounds.csv",
+                                                              index=False)
+    mean = flower.curve([str(tmp_path / "seed0"), str(tmp_path / "seed1")])
+    assert mean.index.tolist() == [1, 3]           # the evaluated rounds
+    assert mean.loc[3, "test_acc"] == pytest.approx(0.7)
+    assert mean.loc[3, "sim_time_s"] == pytest.approx(40.0)
