@@ -135,3 +135,18 @@ def test_a_deadlines_cost_is_weighed_seed_by_seed_against_its_own_mobility():
     assert table.loc["static_deadline", "late_cost_pp_per_seed"] == "-2.00 +1.00"
     assert abs(table.loc["static_deadline", "late_cost_pp"] - (-0.5)) < 1e-12
     assert table.loc["static", "round_s"] == 100.0
+
+
+def test_every_figure_the_index_quotes_of_the_deadline_half_is_in_the_report():
+    """docs/studies/index.md's paragraph on the deadline cases: each number it quotes with a
+    decimal point is one the report prints (ranges and rounded shares aside)."""
+    import re
+
+    index = " ".join((ROOT / "docs" / "studies" / "index.md").read_text().split())
+    part = index.split("## [alexnet] Clients that move")[1].split(" ## ")[0]
+    half = part.split("The deadline half")[1]
+    report = " ".join((STUDY / "report.md").read_text().split())
+    quoted = re.findall(r"(?<![\d.-])-?\d[\d,]*\.\d+", half)
+    assert len(quoted) > 20
+    missing = [q for q in quoted if not re.search(rf"(?<![\d.]){re.escape(q)}(?!\d)", report)]
+    assert not missing, missing
