@@ -279,6 +279,15 @@ class FlowerConfig(OptimizerStateConfig):
                               f"on Python's path: run from its folder with python -m, or "
                               f"set PYTHONPATH)") from error
 
+    def describe(self) -> str:
+        """The run's header line: the strategy, and whose clients it aggregates."""
+        options = f" {self.options}" if self.options else ""
+        clients = ("the package's clients (the model and data above)"
+                   if self.client_app is None else
+                   f"the ClientApp {self.client_app} (its own model and data: the data line "
+                   f"above only numbers its clients; accuracy from {self.evaluate_fn})")
+        return f"strategy {self.strategy}{options} over {clients}"
+
     @property
     def user_strategy(self) -> bool:
         """Is the strategy a user's (by import path)?"""

@@ -447,7 +447,8 @@ def describe(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
         f"{scenario.num_participants} clients per round, lr {tr.lr}, momentum {tr.momentum}"
         + (f"; asynchronous: {scenario.concurrency} clients at once"
            if any(ALGORITHMS[a].traits.asynchronous for a in scenario.algorithms) else ""),
-        *flower_lines(scenario),
+        *([f"  flower: {scenario.flower.describe()}"]  # type: ignore[attr-defined]
+          if "flower" in scenario.algorithms else []),
         f"  cell: radius {net.radius_m:g} m, uplink {net.uplink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.client_tx_power_w:g} W, downlink {net.downlink_bandwidth_hz / 1e6:g} MHz at "
         f"{net.bs_tx_power_w:g} W, noise {net.noise_psd_dbm_per_hz:g} dBm/Hz"
@@ -459,19 +460,6 @@ def describe(scenario: Scenario, dataset: Dataset, device: torch.device) -> str:
         f"  compute: clients {comp.client_flops_per_s[0]:.3g}..{comp.client_flops_per_s[1]:.3g} "
         f"FLOP/s, server {comp.server_flops_per_s:.3g} FLOP/s",
     ])
-
-
-def flower_lines(scenario: Scenario) -> list[str]:
-    """describe()'s line on `algorithms: [flower]`: the strategy, and whose clients."""
-    if "flower" not in scenario.algorithms:
-        return []
-    flower = scenario.flower  # type: ignore[attr-defined]
-    options = f" {flower.options}" if flower.options else ""
-    clients = ("the package's clients (the model and data above)"
-               if flower.client_app is None else
-               f"the ClientApp {flower.client_app} (its own model and data: the data line "
-               f"above only numbers its clients; accuracy from {flower.evaluate_fn})")
-    return [f"  flower: strategy {flower.strategy}{options} over {clients}"]
 
 
 def network_lines(scenario: Scenario) -> list[str]:

@@ -142,14 +142,16 @@ def test_a_users_app_reporting_other_steps_than_the_rounds_is_an_error(tmp_path,
 
 
 def test_the_run_says_whose_clients_the_strategy_aggregates():
-    from scala_netsim.runner.world import flower_lines
+    from scala_netsim.runner.world import describe, scenario_dataset
 
-    (line,) = flower_lines(sn.load_scenario(QUICK, TINY))
-    assert line == ("  flower: strategy FedAvg over the ClientApp my_app:app (its own model and "
-                    "data: the data line above only numbers its clients; accuracy from "
-                    "my_app:evaluate)")
-    (line,) = flower_lines(sn.load_scenario(QUICK, {**TINY, "flower": {
-        "strategy": "FedAdam", "options": {"eta": 0.01}}}))
-    assert line == ("  flower: strategy FedAdam {'eta': 0.01} over the package's clients (the "
-                    "model and data above)")
-    assert flower_lines(sn.load_scenario(QUICK)) == []
+    scenario = sn.load_scenario(QUICK, TINY)
+    lines = describe(scenario, scenario_dataset(scenario, "cpu"), "cpu").splitlines()
+    assert ("  flower: strategy FedAvg over the ClientApp my_app:app (its own model and data: "
+            "the data line above only numbers its clients; accuracy from my_app:evaluate)"
+            in lines)
+    flower = sn.load_scenario(QUICK, {**TINY, "flower": {"strategy": "FedAdam",
+                                                         "options": {"eta": 0.01}}}).flower
+    assert flower.describe() == ("strategy FedAdam {'eta': 0.01} over the package's clients "
+                                 "(the model and data above)")
+    plain = sn.load_scenario(QUICK)
+    assert "flower" not in describe(plain, scenario_dataset(plain, "cpu"), "cpu")
