@@ -196,6 +196,20 @@ FLOWER_RUN_OPTIONS = ("fraction_train", "fraction_evaluate", "min_train_nodes",
 FLOWER_ROBUST_NEEDS = {"Bulyan": (4, 3)}
 
 
+def imported(path: str) -> Any:
+    """The attribute a user's "module:attribute" path names, imported as Python imports any
+    module; ImportError saying where the module must be when it cannot be."""
+    import importlib
+
+    module, _, attribute = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ImportError(f"cannot import {path!r}: {error} (the module must be on Python's "
+                          f"path: run from its folder with python -m, or set PYTHONPATH)"
+                          ) from error
+
+
 class FlowerConfig(OptimizerStateConfig):
     """`algorithms: [flower]` (issue 65): a Flower strategy (flwr 1.42, the `[flower]` extra)
     aggregating the package's FedAvg clients, `options` its constructor's keywords."""
@@ -262,8 +276,6 @@ class FlowerConfig(OptimizerStateConfig):
 
     def strategy_class(self) -> type:
         """The strategy's class: flwr's of that name, or a user's ("module:Class")."""
-        import importlib
-
         from flwr.serverapp import strategy as strategies
 
         if ":" not in self.strategy:
@@ -271,13 +283,7 @@ class FlowerConfig(OptimizerStateConfig):
                 raise ValueError(f"one of {', '.join(FLOWER_STRATEGIES)}, or a user's strategy "
                                  f"as module:Class, got {self.strategy!r}")
             return getattr(strategies, self.strategy)
-        module, _, name = self.strategy.partition(":")
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as error:
-            raise ImportError(f"cannot import {self.strategy!r}: {error} (the module must be "
-                              f"on Python's path: run from its folder with python -m, or "
-                              f"set PYTHONPATH)") from error
+        return imported(self.strategy)
 
     def describe(self) -> str:
         """The run's header line: the strategy, and whose clients it aggregates."""
@@ -311,21 +317,16 @@ class FlowerConfig(OptimizerStateConfig):
                             "own steps' costs; allowed: false")
         if problems:
             return problems
-        import importlib
-
         from flwr.clientapp import ClientApp
 
         for key, path in paths.items():
             if ":" not in str(path):
                 problems.append(f"flower.{key}: module:attribute expected, got {path!r}")
                 continue
-            module, _, attribute = str(path).partition(":")
             try:
-                found = getattr(importlib.import_module(module), attribute)
-            except (ImportError, AttributeError) as error:
-                problems.append(f"flower.{key}: cannot import {path!r}: {error} (the module "
-                                f"must be on Python's path: run from its folder with python "
-                                f"-m, or set PYTHONPATH)")
+                found = imported(str(path))
+            except ImportError as error:
+                problems.append(f"flower.{key}: {error}")
                 continue
             kind_ok = isinstance(found, ClientApp) if key == "client_app" else callable(found)
             if not kind_ok:

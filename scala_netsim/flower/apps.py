@@ -24,7 +24,6 @@ protobuf."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,16 +35,10 @@ from flwr.common.serde import context_from_proto, context_to_proto
 from flwr.proto.message_pb2 import Context as ProtoContext
 from torch import nn
 
-from scala_netsim.algorithms.config import FlowerConfig
+from scala_netsim.algorithms.config import FlowerConfig, imported
 from scala_netsim.flower.grid import FlowerAppError, SimulatedGrid, array_bytes
 from scala_netsim.flower.strategy import StrategyRounds
 from scala_netsim.learn.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
-
-
-def imported(path: str) -> Any:
-    """The attribute `path` ("module:attribute") names."""
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def as_array_record(model: Any) -> ArrayRecord:
