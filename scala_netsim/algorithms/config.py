@@ -191,6 +191,9 @@ FLOWER_RUN_OPTIONS = ("fraction_train", "fraction_evaluate", "min_train_nodes",
                       # functions (no YAML value is one)
                       "weighted_by_key", "arrayrecord_key", "configrecord_key",
                       "train_loss_key", "train_metrics_aggr_fn", "evaluate_metrics_aggr_fn")
+#: a round's config keys the run and the strategies set (not `flower.train_config`'s)
+FLOWER_ROUND_CONFIG = {"local-steps": "the run (training.local_iters)",
+                       "server-round": "flwr", "proximal-mu": "FedProx (its proximal_mu)"}
 #: strategies that never aggregate below a number of clients a round for f malicious ones
 #: (a x f + b; flwr's Bulyan only warns each round and keeps the model)
 FLOWER_ROBUST_NEEDS = {"Bulyan": (4, 3)}
@@ -224,6 +227,9 @@ class FlowerConfig(OptimizerStateConfig):
     initial_arrays: str | None = None    # a function -> the initial global model
     evaluate_fn: str | None = None       # Flower's evaluate_fn(server_round, arrays)
     run_config: dict[str, bool | int | float | str] = Field(default_factory=dict)
+    # every round's train config, what a ServerApp passes Strategy.start as train_config
+    # (beside the run's local-steps, flwr's server-round and FedProx's proximal-mu)
+    train_config: dict[str, bool | int | float | str] = Field(default_factory=dict)
 
     def problems(self, scenario: Any) -> list[str]:
         import importlib.util
@@ -306,12 +312,17 @@ class FlowerConfig(OptimizerStateConfig):
                  "evaluate_fn": self.evaluate_fn}
         if self.client_app is None:
             given = [f"flower.{key}" for key, value in paths.items() if value is not None]
-            if self.run_config:
-                given.append("flower.run_config")
+            given += [f"flower.{key}" for key in ("run_config", "train_config")
+                      if getattr(self, key)]
             return [f"{', '.join(given)}: only with flower.client_app (a user's ClientApp)"
                     ] if given else []
         problems = [f"flower.{key}: a user's ClientApp needs it (module:attribute)"
                     for key, value in paths.items() if value is None]
+        taken = sorted(set(self.train_config) & set(FLOWER_ROUND_CONFIG))
+        if taken:
+            problems.append(f"flower.train_config: {taken} are set each round by "
+                            f"{', '.join(FLOWER_ROUND_CONFIG[k] for k in taken)}; got "
+                            f"{self.train_config}")
         if scenario.timing_only:
             problems.append("timing_only: a user's ClientApp (flower.client_app) decides its "
                             "own steps' costs; allowed: false")

@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 
 STREAMS = ("partition", "drop", "flops", "selection", "model", "batches", "link", "shadowing",
-           "fading", "propagation", "traffic", "mobility")
+           "fading", "propagation", "traffic", "mobility", "flower_app")
 
 
 class Seeds:

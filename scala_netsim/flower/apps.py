@@ -20,7 +20,8 @@ demands for the static allocators: the global arrays' bytes both ways, and a ste
 the FLOPs of the client's last call (0 before its first). What survives a resume: the global
 arrays, the round counter, the strategy's state, each client's last FLOPs and every node's
 Context (its `state`, which a ClientApp may keep between rounds), serialised with Flower's own
-protobuf."""
+protobuf. The global generators an app draws from are seeded call by call from the run's
+"flower_app" seed stream (scala_netsim.flower.grid), so nothing of theirs needs saving."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.serde import context_from_proto, context_to_proto
 from flwr.proto.message_pb2 import Context as ProtoContext
@@ -62,9 +63,9 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
     def __init__(self, app: ClientApp, initial: ArrayRecord,
                  evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None],
                  num_clients: int, num_classes: int, config: FlowerConfig,
-                 client_lr: float) -> None:
-        self._init_rounds(config, SimulatedGrid(app, num_clients, config.run_config),
-                          client_lr)
+                 client_lr: float, seed: int | None = None) -> None:
+        self._init_rounds(config, SimulatedGrid(app, num_clients, config.run_config,
+                                                seed=seed), client_lr)
         self.arrays, self.evaluate_fn, self.num_classes = initial, evaluate_fn, num_classes
         self._step_flops: dict[int, int] = {}
 
@@ -74,14 +75,22 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
         return cls(imported(config.client_app),
                    as_array_record(imported(config.initial_arrays)()),
                    imported(config.evaluate_fn), setup.data.num_clients,
-                   setup.data.num_classes, config, setup.sgd.lr)
+                   setup.data.num_classes, config, setup.sgd.lr,
+                   seed=setup.seeds.seed("flower_app"))
 
     # --- a round --------------------------------------------------------------------------
     def global_arrays(self) -> ArrayRecord:
         return self.arrays
 
     def take_aggregate(self, aggregate: ArrayRecord, buffers: list[ArrayRecord]) -> None:
-        self.arrays = aggregate
+        """The aggregate, each array in the dtype of the global model's (flwr 1.42's FedAdam
+        and QFedAvg return float64 arrays under NumPy 2: a NumPy float64 scalar times a
+        float32 array; sent as they are, the next round's downloads would be twice the
+        model's bytes)."""
+        self.arrays = ArrayRecord({
+            name: Array(array.numpy().astype(np.dtype(self.arrays[name].dtype), copy=False))
+            if array.dtype != self.arrays[name].dtype else array
+            for name, array in aggregate.items()})
 
     def begin_round(self, selected: Sequence[int]) -> None:
         self.begin_strategy_round(selected)

@@ -23,12 +23,20 @@ nothing, and work outside torch is not seen). A counted call is timed as one for
 backward computation at local iteration 0, since where an app's steps begin and end is not
 visible: the run's later local iterations then take no time (0 FLOPs each). The counter slows
 every torch operation, so once an app has reported its FLOPs its calls run without it (a
-later reply that reports none is then an error)."""
+later reply that reports none is then an error).
+
+Randomness: a user's ClientApp that draws from the global generators (torch's, NumPy's,
+Python's `random`: a DataLoader's shuffling, dropout, an initialisation) draws, in each call,
+from generators seeded from the run's seed, the round and the node (`seed`), and the global
+state is put back after the call: a run repeats under its seed, and a resumed run draws what
+the uninterrupted one drew, whatever the order of the calls. The package's own clients draw
+from their own generators only (no `seed` given)."""
 
 from __future__ import annotations
 
 import contextlib
 import math
+import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +66,8 @@ FLOP_KEYS = ("flops-forward", "flops-backward")
 
 
 class FlowerAppError(Error, RuntimeError):
-    """A client's ClientApp raised, or replied with what a strategy cannot aggregate."""
+    """A client's ClientApp raised, or replied with what a strategy cannot aggregate; or the
+    strategy addressed other clients than the run selected, or raised as it aggregated."""
 
 
 def array_bytes(content: RecordDict) -> int:
@@ -105,8 +114,9 @@ class SimulatedGrid(Grid):
     Flower's convention for which data a client holds."""
 
     def __init__(self, app: ClientApp, num_clients: int,
-                 run_config: dict[str, Any] | None = None, reports_flops: bool = False) -> None:
-        self.app, self.num_clients = app, num_clients
+                 run_config: dict[str, Any] | None = None, reports_flops: bool = False,
+                 seed: int | None = None) -> None:
+        self.app, self.num_clients, self.seed = app, num_clients, seed
         #: does the app report its steps' FLOPs? Then its calls run without torch's counter
         #: (which slows every operation); learnt from its first reply that reports them
         self.reports_flops = reports_flops
@@ -202,7 +212,7 @@ class SimulatedGrid(Grid):
             state=RecordDict(), run_config=dict(self.run_config)))
         counter = CountedFlops() if not self.reports_flops else contextlib.nullcontext()
         try:
-            with identity(node), counter:
+            with identity(node), counter, self._global_generators(node):
                 reply = self.app(message, context)
         except Exception as error:
             raise self._error(node, f"its ClientApp raised {type(error).__name__}: "
@@ -220,6 +230,7 @@ class SimulatedGrid(Grid):
         else:
             raise self._error(node, f"its reply reports no FLOPs ({', '.join(FLOP_KEYS)}), "
                                     f"which the app's earlier replies did")
+        self._check_alike(node, reply)
         delivered = Delivered(reply, steps, counted)
         self._delivered[node] = delivered
         return delivered
@@ -233,43 +244,105 @@ class SimulatedGrid(Grid):
         reply = self._delivered[node].reply
         self._inbox[self._pushed[node].metadata.message_id] = reply
 
+    @contextlib.contextmanager
+    def _global_generators(self, node: int) -> Iterator[None]:
+        """torch's, NumPy's and Python's global generators seeded for `node`'s call in this
+        round (from `seed`), their state put back afterwards (the module's docstring)."""
+        if self.seed is None:
+            yield
+            return
+        seed = int(np.random.SeedSequence([self.seed, self.round, node]).generate_state(1)[0])
+        saved_numpy, saved_python = np.random.get_state(), random.getstate()
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count())
+                                   if torch.cuda.is_initialized() else []):
+            torch.manual_seed(seed)
+            np.random.seed(seed)
+            random.seed(seed)
+            try:
+                yield
+            finally:
+                np.random.set_state(saved_numpy)
+                random.setstate(saved_python)
+
     # --- checks ---------------------------------------------------------------------------
     def _error(self, node: int, what: str) -> FlowerAppError:
         return FlowerAppError(f"flower: client {node - NODE_BASE} (node {node}) in round "
                               f"{self.round}: {what}")
 
     def _check(self, node: int, message: Message, reply: Any) -> None:
-        """A reply a strategy can aggregate: a Message without an error, with the arrays it
-        was sent, shape for shape, in one ArrayRecord (and the package's "buffers"), and one
-        MetricRecord with `num-examples` (the strategies' weight)."""
+        """A reply a strategy can aggregate, as flwr's own checks want it (its link state's
+        and `validate_message_reply_consistency`), named: a Message without an error, a reply
+        to the message from its node, with the arrays it was sent, name for name in their
+        order and shape for shape, in one ArrayRecord (and the package's "buffers"), and one
+        MetricRecord with a number `num-examples` (the strategies' weight). (`_check_alike`
+        then: its records' names and keys those of the round's first reply.)"""
         if not isinstance(reply, Message):
             raise self._error(node, f"its ClientApp returned a {type(reply).__name__}, "
                                     f"not a flwr Message")
         if reply.has_error():
             raise self._error(node, f"its reply carries an error: {reply.error.reason}")
-        sent = {name: tuple(array.shape) for record in message.content.array_records.values()
-                for name, array in record.items()}
-        got = {name: tuple(array.shape) for record in reply.content.array_records.values()
-               for name, array in record.items()}
-        if not got:
+        meta = reply.metadata
+        if meta.reply_to_message_id != message.metadata.message_id or meta.src_node_id != node:
+            raise self._error(node, f"its ClientApp returned a Message that is no reply to the "
+                                    f"one it was sent (reply_to_message_id "
+                                    f"{meta.reply_to_message_id!r}, src_node_id "
+                                    f"{meta.src_node_id}): build it as Message(content, "
+                                    f"reply_to=message)")
+        records = sorted(set(reply.content.array_records) - {"buffers"})
+        metrics = list(reply.content.metric_records.items())
+        if not records:
             raise self._error(node, "its reply holds no arrays (an ArrayRecord of the "
                                     "model it trained is expected)")
-        records = sorted(set(reply.content.array_records) - {"buffers"})
-        metrics = list(reply.content.metric_records.values())
         if len(records) != 1:
             raise self._error(node, f"its reply holds {len(records)} ArrayRecords "
                                     f"{records}: one is expected")
-        if len(metrics) != 1 or WEIGHT_KEY not in metrics[0]:
+        if len(metrics) != 1 or WEIGHT_KEY not in metrics[0][1]:
             raise self._error(node, f"its reply holds {len(metrics)} MetricRecords: one with "
                                     f"{WEIGHT_KEY!r} is expected")
-        changed = {name: (sent.get(name), shape) for name, shape in got.items()
+        weight = metrics[0][1][WEIGHT_KEY]
+        if isinstance(weight, list | bool) or not isinstance(weight, int | float):
+            raise self._error(node, f"its reply's {WEIGHT_KEY!r} is {weight!r}: one number "
+                                    f"(int or float) is expected")
+        self._check_arrays(node, message, reply.content.array_records[records[0]])
+
+    def _check_arrays(self, node: int, message: Message, got: Any) -> None:
+        """The reply's arrays are those it was sent: names in their order (strategies such
+        as Krum and QFedAvg pair them by position), shapes."""
+        sent = {name: tuple(array.shape) for record_name, record
+                in message.content.array_records.items() if record_name != "buffers"
+                for name, array in record.items()}
+        shapes = {name: tuple(array.shape) for name, array in got.items()}
+        changed = {name: (sent.get(name), shape) for name, shape in shapes.items()
                    if sent.get(name) != shape}
-        missing = sorted(set(sent) - set(got))
+        missing = sorted(set(sent) - set(shapes))
         if changed or missing:
             detail = "; ".join([f"{n}: sent {a}, returned {b}" for n, (a, b) in changed.items()]
                                + [f"{n}: sent, not returned" for n in missing])
             raise self._error(node, f"its reply's arrays differ from those it was sent: "
                                     f"{detail}")
+        if list(shapes) != list(sent):
+            raise self._error(node, f"its reply's arrays are in another order than those it "
+                                    f"was sent ({list(shapes)} against {list(sent)})")
+
+    def _check_alike(self, node: int, reply: Message) -> None:
+        """The reply's record names and metric keys are those of the round's first reply
+        (what flwr's strategies aggregate together)."""
+        if not self._delivered:
+            return
+        first_node, first = next(iter(self._delivered.items()))
+        for kind in ("array_records", "metric_records"):
+            mine = {n: sorted(r) for n, r in getattr(reply.content, kind).items()
+                    if n != "buffers"}
+            theirs = {n: sorted(r) for n, r in getattr(first.reply.content, kind).items()
+                      if n != "buffers"}
+            if mine != theirs and kind == "metric_records":
+                raise self._error(node, f"its reply's MetricRecord {mine} differs from client "
+                                        f"{first_node - NODE_BASE}'s {theirs} in the round: a "
+                                        f"strategy aggregates the same keys from every reply")
+            if mine.keys() != theirs.keys():
+                raise self._error(node, f"its reply's ArrayRecord is named {list(mine)}, "
+                                        f"client {first_node - NODE_BASE}'s {list(theirs)} in "
+                                        f"the round: a strategy aggregates one name")
 
 
 def _reported_steps(reply: Message) -> tuple[tuple[int, int], ...] | None:

@@ -6,7 +6,7 @@ ClientApp (scala_netsim.flower.apps):
   `random.sample` is given, for the call, the clients the run's own selector drew from the
   run's seeded stream; a strategy asking for another number of clients is refused. The
   config says the run's `local-steps` T (flwr adds `server-round`; FedProx adds
-  `proximal-mu`).
+  `proximal-mu`), beside a user's `flower.train_config` (a ServerApp's train_config).
 - `grid.send_and_receive(messages, timeout)`: the run's SimulatedGrid (scala_netsim.flower.
   grid) carries each message on the cell or network: its arrays down, the client's ClientApp
   called in-process, its compute at the client's FLOP/s, the reply's arrays up. `timeout` is
@@ -182,14 +182,50 @@ class StrategyRounds(ABC):
         with identity(SUPERLINK_NODE_ID), _sampling([k + NODE_BASE for k in self._selected]):
             messages = list(self.strategy.configure_train(
                 self.server_round, self.global_arrays(),
-                ConfigRecord({"local-steps": local_steps}), self.grid))
+                ConfigRecord({**self.config.train_config, "local-steps": local_steps}),
+                self.grid))
+        self._check_addressed(messages)
         self.prepare(messages)
         replies = self.grid.send_and_receive(messages, timeout=timeout_s)
         buffers = [reply.content.array_records.pop("buffers", ArrayRecord())
                    for reply in replies]
-        aggregate, _ = self.strategy.aggregate_train(self.server_round, replies)
+        self._check_losses(replies)
+        try:
+            aggregate, _ = self.strategy.aggregate_train(self.server_round, replies)
+        except Exception as error:
+            raise FlowerAppError(
+                f"flower: round {self.server_round}: {type(self.strategy).__name__}."
+                f"aggregate_train raised {type(error).__name__}: {error}") from error
         if aggregate is not None:       # None: no reply (every client dropped)
             self.take_aggregate(aggregate, buffers)
+
+    def _check_addressed(self, messages: list[Message]) -> None:
+        """The round's messages go to the clients the run selected, one each (a strategy
+        that builds its own list of nodes is stopped here, naming the difference)."""
+        addressed = [message.metadata.dst_node_id - NODE_BASE for message in messages]
+        if sorted(addressed) != sorted(self._selected):
+            raise FlowerAppError(
+                f"flower: round {self.server_round}: {type(self.strategy).__name__}."
+                f"configure_train addressed clients {sorted(addressed)}; the run selected "
+                f"{sorted(self._selected)} (one message each: a strategy's clients are those "
+                f"its sample_nodes draws, the run's selection)")
+
+    def _check_losses(self, replies: list[Message]) -> None:
+        """A strategy that weighs the clients' train losses (QFedAvg's `train_loss_key`)
+        gets a number under that key from every reply."""
+        key = getattr(self.strategy, "train_loss_key", None)
+        if key is None:
+            return
+        for reply in replies:
+            metrics = next(iter(reply.content.metric_records.values()))
+            loss = metrics.get(key)
+            if isinstance(loss, bool) or not isinstance(loss, int | float):
+                node = reply.metadata.src_node_id
+                raise FlowerAppError(
+                    f"flower: client {node - NODE_BASE} (node {node}) in round "
+                    f"{self.server_round}: its reply's {key!r} is {loss!r}; "
+                    f"{type(self.strategy).__name__} weighs each client by its train loss "
+                    f"(one number)")
 
     # --- the trainer contract as the protocol carries node k's message ---------------------
     def in_grid(self, k: int) -> bool:

@@ -192,6 +192,18 @@ class Forgetful(Damped):
     extra_state = None
 
 
+class Picky(FedAvg):
+    """Leaves the last client it sampled out of the round."""
+
+    def configure_train(self, server_round, arrays, config, grid):
+        return list(super().configure_train(server_round, arrays, config, grid))[:-1]
+
+
+class Broken(FedAvg):
+    def aggregate_train(self, server_round, replies):
+        raise KeyError("accuracy")
+
+
 class HalfForgetful(Damped):
     load_extra_state = None
 '''
@@ -262,3 +274,18 @@ def test_a_strategy_that_is_not_one_is_refused_naming_the_key(user_strategy, str
     with pytest.raises(sn.ScenarioError, match=says):
         sn.load_scenario(QUICK, {**TINY, "algorithms": ["flower"],
                                  "flower": {"strategy": strategy}})
+
+
+@needs_flower
+@pytest.mark.parametrize(("strategy", "says"), [
+    ("Picky", r"flower: round 1: Picky.configure_train addressed clients \[\d+, \d+\]; the run "
+              r"selected \[\d+, \d+, \d+\]"),
+    ("Broken", r"flower: round 1: Broken.aggregate_train raised KeyError: 'accuracy'"),
+])
+def test_a_strategy_addressing_other_clients_or_failing_to_aggregate_names_the_round(
+        user_strategy, strategy, says):
+    from scala_netsim.flower.grid import FlowerAppError
+
+    with pytest.raises(FlowerAppError, match=says):
+        run(user_strategy, 1, algorithms=["flower"],
+            flower={"strategy": f"my_strategy:{strategy}"})

@@ -91,10 +91,23 @@ def test_a_resumed_users_app_keeps_its_clients_context_state(tmp_path):
     ({**APP, "client_app": "my_app"}, r"flower.client_app: module:attribute expected"),
     ({"evaluate_fn": "my_app:evaluate"},
      r"flower.evaluate_fn: only with flower.client_app"),
+    ({"train_config": {"lr": 0.1}}, r"flower.train_config: only with flower.client_app"),
+    ({**APP, "train_config": {"local-steps": 3}},
+     r"flower.train_config: \['local-steps'\] are set each round by the run "
+     r"\(training.local_iters\)"),
 ])
 def test_a_users_app_named_wrongly_is_refused_naming_the_key(flower, says):
     with pytest.raises(sn.ScenarioError, match=says):
         sn.load_scenario(QUICK, {**TINY, "flower": flower})
+
+
+def test_the_rounds_train_config_reaches_the_users_app(tmp_path):
+    """A ServerApp's train_config: the example app takes its learning rate from it, so at
+    rate 0 the global model (and its accuracy) never moves."""
+    moving = pd.read_csv(run(tmp_path / "a", 2) / "rounds.csv").test_acc
+    still = pd.read_csv(run(tmp_path / "b", 2, flower={**APP, "train_config": {"lr": 0.0}})
+                        / "rounds.csv").test_acc
+    assert still.nunique() == 1 and moving.nunique() == 2
 
 
 def test_a_users_app_is_not_timed_without_running_it():
@@ -116,6 +129,9 @@ def test_the_guides_example_runs_its_app_on_a_7_site_nr_network(tmp_path):
     assert scenario.network.link_abstraction == "nr" and scenario.flower.strategy == "FedAdam"
     assert pd.read_csv(folder / "rounds.csv").test_acc.dropna().iloc[-1] > 0.5
     assert "model_upload" in done.stdout
+    # FedAdam's float64 aggregate (flwr 1.42 under NumPy 2) goes down as the model's float32
+    downloads = pd.read_csv(folder / "events.csv").query("kind == 'model_download'")
+    assert len(downloads) > 10 and (downloads.payload_bytes == MODEL_BYTES).all()
 
 
 def test_a_users_app_reporting_other_steps_than_the_rounds_is_an_error(tmp_path, monkeypatch):

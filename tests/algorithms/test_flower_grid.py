@@ -64,7 +64,9 @@ def echo_app(change=None):
                                   "partition-id"] + 1})})
         if change is not None:
             content = change(message, content)
-        return Message(content, reply_to=message) if content is not None else None
+        if content is None or isinstance(content, Message):
+            return content
+        return Message(content, reply_to=message)
 
     return app
 
@@ -120,6 +122,12 @@ def test_the_grid_carries_each_message_to_its_clients_app_and_returns_the_replie
      r"its reply holds 1 MetricRecords: one with 'num-examples' is expected"),
     (lambda m, c: type(c)({**c, "arrays": type(c["arrays"])({"w": torch.ones(2, 1)})}),
      r"its reply's arrays differ from those it was sent: w: sent \(1, 2\), returned \(2, 1\)"),
+    (lambda m, c: type(c)({**c, "metrics": type(c["metrics"])({"num-examples": [1, 2]})}),
+     r"its reply's 'num-examples' is \[1, 2\]: one number \(int or float\) is expected"),
+    (lambda m, c: type(m)(c, dst_node_id=1, message_type="train"),
+     r"its ClientApp returned a Message that is no reply to the one it was sent "
+     r"\(reply_to_message_id '', src_node_id 4\): build it as Message\(content, "
+     r"reply_to=message\)"),
 ])
 def test_a_bad_reply_is_an_error_naming_the_client_and_the_round(change, says):
     from scala_netsim.flower.grid import FlowerAppError, SimulatedGrid
@@ -128,6 +136,73 @@ def test_a_bad_reply_is_an_error_naming_the_client_and_the_round(change, says):
     grid.carry, grid.round = immediate(grid), 3
     with pytest.raises(FlowerAppError, match=r"flower: client 2 \(node 4\) in round 3: " + says):
         grid.send_and_receive(messages_for(grid, [4]))
+
+
+def test_replies_the_strategies_would_pair_wrongly_are_errors_naming_the_client():
+    """Arrays in another order (Krum and QFedAvg pair them by position), and a client whose
+    metric keys differ from the round's first reply's."""
+    from flwr.app import ArrayRecord, Message, RecordDict
+
+    from scala_netsim.flower.grid import FlowerAppError, SimulatedGrid, identity
+
+    def swapped(message, content):
+        arrays = message.content["arrays"].to_torch_state_dict()
+        return type(content)({**content, "arrays": ArrayRecord(dict(reversed(arrays.items())))})
+
+    grid = SimulatedGrid(echo_app(swapped), num_clients=4)
+    grid.carry, grid.round = immediate(grid), 2
+    with identity(1):
+        sent = [Message(RecordDict({"arrays": ArrayRecord({"w": torch.ones(1, 2),
+                                                           "b": torch.ones(1)})}), 3, "train")]
+    with pytest.raises(FlowerAppError, match=r"client 1 \(node 3\) in round 2: its reply's "
+                                             r"arrays are in another order than those it was "
+                                             r"sent \(\['b', 'w'\] against \['w', 'b'\]\)"):
+        grid.send_and_receive(sent)
+
+    def more_on_node_5(message, content):
+        if message.metadata.dst_node_id == 5:
+            content["metrics"]["loss"] = 0.5
+        return content
+
+    grid = SimulatedGrid(echo_app(more_on_node_5), num_clients=4)
+    grid.carry, grid.round = immediate(grid), 2
+    with pytest.raises(FlowerAppError, match=r"client 3 \(node 5\) in round 2: its reply's "
+                                             r"MetricRecord \{'metrics': \['loss', "
+                                             r"'num-examples'\]\} differs from client 1's"):
+        grid.send_and_receive(messages_for(grid, [3, 5]))
+
+
+def test_a_users_app_draws_from_global_generators_seeded_by_round_and_node():
+    """Each call's global generators are the run's seed's for its round and node (the same
+    draws in another run, whatever the order of the calls), put back after the call."""
+    import random
+
+    import numpy as np
+
+    from scala_netsim.flower.grid import SimulatedGrid
+
+    def drawn(message, content):
+        content["arrays"]["w"] = type(content["arrays"]["w"]).from_torch_tensor(
+            torch.rand(1, 2) + float(np.random.rand()) + random.random())
+        return content
+
+    def draws(nodes, round_, seed=5):
+        grid = SimulatedGrid(echo_app(drawn), num_clients=4, seed=seed)
+        grid.carry, grid.round = immediate(grid), round_
+        return {r.metadata.src_node_id: r.content["arrays"]["w"].numpy().tolist()
+                for r in grid.send_and_receive(messages_for(grid, nodes))}
+
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    first = draws([3, 4], 1)
+    after = (torch.rand(1).item(), np.random.rand(), random.random())
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    assert after == (torch.rand(1).item(), np.random.rand(), random.random())
+    assert draws([4], 1)[4] == first[4] and draws([3, 4], 2) != first
+    assert first[3] != first[4] and draws([3, 4], 1, seed=6) != first
 
 
 def test_a_clientapp_failing_mid_run_names_itself_and_keeps_the_rounds_before(tmp_path,

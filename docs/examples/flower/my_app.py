@@ -59,7 +59,9 @@ def train(msg: Message, context: Context) -> Message:
     rounds = int(context.state.get("client", MetricRecord({"rounds": 0}))["rounds"]) + 1
     context.state["client"] = MetricRecord({"rounds": rounds})
     draws = torch.Generator().manual_seed(1000 * k + rounds)
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(context.run_config.get("lr", 0.05)))
+    config = msg.content["config"]     # the round's (a ServerApp's train_config), else the run's
+    lr = float(config.get("lr", context.run_config.get("lr", 0.05)))   # type: ignore[arg-type]
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     images, labels, losses = data().train_x, data().train_y, []
     for _ in range(int(msg.content["config"]["local-steps"])):
         batch = share[torch.randint(len(share), (BATCH_SIZE,), generator=draws)]
