@@ -15,7 +15,10 @@ table beside it:
   accuracy minus SCALA's (percentage points) and the time to 80 % over SCALA's (means);
 - flower.png: accuracy against simulated time, a panel a place, each method's mean over its
   seeds at each evaluated round (the rounds' mean time), on a logarithmic time axis;
-- report.md: what was run and that table, place by place, and the figure.
+- fedavg_agreement.csv: Flower's FedAvg against the package's kept FedAvg, place by place
+  and seed by seed where both ran: whether every round ends at the same simulated instant
+  (to the bit), and the largest difference of their test accuracies at an evaluated round;
+- report.md: what was run and those tables, place by place, and the figure.
 """
 
 from __future__ import annotations
@@ -140,6 +143,26 @@ def _against(runs: pd.DataFrame, scala: pd.DataFrame, place: str, method: str, c
     return scale * (mean - theirs) if scale is not None else mean / theirs
 
 
+def fedavg_agreement(flower: pd.DataFrame, kept: pd.DataFrame) -> pd.DataFrame:
+    """fedavg_agreement.csv (the module's docstring)."""
+    rows = []
+    for place in PLACES:
+        ours = flower[(flower.place == place) & (flower.strategy == "FedAvg")]
+        theirs = kept[(kept.place == place) & (kept.method == KEPT_NAMES["fedavg"])]
+        for seed in sorted(set(ours.seed) & set(theirs.seed)):
+            a, b = (pd.read_csv(run_file(Path(runs[runs.seed == seed].run.iloc[0]),
+                                         "rounds.csv")) for runs in (ours, theirs))
+            evaluated = a.test_acc.notna() & b.test_acc.notna()
+            rows.append({"place": place, "seed": int(seed), "rounds": len(a),
+                         "same_times": len(a) == len(b) and bool(
+                             (a.sim_time_s.to_numpy() == b.sim_time_s.to_numpy()).all()),
+                         "evaluations": int(evaluated.sum()),
+                         "max_acc_diff_pp": 100 * float(
+                             (a.test_acc[evaluated] - b.test_acc[evaluated]).abs().max())})
+    return pd.DataFrame(rows, columns=["place", "seed", "rounds", "same_times", "evaluations",
+                                       "max_acc_diff_pp"])
+
+
 def _pct(mean: float, std: float) -> str:
     return "-" if np.isnan(mean) else (f"{100 * mean:.2f} %" if np.isnan(std)
                                        else f"{100 * mean:.2f} ± {100 * std:.2f} %")
@@ -149,13 +172,15 @@ def _s(value: float) -> str:
     return "-" if np.isnan(value) else f"{value:,.0f} s"
 
 
-def report(rows: pd.DataFrame, flower: pd.DataFrame) -> str:
+def report(rows: pd.DataFrame, flower: pd.DataFrame, agreement: pd.DataFrame) -> str:
     seeds = sorted({int(s) for s in flower.seed})
+    named = (f"seed {seeds[0]}" if len(seeds) == 1
+             else f"seeds {', '.join(map(str, seeds))}")
     parts = ["# Flower's strategies on the wireless clock (issue 65)", "",
              f"`{COMMAND}`: Flower's strategies (flwr 1.42) over the package's clients on the "
              f"SCALA paper's setting (K = 100, alpha = 2, T = 5, B = 320, the authors' "
              f"AlexNet, 10 % of the clients a round, 500 rounds), each trained in the cell "
-             f"and re-timed on the network; seeds {', '.join(map(str, seeds))}. SCALA and "
+             f"and re-timed on the network; {named}. SCALA and "
              f"the package's FedAvg: their kept runs on the same clocks (seeds 0-2); each "
              f"method is set against SCALA on the seeds where both have the value. "
              f"End-of-training accuracy: the mean of the evaluations in the last 20 % of "
@@ -174,6 +199,18 @@ def report(rows: pd.DataFrame, flower: pd.DataFrame) -> str:
               "-" if np.isnan(r["time_to_0.8_vs_scala"])
               else f"{r['time_to_0.8_vs_scala']:.1f}x"]
              for _, r in here.iterrows()]), ""]
+    if not agreement.empty:
+        parts += ["## Flower's FedAvg against the package's", "",
+                  "The same clients, selections and batches under Flower's FedAvg strategy "
+                  "and the package's fedavg (fedavg_agreement.csv): whether every round ends "
+                  "at the same simulated instant, and the largest gap between their test "
+                  "accuracies at an evaluated round (float round-off in the aggregation, "
+                  "grown over the rounds).", "", markdown_table(
+                      ["place", "seed", "rounds", "every round's end the same", "evaluations",
+                       "largest accuracy gap"],
+                      [[PLACES[r.place], r.seed, r.rounds, "yes" if r.same_times else "no",
+                        r.evaluations, f"{r.max_acc_diff_pp:.2f} pp"]
+                       for _, r in agreement.iterrows()]), ""]
     return "\n".join(parts)
 
 
@@ -189,10 +226,14 @@ def main(argv: list[str] | None = None) -> None:
     rows = table(flower, kept)
     args.out.mkdir(parents=True, exist_ok=True)
     rows.to_csv(args.out / "flower.csv", index=False)
+    agreement = fedavg_agreement(flower.assign(run=[str(args.results / f)
+                                                    for f in flower.folder]), kept)
+    agreement.to_csv(args.out / "fedavg_agreement.csv", index=False)
     ours = flower.assign(method="Flower " + flower.strategy,
                          run=[str(args.results / f) for f in flower.folder])
     figure(pd.concat([ours, kept], ignore_index=True), args.out / "flower.png")
-    (args.out / "report.md").write_text(report(rows, flower) + "\n\n![accuracy against "
+    (args.out / "report.md").write_text(report(rows, flower, agreement) +
+                                        "\n\n![accuracy against "
                                         "simulated time](flower.png)\n")
     print(f"wrote {args.out / 'flower.csv'} and report.md", file=sys.stderr)
 

@@ -85,3 +85,28 @@ def test_a_methods_curve_is_the_mean_of_its_runs_at_each_evaluated_round(tmp_pat
     assert mean.index.tolist() == [1, 3]           # the evaluated rounds
     assert mean.loc[3, "test_acc"] == pytest.approx(0.7)
     assert mean.loc[3, "sim_time_s"] == pytest.approx(40.0)
+
+
+def test_flowers_fedavg_is_checked_against_the_packages_round_by_round(tmp_path):
+    """Same ends of every round, and the largest accuracy gap at an evaluated round."""
+    def rounds(name, times, accs):
+        folder = tmp_path / name
+        folder.mkdir()
+        pd.DataFrame({"round": [1, 2, 3], "sim_time_s": times,
+                      "test_acc": accs}).to_csv(folder / "rounds.csv", index=False)
+        return str(folder)
+
+    ours = pd.DataFrame({"place": ["cell", "nr_7_sites"], "strategy": ["FedAvg", "FedAvg"],
+                         "seed": [0, 0],
+                         "run": [rounds("a", [1.0, 2.0, 3.0], [np.nan, 0.5, 0.70]),
+                                 rounds("b", [1.0, 2.5, 3.0], [np.nan, 0.5, 0.6])]})
+    kept = pd.DataFrame({"place": ["cell", "cell", "nr_7_sites"], "seed": [0, 1, 0],
+                         "method": [flower.KEPT_NAMES["fedavg"]] * 3,
+                         "run": [rounds("c", [1.0, 2.0, 3.0], [0.1, 0.52, 0.69]),
+                                 rounds("d", [1.0, 2.0, 3.0], [0.1, 0.5, 0.7]),
+                                 rounds("e", [1.0, 2.0, 3.0], [np.nan, 0.5, 0.6])]})
+    table = flower.fedavg_agreement(ours, kept).set_index("place")
+    assert table.loc["cell"].same_times and table.loc["cell"].evaluations == 2
+    assert table.loc["cell"].max_acc_diff_pp == pytest.approx(2.0)
+    assert not table.loc["nr_7_sites"].same_times
+    assert table.loc["nr_7_sites"].max_acc_diff_pp == pytest.approx(0.0)
