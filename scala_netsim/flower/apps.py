@@ -21,7 +21,8 @@ the FLOPs of the client's last call (0 before its first). What survives a resume
 arrays, the round counter, the strategy's state, each client's last FLOPs and every node's
 Context (its `state`, which a ClientApp may keep between rounds), serialised with Flower's own
 protobuf. The global generators an app draws from are seeded call by call from the run's
-"flower_app" seed stream (scala_netsim.flower.grid), so nothing of theirs needs saving."""
+"flower_app" seed stream (scala_netsim.flower.grid.seeded_globals; initial_arrays and
+evaluate_fn as node 1, the SuperLink's), so nothing of theirs needs saving."""
 
 from __future__ import annotations
 
@@ -32,12 +33,18 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
+from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.common.serde import context_from_proto, context_to_proto
 from flwr.proto.message_pb2 import Context as ProtoContext
 from torch import nn
 
 from scala_netsim.algorithms.config import FlowerConfig, imported
-from scala_netsim.flower.grid import FlowerAppError, SimulatedGrid, array_bytes
+from scala_netsim.flower.grid import (
+    FlowerAppError,
+    SimulatedGrid,
+    array_bytes,
+    seeded_globals,
+)
 from scala_netsim.flower.strategy import StrategyRounds
 from scala_netsim.learn.contract import Evaluation, FederatedTrainer, LocalStep, StepDemand
 
@@ -53,6 +60,17 @@ def as_array_record(model: Any) -> ArrayRecord:
                             for name, t in model.items()})
     raise TypeError(f"flower.initial_arrays: an ArrayRecord, a state dict or a torch module "
                     f"is expected, got a {type(model).__name__}")
+
+
+def _as_dtype(array: Array, dtype: str) -> Array:
+    """`array` in `dtype`: itself if it is; rounded to the nearest first for an integer dtype
+    (an average of 7s may come out 6.999999999999999)."""
+    if array.dtype == dtype:
+        return array
+    values, target = array.numpy(), np.dtype(dtype)
+    if np.issubdtype(target, np.integer):
+        values = np.rint(values)
+    return Array(values.astype(target))
 
 
 class FlowerApps(StrategyRounds, FederatedTrainer):
@@ -72,11 +90,12 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
     @classmethod
     def from_setup(cls, setup: Any, config: Any = None) -> FlowerApps:
         assert config is not None and config.client_app is not None
-        return cls(imported(config.client_app),
-                   as_array_record(imported(config.initial_arrays)()),
-                   imported(config.evaluate_fn), setup.data.num_clients,
-                   setup.data.num_classes, config, setup.sgd.lr,
-                   seed=setup.seeds.seed("flower_app"))
+        seed = setup.seeds.seed("flower_app")
+        with seeded_globals(seed, 0, SUPERLINK_NODE_ID):
+            initial = as_array_record(imported(config.initial_arrays)())
+        return cls(imported(config.client_app), initial, imported(config.evaluate_fn),
+                   setup.data.num_clients, setup.data.num_classes, config, setup.sgd.lr,
+                   seed=seed)
 
     # --- a round --------------------------------------------------------------------------
     def global_arrays(self) -> ArrayRecord:
@@ -86,11 +105,9 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
         """The aggregate, each array in the dtype of the global model's (flwr 1.42's FedAdam
         and QFedAvg return float64 arrays under NumPy 2: a NumPy float64 scalar times a
         float32 array; sent as they are, the next round's downloads would be twice the
-        model's bytes)."""
-        self.arrays = ArrayRecord({
-            name: Array(array.numpy().astype(np.dtype(self.arrays[name].dtype), copy=False))
-            if array.dtype != self.arrays[name].dtype else array
-            for name, array in aggregate.items()})
+        model's bytes; an integer array, which flwr averages in float64, is rounded)."""
+        self.arrays = ArrayRecord({name: _as_dtype(array, self.arrays[name].dtype)
+                                   for name, array in aggregate.items()})
 
     def begin_round(self, selected: Sequence[int]) -> None:
         self.begin_strategy_round(selected)
@@ -113,7 +130,9 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
     def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> Evaluation:
         """The user's evaluate_fn on the global arrays (the run's test set is not the app's:
         it is not used)."""
-        metrics = self.evaluate_fn(self.server_round, self.arrays)
+        assert self.grid.seed is not None
+        with seeded_globals(self.grid.seed, self.server_round, SUPERLINK_NODE_ID):
+            metrics = self.evaluate_fn(self.server_round, self.arrays)
         if not isinstance(metrics, MetricRecord) or "accuracy" not in metrics:
             raise FlowerAppError(f"flower.evaluate_fn: {self.config.evaluate_fn} returned "
                                  f"{metrics!r} after round {self.server_round}: a MetricRecord "

@@ -27,10 +27,11 @@ later reply that reports none is then an error).
 
 Randomness: a user's ClientApp that draws from the global generators (torch's, NumPy's,
 Python's `random`: a DataLoader's shuffling, dropout, an initialisation) draws, in each call,
-from generators seeded from the run's seed, the round and the node (`seed`), and the global
-state is put back after the call: a run repeats under its seed, and a resumed run draws what
-the uninterrupted one drew, whatever the order of the calls. The package's own clients draw
-from their own generators only (no `seed` given)."""
+from generators seeded from the run's seed, the round and the node (`seeded_globals`), and
+the global state is put back after the call: a run repeats under its seed, and a resumed run
+draws what the uninterrupted one drew, whatever the order of the calls (the user's
+initial_arrays and evaluate_fn likewise, as node 1: scala_netsim.flower.apps). The package's
+own clients draw from their own generators only (no `seed` given)."""
 
 from __future__ import annotations
 
@@ -244,25 +245,12 @@ class SimulatedGrid(Grid):
         reply = self._delivered[node].reply
         self._inbox[self._pushed[node].metadata.message_id] = reply
 
-    @contextlib.contextmanager
-    def _global_generators(self, node: int) -> Iterator[None]:
-        """torch's, NumPy's and Python's global generators seeded for `node`'s call in this
-        round (from `seed`), their state put back afterwards (the module's docstring)."""
+    def _global_generators(self, node: int) -> contextlib.AbstractContextManager[None]:
+        """The global generators seeded for `node`'s call in this round (`seeded_globals`;
+        nothing where the grid has no `seed`: the package's own clients)."""
         if self.seed is None:
-            yield
-            return
-        seed = int(np.random.SeedSequence([self.seed, self.round, node]).generate_state(1)[0])
-        saved_numpy, saved_python = np.random.get_state(), random.getstate()
-        with torch.random.fork_rng(devices=range(torch.cuda.device_count())
-                                   if torch.cuda.is_initialized() else []):
-            torch.manual_seed(seed)
-            np.random.seed(seed)
-            random.seed(seed)
-            try:
-                yield
-            finally:
-                np.random.set_state(saved_numpy)
-                random.setstate(saved_python)
+            return contextlib.nullcontext()
+        return seeded_globals(self.seed, self.round, node)
 
     # --- checks ---------------------------------------------------------------------------
     def _error(self, node: int, what: str) -> FlowerAppError:
@@ -357,6 +345,25 @@ def _reported_steps(reply: Message) -> tuple[tuple[int, int], ...] | None:
                                  f"{len(backward)} backward FLOP counts")
             return tuple((int(f), int(b)) for f, b in zip(forward, backward, strict=True))
     return None
+
+
+@contextlib.contextmanager
+def seeded_globals(*key: int) -> Iterator[None]:
+    """torch's, NumPy's and Python's global generators seeded from `key` (the run's seed, the
+    round, the node) for the block, their state put back afterwards: the CPU's, and where
+    CUDA is available every device's (torch.manual_seed seeds them too)."""
+    seed = int(np.random.SeedSequence(list(key)).generate_state(1)[0])
+    saved_numpy, saved_python = np.random.get_state(), random.getstate()
+    devices = range(torch.cuda.device_count()) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(saved_numpy)
+            random.setstate(saved_python)
 
 
 @contextlib.contextmanager

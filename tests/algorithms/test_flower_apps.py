@@ -171,3 +171,19 @@ def test_the_run_says_whose_clients_the_strategy_aggregates():
                                  "(the model and data above)")
     plain = sn.load_scenario(QUICK)
     assert "flower" not in describe(plain, scenario_dataset(plain, "cpu"), "cpu")
+
+
+def test_an_aggregate_comes_back_in_the_global_models_dtypes():
+    """flwr's averages are float64: a float32 array goes back to float32, an integer one is
+    rounded to the nearest (an average of 7s may be 6.999999999999999), not cut."""
+    import numpy as np
+    from flwr.app import Array
+
+    from scala_netsim.flower.apps import _as_dtype
+
+    assert _as_dtype(Array(np.array([6.999999999999999])), "int64").numpy().tolist() == [7]
+    back = _as_dtype(Array(np.array([0.1, 0.2])), "float32")
+    assert back.dtype == "float32" and back.numpy().tolist() == [np.float32(0.1),
+                                                                  np.float32(0.2)]
+    same = Array(np.ones(2, dtype=np.float32))
+    assert _as_dtype(same, "float32") is same
