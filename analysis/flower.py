@@ -226,11 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     rows = table(flower, kept)
     args.out.mkdir(parents=True, exist_ok=True)
     rows.to_csv(args.out / "flower.csv", index=False)
-    agreement = fedavg_agreement(flower.assign(run=[str(args.results / f)
-                                                    for f in flower.folder]), kept)
-    agreement.to_csv(args.out / "fedavg_agreement.csv", index=False)
     ours = flower.assign(method="Flower " + flower.strategy,
                          run=[str(args.results / f) for f in flower.folder])
+    agreement = fedavg_agreement(ours, kept)
+    agreement.to_csv(args.out / "fedavg_agreement.csv", index=False)
     figure(pd.concat([ours, kept], ignore_index=True), args.out / "flower.png")
     (args.out / "report.md").write_text(report(rows, flower, agreement) +
                                         "\n\n![accuracy against "

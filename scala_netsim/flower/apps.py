@@ -81,10 +81,11 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
     def __init__(self, app: ClientApp, initial: ArrayRecord,
                  evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None],
                  num_clients: int, num_classes: int, config: FlowerConfig,
-                 client_lr: float, seed: int | None = None) -> None:
+                 client_lr: float, seed: int) -> None:
         self._init_rounds(config, SimulatedGrid(app, num_clients, config.run_config,
                                                 seed=seed), client_lr)
         self.arrays, self.evaluate_fn, self.num_classes = initial, evaluate_fn, num_classes
+        self.seed = seed
         self._step_flops: dict[int, int] = {}
 
     @classmethod
@@ -130,8 +131,7 @@ class FlowerApps(StrategyRounds, FederatedTrainer):
     def evaluate(self, test_x: torch.Tensor, test_y: torch.Tensor) -> Evaluation:
         """The user's evaluate_fn on the global arrays (the run's test set is not the app's:
         it is not used)."""
-        assert self.grid.seed is not None
-        with seeded_globals(self.grid.seed, self.server_round, SUPERLINK_NODE_ID):
+        with seeded_globals(self.seed, self.server_round, SUPERLINK_NODE_ID):
             metrics = self.evaluate_fn(self.server_round, self.arrays)
         if not isinstance(metrics, MetricRecord) or "accuracy" not in metrics:
             raise FlowerAppError(f"flower.evaluate_fn: {self.config.evaluate_fn} returned "

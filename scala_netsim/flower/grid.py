@@ -216,21 +216,21 @@ class SimulatedGrid(Grid):
             with identity(node), counter, self._global_generators(node):
                 reply = self.app(message, context)
         except Exception as error:
-            raise self._error(node, f"its ClientApp raised {type(error).__name__}: "
-                                    f"{error}") from error
+            raise self.client_error(node, f"its ClientApp raised {type(error).__name__}: "
+                                          f"{error}") from error
         self._check(node, message, reply)
         try:
             steps = _reported_steps(reply)
         except ValueError as error:
-            raise self._error(node, str(error)) from error
+            raise self.client_error(node, str(error)) from error
         counted = steps is None
         if steps is not None:
             self.reports_flops = True
         elif isinstance(counter, CountedFlops):
             steps = ((counter.forward_flops, counter.backward_flops),)
         else:
-            raise self._error(node, f"its reply reports no FLOPs ({', '.join(FLOP_KEYS)}), "
-                                    f"which the app's earlier replies did")
+            raise self.client_error(node, f"its reply reports no FLOPs ({', '.join(FLOP_KEYS)}), "
+                                          f"which the app's earlier replies did")
         self._check_alike(node, reply)
         delivered = Delivered(reply, steps, counted)
         self._delivered[node] = delivered
@@ -253,7 +253,8 @@ class SimulatedGrid(Grid):
         return seeded_globals(self.seed, self.round, node)
 
     # --- checks ---------------------------------------------------------------------------
-    def _error(self, node: int, what: str) -> FlowerAppError:
+    def client_error(self, node: int, what: str) -> FlowerAppError:
+        """The error of `node`'s reply in this round, naming the client and the round."""
         return FlowerAppError(f"flower: client {node - NODE_BASE} (node {node}) in round "
                               f"{self.round}: {what}")
 
@@ -265,32 +266,31 @@ class SimulatedGrid(Grid):
         MetricRecord with a number `num-examples` (the strategies' weight). (`_check_alike`
         then: its records' names and keys those of the round's first reply.)"""
         if not isinstance(reply, Message):
-            raise self._error(node, f"its ClientApp returned a {type(reply).__name__}, "
-                                    f"not a flwr Message")
+            raise self.client_error(node, f"its ClientApp returned a {type(reply).__name__}, "
+                                          f"not a flwr Message")
         if reply.has_error():
-            raise self._error(node, f"its reply carries an error: {reply.error.reason}")
+            raise self.client_error(node, f"its reply carries an error: {reply.error.reason}")
         meta = reply.metadata
         if meta.reply_to_message_id != message.metadata.message_id or meta.src_node_id != node:
-            raise self._error(node, f"its ClientApp returned a Message that is no reply to the "
-                                    f"one it was sent (reply_to_message_id "
-                                    f"{meta.reply_to_message_id!r}, src_node_id "
-                                    f"{meta.src_node_id}): build it as Message(content, "
-                                    f"reply_to=message)")
+            raise self.client_error(
+                node, f"its ClientApp returned a Message that is no reply to the one it was "
+                      f"sent (reply_to_message_id {meta.reply_to_message_id!r}, src_node_id "
+                      f"{meta.src_node_id}): build it as Message(content, reply_to=message)")
         records = sorted(set(reply.content.array_records) - {"buffers"})
         metrics = list(reply.content.metric_records.items())
         if not records:
-            raise self._error(node, "its reply holds no arrays (an ArrayRecord of the "
-                                    "model it trained is expected)")
+            raise self.client_error(node, "its reply holds no arrays (an ArrayRecord of the "
+                                          "model it trained is expected)")
         if len(records) != 1:
-            raise self._error(node, f"its reply holds {len(records)} ArrayRecords "
-                                    f"{records}: one is expected")
+            raise self.client_error(node, f"its reply holds {len(records)} ArrayRecords "
+                                          f"{records}: one is expected")
         if len(metrics) != 1 or WEIGHT_KEY not in metrics[0][1]:
-            raise self._error(node, f"its reply holds {len(metrics)} MetricRecords: one with "
-                                    f"{WEIGHT_KEY!r} is expected")
+            raise self.client_error(node, f"its reply holds {len(metrics)} MetricRecords: one with "
+                                          f"{WEIGHT_KEY!r} is expected")
         weight = metrics[0][1][WEIGHT_KEY]
-        if isinstance(weight, list | bool) or not isinstance(weight, int | float):
-            raise self._error(node, f"its reply's {WEIGHT_KEY!r} is {weight!r}: one number "
-                                    f"(int or float) is expected")
+        if not is_number(weight):
+            raise self.client_error(node, f"its reply's {WEIGHT_KEY!r} is {weight!r}: one number "
+                                          f"(int or float) is expected")
         self._check_arrays(node, message, reply.content.array_records[records[0]])
 
     def _check_arrays(self, node: int, message: Message, got: Any) -> None:
@@ -306,31 +306,37 @@ class SimulatedGrid(Grid):
         if changed or missing:
             detail = "; ".join([f"{n}: sent {a}, returned {b}" for n, (a, b) in changed.items()]
                                + [f"{n}: sent, not returned" for n in missing])
-            raise self._error(node, f"its reply's arrays differ from those it was sent: "
-                                    f"{detail}")
+            raise self.client_error(node, f"its reply's arrays differ from those it was sent: "
+                                          f"{detail}")
         if list(shapes) != list(sent):
-            raise self._error(node, f"its reply's arrays are in another order than those it "
-                                    f"was sent ({list(shapes)} against {list(sent)})")
+            raise self.client_error(node, f"its reply's arrays are in another order than those it "
+                                          f"was sent ({list(shapes)} against {list(sent)})")
 
     def _check_alike(self, node: int, reply: Message) -> None:
-        """The reply's record names and metric keys are those of the round's first reply
-        (what flwr's strategies aggregate together)."""
+        """The reply's ArrayRecord name and its MetricRecord's name and keys are those of the
+        round's first reply (what flwr's strategies aggregate together)."""
         if not self._delivered:
             return
         first_node, first = next(iter(self._delivered.items()))
-        for kind in ("array_records", "metric_records"):
-            mine = {n: sorted(r) for n, r in getattr(reply.content, kind).items()
-                    if n != "buffers"}
-            theirs = {n: sorted(r) for n, r in getattr(first.reply.content, kind).items()
-                      if n != "buffers"}
-            if mine != theirs and kind == "metric_records":
-                raise self._error(node, f"its reply's MetricRecord {mine} differs from client "
-                                        f"{first_node - NODE_BASE}'s {theirs} in the round: a "
-                                        f"strategy aggregates the same keys from every reply")
-            if mine.keys() != theirs.keys():
-                raise self._error(node, f"its reply's ArrayRecord is named {list(mine)}, "
-                                        f"client {first_node - NODE_BASE}'s {list(theirs)} in "
-                                        f"the round: a strategy aggregates one name")
+        client = first_node - NODE_BASE
+        mine, theirs = (
+            {n: sorted(r) for n, r in content.metric_records.items()}
+            for content in (reply.content, first.reply.content))
+        if mine != theirs:
+            raise self.client_error(node, f"its reply's MetricRecord {mine} differs from "
+                                          f"client {client}'s {theirs} in the round: a "
+                                          f"strategy aggregates the same keys from every reply")
+        named, first_named = ([n for n in content.array_records if n != "buffers"]
+                              for content in (reply.content, first.reply.content))
+        if named != first_named:
+            raise self.client_error(node, f"its reply's ArrayRecord is named {named}, client "
+                                          f"{client}'s {first_named} in the round: a strategy "
+                                          f"aggregates one name")
+
+
+def is_number(value: Any) -> bool:
+    """One int or float (not a bool, not a list): what flwr's strategies weigh by."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _reported_steps(reply: Message) -> tuple[tuple[int, int], ...] | None:

@@ -44,6 +44,7 @@ from scala_netsim.flower.grid import (
     SimulatedGrid,
     array_bytes,
     identity,
+    is_number,
 )
 from scala_netsim.learn.contract import LocalStep
 from scala_netsim.learn.messages import ModelMessage
@@ -219,13 +220,11 @@ class StrategyRounds(ABC):
         for reply in replies:
             metrics = next(iter(reply.content.metric_records.values()))
             loss = metrics.get(key)
-            if isinstance(loss, bool) or not isinstance(loss, int | float):
-                node = reply.metadata.src_node_id
-                raise FlowerAppError(
-                    f"flower: client {node - NODE_BASE} (node {node}) in round "
-                    f"{self.server_round}: its reply's {key!r} is {loss!r}; "
-                    f"{type(self.strategy).__name__} weighs each client by its train loss "
-                    f"(one number)")
+            if not is_number(loss):
+                raise self.grid.client_error(
+                    reply.metadata.src_node_id,
+                    f"its reply's {key!r} is {loss!r}; {type(self.strategy).__name__} weighs "
+                    f"each client by its train loss (one number)")
 
     # --- the trainer contract as the protocol carries node k's message ---------------------
     def in_grid(self, k: int) -> bool:
@@ -252,10 +251,10 @@ class StrategyRounds(ABC):
         if local_iter == 0:
             delivered = self.grid.deliver(k + NODE_BASE)
             if not delivered.counted and len(delivered.steps) != self._local_steps:
-                raise FlowerAppError(
-                    f"flower: client {k} (node {k + NODE_BASE}) in round {self.server_round}: "
-                    f"its reply reports {len(delivered.steps)} steps' FLOPs, the round has "
-                    f"local-steps {self._local_steps} (training.local_iters)")
+                raise self.grid.client_error(
+                    k + NODE_BASE, f"its reply reports {len(delivered.steps)} steps' FLOPs, "
+                                   f"the round has local-steps {self._local_steps} "
+                                   f"(training.local_iters)")
             self._steps[k] = delivered.steps
         steps = self._steps[k]
         return LocalStep(*steps[local_iter]) if local_iter < len(steps) else LocalStep(0, 0)
