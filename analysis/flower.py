@@ -172,10 +172,28 @@ def _s(value: float) -> str:
     return "-" if np.isnan(value) else f"{value:,.0f} s"
 
 
+def seeds_named(flower: pd.DataFrame) -> str:
+    """Which strategies ran which seeds, in words: "seed 0" where all ran the same one,
+    else each set of seeds with the strategies that ran it ("seed 0 for FedAdam; seeds 0, 1,
+    2 for FedAvg and FedProx")."""
+    ran: dict[tuple[int, ...], list[str]] = {}
+    for strategy in dict.fromkeys(flower.strategy):
+        seeds = tuple(sorted({int(s) for s in flower[flower.strategy == strategy].seed}))
+        ran.setdefault(seeds, []).append(strategy)
+
+    def words(seeds: tuple[int, ...]) -> str:
+        return (f"seed {seeds[0]}" if len(seeds) == 1
+                else f"seeds {', '.join(map(str, seeds))}")
+
+    if len(ran) == 1:
+        return words(next(iter(ran)))
+    return "; ".join(f"{words(seeds)} for {', '.join(names[:-1])}"
+                     f"{' and ' if len(names) > 1 else ''}{names[-1]}"
+                     for seeds, names in sorted(ran.items(), key=lambda kv: (len(kv[0]), kv[0])))
+
+
 def report(rows: pd.DataFrame, flower: pd.DataFrame, agreement: pd.DataFrame) -> str:
-    seeds = sorted({int(s) for s in flower.seed})
-    named = (f"seed {seeds[0]}" if len(seeds) == 1
-             else f"seeds {', '.join(map(str, seeds))}")
+    named = seeds_named(flower)
     parts = ["# Flower's strategies on the wireless clock (issue 65)", "",
              f"`{COMMAND}`: Flower's strategies (flwr 1.42) over the package's clients on the "
              f"SCALA paper's setting (K = 100, alpha = 2, T = 5, B = 320, the authors' "

@@ -110,3 +110,17 @@ def test_flowers_fedavg_is_checked_against_the_packages_round_by_round(tmp_path)
     assert table.loc["cell"].max_acc_diff_pp == pytest.approx(2.0)
     assert not table.loc["nr_7_sites"].same_times
     assert table.loc["nr_7_sites"].max_acc_diff_pp == pytest.approx(0.0)
+
+
+def test_the_report_says_which_strategies_ran_which_seeds():
+    """One seed for all: "seed 0"; else each set of seeds with its strategies, the fewest
+    seeds first, the strategies in the comparison's order."""
+    def named(pairs):
+        return flower.seeds_named(pd.DataFrame(pairs, columns=["strategy", "seed"]))
+
+    assert named([("FedAvg", 0), ("FedAdam", 0), ("FedAvg", 0)]) == "seed 0"
+    assert named([("FedAvg", 0), ("FedAdam", 0), ("FedProx", 0), ("FedYogi", 0),
+                  ("FedAvg", 2), ("FedProx", 1), ("FedAvg", 1), ("FedProx", 2)]) == (
+        "seed 0 for FedAdam and FedYogi; seeds 0, 1, 2 for FedAvg and FedProx")
+    assert named([("A", 0), ("B", 0), ("C", 0), ("B", 1)]) == (
+        "seed 0 for A and C; seeds 0, 1 for B")
