@@ -183,6 +183,16 @@ class SplitFedV3Config(OptimizerStateConfig):
 #: the Flower strategies a scenario's `flower.strategy` names (flwr.serverapp.strategy)
 FLOWER_STRATEGIES = ("FedAvg", "FedProx", "FedAvgM", "FedAdam", "FedYogi", "FedAdagrad",
                      "QFedAvg", "FedTrimmedAvg", "FedMedian", "Krum", "MultiKrum", "Bulyan")
+#: flwr 1.42's other strategies, and why a run does not offer them (docs/guides/flower.md,
+#: "What does not run")
+FLOWER_NOT_OFFERED = dict.fromkeys(
+    ("DifferentialPrivacyServerSideFixedClipping", "DifferentialPrivacyServerSideAdaptiveClipping",
+     "DifferentialPrivacyClientSideFixedClipping", "DifferentialPrivacyClientSideAdaptiveClipping"),
+    "the differential-privacy wrappers wrap a strategy (they are no subclass of FedAvg), draw "
+    "their noise from NumPy's global generator and, client-side, need a clipping mod on the "
+    "ClientApp") | dict.fromkeys(
+    ("FedXgbBagging", "FedXgbCyclic"),
+    "the XGBoost strategies exchange trees, not the arrays of a model")
 #: what a scenario's `flower.options` may not set: the run sets them (its clients a round and
 #: the nodes its network can reach; the package evaluates the global model itself)
 FLOWER_RUN_OPTIONS = ("fraction_train", "fraction_evaluate", "min_train_nodes",
@@ -285,6 +295,11 @@ class FlowerConfig(OptimizerStateConfig):
         from flwr.serverapp import strategy as strategies
 
         if ":" not in self.strategy:
+            if self.strategy in FLOWER_NOT_OFFERED:
+                raise ValueError(f"{self.strategy!r} does not run here: "
+                                 f"{FLOWER_NOT_OFFERED[self.strategy]}; one of "
+                                 f"{', '.join(FLOWER_STRATEGIES)} does, or a user's subclass "
+                                 f"of FedAvg as module:Class")
             if self.strategy not in FLOWER_STRATEGIES:
                 raise ValueError(f"one of {', '.join(FLOWER_STRATEGIES)}, or a user's strategy "
                                  f"as module:Class, got {self.strategy!r}")

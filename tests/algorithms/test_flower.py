@@ -264,9 +264,26 @@ def test_a_users_strategy_resumes_with_its_own_state_or_is_refused(user_strategy
 
 
 @needs_flower
+def test_every_strategy_flwr_exports_runs_or_is_refused_with_its_reason():
+    from flwr.serverapp import strategy as strategies
+
+    from scala_netsim.algorithms.config import FLOWER_NOT_OFFERED, FLOWER_STRATEGIES
+
+    exported = {name for name in strategies.__all__ if name not in ("Result", "Strategy")}
+    assert exported == set(FLOWER_STRATEGIES) | set(FLOWER_NOT_OFFERED)
+    assert not set(FLOWER_STRATEGIES) & set(FLOWER_NOT_OFFERED)
+
+
+@needs_flower
 @pytest.mark.parametrize(("strategy", "says"), [
     ("FedNope", r"flower.strategy: one of FedAvg, .*, or a user's strategy as module:Class, "
                 r"got 'FedNope'"),
+    ("DifferentialPrivacyServerSideFixedClipping",
+     r"flower.strategy: 'DifferentialPrivacyServerSideFixedClipping' does not run here: the "
+     r"differential-privacy wrappers wrap a strategy .*; one of FedAvg, .* does, or a user's "
+     r"subclass of FedAvg as module:Class"),
+    ("FedXgbCyclic", r"flower.strategy: 'FedXgbCyclic' does not run here: the XGBoost "
+                     r"strategies exchange trees, not the arrays of a model"),
     ("my_strategy:Nothing", r"flower.strategy: cannot import 'my_strategy:Nothing'"),
     ("my_strategy:np", r"flower.strategy: 'my_strategy:np' is not a subclass of flwr's FedAvg"),
 ])
